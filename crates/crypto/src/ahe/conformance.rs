@@ -1,0 +1,1 @@
+//! AHE conformance suite. TODO(helper).

@@ -1,0 +1,1 @@
+//! Exponential ElGamal. TODO(helper).

@@ -1,0 +1,1 @@
+//! Paillier / Damgard-Jurik. TODO(helper).

@@ -1,0 +1,1 @@
+//! Compact, order-hiding encodings of a set of group elements. TODO(helper).

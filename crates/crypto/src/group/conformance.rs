@@ -1,0 +1,1 @@
+//! Conformance suite every PrimeGroup runs. TODO(helper): implement.

@@ -1,0 +1,1 @@
+//! ristretto255 (RFC 9496). TODO(helper): implement.

@@ -1,0 +1,1 @@
+//! RFC 9380 expand_message_xmd. TODO(helper): implement.

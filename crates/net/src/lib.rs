@@ -1,0 +1,1 @@
+//! Drivers and transports. TODO
