@@ -1,1 +1,65 @@
-//! Drivers and transports. TODO
+//! What drives privset parties: the byte movers around the sans-IO state machines of
+//! `privset-protocols`.
+//!
+//! A party never touches a socket or a file; [`drive`] runs one over any [`Transport`]:
+//! * [`memory`]: an in-memory pair for tests, plus a single-threaded lock-step harness
+//!   ([`memory::run_pair`]) that can tamper with, drop, duplicate or reorder messages;
+//! * [`tls`]: TCP with mutual TLS 1.3 (rustls, ring), the default between organisations;
+//! * [`tcp`]: plaintext TCP, only behind an explicit `--insecure-no-tls`;
+//! * [`dir`]: a shared exchange directory polled for message files (the batch deployment
+//!   of seed 000, Sec. 2.4), which can resume a killed party.
+//!
+//! [`certs::generate`] makes a throwaway CA and per-party certificates for trying it out.
+//! Every transport counts the bytes it moves so benchmarks can price a run.
+#![forbid(unsafe_code)]
+
+pub mod certs;
+mod counting;
+pub mod dir;
+pub mod driver;
+mod error;
+mod framing;
+pub mod memory;
+mod socket;
+pub mod tcp;
+pub mod tls;
+
+pub use dir::{DirOptions, ExchangeDir};
+pub use driver::{RunError, drive};
+pub use error::TransportError;
+pub use memory::{MemoryTransport, pair, run_pair, run_pair_with};
+pub use socket::ConnectOptions;
+pub use tcp::PlainTcpTransport;
+pub use tls::{TlsFiles, TlsTransport};
+
+/// Moves whole privset frames between two parties.
+///
+/// Implementations keep message boundaries (a party handles one frame at a time) and
+/// never allocate for an incoming message before checking its length against the
+/// limit the party gave, so a hostile peer cannot make us allocate gigabytes.
+pub trait Transport {
+    /// Sends one message (a whole privset frame).
+    fn send(&mut self, message: &[u8]) -> Result<(), TransportError>;
+    /// Receives one message; a message longer than `max_len` is refused with an error
+    /// BEFORE allocating for it.
+    fn recv(&mut self, max_len: usize) -> Result<Vec<u8>, TransportError>;
+    /// Bytes this side has sent and received so far, as counted on the wire (socket
+    /// bytes incl. TLS/length framing; file bytes for the directory transport).
+    fn counters(&self) -> ByteCounters;
+}
+
+/// Bytes moved by one side, as the transport counts them (see [`Transport::counters`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ByteCounters {
+    /// Bytes this side sent.
+    pub sent: u64,
+    /// Bytes this side received.
+    pub received: u64,
+}
+
+impl ByteCounters {
+    /// Sent plus received.
+    pub fn total(&self) -> u64 {
+        self.sent + self.received
+    }
+}

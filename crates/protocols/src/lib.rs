@@ -1,1 +1,20 @@
-//! Protocols. TODO
+//! privset protocols. Every party of every protocol is a sans-IO state machine
+//! implementing [`Party`]: it consumes the peer's messages and produces its own, and
+//! never touches a socket, a file, a clock or a thread of its own. The drivers in
+//! `privset-net` move the bytes; the same party runs unchanged over an in-memory pair,
+//! TCP with mutual TLS, or a shared exchange directory.
+//!
+//! Protocols:
+//! * [`pi_sum`]: Private Intersection-Sum with Cardinality, the DDH protocol Google
+//!   deployed (seed 000, Fig. 2) and its variants.
+#![forbid(unsafe_code)]
+
+pub mod error;
+pub mod input;
+pub mod party;
+pub mod pi_sum;
+pub mod session;
+pub mod wire;
+
+pub use error::{InputError, PeerMisbehaved, ProtocolError};
+pub use party::Party;

@@ -61,7 +61,9 @@ pub enum HeError {
     InvalidPublicKey(String),
     #[error("ciphertext {index} is invalid: {reason}")]
     InvalidCiphertext { index: usize, reason: String },
-    #[error("{len} bytes of packed ciphertexts is not a multiple of the ciphertext length {ct_len}")]
+    #[error(
+        "{len} bytes of packed ciphertexts is not a multiple of the ciphertext length {ct_len}"
+    )]
     BadLength { len: usize, ct_len: usize },
     #[error("expected {expected} ciphertexts, got {got}")]
     WrongCount { expected: usize, got: usize },
@@ -93,7 +95,11 @@ pub trait AdditiveHe: Send + Sync + 'static {
     /// `k * m` for the plaintext `m` of `c`.
     fn mul_plain(pk: &Self::PublicKey, c: &Self::Ciphertext, k: u64) -> Self::Ciphertext;
     /// A fresh-looking encryption of the same plaintext.
-    fn rerandomize(pk: &Self::PublicKey, c: &Self::Ciphertext, rng: &mut SessionRng) -> Self::Ciphertext;
+    fn rerandomize(
+        pk: &Self::PublicKey,
+        c: &Self::Ciphertext,
+        rng: &mut SessionRng,
+    ) -> Self::Ciphertext;
     /// Decrypts a plaintext known to be at most `max`.
     fn decrypt(sk: &Self::SecretKey, c: &Self::Ciphertext, max: u64) -> Result<u64, HeError>;
 

@@ -1,1 +1,1239 @@
-//! Paillier / Damgard-Jurik. TODO(helper).
+//! Paillier encryption with the Damgard-Jurik generalisation, slot-packed for subset sums.
+//!
+//! # Scheme
+//!
+//! Damgard-Jurik ("A Generalisation, a Simplification and Some Applications of
+//! Paillier's Probabilistic Public-Key System", PKC 2001) with `g = 1 + n`: plaintexts
+//! live in `Z_{n^s}`, ciphertexts in `Z*_{n^{s+1}}`, and
+//! `Enc(m; r) = (1+n)^m * r^{n^s} mod n^{s+1}`. `s = 1` is plain Paillier. Seed 000
+//! (Sec. 3.2) deploys 768-bit primes with `s = 3` ([`Params::SEED_DEPLOYED`]); the
+//! default ([`Params::default`]) is a 3072-bit modulus with `s = 2` (128-bit security).
+//! `(1+n)^m` is evaluated with the binomial expansion `sum_{i<=s} C(m,i) n^i` (no
+//! exponentiation), decryption is the recursive extraction of Damgard-Jurik Sec. 4.2,
+//! run modulo `p^{s+1}` and `q^{s+1}` separately and recombined (CRT).
+//!
+//! ## Two kinds of randomness
+//!
+//! * **Key owner** (`encrypt_column`, `encrypt_each`, [`Paillier::encrypt_owner`]): the
+//!   public key carries `h = x^{n^s} mod n^{s+1}` for a random `x` (Damgard-Jurik-Nielsen
+//!   style), and the owner encrypts as `(1+n)^m * h^alpha` with a 2κ = 256-bit `alpha`,
+//!   using a fixed-base table (8-bit windows, 31 modular multiplications per
+//!   encryption). Hiding then rests on the DJN *short-exponent assumption*: `h^alpha`
+//!   with a 256-bit `alpha` is indistinguishable from a uniform `n^s`-th residue (for
+//!   parties that cannot factor `n`), in addition to DCR.
+//! * **Party without the key** (`rerandomize`, [`AdditiveHe::encrypt`], the masks of
+//!   `sum_selected` and `mask_each`): a full-size `r` uniform in `Z*_n` and the factor
+//!   `r^{n^s} mod n^{s+1}`. A short exponent would not do here: the key owner can take
+//!   `n^s`-th roots, so it can recover `x` and `h^alpha`'s exponent structure, and hiding
+//!   a ciphertext from the owner would reduce to a 256-bit discrete logarithm the owner
+//!   may well be able to solve; with a full-size `r` the re-randomizer is a uniformly
+//!   random `n^s`-th residue and hides the previous randomness information-theoretically.
+//!   [`AdditiveHe::encrypt`] cannot tell who calls it, so it uses full-size randomness too.
+//!
+//! # Subset sums: multi-output slot packing
+//!
+//! Let `u` = bit length of `bounds.max_sum`, `σ = 40`, `P` = bit length of `n^s` minus 1
+//! (any integer below `2^P` is below `n^s`). Slot width `k` and slots per ciphertext `L`:
+//! start with `k = u + σ + 1`, `L = floor(P / k)`; while
+//! `k < u + σ + 1 + ceil(log2(L + 1))`, increment `k` and recompute `L`. (`L = 0` is an
+//! error: `max_sum` is too large for the modulus.)
+//!
+//! * `encrypt_column`: item `i` goes to slot `i % L` of ciphertext `i / L`, i.e. the
+//!   plaintext of ciphertext `c` is `sum_j t_{cL+j} 2^{kj}`.
+//! * `sum_selected` (non-owner): for every slot position `j`, `P_j` is the product of
+//!   the ciphertexts whose slot `j` holds a selected item (`1` if none). Slot `j` of `P_j`
+//!   holds `S_j`, the sum of the selected items at position `j`; its other slots hold
+//!   *junk* (sums of unselected items sharing those ciphertexts). Output `j` is
+//!   `P_j * Enc(mask_j)` with fresh full-size randomness, where
+//!   `mask_j = sum_{j' != j} ρ_{j,j'} 2^{kj'} + ρ'_j 2^{kj}`, every junk mask `ρ` uniform in
+//!   `[0, 2^{k-1})`, and the target masks `ρ'_0..ρ'_{L-1}` uniform in `[0, 2^{k-1})`
+//!   subject to `sum_j ρ'_j ≡ 0 (mod 2^{k-1})`. Every slot content is at most
+//!   `max_sum < 2^u <= 2^{k-1}` and every mask is below `2^{k-1}`, so no slot carries
+//!   into the next and the whole plaintext stays below `2^{kL} <= 2^P < n^s`.
+//! * `decrypt_sum` (owner): `y_j` = bits `[kj, kj+k)` of output `j`;
+//!   `S = (sum_j y_j) mod 2^{k-1}`, which equals `sum_j S_j` because the `ρ'` cancel.
+//!
+//! **What the owner learns.** Outputs are fresh encryptions, so only their plaintexts
+//! matter. Adding a uniform `ρ ∈ [0, N)` to a value `J` gives a distribution at
+//! statistical distance `J / N` from uniform on `[0, N)` (with `N = 2^{k-1}`).
+//! *Junk:* within one output the junk slots hold sums of distinct items, so their total
+//! is at most `max_sum`; over the `L` outputs the junk contributes at most
+//! `L * max_sum / 2^{k-1}`. *Targets:* the vector `(y_j)` equals
+//! `((S_j + ρ'_j) mod 2^{k-1})_j` unless some slot wraps past `2^{k-1}`, which happens
+//! with probability at most `sum_j S_j / 2^{k-1} <= max_sum / 2^{k-1}`; and that reduced
+//! vector is uniform among vectors summing to `S mod 2^{k-1}`, i.e. simulatable from `S`
+//! alone. In total the owner's view is within `(L + 1) * 2^{u-k+1} <= 2^{-σ} = 2^{-40}`
+//! of a simulation from `S`, because the choice of `k` gives
+//! `2^{u-k+1} <= 2^{-σ} / (L + 1)`. Seed 000 (App. B.1) rotates every selected slot into
+//! one privileged slot instead, which costs half the plaintext space; the multi-output
+//! layout uses all of it and replaces the rotation (`L` exponentiations per item) by one
+//! modular multiplication per selected item, at the price of `L` output ciphertexts.
+//!
+//! **Reverse variant** (seed 000 App. G): `encrypt_each` is one unpacked ciphertext per
+//! item; `mask_each` adds a uniform `r_j ∈ Z_{n^s}` to every item and re-randomizes with
+//! full-size randomness (one full exponentiation per item: this is the expensive side);
+//! the owner opens `(S + R) mod n^s`; the non-owner subtracts `R`.
+//!
+//! # Caveats
+//! Arithmetic is GMP's and not constant-time; secret-key integers are overwritten on
+//! drop, but GMP temporaries are not.
+
+use std::sync::OnceLock;
+
+use rayon::prelude::*;
+use rug::integer::{IsPrime, Order};
+use rug::{Assign, Integer};
+
+use super::{AdditiveHe, ColumnBounds, HeError, HeId, Mask, SubsetSum};
+use crate::rng::SessionRng;
+
+/// Statistical security of the slot masks (bits).
+pub const STAT_SECURITY: u32 = 40;
+/// Bit length of the key owner's short DJN exponent (2κ for κ = 128).
+pub const SHORT_EXPONENT_BITS: u32 = 256;
+/// Window width of the owner's fixed-base table.
+const WINDOW_BITS: u32 = 8;
+/// Items per forked rng in `encrypt_each` / `mask_each` (fixed so output is
+/// independent of the thread count).
+const RNG_CHUNK: usize = 16;
+
+/// Key-generation parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Params {
+    /// Bit length of `n = pq`; at least 1024 and a multiple of 64.
+    pub modulus_bits: u32,
+    /// Damgard-Jurik exponent: plaintexts mod `n^s`, ciphertexts mod `n^{s+1}`; 1..=4.
+    pub s: u32,
+}
+
+impl Params {
+    /// Seed 000's deployment (Sec. 3.2): 768-bit primes, `s = 3`.
+    pub const SEED_DEPLOYED: Params = Params {
+        modulus_bits: 1536,
+        s: 3,
+    };
+
+    /// Checks the ranges documented on the fields.
+    pub fn validate(&self) -> Result<(), HeError> {
+        if self.modulus_bits < 1024 || self.modulus_bits % 64 != 0 {
+            return Err(HeError::Parameters(format!(
+                "Paillier modulus_bits must be >= 1024 and a multiple of 64, got {}",
+                self.modulus_bits
+            )));
+        }
+        if !(1..=4).contains(&self.s) {
+            return Err(HeError::Parameters(format!(
+                "Damgard-Jurik s must be in 1..=4, got {}",
+                self.s
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Default for Params {
+    /// 128-bit security: a 3072-bit modulus, `s = 2`.
+    fn default() -> Self {
+        Params {
+            modulus_bits: 3072,
+            s: 2,
+        }
+    }
+}
+
+/// Paillier / Damgard-Jurik (see the module docs).
+pub struct Paillier;
+
+/// Public key: `n`, `s`, and the owner's DJN base `h`, with derived constants.
+#[derive(Clone)]
+pub struct PublicKey {
+    s: u32,
+    modulus_bits: u32,
+    n: Integer,
+    /// `n^0 ..= n^{s+1}`.
+    n_pows: Vec<Integer>,
+    /// `(k!)^{-1} mod n^s` for `k = 0..=s`.
+    inv_fact: Vec<Integer>,
+    h: Integer,
+    ct_len: usize,
+    pt_len: usize,
+}
+
+impl std::fmt::Debug for PublicKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "paillier::PublicKey {{ modulus_bits: {}, s: {} }}",
+            self.modulus_bits, self.s
+        )
+    }
+}
+
+impl PublicKey {
+    fn new(n: Integer, s: u32, h: Integer) -> Result<Self, HeError> {
+        let modulus_bits = n.significant_bits();
+        let mut n_pows = Vec::with_capacity(s as usize + 2);
+        n_pows.push(Integer::from(1));
+        for i in 1..=(s as usize + 1) {
+            let next = Integer::from(&n_pows[i - 1] * &n);
+            n_pows.push(next);
+        }
+        let n_s = &n_pows[s as usize];
+        let inv_fact = inverse_factorials(s, n_s)
+            .ok_or_else(|| HeError::InvalidPublicKey("n shares a factor with k!".into()))?;
+        let ct_len = n_pows[s as usize + 1].significant_digits::<u8>();
+        let pt_len = n_s.significant_digits::<u8>();
+        Ok(PublicKey {
+            s,
+            modulus_bits,
+            n,
+            n_pows,
+            inv_fact,
+            h,
+            ct_len,
+            pt_len,
+        })
+    }
+
+    /// The modulus `n`.
+    pub fn n(&self) -> &Integer {
+        &self.n
+    }
+    /// The Damgard-Jurik `s`.
+    pub fn s(&self) -> u32 {
+        self.s
+    }
+    /// The plaintext modulus `n^s`.
+    pub fn plaintext_modulus(&self) -> &Integer {
+        &self.n_pows[self.s as usize]
+    }
+    /// The ciphertext modulus `n^{s+1}`.
+    pub fn ciphertext_modulus(&self) -> &Integer {
+        &self.n_pows[self.s as usize + 1]
+    }
+    /// Bytes of an encoded plaintext (`n^s`) and of a [`Mask`].
+    pub fn plaintext_len(&self) -> usize {
+        self.pt_len
+    }
+
+    /// `(1+n)^m mod n^{s+1}` by the binomial formula `sum_{i=0..s} C(m,i) n^i`: `C(m,i)`
+    /// is only needed modulo `n^{s+1-i}`, and `i!` is invertible modulo `n`.
+    fn one_plus_n_pow(&self, m: &Integer) -> Integer {
+        let s = self.s as usize;
+        let n_s = &self.n_pows[s];
+        let big = &self.n_pows[s + 1];
+        let m = Integer::from(m.modulo_ref(n_s));
+        let mut result = Integer::from(1);
+        let mut falling = Integer::from(1);
+        for i in 1..=s {
+            let mut factor = Integer::from(&m - (i as u64 - 1));
+            factor.modulo_mut(n_s);
+            falling *= &factor;
+            falling.modulo_mut(n_s);
+            let mut term = Integer::from(&falling * &self.inv_fact[i]);
+            term.modulo_mut(&self.n_pows[s + 1 - i]);
+            term *= &self.n_pows[i];
+            result += term;
+        }
+        result.modulo_mut(big);
+        result
+    }
+
+    /// A uniformly random `n^s`-th residue `r^{n^s} mod n^{s+1}`, `r` uniform in `Z*_n`
+    /// (full size: see the module docs for why the non-owner never uses a short exponent).
+    fn full_randomizer(&self, rng: &mut SessionRng) -> Integer {
+        let r = random_unit(rng, &self.n);
+        Integer::from(
+            r.pow_mod_ref(self.plaintext_modulus(), self.ciphertext_modulus())
+                .expect("modulus is positive"),
+        )
+    }
+
+    /// `Enc(m)` with full-size randomness.
+    fn encrypt_full(&self, m: &Integer, rng: &mut SessionRng) -> Integer {
+        let mut c = self.one_plus_n_pow(m);
+        c *= self.full_randomizer(rng);
+        c.modulo_mut(self.ciphertext_modulus());
+        c
+    }
+
+    fn mul_mod(&self, a: &Integer, b: &Integer) -> Integer {
+        let mut c = Integer::from(a * b);
+        c.modulo_mut(self.ciphertext_modulus());
+        c
+    }
+
+    fn decode_ct_int(&self, bytes: &[u8], index: usize) -> Result<Integer, HeError> {
+        let bad = |reason: &str| HeError::InvalidCiphertext {
+            index,
+            reason: reason.to_string(),
+        };
+        if bytes.len() != self.ct_len {
+            return Err(bad("wrong length"));
+        }
+        let c = Integer::from_digits(bytes, Order::Msf);
+        if c == 0 {
+            return Err(bad("zero"));
+        }
+        if &c >= self.ciphertext_modulus() {
+            return Err(bad("not below n^(s+1)"));
+        }
+        if Integer::from(c.gcd_ref(&self.n)) != 1 {
+            return Err(bad("not coprime to n"));
+        }
+        Ok(c)
+    }
+
+    fn encode_int(&self, c: &Integer, out: &mut [u8]) {
+        write_be(c, out);
+    }
+
+    /// Decodes a packed array of ciphertexts, only at the positions in `wanted`
+    /// (other positions are `None`).
+    fn decode_packed(
+        &self,
+        bytes: &[u8],
+        wanted: &[bool],
+    ) -> Result<Vec<Option<Integer>>, HeError> {
+        bytes
+            .par_chunks(self.ct_len)
+            .zip(wanted.par_iter())
+            .enumerate()
+            .map(|(i, (chunk, &w))| {
+                if w {
+                    self.decode_ct_int(chunk, i).map(Some)
+                } else {
+                    Ok(None)
+                }
+            })
+            .collect()
+    }
+
+    /// Product of `items` (ciphertext integers) modulo `n^{s+1}`, in parallel.
+    fn product<'a>(&self, items: impl IndexedParallelIterator<Item = &'a Integer>) -> Integer {
+        items
+            .with_min_len(32)
+            .fold(|| Integer::from(1), |acc, c| self.mul_mod(&acc, c))
+            .reduce(|| Integer::from(1), |a, b| self.mul_mod(&a, &b))
+    }
+}
+
+/// `(k!)^{-1} mod m` for `k = 0..=s`.
+fn inverse_factorials(s: u32, m: &Integer) -> Option<Vec<Integer>> {
+    let mut out = Vec::with_capacity(s as usize + 1);
+    let mut fact = Integer::from(1);
+    for k in 0..=s {
+        if k > 0 {
+            fact *= k;
+        }
+        out.push(Integer::from(fact.invert_ref(m)?));
+    }
+    Some(out)
+}
+
+/// Damgard-Jurik's recursive extraction (PKC 2001, Sec. 4.2): given
+/// `a = (1+b)^i mod b^{s+1}`, returns `i mod b^s`. `pows` are `b^0..=b^{s+1}` and
+/// `inv_fact[k] = (k!)^{-1} mod b^s`.
+fn dj_dlog(a: &Integer, s: u32, pows: &[Integer], inv_fact: &[Integer]) -> Integer {
+    let b = &pows[1];
+    let mut i = Integer::new();
+    for j in 1..=s as usize {
+        let nj = &pows[j];
+        // t1 = L(a mod b^{j+1}) = (a mod b^{j+1} - 1) / b
+        let mut t1 = Integer::from(a.modulo_ref(&pows[j + 1]));
+        t1 -= 1;
+        t1.div_exact_mut(b);
+        let mut t2 = i.clone();
+        for k in 2..=j {
+            i -= 1;
+            t2 *= &i;
+            t2.modulo_mut(nj);
+            let mut sub = Integer::from(&t2 * &pows[k - 1]);
+            sub *= &inv_fact[k];
+            t1 -= sub;
+            t1.modulo_mut(nj);
+        }
+        t1.modulo_mut(nj);
+        i = t1;
+    }
+    i
+}
+
+/// Overwrites the limbs of `x` with zeros in place (clearing bits does not reallocate).
+fn wipe(x: &mut Integer) {
+    for b in 0..x.significant_bits() {
+        x.set_bit(b, false);
+    }
+    x.assign(0);
+}
+
+fn write_be(x: &Integer, out: &mut [u8]) {
+    debug_assert!(x.significant_digits::<u8>() <= out.len());
+    x.write_digits(out, Order::Msf);
+}
+
+fn random_bits(rng: &mut SessionRng, bits: u32) -> Integer {
+    let mut buf = vec![0u8; bits.div_ceil(8) as usize];
+    rng.fill(&mut buf);
+    let mut x = Integer::from_digits(&buf, Order::Msf);
+    x.keep_bits_mut(bits);
+    zeroize::Zeroize::zeroize(&mut buf);
+    x
+}
+
+/// Uniform in `[0, bound)` by rejection sampling (`bound > 0`).
+fn random_below(rng: &mut SessionRng, bound: &Integer) -> Integer {
+    let bits = bound.significant_bits();
+    loop {
+        let x = random_bits(rng, bits);
+        if &x < bound {
+            return x;
+        }
+    }
+}
+
+/// Uniform in `Z*_n`.
+fn random_unit(rng: &mut SessionRng, n: &Integer) -> Integer {
+    loop {
+        let r = random_below(rng, n);
+        if r != 0 && Integer::from(r.gcd_ref(n)) == 1 {
+            return r;
+        }
+    }
+}
+
+/// A prime of exactly `bits` bits with the top two bits set.
+fn random_prime(rng: &mut SessionRng, bits: u32) -> Integer {
+    loop {
+        let mut x = random_bits(rng, bits);
+        x.set_bit(bits - 1, true);
+        x.set_bit(bits - 2, true);
+        x.set_bit(0, true);
+        let p = x.next_prime();
+        if p.significant_bits() == bits && p.is_probably_prime(32) != IsPrime::No {
+            return p;
+        }
+    }
+}
+
+/// Fixed-base exponentiation table for `h` modulo `n^{s+1}`: `table[w][d-1] =
+/// h^{d * 2^{8w}}`, so `h^alpha` for a 256-bit `alpha` costs at most 31 multiplications.
+struct FixedBase {
+    table: Vec<Vec<Integer>>,
+}
+
+impl FixedBase {
+    fn new(h: &Integer, modulus: &Integer) -> Self {
+        let windows = SHORT_EXPONENT_BITS.div_ceil(WINDOW_BITS) as usize;
+        let digits = (1usize << WINDOW_BITS) - 1;
+        let mut table = Vec::with_capacity(windows);
+        let mut base = Integer::from(h.modulo_ref(modulus));
+        for _ in 0..windows {
+            let mut row = Vec::with_capacity(digits);
+            row.push(base.clone());
+            for d in 1..digits {
+                let mut next = Integer::from(&row[d - 1] * &base);
+                next.modulo_mut(modulus);
+                row.push(next);
+            }
+            // base^(2^8) = base^255 * base
+            let mut next_base = Integer::from(&row[digits - 1] * &base);
+            next_base.modulo_mut(modulus);
+            base = next_base;
+            table.push(row);
+        }
+        FixedBase { table }
+    }
+
+    /// `h^alpha` for `alpha` given as 32 big-endian bytes.
+    fn pow(&self, alpha: &[u8; 32], modulus: &Integer) -> Integer {
+        let mut acc: Option<Integer> = None;
+        for (w, &digit) in alpha.iter().rev().enumerate() {
+            if digit == 0 {
+                continue;
+            }
+            let e = &self.table[w][digit as usize - 1];
+            acc = Some(match acc {
+                None => e.clone(),
+                Some(mut a) => {
+                    a *= e;
+                    a.modulo_mut(modulus);
+                    a
+                }
+            });
+        }
+        acc.unwrap_or_else(|| Integer::from(1))
+    }
+}
+
+/// One prime's half of the CRT decryption.
+struct CrtHalf {
+    /// `prime^0 ..= prime^{s+1}`.
+    pows: Vec<Integer>,
+    /// `(k!)^{-1} mod prime^s`.
+    inv_fact: Vec<Integer>,
+    /// `prime - 1`, the decryption exponent modulo `prime^{s+1}`.
+    exp: Integer,
+    /// `(dlog_{1+prime}(1+n) * (prime - 1))^{-1} mod prime^s`.
+    hinv: Integer,
+}
+
+impl CrtHalf {
+    fn new(prime: &Integer, n: &Integer, s: u32) -> Option<Self> {
+        let mut pows = vec![Integer::from(1)];
+        for i in 1..=(s as usize + 1) {
+            let next = Integer::from(&pows[i - 1] * prime);
+            pows.push(next);
+        }
+        let ps = &pows[s as usize];
+        let inv_fact = inverse_factorials(s, ps)?;
+        let g = Integer::from(n + 1u32).modulo(&pows[s as usize + 1]);
+        let e = dj_dlog(&g, s, &pows, &inv_fact);
+        let exp = Integer::from(prime - 1u32);
+        let hinv = Integer::from(Integer::from(&e * &exp).invert_ref(ps)?);
+        Some(CrtHalf {
+            pows,
+            inv_fact,
+            exp,
+            hinv,
+        })
+    }
+
+    /// `m mod prime^s` for a ciphertext `c` of `m`.
+    fn decrypt(&self, c: &Integer, s: u32) -> Integer {
+        let ps1 = &self.pows[s as usize + 1];
+        let cp = Integer::from(c.modulo_ref(ps1));
+        let a = Integer::from(cp.pow_mod_ref(&self.exp, ps1).expect("positive modulus"));
+        let d = dj_dlog(&a, s, &self.pows, &self.inv_fact);
+        let mut m = d * &self.hinv;
+        m.modulo_mut(&self.pows[s as usize]);
+        m
+    }
+}
+
+impl Drop for CrtHalf {
+    fn drop(&mut self) {
+        for x in self.pows.iter_mut().chain(self.inv_fact.iter_mut()) {
+            wipe(x);
+        }
+        wipe(&mut self.exp);
+        wipe(&mut self.hinv);
+    }
+}
+
+/// Secret key: the factorisation, `λ`, CRT constants, and (built on first use) the
+/// fixed-base table for the owner's fast encryption. Integers are overwritten on drop;
+/// not `Clone`; `Debug` elided.
+pub struct SecretKey {
+    pk: PublicKey,
+    p: Integer,
+    q: Integer,
+    lambda: Integer,
+    crt_p: CrtHalf,
+    crt_q: CrtHalf,
+    /// `(q^s)^{-1} mod p^s`.
+    q_s_inv: Integer,
+    table: OnceLock<FixedBase>,
+}
+
+impl std::fmt::Debug for SecretKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("paillier::SecretKey { .. }")
+    }
+}
+
+impl Drop for SecretKey {
+    fn drop(&mut self) {
+        wipe(&mut self.p);
+        wipe(&mut self.q);
+        wipe(&mut self.lambda);
+        wipe(&mut self.q_s_inv);
+    }
+}
+
+impl SecretKey {
+    /// The matching public key.
+    pub fn public_key(&self) -> &PublicKey {
+        &self.pk
+    }
+
+    fn table(&self) -> &FixedBase {
+        self.table
+            .get_or_init(|| FixedBase::new(&self.pk.h, self.pk.ciphertext_modulus()))
+    }
+
+    /// Decrypts to `m ∈ Z_{n^s}` (CRT over `p^{s+1}`, `q^{s+1}`).
+    fn decrypt_int(&self, c: &Integer) -> Integer {
+        let s = self.pk.s;
+        let mp = self.crt_p.decrypt(c, s);
+        let mq = self.crt_q.decrypt(c, s);
+        // m = mq + q^s * ((mp - mq) * (q^s)^{-1} mod p^s)
+        let ps = &self.crt_p.pows[s as usize];
+        let qs = &self.crt_q.pows[s as usize];
+        let mut t = Integer::from(&mp - &mq);
+        t *= &self.q_s_inv;
+        t.modulo_mut(ps);
+        t *= qs;
+        t += mq;
+        t
+    }
+
+    /// Reference decryption without CRT: `c^λ = (1+n)^{mλ}`, extract, divide by `λ`.
+    /// Used by tests to cross-check the CRT path.
+    pub fn decrypt_no_crt(&self, c: &Integer) -> Integer {
+        let pk = &self.pk;
+        let a = Integer::from(
+            c.pow_mod_ref(&self.lambda, pk.ciphertext_modulus())
+                .expect("positive modulus"),
+        );
+        let ml = dj_dlog(&a, pk.s, &pk.n_pows, &pk.inv_fact);
+        let linv = Integer::from(
+            self.lambda
+                .invert_ref(pk.plaintext_modulus())
+                .expect("gcd(λ, n) = 1 by key generation"),
+        );
+        let mut m = ml * linv;
+        m.modulo_mut(pk.plaintext_modulus());
+        m
+    }
+}
+
+/// Ciphertext: an element of `Z*_{n^{s+1}}`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ciphertext(pub Integer);
+
+/// The packing layout of a column (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Bit length of `max_sum`.
+    pub u: u32,
+    /// Slot width in bits.
+    pub k: u32,
+    /// Slots per ciphertext (`L`).
+    pub slots: usize,
+}
+
+impl Paillier {
+    /// The slot layout for `bounds` under `pk` (module docs, "Subset sums").
+    pub fn layout(pk: &PublicKey, bounds: &ColumnBounds) -> Result<Layout, HeError> {
+        let u = 128 - bounds.max_sum.leading_zeros();
+        let p_bits = (pk.plaintext_modulus().significant_bits() - 1) as u64;
+        let base = u as u64 + STAT_SECURITY as u64 + 1;
+        let mut k = base;
+        let mut l = p_bits / k;
+        while k < base + ceil_log2(l + 1) {
+            k += 1;
+            l = p_bits / k;
+        }
+        if l == 0 {
+            return Err(HeError::Parameters(format!(
+                "max_sum of {u} bits does not fit a {p_bits}-bit plaintext with {STAT_SECURITY} bits of masking"
+            )));
+        }
+        Ok(Layout {
+            u,
+            k: k as u32,
+            slots: l as usize,
+        })
+    }
+
+    /// Key owner's fast encryption `(1+n)^m * h^alpha`, `alpha` a 256-bit random
+    /// exponent (DJN short-exponent assumption; module docs). `m` is reduced mod `n^s`.
+    pub fn encrypt_owner(sk: &SecretKey, m: &Integer, rng: &mut SessionRng) -> Ciphertext {
+        Ciphertext(owner_encrypt_int(sk, m, rng))
+    }
+
+    /// Decrypts to the full plaintext in `Z_{n^s}`.
+    pub fn decrypt_integer(sk: &SecretKey, c: &Ciphertext) -> Integer {
+        sk.decrypt_int(&c.0)
+    }
+
+    /// Encrypts an arbitrary plaintext in `Z_{n^s}` with full-size randomness.
+    pub fn encrypt_integer(pk: &PublicKey, m: &Integer, rng: &mut SessionRng) -> Ciphertext {
+        Ciphertext(pk.encrypt_full(m, rng))
+    }
+}
+
+fn ceil_log2(x: u64) -> u64 {
+    if x <= 1 {
+        0
+    } else {
+        64 - (x - 1).leading_zeros() as u64
+    }
+}
+
+fn owner_encrypt_int(sk: &SecretKey, m: &Integer, rng: &mut SessionRng) -> Integer {
+    let pk = &sk.pk;
+    let mut alpha = [0u8; 32];
+    rng.fill(&mut alpha);
+    let mut c = sk.table().pow(&alpha, pk.ciphertext_modulus());
+    zeroize::Zeroize::zeroize(&mut alpha);
+    c *= pk.one_plus_n_pow(m);
+    c.modulo_mut(pk.ciphertext_modulus());
+    c
+}
+
+/// Checks `values` against `bounds` (count, per-value bound, total bound).
+fn check_values(bounds: &ColumnBounds, values: &[u64]) -> Result<(), HeError> {
+    if values.len() != bounds.items {
+        return Err(HeError::WrongCount {
+            expected: bounds.items,
+            got: values.len(),
+        });
+    }
+    let mut total: u128 = 0;
+    for &v in values {
+        if v > bounds.max_value {
+            return Err(HeError::OutOfRange {
+                bound_bits: 64 - bounds.max_value.leading_zeros(),
+            });
+        }
+        total += v as u128;
+    }
+    if total > bounds.max_sum {
+        return Err(HeError::OutOfRange {
+            bound_bits: 128 - bounds.max_sum.leading_zeros(),
+        });
+    }
+    Ok(())
+}
+
+/// Validates `selected` against `count` items: in range and distinct.
+pub(crate) fn check_selection(selected: &[usize], count: usize) -> Result<Vec<bool>, HeError> {
+    let mut seen = vec![false; count];
+    for &i in selected {
+        if i >= count {
+            return Err(HeError::BadIndex { index: i, count });
+        }
+        if seen[i] {
+            return Err(HeError::Parameters(format!(
+                "item index {i} is selected more than once"
+            )));
+        }
+        seen[i] = true;
+    }
+    Ok(seen)
+}
+
+/// Checks a packed array's length and returns its ciphertext count.
+pub(crate) fn packed_count(
+    len: usize,
+    ct_len: usize,
+    expected: Option<usize>,
+) -> Result<usize, HeError> {
+    if len % ct_len != 0 {
+        return Err(HeError::BadLength { len, ct_len });
+    }
+    let got = len / ct_len;
+    match expected {
+        Some(e) if e != got => Err(HeError::WrongCount { expected: e, got }),
+        _ => Ok(got),
+    }
+}
+
+/// Owner-encrypts every plaintext into a packed array, in parallel, with one forked rng
+/// per fixed-size chunk (deterministic given `rng`).
+fn par_owner_encrypt(sk: &SecretKey, plaintexts: &[Integer], rng: &mut SessionRng) -> Vec<u8> {
+    let ct_len = sk.pk.ct_len;
+    let mut out = vec![0u8; plaintexts.len() * ct_len];
+    let chunks = plaintexts.len().div_ceil(RNG_CHUNK);
+    let forks = rng.fork_many(chunks);
+    let _ = sk.table();
+    out.par_chunks_mut(RNG_CHUNK * ct_len)
+        .zip(plaintexts.par_chunks(RNG_CHUNK))
+        .zip(forks.into_par_iter())
+        .for_each(|((buf, pts), mut r)| {
+            for (m, slot) in pts.iter().zip(buf.chunks_mut(ct_len)) {
+                let c = owner_encrypt_int(sk, m, &mut r);
+                write_be(&c, slot);
+            }
+        });
+    out
+}
+
+impl AdditiveHe for Paillier {
+    const ID: HeId = HeId::Paillier;
+    type Params = Params;
+    type PublicKey = PublicKey;
+    type SecretKey = SecretKey;
+    type Ciphertext = Ciphertext;
+
+    /// # Panics
+    /// If `params` fail [`Params::validate`] (a local configuration error).
+    fn keygen(params: &Params, rng: &mut SessionRng) -> (PublicKey, SecretKey) {
+        params.validate().expect("invalid Paillier parameters");
+        let half = params.modulus_bits / 2;
+        let s = params.s;
+        loop {
+            let p = random_prime(rng, half);
+            let q = random_prime(rng, half);
+            if p == q {
+                continue;
+            }
+            let n = Integer::from(&p * &q);
+            if n.significant_bits() != params.modulus_bits {
+                continue;
+            }
+            let pm1 = Integer::from(&p - 1u32);
+            let qm1 = Integer::from(&q - 1u32);
+            let phi = Integer::from(&pm1 * &qm1);
+            if Integer::from(n.gcd_ref(&phi)) != 1 {
+                continue;
+            }
+            let lambda = Integer::from(pm1.lcm_ref(&qm1));
+            // DJN base h = x^{n^s} mod n^{s+1}.
+            let x = random_unit(rng, &n);
+            let Ok(pk0) = PublicKey::new(n.clone(), s, Integer::new()) else {
+                continue;
+            };
+            let h = Integer::from(
+                x.pow_mod_ref(pk0.plaintext_modulus(), pk0.ciphertext_modulus())
+                    .expect("positive modulus"),
+            );
+            let pk = PublicKey { h, ..pk0 };
+            let (Some(crt_p), Some(crt_q)) = (CrtHalf::new(&p, &n, s), CrtHalf::new(&q, &n, s))
+            else {
+                continue;
+            };
+            let Some(q_s_inv) = crt_q.pows[s as usize]
+                .invert_ref(&crt_p.pows[s as usize])
+                .map(Integer::from)
+            else {
+                continue;
+            };
+            let sk = SecretKey {
+                pk: pk.clone(),
+                p,
+                q,
+                lambda,
+                crt_p,
+                crt_q,
+                q_s_inv,
+                table: OnceLock::new(),
+            };
+            return (pk, sk);
+        }
+    }
+
+    /// Full-size randomness: any party may call this (module docs).
+    fn encrypt(pk: &PublicKey, m: u64, rng: &mut SessionRng) -> Ciphertext {
+        Ciphertext(pk.encrypt_full(&Integer::from(m), rng))
+    }
+
+    fn add(pk: &PublicKey, a: &Ciphertext, b: &Ciphertext) -> Ciphertext {
+        Ciphertext(pk.mul_mod(&a.0, &b.0))
+    }
+
+    fn mul_plain(pk: &PublicKey, c: &Ciphertext, k: u64) -> Ciphertext {
+        Ciphertext(Integer::from(
+            c.0.pow_mod_ref(&Integer::from(k), pk.ciphertext_modulus())
+                .expect("positive modulus"),
+        ))
+    }
+
+    /// Multiplies by a fresh full-size `r^{n^s}` (module docs).
+    fn rerandomize(pk: &PublicKey, c: &Ciphertext, rng: &mut SessionRng) -> Ciphertext {
+        Ciphertext(pk.mul_mod(&c.0, &pk.full_randomizer(rng)))
+    }
+
+    fn decrypt(sk: &SecretKey, c: &Ciphertext, max: u64) -> Result<u64, HeError> {
+        let m = sk.decrypt_int(&c.0);
+        match m.to_u64() {
+            Some(v) if v <= max => Ok(v),
+            _ => Err(HeError::OutOfRange {
+                bound_bits: 64 - max.leading_zeros(),
+            }),
+        }
+    }
+
+    /// `s` (4 bytes, big-endian) ‖ `n` (`modulus_bits / 8` bytes) ‖ `h` (ciphertext width).
+    fn encode_public_key(pk: &PublicKey) -> Vec<u8> {
+        let nl = (pk.modulus_bits / 8) as usize;
+        let mut out = vec![0u8; 4 + nl + pk.ct_len];
+        out[..4].copy_from_slice(&pk.s.to_be_bytes());
+        write_be(&pk.n, &mut out[4..4 + nl]);
+        write_be(&pk.h, &mut out[4 + nl..]);
+        out
+    }
+
+    fn decode_public_key(bytes: &[u8], params: &Params) -> Result<PublicKey, HeError> {
+        params.validate()?;
+        let bad = |m: &str| HeError::InvalidPublicKey(m.to_string());
+        let nl = (params.modulus_bits / 8) as usize;
+        if bytes.len() < 4 + nl {
+            return Err(bad("too short"));
+        }
+        let s = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+        if s != params.s {
+            return Err(bad("Damgard-Jurik s does not match the agreed parameters"));
+        }
+        let n = Integer::from_digits(&bytes[4..4 + nl], Order::Msf);
+        if n.significant_bits() != params.modulus_bits {
+            return Err(bad("modulus does not have the agreed bit length"));
+        }
+        if n.is_even() {
+            return Err(bad("modulus is even"));
+        }
+        let h = Integer::from_digits(&bytes[4 + nl..], Order::Msf);
+        let pk = PublicKey::new(n, s, h)?;
+        if bytes.len() != 4 + nl + pk.ct_len {
+            return Err(bad("wrong length"));
+        }
+        if pk.h == 0 || &pk.h >= pk.ciphertext_modulus() || Integer::from(pk.h.gcd_ref(&pk.n)) != 1
+        {
+            return Err(bad("h is not a unit modulo n^(s+1)"));
+        }
+        Ok(pk)
+    }
+
+    fn ciphertext_len(pk: &PublicKey) -> usize {
+        pk.ct_len
+    }
+
+    fn encode_ciphertext(pk: &PublicKey, c: &Ciphertext, out: &mut [u8]) {
+        pk.encode_int(&c.0, out);
+    }
+
+    fn decode_ciphertext(pk: &PublicKey, bytes: &[u8]) -> Result<Ciphertext, HeError> {
+        pk.decode_ct_int(bytes, 0).map(Ciphertext)
+    }
+}
+
+impl SubsetSum for Paillier {
+    fn column_ciphertexts(pk: &PublicKey, bounds: &ColumnBounds) -> Result<usize, HeError> {
+        let l = Self::layout(pk, bounds)?;
+        Ok(bounds.items.div_ceil(l.slots))
+    }
+
+    fn sum_ciphertexts(pk: &PublicKey, bounds: &ColumnBounds) -> Result<usize, HeError> {
+        Ok(Self::layout(pk, bounds)?.slots)
+    }
+
+    fn encrypt_column(
+        pk: &PublicKey,
+        sk: &SecretKey,
+        bounds: &ColumnBounds,
+        values: &[u64],
+        rng: &mut SessionRng,
+    ) -> Result<Vec<u8>, HeError> {
+        let _ = pk;
+        check_values(bounds, values)?;
+        let lay = Self::layout(&sk.pk, bounds)?;
+        let plaintexts: Vec<Integer> = values
+            .par_chunks(lay.slots)
+            .map(|chunk| {
+                let mut m = Integer::new();
+                for &v in chunk.iter().rev() {
+                    m <<= lay.k;
+                    m += v;
+                }
+                m
+            })
+            .collect();
+        // One forked rng per ciphertext.
+        let ct_len = sk.pk.ct_len;
+        let forks = rng.fork_many(plaintexts.len());
+        let _ = sk.table();
+        let mut out = vec![0u8; plaintexts.len() * ct_len];
+        out.par_chunks_mut(ct_len)
+            .zip(plaintexts.par_iter())
+            .zip(forks.into_par_iter())
+            .for_each(|((buf, m), mut r)| {
+                write_be(&owner_encrypt_int(sk, m, &mut r), buf);
+            });
+        Ok(out)
+    }
+
+    fn sum_selected(
+        pk: &PublicKey,
+        bounds: &ColumnBounds,
+        column: &[u8],
+        selected: &[usize],
+        rng: &mut SessionRng,
+    ) -> Result<Vec<u8>, HeError> {
+        let lay = Self::layout(pk, bounds)?;
+        let l = lay.slots;
+        let k = lay.k;
+        let nct = bounds.items.div_ceil(l);
+        packed_count(column.len(), pk.ct_len, Some(nct))?;
+        check_selection(selected, bounds.items)?;
+        let mut buckets: Vec<Vec<usize>> = vec![Vec::new(); l];
+        let mut used = vec![false; nct];
+        for &i in selected {
+            buckets[i % l].push(i / l);
+            used[i / l] = true;
+        }
+        let cts = pk.decode_packed(column, &used)?;
+
+        // Target masks ρ'_j, uniform in [0, 2^{k-1}) with sum ≡ 0 mod 2^{k-1}.
+        let half = k - 1;
+        let mut targets: Vec<Integer> = (0..l.saturating_sub(1))
+            .map(|_| random_bits(rng, half))
+            .collect();
+        let mut last = Integer::new();
+        for t in &targets {
+            last -= t;
+        }
+        last.keep_bits_mut(half);
+        targets.push(last);
+        let forks = rng.fork_many(l);
+
+        let outputs: Vec<Integer> = buckets
+            .par_iter()
+            .zip(targets.par_iter())
+            .zip(forks.into_par_iter())
+            .enumerate()
+            .map(|(j, ((bucket, target), mut r))| {
+                let prod = pk.product(
+                    bucket
+                        .par_iter()
+                        .map(|&ci| cts[ci].as_ref().expect("decoded above")),
+                );
+                // Junk masks: every slot uniform in [0, 2^{k-1}).
+                let mut mask = random_bits(&mut r, k * l as u32);
+                for jj in 0..l as u32 {
+                    mask.set_bit(k * jj + k - 1, false);
+                }
+                for b in 0..k {
+                    mask.set_bit(k * j as u32 + b, false);
+                }
+                mask += Integer::from(target << (k * j as u32));
+                let masked = pk.encrypt_full(&mask, &mut r);
+                wipe(&mut mask);
+                pk.mul_mod(&prod, &masked)
+            })
+            .collect();
+        let mut out = vec![0u8; l * pk.ct_len];
+        for (c, buf) in outputs.iter().zip(out.chunks_mut(pk.ct_len)) {
+            write_be(c, buf);
+        }
+        Ok(out)
+    }
+
+    fn decrypt_sum(sk: &SecretKey, bounds: &ColumnBounds, sum: &[u8]) -> Result<u128, HeError> {
+        let pk = &sk.pk;
+        let lay = Self::layout(pk, bounds)?;
+        packed_count(sum.len(), pk.ct_len, Some(lay.slots))?;
+        let ys: Vec<Integer> = sum
+            .par_chunks(pk.ct_len)
+            .enumerate()
+            .map(|(j, chunk)| {
+                let c = pk.decode_ct_int(chunk, j)?;
+                let m = sk.decrypt_int(&c);
+                Ok(Integer::from(m >> (lay.k * j as u32)).keep_bits(lay.k))
+            })
+            .collect::<Result<_, HeError>>()?;
+        let mut total = Integer::new();
+        for y in ys {
+            total += y;
+        }
+        total.keep_bits_mut(lay.k - 1);
+        match total.to_u128() {
+            Some(v) if v <= bounds.max_sum => Ok(v),
+            _ => Err(HeError::OutOfRange { bound_bits: lay.u }),
+        }
+    }
+
+    fn encrypt_each(
+        pk: &PublicKey,
+        sk: &SecretKey,
+        bounds: &ColumnBounds,
+        values: &[u64],
+        rng: &mut SessionRng,
+    ) -> Result<Vec<u8>, HeError> {
+        let _ = pk;
+        check_values(bounds, values)?;
+        let plaintexts: Vec<Integer> = values.iter().map(|&v| Integer::from(v)).collect();
+        Ok(par_owner_encrypt(sk, &plaintexts, rng))
+    }
+
+    fn mask_each(
+        pk: &PublicKey,
+        column: &[u8],
+        rng: &mut SessionRng,
+    ) -> Result<(Vec<u8>, Vec<Mask>), HeError> {
+        let ct_len = pk.ct_len;
+        let count = packed_count(column.len(), ct_len, None)?;
+        let forks = rng.fork_many(count.div_ceil(RNG_CHUNK));
+        let mut out = vec![0u8; column.len()];
+        let masks: Vec<Vec<Mask>> = out
+            .par_chunks_mut(RNG_CHUNK * ct_len)
+            .zip(column.par_chunks(RNG_CHUNK * ct_len))
+            .zip(forks.into_par_iter())
+            .enumerate()
+            .map(|(chunk_i, ((dst, src), mut r))| {
+                let mut masks = Vec::with_capacity(RNG_CHUNK);
+                for (i, (d, s)) in dst.chunks_mut(ct_len).zip(src.chunks(ct_len)).enumerate() {
+                    let c = pk.decode_ct_int(s, chunk_i * RNG_CHUNK + i)?;
+                    let mut rj = random_below(&mut r, pk.plaintext_modulus());
+                    let masked = pk.encrypt_full(&rj, &mut r);
+                    write_be(&pk.mul_mod(&c, &masked), d);
+                    let mut mb = vec![0u8; pk.pt_len];
+                    write_be(&rj, &mut mb);
+                    wipe(&mut rj);
+                    masks.push(Mask(mb));
+                }
+                Ok(masks)
+            })
+            .collect::<Result<_, HeError>>()?;
+        Ok((out, masks.into_iter().flatten().collect()))
+    }
+
+    fn open_masked_sum(
+        sk: &SecretKey,
+        masked: &[u8],
+        selected: &[usize],
+    ) -> Result<Vec<u8>, HeError> {
+        let pk = &sk.pk;
+        let count = packed_count(masked.len(), pk.ct_len, None)?;
+        let used = check_selection(selected, count)?;
+        let cts = pk.decode_packed(masked, &used)?;
+        let prod = pk.product(
+            cts.par_iter()
+                .filter_map(|c| c.as_ref())
+                .collect::<Vec<_>>()
+                .into_par_iter(),
+        );
+        let m = sk.decrypt_int(&prod);
+        let mut out = vec![0u8; pk.pt_len];
+        write_be(&m, &mut out);
+        Ok(out)
+    }
+
+    fn unmask_sum(
+        pk: &PublicKey,
+        bounds: &ColumnBounds,
+        opened: &[u8],
+        masks: &[Mask],
+        selected: &[usize],
+    ) -> Result<u128, HeError> {
+        let n_s = pk.plaintext_modulus();
+        if opened.len() != pk.pt_len {
+            return Err(HeError::InvalidCiphertext {
+                index: 0,
+                reason: "opened sum has the wrong length".into(),
+            });
+        }
+        let mut v = Integer::from_digits(opened, Order::Msf);
+        if &v >= n_s {
+            return Err(HeError::InvalidCiphertext {
+                index: 0,
+                reason: "opened sum is not below n^s".into(),
+            });
+        }
+        check_selection(selected, masks.len())?;
+        for &i in selected {
+            let r = Integer::from_digits(&masks[i].0, Order::Msf);
+            if masks[i].0.len() != pk.pt_len || &r >= n_s {
+                return Err(HeError::Parameters(format!(
+                    "mask {i} is not an element of Z_(n^s)"
+                )));
+            }
+            v -= r;
+        }
+        v.modulo_mut(n_s);
+        match v.to_u128() {
+            Some(x) if x <= bounds.max_sum => Ok(x),
+            _ => Err(HeError::OutOfRange {
+                bound_bits: 128 - bounds.max_sum.leading_zeros(),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ahe::conformance::{self, Options};
+
+    #[test]
+    fn conformance_1024_s1() {
+        conformance::run_all::<Paillier>(&Params {
+            modulus_bits: 1024,
+            s: 1,
+        });
+    }
+
+    #[test]
+    fn conformance_1024_s2() {
+        conformance::run_all::<Paillier>(&Params {
+            modulus_bits: 1024,
+            s: 2,
+        });
+    }
+
+    #[test]
+    fn conformance_1024_s3() {
+        // s = 3 is also covered by the deployed run; keep this one lighter.
+        let opts = Options {
+            large_column: 400,
+            all_subsets_everywhere: false,
+            ..Options::default()
+        };
+        conformance::run_with::<Paillier>(
+            &Params {
+                modulus_bits: 1024,
+                s: 3,
+            },
+            &opts,
+        );
+    }
+
+    #[test]
+    fn conformance_seed_deployed() {
+        conformance::run_with::<Paillier>(&Params::SEED_DEPLOYED, &Options::quick());
+    }
+
+    #[test]
+    fn binomial_matches_modexp() {
+        let mut rng = SessionRng::from_seed([3; 32]);
+        for s in 1..=3 {
+            let (pk, _sk) = Paillier::keygen(
+                &Params {
+                    modulus_bits: 1024,
+                    s,
+                },
+                &mut rng,
+            );
+            let g = Integer::from(pk.n() + 1u32);
+            for m in [
+                Integer::from(0),
+                Integer::from(1),
+                Integer::from(s),
+                Integer::from(pk.plaintext_modulus() - 1u32),
+                random_below(&mut rng, pk.plaintext_modulus()),
+            ] {
+                let want = Integer::from(g.pow_mod_ref(&m, pk.ciphertext_modulus()).unwrap());
+                assert_eq!(pk.one_plus_n_pow(&m), want, "s = {s}");
+            }
+        }
+    }
+
+    #[test]
+    fn fixed_base_table_matches_modexp() {
+        let mut rng = SessionRng::from_seed([4; 32]);
+        let (pk, sk) = Paillier::keygen(
+            &Params {
+                modulus_bits: 1024,
+                s: 2,
+            },
+            &mut rng,
+        );
+        for _ in 0..4 {
+            let mut alpha = [0u8; 32];
+            rng.fill(&mut alpha);
+            alpha[5] = 0;
+            let a = Integer::from_digits(&alpha, Order::Msf);
+            let want = Integer::from(pk.h.pow_mod_ref(&a, pk.ciphertext_modulus()).unwrap());
+            assert_eq!(sk.table().pow(&alpha, pk.ciphertext_modulus()), want);
+        }
+        assert_eq!(sk.table().pow(&[0; 32], pk.ciphertext_modulus()), 1);
+    }
+
+    #[test]
+    fn wipe_zeroes() {
+        let mut x = Integer::from(Integer::u_pow_u(3, 500));
+        wipe(&mut x);
+        assert_eq!(x, 0);
+    }
+}

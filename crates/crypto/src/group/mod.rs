@@ -159,8 +159,7 @@ pub trait PrimeGroup: Send + Sync + 'static {
                     .zip(input.chunks_exact(Self::ELEMENT_LEN))
                     .enumerate()
                 {
-                    let element =
-                        Self::decode(e).map_err(|err| err.at(chunk * BATCH_CHUNK + i))?;
+                    let element = Self::decode(e).map_err(|err| err.at(chunk * BATCH_CHUNK + i))?;
                     Self::encode(&Self::mul(&element, k), o);
                 }
                 Ok(())

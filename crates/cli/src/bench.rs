@@ -1,0 +1,241 @@
+//! `privset bench pi-sum`: both parties as separate processes over mutual TLS on
+//! loopback, per size, homomorphic scheme and Z encoding; printed in the shape of
+//! seed 000 Tables 5-6 next to the deployed row.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use clap::Subcommand;
+use privset_crypto::rng::SessionRng;
+
+use crate::datagen;
+use crate::demo::free_port;
+use crate::fail::Failure;
+use crate::metrics::{MB, Prices};
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// PI-Sum (seed 000): CPU per party, wall, bytes each way, peak memory, cost.
+    PiSum {
+        /// Items per party, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "4096,65536,100000")]
+        sizes: Vec<usize>,
+        /// Homomorphic schemes to run.
+        #[arg(long, value_delimiter = ',', default_value = "paillier,elgamal")]
+        he: Vec<String>,
+        /// Z encodings to run.
+        #[arg(long, value_delimiter = ',', default_value = "list,gcs,bloom")]
+        z: Vec<String>,
+        /// Parameter sets: `default` (128-bit: 3072-bit modulus, s = 2, values < 2^32)
+        /// and `seed` (as deployed: 1536-bit modulus, s = 3, values and sums < 2^32).
+        #[arg(long, value_delimiter = ',', default_value = "seed,default")]
+        params: Vec<String>,
+        /// Group.
+        #[arg(long, default_value = "ristretto255")]
+        group: String,
+        /// Working directory (default: a temporary one).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+}
+
+pub fn run(cmd: &BenchCommand) -> Result<(), Failure> {
+    match cmd {
+        BenchCommand::PiSum {
+            sizes,
+            he,
+            z,
+            params,
+            group,
+            dir,
+        } => {
+            let dir = dir.clone().unwrap_or_else(|| {
+                std::env::temp_dir().join(format!("privset-bench-{}", std::process::id()))
+            });
+            bench_pi_sum(&dir, sizes, he, z, params, group)
+        }
+    }
+}
+
+struct PartyResult {
+    cpu: f64,
+    wall: f64,
+    sent: u64,
+    rss: f64,
+    cardinality: Option<u64>,
+    sum: Option<u128>,
+}
+
+fn bench_pi_sum(
+    dir: &Path,
+    sizes: &[usize],
+    hes: &[String],
+    zs: &[String],
+    params: &[String],
+    group: &str,
+) -> Result<(), Failure> {
+    let exe = std::env::current_exe()?;
+    let certs = dir.join("certs");
+    privset_net::certs::generate(&certs, &["p1".to_string(), "p2".to_string()])?;
+    let prices = Prices::default();
+    println!(
+        "PI-Sum benchmark ({group}); both parties as separate processes over mutual TLS 1.3 on loopback, every item in the intersection (seed 000 Sec. 5.1)."
+    );
+    println!(
+        "MB = 2^20 bytes, cost in cents at $0.01/CPU-hour and $0.08/GB (seed 000 Table 1). CPU = user+system seconds of each process (all threads)."
+    );
+    println!();
+    println!(
+        "{:>8} {:>8} {:>9} {:>6} | {:>8} {:>8} {:>8} {:>7} | {:>8} {:>8} {:>8} | {:>7} {:>7} | {:>8} | check",
+        "items",
+        "params",
+        "he",
+        "Z",
+        "CPU p1",
+        "CPU p2",
+        "CPU sum",
+        "wall",
+        "p1->p2",
+        "p2->p1",
+        "total",
+        "RSS p1",
+        "RSS p2",
+        "cents"
+    );
+    let mut rng = SessionRng::from_os();
+    for &n in sizes {
+        for p in params {
+            let (modulus, s, value_bound, sum_bound) = match p.as_str() {
+                "seed" => (
+                    1536,
+                    3,
+                    (u32::MAX as u64) / n.max(1) as u64,
+                    Some(u32::MAX as u128),
+                ),
+                "default" => (3072, 2, u32::MAX as u64, None),
+                other => {
+                    return Err(Failure::input(format!(
+                        "unknown parameter set {other:?} (seed, default)"
+                    )));
+                }
+            };
+            let data = dir.join(format!("data-{n}-{p}"));
+            let expected = datagen::write_pair(&data, n, n, n, value_bound, &mut rng)?;
+            for he in hes {
+                for z in zs {
+                    let mut extra = vec![
+                        "--group".to_string(),
+                        group.to_string(),
+                        "--values-he".into(),
+                        he.clone(),
+                        "--z-encoding".into(),
+                        z.clone(),
+                        "--he-modulus-bits".into(),
+                        modulus.to_string(),
+                        "--dj-s".into(),
+                        s.to_string(),
+                        "--value-bound".into(),
+                        value_bound.to_string(),
+                    ];
+                    if let Some(b) = sum_bound {
+                        extra.extend(["--sum-bound".to_string(), b.to_string()]);
+                    }
+                    let (r1, r2) = run_pair(&exe, &data, &certs, &extra)?;
+                    let cpu = r1.cpu + r2.cpu;
+                    let total = r1.sent + r2.sent;
+                    let ok = r1.cardinality == Some(expected.cardinality)
+                        && r2.cardinality == Some(expected.cardinality)
+                        && r2.sum == Some(expected.sum);
+                    println!(
+                        "{:>8} {:>8} {:>9} {:>6} | {:>8.2} {:>8.2} {:>8.2} {:>7.2} | {:>8.3} {:>8.3} {:>8.3} | {:>7.0} {:>7.0} | {:>8.5} | {}",
+                        n,
+                        p,
+                        he,
+                        z,
+                        r1.cpu,
+                        r2.cpu,
+                        cpu,
+                        r1.wall.max(r2.wall),
+                        r1.sent as f64 / MB,
+                        r2.sent as f64 / MB,
+                        total as f64 / MB,
+                        r1.rss,
+                        r2.rss,
+                        prices.cents(cpu, total),
+                        if ok { "ok" } else { "MISMATCH" }
+                    );
+                    if !ok {
+                        return Err(Failure::other(format!(
+                            "benchmark result for {n} items does not match the plaintext"
+                        )));
+                    }
+                }
+            }
+        }
+    }
+    println!();
+    println!(
+        "seed 000 Table 2/5/6, deployed (P-256, Paillier-DJ s = 3, 1536-bit; single core, Xeon E5-1650 v3): 100000 items: 74.46 s CPU, 8.11 MB, 0.084 cents"
+    );
+    Ok(())
+}
+
+fn run_pair(
+    exe: &Path,
+    data: &Path,
+    certs: &Path,
+    extra: &[String],
+) -> Result<(PartyResult, PartyResult), Failure> {
+    let port = free_port()?;
+    let spawn =
+        |role: &str, link: [&str; 2], values: bool| -> Result<std::process::Child, Failure> {
+            let mut c = Command::new(exe);
+            c.args(["pi-sum", "--role", role, link[0], link[1]])
+                .arg("--input")
+                .arg(data.join(format!("{role}.csv")))
+                .args(["--id-column", "id"])
+                .arg("--tls-ca")
+                .arg(certs.join("ca.pem"))
+                .arg("--tls-cert")
+                .arg(certs.join(format!("{role}.pem")))
+                .arg("--tls-key")
+                .arg(certs.join(format!("{role}.key")))
+                .arg("--output")
+                .arg(data.join(format!("{role}-result.json")))
+                .args(extra)
+                .stderr(std::process::Stdio::null());
+            if values {
+                c.args(["--value-column", "value"]);
+            }
+            c.spawn()
+                .map_err(|e| Failure::other(format!("cannot start {}: {e}", exe.display())))
+        };
+    let addr = format!("127.0.0.1:{port}");
+    let mut p1 = spawn("p1", ["--listen", &addr], false)?;
+    let mut p2 = spawn("p2", ["--peer", &addr], true)?;
+    let s2 = p2.wait()?;
+    let s1 = p1.wait()?;
+    if !s1.success() || !s2.success() {
+        return Err(Failure::other(format!(
+            "a benchmark party failed (p1: {s1}, p2: {s2}); rerun the pair by hand with the flags {extra:?} to see why"
+        )));
+    }
+    Ok((
+        read_result(&data.join("p1-result.json"))?,
+        read_result(&data.join("p2-result.json"))?,
+    ))
+}
+
+fn read_result(path: &Path) -> Result<PartyResult, Failure> {
+    let text = std::fs::read_to_string(path)?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| Failure::other(e.to_string()))?;
+    Ok(PartyResult {
+        cpu: v["cpu_seconds"].as_f64().unwrap_or(f64::NAN),
+        wall: v["wall_seconds"].as_f64().unwrap_or(f64::NAN),
+        sent: v["bytes_sent"].as_u64().unwrap_or(0),
+        rss: v["peak_rss_mib"].as_f64().unwrap_or(f64::NAN),
+        cardinality: v["cardinality"].as_u64(),
+        sum: v["sums"].get(0).and_then(|s| s.as_u64()).map(|s| s as u128),
+    })
+}

@@ -1,0 +1,88 @@
+//! Reading a party's CSV input into validated rows.
+//!
+//! The file must have a header row. An identifier is the bytes of its cell after
+//! trimming surrounding whitespace (any bytes, not only UTF-8); line numbers in errors
+//! count the header as line 1.
+
+use std::path::Path;
+
+use privset_protocols::input::{self, Dataset, DuplicatePolicy, Row};
+
+use crate::fail::Failure;
+
+/// Which columns to read.
+pub struct Columns<'a> {
+    pub id: &'a str,
+    pub values: &'a [String],
+    pub segment: Option<&'a str>,
+}
+
+pub fn read_dataset(
+    path: &Path,
+    cols: &Columns<'_>,
+    policy: DuplicatePolicy,
+    max_value: u64,
+) -> Result<Dataset, Failure> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .trim(csv::Trim::All)
+        .flexible(false)
+        .from_path(path)
+        .map_err(|e| Failure::input(format!("cannot read {}: {e}", path.display())))?;
+    let headers = reader
+        .byte_headers()
+        .map_err(|e| {
+            Failure::input(format!(
+                "{}: cannot read the header row: {e}",
+                path.display()
+            ))
+        })?
+        .clone();
+    let find = |name: &str| -> Result<usize, Failure> {
+        headers
+            .iter()
+            .position(|h| h == name.as_bytes())
+            .ok_or_else(|| {
+                let have: Vec<String> = headers
+                    .iter()
+                    .map(|h| String::from_utf8_lossy(h).into_owned())
+                    .collect();
+                Failure::input(format!(
+                    "{}: no column named {name:?} (columns: {})",
+                    path.display(),
+                    have.join(", ")
+                ))
+            })
+    };
+    let id_col = find(cols.id)?;
+    let value_cols = cols
+        .values
+        .iter()
+        .map(|v| find(v))
+        .collect::<Result<Vec<_>, _>>()?;
+    let segment_col = cols.segment.map(find).transpose()?;
+    let mut rows = Vec::new();
+    for record in reader.byte_records() {
+        let record = record.map_err(|e| Failure::input(format!("{}: {e}", path.display())))?;
+        let line = record.position().map_or(0, |p| p.line());
+        let cell = |i: usize| record.get(i).unwrap_or_default();
+        let id = cell(id_col).to_vec();
+        if id.is_empty() {
+            return Err(Failure::input(format!(
+                "{}: line {line}: empty identifier",
+                path.display()
+            )));
+        }
+        rows.push(Row {
+            line,
+            id,
+            values: value_cols
+                .iter()
+                .map(|&c| String::from_utf8_lossy(cell(c)).into_owned())
+                .collect(),
+            segment: segment_col.map(|c| String::from_utf8_lossy(cell(c)).into_owned()),
+        });
+    }
+    input::build_dataset(rows, cols.values, policy, max_value)
+        .map_err(|e| Failure::input(format!("{}: {e}", path.display())))
+}

@@ -1,0 +1,280 @@
+//! `privset pi-sum`: one party of the intersection-sum protocol.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+use privset_crypto::ahe::HeId;
+use privset_crypto::ahe::paillier;
+use privset_crypto::group::GroupId;
+use privset_protocols::input::DuplicatePolicy;
+use privset_protocols::pi_sum::{self, PiSumConfig, PiSumOutput, Role, ZEncoding};
+
+use crate::connect::ConnectArgs;
+use crate::csv_input::{self, Columns};
+use crate::fail::Failure;
+use crate::metrics::{self, Prices, Stopwatch};
+use crate::progress::Progress;
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RoleArg {
+    P1,
+    P2,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum GroupArg {
+    Ristretto255,
+    P256,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum HeArg {
+    Paillier,
+    Elgamal,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum ZArg {
+    List,
+    Gcs,
+    Bloom,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum DupArg {
+    Error,
+    Sum,
+    First,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct PiSumArgs {
+    /// p1 holds identifiers; p2 holds identifiers with values.
+    #[arg(long, value_enum)]
+    pub role: RoleArg,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// CSV input with a header row.
+    #[arg(long, value_name = "FILE.csv")]
+    pub input: PathBuf,
+    /// Column holding the identifiers (compared as bytes after trimming whitespace).
+    #[arg(long, value_name = "NAME")]
+    pub id_column: String,
+    /// p2: value column(s) to sum (repeat for several).
+    #[arg(long = "value-column", value_name = "NAME")]
+    pub value_columns: Vec<String>,
+    /// Group for the Diffie-Hellman exponentiations.
+    #[arg(long, value_enum, default_value = "ristretto255")]
+    pub group: GroupArg,
+    /// Additively homomorphic scheme for the values.
+    #[arg(long, value_enum, default_value = "paillier")]
+    pub values_he: HeArg,
+    /// Paillier modulus bits (3072 = 128-bit security; the seed's deployment used 1536).
+    #[arg(long, value_name = "N", default_value_t = 3072)]
+    pub he_modulus_bits: u32,
+    /// Damgard-Jurik s (plaintexts mod n^s; the seed's deployment used 3).
+    #[arg(long, value_name = "S", default_value_t = 2)]
+    pub dj_s: u32,
+    /// How p2 returns the doubly-exponentiated set Z.
+    #[arg(long, value_enum, default_value = "gcs")]
+    pub z_encoding: ZArg,
+    /// Abort without computing any sum if the intersection has fewer items (the party
+    /// computing the intersection applies it: p1, or p2 with --reverse).
+    #[arg(long, value_name = "N")]
+    pub threshold: Option<u64>,
+    /// Reverse variant: p1 learns the sum instead of p2.
+    #[arg(long)]
+    pub reverse: bool,
+    /// p1: column naming each item's segment; one cardinality and sum per segment.
+    #[arg(long, value_name = "NAME")]
+    pub segment_column: Option<String>,
+    /// p2: also sum the squares of the values, giving the variance.
+    #[arg(long)]
+    pub sum_of_squares: bool,
+    /// What to do with repeated identifiers.
+    #[arg(long, value_enum, default_value = "error")]
+    pub duplicates: DupArg,
+    /// p2: largest allowed value.
+    #[arg(long, value_name = "N", default_value_t = u32::MAX as u64)]
+    pub value_bound: u64,
+    /// p2: bound on each column's total (default: value bound × items, which never
+    /// wraps). A smaller public bound packs more values per ciphertext.
+    #[arg(long, value_name = "N")]
+    pub sum_bound: Option<u128>,
+    /// Largest set size accepted from the peer.
+    #[arg(long, value_name = "N", default_value_t = 1 << 26)]
+    pub max_peer_items: u64,
+    /// Where to write the result (JSON).
+    #[arg(long, value_name = "RESULT.json")]
+    pub output: PathBuf,
+    /// Price of a CPU-hour in dollars (seed 000 Table 1, GCP).
+    #[arg(long, value_name = "USD", default_value_t = 0.01)]
+    pub cpu_price: f64,
+    /// Price of a GB (2^30 bytes) of egress in dollars (seed 000 Table 1, GCP).
+    #[arg(long, value_name = "USD", default_value_t = 0.08)]
+    pub network_price: f64,
+}
+
+/// RESULT.json.
+#[derive(serde::Serialize)]
+pub struct PiSumReport {
+    pub protocol: &'static str,
+    #[serde(flatten)]
+    pub output: PiSumOutput,
+    pub items: usize,
+    pub group: &'static str,
+    pub values_he: &'static str,
+    pub z_encoding: &'static str,
+    pub transport: &'static str,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub cpu_seconds: f64,
+    pub wall_seconds: f64,
+    pub peak_rss_mib: f64,
+    /// This party's cost: its CPU plus the bytes it sent (egress is what is billed).
+    pub cost_cents: f64,
+    pub prices: Prices,
+}
+
+impl PiSumArgs {
+    pub fn config(&self) -> PiSumConfig {
+        PiSumConfig {
+            group: match self.group {
+                GroupArg::Ristretto255 => GroupId::Ristretto255,
+                GroupArg::P256 => GroupId::P256,
+            },
+            he: match self.values_he {
+                HeArg::Paillier => HeId::Paillier,
+                HeArg::Elgamal => HeId::ElGamal,
+            },
+            paillier: paillier::Params {
+                modulus_bits: self.he_modulus_bits,
+                s: self.dj_s,
+            },
+            z_encoding: ZEncoding::from_name(match self.z_encoding {
+                ZArg::List => "list",
+                ZArg::Gcs => "gcs",
+                ZArg::Bloom => "bloom",
+            })
+            .expect("every Z encoding has a name"),
+            reverse: self.reverse,
+            threshold: self.threshold,
+            sum_of_squares: self.sum_of_squares,
+            max_value: self.value_bound,
+            max_sum: self.sum_bound,
+            max_peer_items: self.max_peer_items,
+            ..PiSumConfig::default()
+        }
+    }
+
+    fn role(&self) -> Role {
+        match self.role {
+            RoleArg::P1 => Role::P1,
+            RoleArg::P2 => Role::P2,
+        }
+    }
+
+    fn check_flags(&self) -> Result<(), Failure> {
+        let p2_only = |flag: &str| {
+            Failure::input(format!(
+                "{flag} is for --role p2 (the party holding values)"
+            ))
+        };
+        match self.role {
+            RoleArg::P1 => {
+                if !self.value_columns.is_empty() {
+                    return Err(p2_only("--value-column"));
+                }
+                if self.sum_of_squares {
+                    return Err(p2_only("--sum-of-squares"));
+                }
+            }
+            RoleArg::P2 => {
+                if self.value_columns.is_empty() {
+                    return Err(Failure::input(
+                        "--role p2 needs at least one --value-column",
+                    ));
+                }
+                if self.segment_column.is_some() {
+                    return Err(Failure::input("--segment-column is for --role p1"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs one party end to end and writes RESULT.json. Returns the report.
+pub fn run(args: &PiSumArgs) -> Result<PiSumReport, Failure> {
+    args.check_flags()?;
+    let config = args.config();
+    let policy = match args.duplicates {
+        DupArg::Error => DuplicatePolicy::Error,
+        DupArg::Sum => DuplicatePolicy::Sum,
+        DupArg::First => DuplicatePolicy::First,
+    };
+    let stopwatch = Stopwatch::start();
+    let dataset = csv_input::read_dataset(
+        &args.input,
+        &Columns {
+            id: &args.id_column,
+            values: &args.value_columns,
+            segment: args.segment_column.as_deref(),
+        },
+        policy,
+        args.value_bound,
+    )?;
+    let items = dataset.ids.len();
+    let role = args.role();
+    let (me, peer) = match role {
+        Role::P1 => ("p1", "p2"),
+        Role::P2 => ("p2", "p1"),
+    };
+    // Validate the input fully before opening any connection.
+    pi_sum::validate(role, &config, &dataset)?;
+    let link = args.connect.open(me, peer, &args.output)?;
+    let mut party = pi_sum::new_party(role, &config, dataset, link.seed)?;
+    let mut transport = link.transport;
+    let progress = Progress::new(&format!("pi-sum {me}"));
+    let result = privset_net::drive(party.as_mut(), transport.as_mut(), &mut |s| {
+        progress.status(s)
+    });
+    progress.finish();
+    result?;
+    let output = party
+        .output()
+        .ok_or_else(|| Failure::other("the run ended without an output"))?;
+    let (cpu_seconds, wall_seconds) = stopwatch.elapsed();
+    let counters = transport.counters();
+    let prices = Prices {
+        cpu_dollars_per_hour: args.cpu_price,
+        network_dollars_per_gb: args.network_price,
+    };
+    let report = PiSumReport {
+        protocol: "pi-sum",
+        output,
+        items,
+        group: config.group.name(),
+        values_he: config.he.name(),
+        z_encoding: config.z_encoding.name(),
+        transport: link.kind,
+        bytes_sent: counters.sent,
+        bytes_received: counters.received,
+        cpu_seconds,
+        wall_seconds,
+        peak_rss_mib: metrics::peak_rss_mib(),
+        cost_cents: prices.cents(cpu_seconds, counters.sent),
+        prices,
+    };
+    write_json(&args.output, &report)?;
+    if let Some(seed_file) = link.seed_file {
+        let _ = std::fs::remove_file(seed_file);
+    }
+    Ok(report)
+}
+
+pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), Failure> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| Failure::other(e.to_string()))?;
+    std::fs::write(path, text + "\n")
+        .map_err(|e| Failure::other(format!("cannot write {}: {e}", path.display())))
+}

@@ -1,0 +1,501 @@
+//! The `privset` binary end to end: real processes, real sockets, real files.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_privset");
+
+/// A fresh scratch directory per test.
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("privset-cli-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn privset(args: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(args);
+    c
+}
+
+fn spawn(args: &[&str]) -> Child {
+    privset(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn finish(child: Child) -> Output {
+    child.wait_with_output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn port() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    format!("127.0.0.1:{}", l.local_addr().unwrap().port())
+}
+
+/// Writes P1's and P2's CSVs; returns the plaintext (cardinality, sum).
+fn write_inputs(dir: &Path, n1: u64, n2: u64, overlap: u64) -> (u64, u64) {
+    let mut p1 = String::from("email\n");
+    for i in 0..n1 {
+        p1.push_str(&format!("  user{i}@example.com \n"));
+    }
+    std::fs::write(dir.join("p1.csv"), p1).unwrap();
+    let mut p2 = String::from("id,spend\n");
+    let mut sum = 0;
+    for j in 0..n2 {
+        let i = if j < overlap { j } else { n1 + j };
+        let v = (j * 7919) % 1000;
+        if j < overlap {
+            sum += v;
+        }
+        p2.push_str(&format!("user{i}@example.com,{v}\n"));
+    }
+    std::fs::write(dir.join("p2.csv"), p2).unwrap();
+    (overlap, sum)
+}
+
+const FAST: [&str; 2] = ["--he-modulus-bits", "1024"];
+
+fn certs(dir: &Path, names: &str) -> PathBuf {
+    let out = dir.join("certs");
+    let o = privset(&["certs", "--out", out.to_str().unwrap(), "--names", names])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    out
+}
+
+fn tls_args(certs: &Path, name: &str) -> Vec<String> {
+    vec![
+        "--tls-ca".into(),
+        certs.join("ca.pem").display().to_string(),
+        "--tls-cert".into(),
+        certs.join(format!("{name}.pem")).display().to_string(),
+        "--tls-key".into(),
+        certs.join(format!("{name}.key")).display().to_string(),
+    ]
+}
+
+fn party_args(dir: &Path, role: &str, link: &[String], extra: &[&str]) -> Vec<String> {
+    let mut a: Vec<String> = vec!["pi-sum".into(), "--role".into(), role.into()];
+    a.extend(link.iter().cloned());
+    a.extend([
+        "--input".into(),
+        dir.join(format!("{role}.csv")).display().to_string(),
+    ]);
+    if role == "p1" {
+        a.extend(["--id-column".into(), "email".into()]);
+    } else {
+        a.extend([
+            "--id-column".into(),
+            "id".into(),
+            "--value-column".into(),
+            "spend".into(),
+        ]);
+    }
+    a.extend([
+        "--output".into(),
+        dir.join(format!("{role}.json")).display().to_string(),
+    ]);
+    a.extend(FAST.iter().map(|s| s.to_string()));
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a
+}
+
+fn as_refs(v: &[String]) -> Vec<&str> {
+    v.iter().map(|s| s.as_str()).collect()
+}
+
+#[test]
+fn two_processes_over_mutual_tls() {
+    let dir = scratch("mtls");
+    let (card, sum) = write_inputs(&dir, 300, 200, 120);
+    let certs = certs(&dir, "bank,shop");
+    let addr = port();
+    let mut l1 = vec!["--listen".to_string(), addr.clone()];
+    l1.extend(tls_args(&certs, "bank"));
+    let mut l2 = vec!["--peer".to_string(), addr];
+    l2.extend(tls_args(&certs, "shop"));
+    let p1 = spawn(&as_refs(&party_args(&dir, "p1", &l1, &[])));
+    let p2 = spawn(&as_refs(&party_args(&dir, "p2", &l2, &[])));
+    let (o1, o2) = (finish(p1), finish(p2));
+    assert!(o1.status.success(), "p1: {}", stderr(&o1));
+    assert!(o2.status.success(), "p2: {}", stderr(&o2));
+    let (r1, r2) = (json(&dir.join("p1.json")), json(&dir.join("p2.json")));
+    assert_eq!(r1["cardinality"], card);
+    assert_eq!(r2["cardinality"], card);
+    assert_eq!(r2["sums"][0], sum);
+    assert!(r1["sums"].is_null(), "P1 must not learn the sum");
+    assert_eq!(r1["transport"], "tcp+mtls");
+    for key in [
+        "protocol",
+        "role",
+        "bytes_sent",
+        "bytes_received",
+        "cpu_seconds",
+        "wall_seconds",
+        "cost_cents",
+    ] {
+        assert!(
+            !r1[key].is_null() && !r2[key].is_null(),
+            "RESULT.json lacks {key}"
+        );
+    }
+    assert_eq!(r1["bytes_sent"], r2["bytes_received"]);
+}
+
+#[test]
+fn certificate_from_another_ca_is_rejected() {
+    let dir = scratch("wrongca");
+    write_inputs(&dir, 10, 10, 5);
+    let good = certs(&dir, "p1,p2");
+    let other_dir = dir.join("other");
+    std::fs::create_dir_all(&other_dir).unwrap();
+    let evil = certs(&other_dir, "p2");
+    let addr = port();
+    let mut l1 = vec![
+        "--listen".to_string(),
+        addr.clone(),
+        "--timeout".into(),
+        "20".into(),
+    ];
+    l1.extend(tls_args(&good, "p1"));
+    let mut l2 = vec!["--peer".to_string(), addr, "--timeout".into(), "20".into()];
+    // The attacker trusts the real CA but presents a certificate from its own CA.
+    l2.extend([
+        "--tls-ca".into(),
+        good.join("ca.pem").display().to_string(),
+        "--tls-cert".into(),
+        evil.join("p2.pem").display().to_string(),
+        "--tls-key".into(),
+        evil.join("p2.key").display().to_string(),
+    ]);
+    let p1 = spawn(&as_refs(&party_args(&dir, "p1", &l1, &[])));
+    let p2 = spawn(&as_refs(&party_args(&dir, "p2", &l2, &[])));
+    let (o1, o2) = (finish(p1), finish(p2));
+    assert!(!o1.status.success() && !o2.status.success());
+    assert_eq!(o1.status.code(), Some(4), "{}", stderr(&o1));
+    assert!(
+        stderr(&o1).to_lowercase().contains("certificate"),
+        "{}",
+        stderr(&o1)
+    );
+    assert!(!dir.join("p1.json").exists());
+}
+
+#[test]
+fn plaintext_client_is_refused_by_a_tls_server() {
+    let dir = scratch("plain");
+    write_inputs(&dir, 10, 10, 5);
+    let certs = certs(&dir, "p1,p2");
+    let addr = port();
+    let mut l1 = vec![
+        "--listen".to_string(),
+        addr.clone(),
+        "--timeout".into(),
+        "20".into(),
+    ];
+    l1.extend(tls_args(&certs, "p1"));
+    let l2 = vec![
+        "--peer".to_string(),
+        addr,
+        "--insecure-no-tls".into(),
+        "--timeout".into(),
+        "20".into(),
+    ];
+    let started = Instant::now();
+    let p1 = spawn(&as_refs(&party_args(&dir, "p1", &l1, &[])));
+    let p2 = spawn(&as_refs(&party_args(&dir, "p2", &l2, &[])));
+    let (o1, o2) = (finish(p1), finish(p2));
+    assert!(!o1.status.success() && !o2.status.success());
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "refusal must not wait for the timeout"
+    );
+    assert!(
+        stderr(&o2).contains("TLS") || stderr(&o2).contains("tls"),
+        "{}",
+        stderr(&o2)
+    );
+}
+
+#[test]
+fn tcp_requires_tls_files_or_the_explicit_flag() {
+    let dir = scratch("noflags");
+    write_inputs(&dir, 3, 3, 1);
+    let o = privset(&as_refs(&party_args(
+        &dir,
+        "p1",
+        &["--listen".into(), port()],
+        &[],
+    )))
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--insecure-no-tls"), "{}", stderr(&o));
+}
+
+fn wait_for(path: &Path, timeout: Duration) {
+    let start = Instant::now();
+    while !path.exists() {
+        assert!(
+            start.elapsed() < timeout,
+            "timed out waiting for {}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Kills `victim` ("p1" or "p2") once it has written message `after`, restarts it on
+/// the same directory, and checks both reach the plaintext answer.
+fn exchange_dir_with_restart(victim: &str, after: &str) {
+    let dir = scratch(&format!("xdir-{victim}"));
+    let (card, sum) = write_inputs(&dir, 400, 300, 150);
+    let x = dir.join("exchange");
+    let link = vec![
+        "--exchange-dir".to_string(),
+        x.display().to_string(),
+        "--poll-interval-ms".into(),
+        "20".into(),
+    ];
+    let a1 = party_args(&dir, "p1", &link, &[]);
+    let a2 = party_args(&dir, "p2", &link, &[]);
+    let (args_victim, args_other) = if victim == "p1" {
+        (&a1, &a2)
+    } else {
+        (&a2, &a1)
+    };
+    let mut v = spawn(&as_refs(args_victim));
+    let other = spawn(&as_refs(args_other));
+    wait_for(&x.join(after), Duration::from_secs(60));
+    v.kill().unwrap();
+    let _ = v.wait();
+    let restarted = spawn(&as_refs(args_victim));
+    let (o1, o2) = (finish(restarted), finish(other));
+    assert!(o1.status.success(), "restarted {victim}: {}", stderr(&o1));
+    assert!(o2.status.success(), "other: {}", stderr(&o2));
+    let (r1, r2) = (json(&dir.join("p1.json")), json(&dir.join("p2.json")));
+    assert_eq!(r1["cardinality"], card);
+    assert_eq!(r2["cardinality"], card);
+    assert_eq!(r2["sums"][0], sum);
+    assert_eq!(r1["transport"], "exchange-dir");
+    assert_eq!(
+        r1["bytes_sent"], r2["bytes_received"],
+        "a resumed run reports the same totals"
+    );
+}
+
+#[test]
+fn exchange_dir_resumes_a_killed_p2() {
+    exchange_dir_with_restart("p2", "0000-p2.msg");
+}
+
+#[test]
+fn exchange_dir_resumes_a_killed_p1() {
+    exchange_dir_with_restart("p1", "0001-p1.msg");
+}
+
+#[test]
+fn input_errors_name_the_line_and_duplicates_follow_the_policy() {
+    let dir = scratch("input");
+    std::fs::write(dir.join("dup.csv"), "id,spend\na,1\nb,2\na,3\n").unwrap();
+    std::fs::write(dir.join("neg.csv"), "id,spend\na,1\nb,-2\n").unwrap();
+    std::fs::write(dir.join("frac.csv"), "id,spend\na,1.5\n").unwrap();
+    std::fs::write(dir.join("big.csv"), "id,spend\na,4294967296\n").unwrap();
+    let run = |file: &str, extra: &[&str]| {
+        let mut a = vec![
+            "pi-sum",
+            "--role",
+            "p2",
+            "--peer",
+            "127.0.0.1:9",
+            "--insecure-no-tls",
+            "--timeout",
+            "1",
+            "--id-column",
+            "id",
+            "--value-column",
+            "spend",
+            "--output",
+        ];
+        let out = dir.join("out.json");
+        let input = dir.join(file);
+        a.push(out.to_str().unwrap());
+        a.push("--input");
+        a.push(input.to_str().unwrap());
+        a.extend(extra);
+        privset(&a).output().unwrap()
+    };
+    let o = run("dup.csv", &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("line 4") && stderr(&o).contains("line 2"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run("neg.csv", &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("line 3"), "{}", stderr(&o));
+    let o = run("frac.csv", &[]);
+    assert!(
+        stderr(&o).contains("line 2") && stderr(&o).contains("1.5"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run("big.csv", &[]);
+    assert!(
+        stderr(&o).contains("line 2") && stderr(&o).contains("bound"),
+        "{}",
+        stderr(&o)
+    );
+    // With an explicit policy the input is accepted: the run then fails only on the
+    // network (exit code 4), after validation.
+    for policy in ["sum", "first"] {
+        let o = run("dup.csv", &["--duplicates", policy]);
+        assert_eq!(o.status.code(), Some(4), "{policy}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn duplicates_sum_policy_end_to_end_and_empty_input() {
+    let dir = scratch("dupsum");
+    std::fs::write(dir.join("p1.csv"), "email\nx\ny\n").unwrap();
+    std::fs::write(dir.join("p2.csv"), "id,spend\nx,1\ny,2\nx,10\nz,5\n").unwrap();
+    let addr = port();
+    let l1 = vec![
+        "--listen".to_string(),
+        addr.clone(),
+        "--insecure-no-tls".into(),
+    ];
+    let l2 = vec!["--peer".to_string(), addr, "--insecure-no-tls".into()];
+    let p1 = spawn(&as_refs(&party_args(&dir, "p1", &l1, &[])));
+    let p2 = spawn(&as_refs(&party_args(
+        &dir,
+        "p2",
+        &l2,
+        &["--duplicates", "sum"],
+    )));
+    let (o1, o2) = (finish(p1), finish(p2));
+    assert!(
+        o1.status.success() && o2.status.success(),
+        "{} {}",
+        stderr(&o1),
+        stderr(&o2)
+    );
+    let r2 = json(&dir.join("p2.json"));
+    assert_eq!(r2["cardinality"], 2);
+    assert_eq!(r2["sums"][0], 13);
+
+    std::fs::write(dir.join("p1.csv"), "email\n").unwrap();
+    let addr = port();
+    let l1 = vec![
+        "--listen".to_string(),
+        addr.clone(),
+        "--insecure-no-tls".into(),
+    ];
+    let l2 = vec!["--peer".to_string(), addr, "--insecure-no-tls".into()];
+    let p1 = spawn(&as_refs(&party_args(&dir, "p1", &l1, &[])));
+    let p2 = spawn(&as_refs(&party_args(
+        &dir,
+        "p2",
+        &l2,
+        &["--duplicates", "first"],
+    )));
+    let (o1, o2) = (finish(p1), finish(p2));
+    assert!(
+        o1.status.success() && o2.status.success(),
+        "{} {}",
+        stderr(&o1),
+        stderr(&o2)
+    );
+    assert_eq!(json(&dir.join("p2.json"))["cardinality"], 0);
+    assert_eq!(json(&dir.join("p2.json"))["sums"][0], 0);
+}
+
+#[test]
+fn batch_runs_many_executions_through_shared_storage() {
+    let dir = scratch("batch");
+    let mut expected = HashMap::new();
+    for role in ["p1", "p2"] {
+        std::fs::create_dir_all(dir.join(format!("jobs-{role}"))).unwrap();
+    }
+    for run in 0..4u64 {
+        let data = dir.join(format!("data-{run}"));
+        std::fs::create_dir_all(&data).unwrap();
+        expected.insert(run, write_inputs(&data, 50 + run * 10, 40, 10 + run));
+        for role in ["p1", "p2"] {
+            let mut spec = serde_json::json!({
+                "role": role,
+                "exchange-dir": format!("../shared/run-{run}"),
+                "input": format!("../data-{run}/{role}.csv"),
+                "output": format!("../results/{role}-{run}.json"),
+                "he-modulus-bits": 1024,
+                "poll-interval-ms": 20,
+            });
+            if role == "p1" {
+                spec["id-column"] = "email".into();
+            } else {
+                spec["id-column"] = "id".into();
+                spec["value-column"] = serde_json::json!(["spend"]);
+            }
+            std::fs::write(
+                dir.join(format!("jobs-{role}/run-{run}.json")),
+                spec.to_string(),
+            )
+            .unwrap();
+        }
+    }
+    std::fs::create_dir_all(dir.join("results")).unwrap();
+    let b1 = spawn(&[
+        "batch",
+        "--jobs",
+        dir.join("jobs-p1").to_str().unwrap(),
+        "--concurrency",
+        "2",
+    ]);
+    let b2 = spawn(&[
+        "batch",
+        "--jobs",
+        dir.join("jobs-p2").to_str().unwrap(),
+        "--concurrency",
+        "3",
+    ]);
+    let (o1, o2) = (finish(b1), finish(b2));
+    assert!(o1.status.success(), "{}", stderr(&o1));
+    assert!(o2.status.success(), "{}", stderr(&o2));
+    let table = String::from_utf8_lossy(&o2.stdout);
+    assert!(
+        table.contains("run-3.json") && table.contains("total: 4 jobs, 0 failed"),
+        "{table}"
+    );
+    for (run, (card, sum)) in expected {
+        let r = json(&dir.join(format!("results/p2-{run}.json")));
+        assert_eq!(r["cardinality"], card);
+        assert_eq!(r["sums"][0], sum);
+    }
+}
+
+#[test]
+fn demo_runs_and_matches_the_plaintext() {
+    let dir = scratch("demo");
+    let o = privset(&["demo", "--items", "500", "--dir", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("MATCH") && !out.contains("MISMATCH"), "{out}");
+}

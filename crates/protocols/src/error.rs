@@ -1,0 +1,104 @@
+//! Errors. Modelled on rustls: what the *peer* did wrong ([`PeerMisbehaved`]) is kept
+//! apart from what the *user's input* got wrong ([`InputError`]) and from mistakes in
+//! how the caller drives a party ([`ProtocolError::ApiMisuse`]).
+
+use privset_crypto::ahe::HeError;
+use privset_crypto::filter::FilterError;
+use privset_crypto::group::GroupError;
+
+/// Everything that can end a run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProtocolError {
+    /// The peer sent something the protocol does not allow. The run is aborted.
+    #[error("peer misbehaved: {0}")]
+    PeerMisbehaved(#[from] PeerMisbehaved),
+    /// The two parties were configured differently (protocol, version, group, ...).
+    #[error("the parties' settings do not match: {0}")]
+    Incompatible(String),
+    /// The peer aborted the run and said why.
+    #[error("the peer aborted the run: {0}")]
+    PeerAborted(String),
+    /// The local input is unusable; reported before anything is sent.
+    #[error("input error: {0}")]
+    Input(#[from] InputError),
+    /// A local configuration value is out of range.
+    #[error("configuration error: {0}")]
+    Config(String),
+    /// The caller drove the state machine wrongly (a bug in the caller).
+    #[error("API misuse: {0}")]
+    ApiMisuse(&'static str),
+}
+
+/// Ways the peer can break the protocol. Each names what was wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PeerMisbehaved {
+    #[error("message is truncated or malformed: {0}")]
+    Malformed(String),
+    #[error("message is not a privset frame (bad magic)")]
+    BadMagic,
+    #[error("peer speaks wire version {got}, this build speaks {expected}")]
+    Version { got: u8, expected: u8 },
+    #[error("peer speaks protocol {got}, expected {expected}")]
+    WrongProtocol { got: String, expected: String },
+    #[error("unexpected message {got} (expected {expected})")]
+    UnexpectedMessage { got: String, expected: String },
+    #[error("message belongs to another session (replayed or misrouted)")]
+    WrongSession,
+    #[error("message sequence number {got}, expected {expected} (replayed, dropped or reordered)")]
+    OutOfOrder { got: u32, expected: u32 },
+    #[error("{what}: length {got} bytes, the announced sizes allow exactly {expected}")]
+    WrongLength {
+        what: &'static str,
+        got: usize,
+        expected: usize,
+    },
+    #[error("announced set size {got} exceeds the configured limit {limit}")]
+    TooLarge { got: u64, limit: u64 },
+    #[error("invalid group element in {what}: {source}")]
+    InvalidElement {
+        what: &'static str,
+        source: GroupError,
+    },
+    #[error("invalid homomorphic value in {what}: {source}")]
+    InvalidCiphertext { what: &'static str, source: HeError },
+    #[error("invalid set encoding in {what}: {source}")]
+    InvalidFilter {
+        what: &'static str,
+        source: FilterError,
+    },
+    #[error("{0}")]
+    Inconsistent(String),
+}
+
+/// Problems with the user's own input, reported before any network traffic.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InputError {
+    #[error(
+        "line {line}: duplicate identifier (first seen on line {first_line}); pass --duplicates sum|first to combine or keep the first"
+    )]
+    Duplicate { line: u64, first_line: u64 },
+    #[error("line {line}: value {value:?} in column {column:?} is not a non-negative integer")]
+    NotAnInteger {
+        line: u64,
+        column: String,
+        value: String,
+    },
+    #[error("line {line}: value {value} in column {column:?} exceeds the bound {bound}")]
+    ValueTooLarge {
+        line: u64,
+        column: String,
+        value: u128,
+        bound: u64,
+    },
+    #[error("the values of column {column:?} sum to {sum}, above the agreed sum bound {bound}")]
+    SumTooLarge {
+        column: String,
+        sum: u128,
+        bound: u128,
+    },
+    #[error("{0}")]
+    Other(String),
+}

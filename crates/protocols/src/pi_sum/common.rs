@@ -1,0 +1,157 @@
+//! Steps shared by the forward and reverse PI-Sum parties.
+
+use std::collections::HashSet;
+
+use privset_crypto::ahe::{ColumnBounds, HeError};
+use privset_crypto::group::PrimeGroup;
+use privset_crypto::rng::SessionRng;
+use rayon::prelude::*;
+
+use super::HeChoice;
+use crate::error::{PeerMisbehaved, ProtocolError};
+use crate::wire::{HEADER_LEN, Reader};
+
+/// Longest public key accepted, whatever the scheme (a Paillier key at 8192 bits with
+/// s = 4 and a DJN base is well under this).
+pub const MAX_PUBLIC_KEY_LEN: usize = 1 << 16;
+
+/// `items` rearranged as `order` says.
+pub fn gather<'a>(items: &'a [Vec<u8>], order: &[u32]) -> Vec<&'a [u8]> {
+    order
+        .iter()
+        .map(|&i| items[i as usize].as_slice())
+        .collect()
+}
+
+/// Fixed-width blocks of `packed` rearranged as `order` says.
+pub fn permute_blocks(packed: &[u8], width: usize, order: &[u32]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(packed.len());
+    for &i in order {
+        let i = i as usize;
+        out.extend_from_slice(&packed[i * width..(i + 1) * width]);
+    }
+    out
+}
+
+/// `encode(decode(e)^k)` for every packed element received from the peer; invalid
+/// elements become a `PeerMisbehaved` naming the message.
+pub fn exponentiate_received<G: PrimeGroup>(
+    packed: &[u8],
+    k: &G::Scalar,
+    what: &'static str,
+) -> Result<Vec<u8>, ProtocolError> {
+    G::decode_mul_encode_batch(packed, k)
+        .map_err(|source| PeerMisbehaved::InvalidElement { what, source }.into())
+}
+
+/// Checks that every packed element received from the peer is a valid group element
+/// (used where the elements are only compared, never exponentiated).
+pub fn validate_elements<G: PrimeGroup>(
+    packed: &[u8],
+    what: &'static str,
+) -> Result<(), ProtocolError> {
+    packed
+        .par_chunks(G::ELEMENT_LEN)
+        .enumerate()
+        .try_for_each(|(i, e)| G::decode(e).map(|_| ()).map_err(|err| err.at(i)))
+        .map_err(|source| PeerMisbehaved::InvalidElement { what, source }.into())
+}
+
+/// Positions `j` of `candidates` (packed elements) that lie in the set `members`.
+pub fn matches_in_list(candidates: &[u8], members: &[u8], width: usize) -> Vec<usize> {
+    let set: HashSet<&[u8]> = members.chunks_exact(width).collect();
+    matching_positions(candidates, width, |e| set.contains(e))
+}
+
+/// Positions of the packed elements for which `contains` holds, in order.
+pub fn matching_positions(
+    candidates: &[u8],
+    width: usize,
+    contains: impl Fn(&[u8]) -> bool + Sync,
+) -> Vec<usize> {
+    candidates
+        .par_chunks_exact(width)
+        .enumerate()
+        .filter_map(|(j, e)| contains(e).then_some(j))
+        .collect()
+}
+
+/// Wraps a homomorphic-layer error on peer data.
+pub fn bad_ciphertext(what: &'static str) -> impl Fn(HeError) -> ProtocolError {
+    move |source| PeerMisbehaved::InvalidCiphertext { what, source }.into()
+}
+
+/// `a * b` for sizes derived from peer announcements, failing instead of overflowing.
+pub fn checked_len(a: usize, b: usize, what: &'static str) -> Result<usize, ProtocolError> {
+    a.checked_mul(b).ok_or_else(|| {
+        PeerMisbehaved::Malformed(format!("{what}: announced sizes overflow")).into()
+    })
+}
+
+/// Upper bound of a frame carrying `body` bytes.
+pub fn frame_len(body: usize) -> usize {
+    HEADER_LEN.saturating_add(body)
+}
+
+/// Reads P2's public key from a message.
+pub fn read_public_key<H: HeChoice>(
+    r: &mut Reader<'_>,
+    params: &H::Params,
+) -> Result<H::PublicKey, ProtocolError> {
+    let bytes = r.bytes(MAX_PUBLIC_KEY_LEN)?;
+    H::decode_public_key(bytes, params).map_err(bad_ciphertext("P2's public key"))
+}
+
+/// Appends a length-prefixed field.
+pub fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
+    out.extend_from_slice(bytes);
+}
+
+/// Reads one packed column of `H::column_ciphertexts` ciphertexts.
+pub fn take_column<'a, H: HeChoice>(
+    r: &mut Reader<'a>,
+    pk: &H::PublicKey,
+    bounds: &ColumnBounds,
+    packed: bool,
+) -> Result<&'a [u8], ProtocolError> {
+    let count = if packed {
+        H::column_ciphertexts(pk, bounds).map_err(bad_ciphertext("column layout"))?
+    } else {
+        bounds.items
+    };
+    r.take(checked_len(
+        count,
+        H::ciphertext_len(pk),
+        "encrypted column",
+    )?)
+}
+
+/// A fresh session RNG and salt for a new party.
+pub fn start_rng(seed: [u8; 32]) -> (SessionRng, [u8; 32]) {
+    let mut rng = SessionRng::from_seed(seed);
+    let mut salt = [0u8; 32];
+    rng.fill(&mut salt);
+    (rng, salt)
+}
+
+/// P1's item order for round 1: grouped by segment (segment 0 first), shuffled within
+/// each segment, so P2 learns segment sizes and nothing about which item is where.
+pub fn segment_order(
+    segment_of: Option<&[u32]>,
+    segments: usize,
+    items: usize,
+    rng: &mut SessionRng,
+) -> Vec<u32> {
+    let mut groups: Vec<Vec<u32>> = vec![Vec::new(); segments.max(1)];
+    for i in 0..items {
+        let s = segment_of.map_or(0, |s| s[i] as usize);
+        groups[s].push(i as u32);
+    }
+    let mut order = Vec::with_capacity(items);
+    for mut g in groups {
+        rng.shuffle(&mut g);
+        order.extend(g);
+    }
+    order
+}

@@ -1,0 +1,293 @@
+//! The PI-Sum hello: each party announces its settings, its set size and its salt
+//! share. Mismatched settings end the run with `ProtocolError::Incompatible` naming
+//! the setting, before any set element is sent.
+
+use privset_crypto::ahe::HeId;
+use privset_crypto::group::GroupId;
+
+use super::{PiSumConfig, Role, ZEncoding};
+use crate::error::{PeerMisbehaved, ProtocolError};
+use crate::input::Dataset;
+use crate::session::SALT_LEN;
+use crate::wire::Reader;
+
+pub const MAX_SEGMENTS: usize = 4096;
+pub const MAX_COLUMNS: usize = 64;
+/// Upper bound of an encoded hello.
+pub const MAX_LEN: usize = crate::wire::HEADER_LEN + 128 + 8 * MAX_SEGMENTS;
+
+const FLAG_REVERSE: u8 = 1;
+const FLAG_SQUARES: u8 = 2;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hello {
+    pub role: u8,
+    pub flags: u8,
+    pub group: GroupId,
+    pub he: HeId,
+    pub z: ZEncoding,
+    /// Paillier modulus bits and Damgard-Jurik s (P2's key parameters; 0 for ElGamal).
+    pub he_modulus_bits: u32,
+    pub he_s: u32,
+    pub salt: [u8; SALT_LEN],
+    pub items: u64,
+    pub value_columns: u32,
+    pub max_value: u64,
+    pub max_sum: u128,
+    /// P1: size of each segment (empty when unsegmented).
+    pub segments: Vec<u64>,
+}
+
+impl Hello {
+    pub fn new(role: Role, config: &PiSumConfig, input: &Dataset, salt: [u8; SALT_LEN]) -> Self {
+        let mut flags = 0;
+        if config.reverse {
+            flags |= FLAG_REVERSE;
+        }
+        let is_p2 = role == Role::P2;
+        if is_p2 && config.sum_of_squares {
+            flags |= FLAG_SQUARES;
+        }
+        let (he_modulus_bits, he_s) = match config.he {
+            HeId::Paillier => (config.paillier.modulus_bits, config.paillier.s),
+            HeId::ElGamal => (0, 0),
+        };
+        let mut segments = Vec::new();
+        if let Some(seg_of) = &input.segment_of {
+            segments = vec![0u64; input.segment_names.len()];
+            for &s in seg_of {
+                segments[s as usize] += 1;
+            }
+        }
+        Hello {
+            role: role.code(),
+            flags,
+            group: config.group,
+            he: config.he,
+            z: config.z_encoding,
+            he_modulus_bits,
+            he_s,
+            salt,
+            items: input.ids.len() as u64,
+            value_columns: if is_p2 { input.columns.len() as u32 } else { 0 },
+            max_value: if is_p2 { config.max_value } else { 0 },
+            max_sum: if is_p2 {
+                super::column_max_sum(config, input.ids.len())
+            } else {
+                0
+            },
+            segments,
+        }
+    }
+
+    pub fn reverse(&self) -> bool {
+        self.flags & FLAG_REVERSE != 0
+    }
+
+    pub fn sum_of_squares(&self) -> bool {
+        self.flags & FLAG_SQUARES != 0
+    }
+
+    /// Number of segments of P1's input (1 when unsegmented).
+    pub fn segment_count(&self) -> usize {
+        self.segments.len().max(1)
+    }
+
+    /// Sizes of P1's segments (one segment of all items when unsegmented).
+    pub fn segment_sizes(&self) -> Vec<u64> {
+        if self.segments.is_empty() {
+            vec![self.items]
+        } else {
+            self.segments.clone()
+        }
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(96 + 8 * self.segments.len());
+        b.push(self.role);
+        b.push(self.flags);
+        b.push(self.group.code());
+        b.push(self.he.code());
+        b.push(self.z.code());
+        b.extend_from_slice(&self.he_modulus_bits.to_be_bytes());
+        b.extend_from_slice(&self.he_s.to_be_bytes());
+        b.extend_from_slice(&self.salt);
+        b.extend_from_slice(&self.items.to_be_bytes());
+        b.extend_from_slice(&self.value_columns.to_be_bytes());
+        b.extend_from_slice(&self.max_value.to_be_bytes());
+        b.extend_from_slice(&self.max_sum.to_be_bytes());
+        b.extend_from_slice(&(self.segments.len() as u32).to_be_bytes());
+        for s in &self.segments {
+            b.extend_from_slice(&s.to_be_bytes());
+        }
+        b
+    }
+
+    pub fn decode(body: &[u8]) -> Result<Self, ProtocolError> {
+        let mut r = Reader::new(body, "hello");
+        let role = r.u8()?;
+        let flags = r.u8()?;
+        let group_code = r.u8()?;
+        let group = GroupId::from_code(group_code).ok_or_else(|| {
+            PeerMisbehaved::Malformed(format!("hello names unknown group {group_code}"))
+        })?;
+        let he_code = r.u8()?;
+        let he = HeId::from_code(he_code).ok_or_else(|| {
+            PeerMisbehaved::Malformed(format!("hello names unknown homomorphic scheme {he_code}"))
+        })?;
+        let z_code = r.u8()?;
+        let z = ZEncoding::from_code(z_code).ok_or_else(|| {
+            PeerMisbehaved::Malformed(format!("hello names unknown Z encoding {z_code}"))
+        })?;
+        let he_modulus_bits = r.u32()?;
+        let he_s = r.u32()?;
+        let salt = r.array::<SALT_LEN>()?;
+        let items = r.u64()?;
+        let value_columns = r.u32()?;
+        let max_value = r.u64()?;
+        let max_sum = r.u128()?;
+        let nseg = r.u32()? as usize;
+        if nseg > MAX_SEGMENTS {
+            return Err(PeerMisbehaved::Malformed(format!(
+                "hello announces {nseg} segments (max {MAX_SEGMENTS})"
+            ))
+            .into());
+        }
+        let mut segments = Vec::with_capacity(nseg);
+        for _ in 0..nseg {
+            segments.push(r.u64()?);
+        }
+        r.finish()?;
+        if value_columns as usize > MAX_COLUMNS {
+            return Err(PeerMisbehaved::Malformed(format!(
+                "hello announces {value_columns} value columns"
+            ))
+            .into());
+        }
+        if !segments.is_empty()
+            && segments.iter().try_fold(0u64, |a, &s| a.checked_add(s)) != Some(items)
+        {
+            return Err(PeerMisbehaved::Inconsistent(
+                "segment sizes do not add up to the set size".into(),
+            )
+            .into());
+        }
+        Ok(Hello {
+            role,
+            flags,
+            group,
+            he,
+            z,
+            he_modulus_bits,
+            he_s,
+            salt,
+            items,
+            value_columns,
+            max_value,
+            max_sum,
+            segments,
+        })
+    }
+
+    /// Checks that `peer` is the other role with the same settings, within `limit` items.
+    pub fn check_peer(&self, peer: &Hello, limit: u64) -> Result<(), ProtocolError> {
+        let mismatch = |what: &str, mine: String, theirs: String| {
+            Err(ProtocolError::Incompatible(format!(
+                "{what}: this party uses {mine}, the peer uses {theirs}"
+            )))
+        };
+        let expected_role = if self.role == Role::P1.code() {
+            Role::P2.code()
+        } else {
+            Role::P1.code()
+        };
+        if peer.role != expected_role {
+            return Err(ProtocolError::Incompatible(format!(
+                "both parties claim role p{}; one must be p1 and the other p2",
+                self.role
+            )));
+        }
+        if self.reverse() != peer.reverse() {
+            return mismatch(
+                "reverse variant",
+                self.reverse().to_string(),
+                peer.reverse().to_string(),
+            );
+        }
+        if self.group != peer.group {
+            return mismatch("group", self.group.name().into(), peer.group.name().into());
+        }
+        if self.he != peer.he {
+            return mismatch(
+                "homomorphic scheme",
+                self.he.name().into(),
+                peer.he.name().into(),
+            );
+        }
+        if (self.he_modulus_bits, self.he_s) != (peer.he_modulus_bits, peer.he_s) {
+            return mismatch(
+                "Paillier parameters",
+                format!("{} bits, s = {}", self.he_modulus_bits, self.he_s),
+                format!("{} bits, s = {}", peer.he_modulus_bits, peer.he_s),
+            );
+        }
+        if self.z != peer.z {
+            return mismatch("Z encoding", self.z.name().into(), peer.z.name().into());
+        }
+        if peer.items > limit {
+            return Err(PeerMisbehaved::TooLarge {
+                got: peer.items,
+                limit,
+            }
+            .into());
+        }
+        if peer.role == Role::P2.code() {
+            if peer.value_columns == 0 {
+                return Err(
+                    PeerMisbehaved::Inconsistent("P2 announced no value columns".into()).into(),
+                );
+            }
+            if peer.max_sum == 0 && peer.items > 0 && peer.max_value > 0 {
+                return Err(
+                    PeerMisbehaved::Inconsistent("P2 announced a zero sum bound".into()).into(),
+                );
+            }
+            if !peer.segments.is_empty() {
+                return Err(PeerMisbehaved::Inconsistent("P2 announced segments".into()).into());
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_truncation() {
+        let h = Hello {
+            role: 1,
+            flags: 3,
+            group: GroupId::P256,
+            he: HeId::ElGamal,
+            z: ZEncoding::List,
+            he_modulus_bits: 0,
+            he_s: 0,
+            salt: [9; 32],
+            items: 10,
+            value_columns: 0,
+            max_value: 0,
+            max_sum: 0,
+            segments: vec![4, 6],
+        };
+        let b = h.encode();
+        assert_eq!(Hello::decode(&b).unwrap(), h);
+        for n in 0..b.len() {
+            assert!(Hello::decode(&b[..n]).is_err());
+        }
+        let mut long = b.clone();
+        long.push(0);
+        assert!(Hello::decode(&long).is_err());
+    }
+}

@@ -1,0 +1,400 @@
+//! Private Intersection-Sum with Cardinality: the DDH protocol Google deployed
+//! (seed 000, Sec. 3, Fig. 2) and its variants (Sec. 3.4, App. G).
+//!
+//! P1 holds identifiers V; P2 holds pairs (w, t). Both learn |V ∩ W|; P2 learns the sum
+//! of t over the intersection; nothing else leaks beyond the set sizes (seed 000
+//! Theorems 1-2). Variants:
+//!
+//! * threshold: the party that computes the intersection aborts before any sum is
+//!   computed if it is smaller than t; the other party learns only that it aborted;
+//! * reverse (Fig. 6): P1 learns the sum instead of P2 ([`reverse`]);
+//! * segmented input: P1's items carry a segment; one cardinality and sum per segment;
+//! * several value columns, and sums of squares so P2 gets the variance.
+//!
+//! The parties are [`forward::P1`], [`forward::P2`], [`reverse::P1`], [`reverse::P2`],
+//! generic over the group and the homomorphic scheme; [`new_party`] picks the
+//! instantiation from a [`PiSumConfig`].
+
+mod common;
+pub mod forward;
+mod hello;
+pub mod reverse;
+
+use privset_crypto::ahe::elgamal::{self, ElGamal};
+use privset_crypto::ahe::paillier::{self, Paillier};
+use privset_crypto::ahe::{ColumnBounds, HeId, SubsetSum};
+use privset_crypto::filter::FilterKind;
+use privset_crypto::group::p256::P256;
+use privset_crypto::group::ristretto::Ristretto255;
+use privset_crypto::group::{GroupId, PrimeGroup};
+use privset_crypto::rng::SEED_LEN;
+
+use crate::error::{InputError, ProtocolError};
+use crate::input::Dataset;
+use crate::party::Party;
+use crate::wire::ProtocolId;
+
+pub(crate) use hello::Hello;
+
+pub const PROTOCOL: ProtocolId = ProtocolId::PiSum;
+
+/// Message kinds of PI-Sum (docs/wire.md).
+pub mod kind {
+    pub const HELLO: u8 = 1;
+    pub const ROUND1: u8 = 2;
+    pub const ROUND2: u8 = 3;
+    pub const ROUND3: u8 = 4;
+    pub const ABORT: u8 = 5;
+    pub const REVERSE1: u8 = 6;
+    pub const REVERSE2: u8 = 7;
+    pub const REVERSE3: u8 = 8;
+
+    pub fn name(kind: u8) -> &'static str {
+        match kind {
+            HELLO => "hello",
+            ROUND1 => "round 1 (P1's exponentiated items)",
+            ROUND2 => "round 2 (Z, P2's exponentiated items and encrypted values)",
+            ROUND3 => "round 3 (cardinality and encrypted sums)",
+            ABORT => "threshold abort",
+            REVERSE1 => "reverse round 1 (P2's items and encrypted values)",
+            REVERSE2 => "reverse round 2 (doubly exponentiated, masked values; P1's items)",
+            REVERSE3 => "reverse round 3 (cardinality, intersection indices, masked sums)",
+            _ => "unknown message",
+        }
+    }
+}
+
+/// Which party: P1 holds identifiers, P2 holds identifiers with values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    P1,
+    P2,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::P1 => "p1",
+            Role::P2 => "p2",
+        }
+    }
+    pub fn code(self) -> u8 {
+        match self {
+            Role::P1 => 1,
+            Role::P2 => 2,
+        }
+    }
+}
+
+/// How P2 sends the set Z of doubly exponentiated values back to P1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ZEncoding {
+    /// The shuffled list of encoded elements.
+    List,
+    /// An order-hiding filter with false-positive rate 2^-40 over all of P2's items.
+    Filter(FilterKind),
+}
+
+impl ZEncoding {
+    pub fn name(self) -> &'static str {
+        match self {
+            ZEncoding::List => "list",
+            ZEncoding::Filter(k) => k.name(),
+        }
+    }
+    pub fn from_name(name: &str) -> Option<Self> {
+        if name == "list" {
+            return Some(ZEncoding::List);
+        }
+        FilterKind::from_name(name).map(ZEncoding::Filter)
+    }
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            ZEncoding::List => 0,
+            ZEncoding::Filter(k) => k.code(),
+        }
+    }
+    pub(crate) fn from_code(code: u8) -> Option<Self> {
+        if code == 0 {
+            Some(ZEncoding::List)
+        } else {
+            FilterKind::from_code(code).map(ZEncoding::Filter)
+        }
+    }
+}
+
+/// Everything both parties must agree on, plus each party's local policy.
+#[derive(Clone, Debug)]
+pub struct PiSumConfig {
+    pub group: GroupId,
+    pub he: HeId,
+    pub paillier: paillier::Params,
+    pub elgamal: elgamal::Params,
+    pub z_encoding: ZEncoding,
+    /// Reverse variant (seed 000 Fig. 6): P1 learns the sum.
+    pub reverse: bool,
+    /// Local policy of the party that computes the intersection (P1 forward, P2
+    /// reverse): abort unless the intersection has at least this many items.
+    pub threshold: Option<u64>,
+    /// P2: also sum the squares of every value column (for the variance).
+    pub sum_of_squares: bool,
+    /// P2: every value is at most this (checked on input).
+    pub max_value: u64,
+    /// P2: every column's total is at most this; `None` = `max_value × items`, which
+    /// can never wrap. Smaller bounds pack more values per ciphertext.
+    pub max_sum: Option<u128>,
+    /// Largest set size accepted from the peer (bounds memory).
+    pub max_peer_items: u64,
+}
+
+impl Default for PiSumConfig {
+    fn default() -> Self {
+        Self {
+            group: GroupId::Ristretto255,
+            he: HeId::Paillier,
+            paillier: paillier::Params::default(),
+            elgamal: elgamal::Params::default(),
+            z_encoding: ZEncoding::Filter(FilterKind::Gcs),
+            reverse: false,
+            threshold: None,
+            sum_of_squares: false,
+            max_value: u32::MAX as u64,
+            max_sum: None,
+            max_peer_items: 1 << 26,
+        }
+    }
+}
+
+/// One segment's result (segmented input).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct SegmentResult {
+    /// P1: the segment's label; P2: its index (P2 never sees the labels).
+    pub segment: String,
+    pub cardinality: u64,
+    /// Per value column; only for the party entitled to sums.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sums: Option<Vec<u128>>,
+}
+
+/// What one party learns. Fields a party is not entitled to are `None`.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct PiSumOutput {
+    pub role: &'static str,
+    /// True when the threshold variant aborted the run.
+    pub aborted: bool,
+    /// |V ∩ W|; `None` for the party told only that the run aborted.
+    pub cardinality: Option<u64>,
+    /// Sum over the intersection, per value column (entitled party only).
+    pub sums: Option<Vec<u128>>,
+    /// Sum of squares per value column (with `sum_of_squares`).
+    pub sums_of_squares: Option<Vec<u128>>,
+    /// Population variance of the intersection's values per column.
+    pub variance: Option<Vec<f64>>,
+    /// Per-segment results (segmented input).
+    pub segments: Option<Vec<SegmentResult>>,
+    /// The peer's set size (revealed by the protocol).
+    pub peer_items: u64,
+}
+
+/// A PI-Sum party of any instantiation.
+pub trait PiSumParty: Party {
+    /// The output, once [`Party::is_finished`].
+    fn output(&self) -> Option<PiSumOutput>;
+}
+
+/// Builds the party for `role` with the group and scheme named in `config`.
+///
+/// `input`: P1's identifiers (with optional segments) or P2's identifiers and value
+/// columns, already validated by [`crate::input::build_dataset`]. `seed` determines all
+/// of the party's randomness (see `SessionRng`); keep it private.
+pub fn new_party(
+    role: Role,
+    config: &PiSumConfig,
+    input: Dataset,
+    seed: [u8; SEED_LEN],
+) -> Result<Box<dyn PiSumParty>, ProtocolError> {
+    validate(role, config, &input)?;
+    fn build<G: PrimeGroup, H: HeChoice>(
+        role: Role,
+        config: &PiSumConfig,
+        input: Dataset,
+        seed: [u8; SEED_LEN],
+    ) -> Box<dyn PiSumParty> {
+        match (role, config.reverse) {
+            (Role::P1, false) => Box::new(forward::P1::<G, H>::new(config.clone(), input, seed)),
+            (Role::P2, false) => Box::new(forward::P2::<G, H>::new(config.clone(), input, seed)),
+            (Role::P1, true) => Box::new(reverse::P1::<G, H>::new(config.clone(), input, seed)),
+            (Role::P2, true) => Box::new(reverse::P2::<G, H>::new(config.clone(), input, seed)),
+        }
+    }
+    Ok(match (config.group, config.he) {
+        (GroupId::Ristretto255, HeId::Paillier) => {
+            build::<Ristretto255, Paillier>(role, config, input, seed)
+        }
+        (GroupId::Ristretto255, HeId::ElGamal) => {
+            build::<Ristretto255, ElGamal>(role, config, input, seed)
+        }
+        (GroupId::P256, HeId::Paillier) => build::<P256, Paillier>(role, config, input, seed),
+        (GroupId::P256, HeId::ElGamal) => build::<P256, ElGamal>(role, config, input, seed),
+    })
+}
+
+/// Checks a party's configuration and input before anything is sent.
+pub fn validate(role: Role, config: &PiSumConfig, input: &Dataset) -> Result<(), ProtocolError> {
+    match role {
+        Role::P1 => {
+            if !input.columns.is_empty() {
+                return Err(ProtocolError::Config("P1 has no value columns".into()));
+            }
+            if config.reverse && input.segment_of.is_some() {
+                return Err(ProtocolError::Config(
+                    "segmented input works with the forward protocol only (P1 must compute the per-segment intersections)"
+                        .into(),
+                ));
+            }
+            if input.segment_names.len() > hello::MAX_SEGMENTS {
+                return Err(ProtocolError::Config(format!(
+                    "{} segments; at most {} are supported",
+                    input.segment_names.len(),
+                    hello::MAX_SEGMENTS
+                )));
+            }
+        }
+        Role::P2 => {
+            if input.columns.is_empty() {
+                return Err(ProtocolError::Config(
+                    "P2 needs at least one value column".into(),
+                ));
+            }
+            if input.columns.len() > hello::MAX_COLUMNS {
+                return Err(ProtocolError::Config(format!(
+                    "at most {} value columns",
+                    hello::MAX_COLUMNS
+                )));
+            }
+            if input.segment_of.is_some() {
+                return Err(ProtocolError::Config(
+                    "only P1's input can be segmented".into(),
+                ));
+            }
+            let max_sum = column_max_sum(config, input.ids.len());
+            for (c, col) in input.columns.iter().enumerate() {
+                let sum: u128 = col.iter().map(|&v| v as u128).sum();
+                if sum > max_sum {
+                    return Err(InputError::SumTooLarge {
+                        column: input.column_names[c].clone(),
+                        sum,
+                        bound: max_sum,
+                    }
+                    .into());
+                }
+            }
+            if config.sum_of_squares && config.max_value > u32::MAX as u64 {
+                return Err(ProtocolError::Config(
+                    "--sum-of-squares needs a value bound below 2^32".into(),
+                ));
+            }
+        }
+    }
+    if input.ids.len() as u64 > u32::MAX as u64 {
+        return Err(ProtocolError::Config(
+            "at most 2^32 - 1 items per party".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The agreed bound on a column's total.
+pub(crate) fn column_max_sum(config: &PiSumConfig, items: usize) -> u128 {
+    config
+        .max_sum
+        .unwrap_or(config.max_value as u128 * items.max(1) as u128)
+}
+
+/// Bounds of every encrypted column, in order: the value columns, then (with sums of
+/// squares) one squared column per value column. Derived from public numbers only.
+pub(crate) fn encrypted_columns(hello_p2: &Hello) -> Vec<ColumnBounds> {
+    let items = hello_p2.items as usize;
+    let plain = ColumnBounds {
+        items,
+        max_value: hello_p2.max_value,
+        max_sum: hello_p2.max_sum,
+    };
+    let mut cols = vec![plain; hello_p2.value_columns as usize];
+    if hello_p2.sum_of_squares() {
+        let mv = hello_p2.max_value as u128;
+        let squared = ColumnBounds {
+            items,
+            max_value: (mv * mv).min(u64::MAX as u128) as u64,
+            max_sum: (mv * hello_p2.max_sum).min(items as u128 * mv * mv),
+        };
+        cols.extend(std::iter::repeat_n(
+            squared,
+            hello_p2.value_columns as usize,
+        ));
+    }
+    cols
+}
+
+/// P2's plaintext columns in the order of [`encrypted_columns`].
+pub(crate) fn plaintext_columns(config: &PiSumConfig, input: &Dataset) -> Vec<Vec<u64>> {
+    let mut cols = input.columns.clone();
+    if config.sum_of_squares {
+        for c in &input.columns {
+            cols.push(c.iter().map(|&v| v * v).collect());
+        }
+    }
+    cols
+}
+
+/// Splits per-column sums into (sums, sums of squares, variance) for the output.
+pub(crate) fn summarize(
+    sums: Vec<u128>,
+    value_columns: usize,
+    cardinality: u64,
+) -> (Vec<u128>, Option<Vec<u128>>, Option<Vec<f64>>) {
+    if sums.len() == value_columns {
+        return (sums, None, None);
+    }
+    let (plain, squares) = sums.split_at(value_columns);
+    let variance = plain
+        .iter()
+        .zip(squares)
+        .map(|(&s, &q)| {
+            if cardinality == 0 {
+                0.0
+            } else {
+                let n = cardinality as f64;
+                let mean = s as f64 / n;
+                (q as f64 / n - mean * mean).max(0.0)
+            }
+        })
+        .collect();
+    (plain.to_vec(), Some(squares.to_vec()), Some(variance))
+}
+
+/// How a homomorphic scheme's parameters come out of the config.
+pub trait HeChoice: SubsetSum {
+    fn params(config: &PiSumConfig) -> Self::Params;
+    /// Upper bound of one ciphertext's encoding under these parameters, for sizing
+    /// what may be received before the public key is known.
+    fn max_ciphertext_len(params: &Self::Params) -> usize;
+}
+
+impl HeChoice for Paillier {
+    fn params(config: &PiSumConfig) -> paillier::Params {
+        config.paillier.clone()
+    }
+    fn max_ciphertext_len(params: &paillier::Params) -> usize {
+        (params.s as usize + 1) * (params.modulus_bits as usize).div_ceil(8)
+    }
+}
+
+impl HeChoice for ElGamal {
+    fn params(config: &PiSumConfig) -> elgamal::Params {
+        config.elgamal.clone()
+    }
+    fn max_ciphertext_len(_: &elgamal::Params) -> usize {
+        64
+    }
+}

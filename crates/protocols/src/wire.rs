@@ -1,0 +1,248 @@
+//! The frame every privset message travels in (documented in docs/wire.md).
+//!
+//! ```text
+//! offset size field
+//!      0    4 magic "PSET"
+//!      4    1 wire version (1)
+//!      5    1 protocol id (see ProtocolId)
+//!      6    1 message kind (protocol-specific; 0xFF = alert)
+//!      7    1 reserved, 0
+//!      8   16 session id (all zero in the two hello messages)
+//!     24    4 sequence number of this sender's message, from 0, big-endian
+//!     28    4 body length, big-endian
+//!     32    n body
+//! ```
+//!
+//! The session id is derived from both parties' hello salts, so a frame from another
+//! run is rejected; the sequence number rejects replayed, dropped or reordered frames.
+//! Bodies are concatenations of fixed-width fields and packed vectors; their layout is
+//! given per message in docs/wire.md.
+
+use crate::error::{PeerMisbehaved, ProtocolError};
+
+pub const MAGIC: [u8; 4] = *b"PSET";
+pub const WIRE_VERSION: u8 = 1;
+pub const HEADER_LEN: usize = 32;
+pub const SESSION_ID_LEN: usize = 16;
+/// Message kind of an alert frame: the body is a UTF-8 reason.
+pub const KIND_ALERT: u8 = 0xFF;
+/// Longest alert reason accepted.
+pub const MAX_ALERT_LEN: usize = 4096;
+
+pub type SessionId = [u8; SESSION_ID_LEN];
+
+/// Protocol identifiers on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProtocolId {
+    PiSum,
+}
+
+impl ProtocolId {
+    pub fn code(self) -> u8 {
+        match self {
+            ProtocolId::PiSum => 1,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            ProtocolId::PiSum => "pi-sum",
+        }
+    }
+    pub fn from_code(code: u8) -> Option<Self> {
+        match code {
+            1 => Some(ProtocolId::PiSum),
+            _ => None,
+        }
+    }
+}
+
+/// A parsed frame, borrowing its body from the received bytes.
+#[derive(Debug)]
+pub struct Frame<'a> {
+    pub kind: u8,
+    pub session: SessionId,
+    pub seq: u32,
+    pub body: &'a [u8],
+}
+
+/// Builds a frame.
+pub fn encode_frame(
+    protocol: ProtocolId,
+    kind: u8,
+    session: &SessionId,
+    seq: u32,
+    body: &[u8],
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER_LEN + body.len());
+    out.extend_from_slice(&MAGIC);
+    out.push(WIRE_VERSION);
+    out.push(protocol.code());
+    out.push(kind);
+    out.push(0);
+    out.extend_from_slice(session);
+    out.extend_from_slice(&seq.to_be_bytes());
+    let len = u32::try_from(body.len()).expect("message body larger than 4 GiB");
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(body);
+    out
+}
+
+/// An alert frame carrying `reason` (truncated to [`MAX_ALERT_LEN`] bytes).
+pub fn alert_frame(protocol: ProtocolId, session: &SessionId, seq: u32, reason: &str) -> Vec<u8> {
+    let mut end = reason.len().min(MAX_ALERT_LEN);
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
+    encode_frame(protocol, KIND_ALERT, session, seq, reason[..end].as_bytes())
+}
+
+/// Parses and checks a frame header: magic, version, protocol, declared length.
+/// An alert frame becomes [`ProtocolError::PeerAborted`].
+pub fn decode_frame(protocol: ProtocolId, bytes: &[u8]) -> Result<Frame<'_>, ProtocolError> {
+    if bytes.len() < HEADER_LEN {
+        return Err(PeerMisbehaved::Malformed(format!(
+            "frame of {} bytes is shorter than the {HEADER_LEN}-byte header",
+            bytes.len()
+        ))
+        .into());
+    }
+    if bytes[0..4] != MAGIC {
+        return Err(PeerMisbehaved::BadMagic.into());
+    }
+    if bytes[4] != WIRE_VERSION {
+        return Err(PeerMisbehaved::Version {
+            got: bytes[4],
+            expected: WIRE_VERSION,
+        }
+        .into());
+    }
+    if bytes[5] != protocol.code() {
+        let got = ProtocolId::from_code(bytes[5])
+            .map(|p| p.name().to_string())
+            .unwrap_or_else(|| format!("unknown protocol {}", bytes[5]));
+        return Err(PeerMisbehaved::WrongProtocol {
+            got,
+            expected: protocol.name().into(),
+        }
+        .into());
+    }
+    let kind = bytes[6];
+    let mut session = [0u8; SESSION_ID_LEN];
+    session.copy_from_slice(&bytes[8..24]);
+    let seq = u32::from_be_bytes(bytes[24..28].try_into().unwrap());
+    let len = u32::from_be_bytes(bytes[28..32].try_into().unwrap()) as usize;
+    let body = &bytes[HEADER_LEN..];
+    if body.len() != len {
+        return Err(PeerMisbehaved::WrongLength {
+            what: "frame body",
+            got: body.len(),
+            expected: len,
+        }
+        .into());
+    }
+    if kind == KIND_ALERT {
+        let reason = String::from_utf8_lossy(&body[..body.len().min(MAX_ALERT_LEN)]).into_owned();
+        return Err(ProtocolError::PeerAborted(reason));
+    }
+    Ok(Frame {
+        kind,
+        session,
+        seq,
+        body,
+    })
+}
+
+/// A cursor over a message body that fails with a clear error instead of panicking.
+pub struct Reader<'a> {
+    bytes: &'a [u8],
+    what: &'static str,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(bytes: &'a [u8], what: &'static str) -> Self {
+        Self { bytes, what }
+    }
+    pub fn take(&mut self, n: usize) -> Result<&'a [u8], ProtocolError> {
+        if self.bytes.len() < n {
+            return Err(PeerMisbehaved::Malformed(format!("{} is truncated", self.what)).into());
+        }
+        let (head, tail) = self.bytes.split_at(n);
+        self.bytes = tail;
+        Ok(head)
+    }
+    pub fn u8(&mut self) -> Result<u8, ProtocolError> {
+        Ok(self.take(1)?[0])
+    }
+    pub fn u32(&mut self) -> Result<u32, ProtocolError> {
+        Ok(u32::from_be_bytes(self.take(4)?.try_into().unwrap()))
+    }
+    pub fn u64(&mut self) -> Result<u64, ProtocolError> {
+        Ok(u64::from_be_bytes(self.take(8)?.try_into().unwrap()))
+    }
+    pub fn u128(&mut self) -> Result<u128, ProtocolError> {
+        Ok(u128::from_be_bytes(self.take(16)?.try_into().unwrap()))
+    }
+    pub fn array<const N: usize>(&mut self) -> Result<[u8; N], ProtocolError> {
+        Ok(self.take(N)?.try_into().unwrap())
+    }
+    /// A length-prefixed (u32) byte string of at most `max` bytes.
+    pub fn bytes(&mut self, max: usize) -> Result<&'a [u8], ProtocolError> {
+        let n = self.u32()? as usize;
+        if n > max {
+            return Err(PeerMisbehaved::Malformed(format!(
+                "{}: field of {n} bytes exceeds {max}",
+                self.what
+            ))
+            .into());
+        }
+        self.take(n)
+    }
+    pub fn rest(&mut self) -> &'a [u8] {
+        std::mem::take(&mut self.bytes)
+    }
+    /// Fails unless every byte was consumed.
+    pub fn finish(self) -> Result<(), ProtocolError> {
+        if self.bytes.is_empty() {
+            Ok(())
+        } else {
+            Err(PeerMisbehaved::Malformed(format!(
+                "{} has {} trailing bytes",
+                self.what,
+                self.bytes.len()
+            ))
+            .into())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_round_trip_and_rejections() {
+        let s = [3u8; 16];
+        let f = encode_frame(ProtocolId::PiSum, 2, &s, 7, b"hello");
+        let d = decode_frame(ProtocolId::PiSum, &f).unwrap();
+        assert_eq!((d.kind, d.session, d.seq, d.body), (2, s, 7, &b"hello"[..]));
+        assert!(decode_frame(ProtocolId::PiSum, &f[..f.len() - 1]).is_err());
+        assert!(decode_frame(ProtocolId::PiSum, &f[..10]).is_err());
+        let mut bad = f.clone();
+        bad[0] = b'X';
+        assert_eq!(
+            decode_frame(ProtocolId::PiSum, &bad).unwrap_err(),
+            PeerMisbehaved::BadMagic.into()
+        );
+        let mut bad = f.clone();
+        bad[4] = 9;
+        assert!(matches!(
+            decode_frame(ProtocolId::PiSum, &bad).unwrap_err(),
+            ProtocolError::PeerMisbehaved(PeerMisbehaved::Version { got: 9, .. })
+        ));
+        let a = alert_frame(ProtocolId::PiSum, &s, 0, "nope");
+        assert_eq!(
+            decode_frame(ProtocolId::PiSum, &a).unwrap_err(),
+            ProtocolError::PeerAborted("nope".into())
+        );
+    }
+}

@@ -1,0 +1,500 @@
+//! PI-Sum end to end over the in-memory pair, checked against the plaintext answer.
+
+use std::collections::HashMap;
+
+use privset_crypto::ahe::HeId;
+use privset_crypto::ahe::paillier;
+use privset_crypto::filter::FilterKind;
+use privset_crypto::group::GroupId;
+use privset_crypto::rng::SessionRng;
+use privset_net::memory::{Direction, HookAction, PairError, run_pair, run_pair_with};
+use privset_protocols::input::Dataset;
+use privset_protocols::pi_sum::{self, PiSumConfig, PiSumOutput, Role, ZEncoding};
+use privset_protocols::{PeerMisbehaved, ProtocolError};
+
+/// Small, fast Paillier parameters for tests (the default 3072-bit key is exercised by
+/// the CLI tests and benchmarks).
+fn test_config() -> PiSumConfig {
+    PiSumConfig {
+        paillier: paillier::Params {
+            modulus_bits: 1024,
+            s: 2,
+        },
+        ..PiSumConfig::default()
+    }
+}
+
+fn id(i: u64) -> Vec<u8> {
+    format!("id-{i}").into_bytes()
+}
+
+fn p1_set(ids: &[u64]) -> Dataset {
+    Dataset {
+        ids: ids.iter().map(|&i| id(i)).collect(),
+        ..Dataset::default()
+    }
+}
+
+fn p2_set(pairs: &[(u64, Vec<u64>)]) -> Dataset {
+    let cols = pairs.first().map_or(1, |p| p.1.len());
+    Dataset {
+        ids: pairs.iter().map(|p| id(p.0)).collect(),
+        columns: (0..cols)
+            .map(|c| pairs.iter().map(|p| p.1[c]).collect())
+            .collect(),
+        column_names: (0..cols).map(|c| format!("v{c}")).collect(),
+        ..Dataset::default()
+    }
+}
+
+fn seed(rng: &mut SessionRng) -> [u8; 32] {
+    let mut s = [0u8; 32];
+    rng.fill(&mut s);
+    s
+}
+
+fn run(
+    c1: &PiSumConfig,
+    d1: Dataset,
+    c2: &PiSumConfig,
+    d2: Dataset,
+) -> Result<(PiSumOutput, PiSumOutput), PairError> {
+    let mut rng = SessionRng::from_os();
+    let mut a = pi_sum::new_party(Role::P1, c1, d1, seed(&mut rng)).unwrap();
+    let mut b = pi_sum::new_party(Role::P2, c2, d2, seed(&mut rng)).unwrap();
+    run_pair(a.as_mut(), b.as_mut())?;
+    Ok((a.output().unwrap(), b.output().unwrap()))
+}
+
+/// Plaintext answer: cardinality and per-column sums.
+fn plaintext(v: &[u64], w: &[(u64, Vec<u64>)]) -> (u64, Vec<u128>) {
+    let set: std::collections::HashSet<u64> = v.iter().copied().collect();
+    let cols = w.first().map_or(1, |p| p.1.len());
+    let mut sums = vec![0u128; cols];
+    let mut card = 0;
+    for (x, t) in w {
+        if set.contains(x) {
+            card += 1;
+            for c in 0..cols {
+                sums[c] += t[c] as u128;
+            }
+        }
+    }
+    (card, sums)
+}
+
+/// Random sets of the given sizes with about `overlap` common items.
+fn random_sets(
+    rng: &mut SessionRng,
+    n1: usize,
+    n2: usize,
+    overlap: usize,
+    cols: usize,
+    max: u64,
+) -> (Vec<u64>, Vec<(u64, Vec<u64>)>) {
+    let base = rng.next_u64() >> 8;
+    let v: Vec<u64> = (0..n1 as u64).map(|i| base + i).collect();
+    let w = (0..n2 as u64)
+        .map(|j| {
+            let x = if (j as usize) < overlap {
+                base + j
+            } else {
+                base + n1 as u64 + 1000 + j
+            };
+            (x, (0..cols).map(|_| rng.below(max + 1)).collect())
+        })
+        .collect();
+    (v, w)
+}
+
+fn check(c: &PiSumConfig, v: &[u64], w: &[(u64, Vec<u64>)]) {
+    let (card, sums) = plaintext(v, w);
+    let (o1, o2) = run(c, p1_set(v), c, p2_set(w)).unwrap();
+    assert_eq!(o1.cardinality, Some(card), "P1 cardinality");
+    assert_eq!(o2.cardinality, Some(card), "P2 cardinality");
+    assert_eq!(o2.sums.as_deref(), Some(&sums[..]), "P2 sums");
+    assert_eq!(o1.sums, None, "P1 must not learn the sum");
+    assert_eq!(
+        (o1.peer_items, o2.peer_items),
+        (w.len() as u64, v.len() as u64)
+    );
+}
+
+#[test]
+fn edges_against_plaintext_every_he_and_z_encoding() {
+    let mut rng = SessionRng::from_os();
+    for he in HeId::ALL {
+        for z in [
+            ZEncoding::List,
+            ZEncoding::Filter(FilterKind::Gcs),
+            ZEncoding::Filter(FilterKind::Bloom),
+        ] {
+            let c = PiSumConfig {
+                he,
+                z_encoding: z,
+                ..test_config()
+            };
+            // empty / empty, empty P1, empty P2
+            check(&c, &[], &[]);
+            check(&c, &[], &[(1, vec![5])]);
+            check(&c, &[1, 2], &[]);
+            // size 1, identical, disjoint
+            check(&c, &[7], &[(7, vec![u32::MAX as u64])]);
+            let (v, w) = random_sets(&mut rng, 50, 50, 50, 1, 1000);
+            check(&c, &v, &w);
+            let (v, w) = random_sets(&mut rng, 40, 60, 0, 1, 1000);
+            check(&c, &v, &w);
+            // random partial overlap, values at the bound
+            let (v, w) = random_sets(&mut rng, 300, 200, 77, 1, u32::MAX as u64);
+            check(&c, &v, &w);
+        }
+    }
+}
+
+#[test]
+fn very_unbalanced_sets() {
+    let mut rng = SessionRng::from_os();
+    let c = test_config();
+    let (v, w) = random_sets(&mut rng, 1, 10_000, 1, 1, 1 << 20);
+    check(&c, &v, &w);
+    let (mut v, w) = random_sets(&mut rng, 10_000, 1, 0, 1, 1 << 20);
+    v.push(w[0].0);
+    check(&c, &v, &w);
+}
+
+#[test]
+fn p256_group() {
+    let mut rng = SessionRng::from_os();
+    let c = PiSumConfig {
+        group: GroupId::P256,
+        ..test_config()
+    };
+    let (v, w) = random_sets(&mut rng, 120, 90, 31, 1, 1000);
+    check(&c, &v, &w);
+}
+
+#[test]
+fn several_columns_and_sum_of_squares() {
+    let mut rng = SessionRng::from_os();
+    let c = PiSumConfig {
+        sum_of_squares: true,
+        ..test_config()
+    };
+    let (v, w) = random_sets(&mut rng, 200, 150, 60, 3, 10_000);
+    let (card, sums) = plaintext(&v, &w);
+    let (_, o2) = run(&c, p1_set(&v), &c, p2_set(&w)).unwrap();
+    assert_eq!(o2.sums.as_deref(), Some(&sums[..]));
+    let set: std::collections::HashSet<u64> = v.iter().copied().collect();
+    let squares: Vec<u128> = (0..3)
+        .map(|col| {
+            w.iter()
+                .filter(|p| set.contains(&p.0))
+                .map(|p| (p.1[col] as u128).pow(2))
+                .sum()
+        })
+        .collect();
+    assert_eq!(o2.sums_of_squares.as_deref(), Some(&squares[..]));
+    let var = o2.variance.unwrap();
+    for col in 0..3 {
+        let mean = sums[col] as f64 / card as f64;
+        let expect = squares[col] as f64 / card as f64 - mean * mean;
+        assert!(
+            (var[col] - expect).abs() <= 1e-6 * expect.max(1.0),
+            "variance column {col}"
+        );
+    }
+}
+
+#[test]
+fn threshold_forward_aborts_and_passes() {
+    let mut rng = SessionRng::from_os();
+    let (v, w) = random_sets(&mut rng, 50, 50, 10, 1, 100);
+    let c1 = PiSumConfig {
+        threshold: Some(11),
+        ..test_config()
+    };
+    let c2 = test_config();
+    let (o1, o2) = run(&c1, p1_set(&v), &c2, p2_set(&w)).unwrap();
+    assert!(o1.aborted && o2.aborted);
+    assert_eq!(o1.cardinality, Some(10));
+    assert_eq!(
+        (o2.cardinality, o2.sums),
+        (None, None),
+        "P2 learns only that the run aborted"
+    );
+    let c1 = PiSumConfig {
+        threshold: Some(10),
+        ..test_config()
+    };
+    let (o1, o2) = run(&c1, p1_set(&v), &c2, p2_set(&w)).unwrap();
+    assert!(!o1.aborted && !o2.aborted);
+    assert_eq!(o2.sums, Some(plaintext(&v, &w).1));
+}
+
+#[test]
+fn reverse_variant_both_schemes_and_threshold() {
+    let mut rng = SessionRng::from_os();
+    for he in HeId::ALL {
+        let c = PiSumConfig {
+            he,
+            reverse: true,
+            paillier: paillier::Params {
+                modulus_bits: 1024,
+                s: 1,
+            },
+            ..test_config()
+        };
+        for (n1, n2, overlap) in [
+            (0, 0, 0),
+            (1, 1, 1),
+            (30, 40, 0),
+            (60, 45, 45),
+            (80, 70, 33),
+        ] {
+            let (v, w) = random_sets(&mut rng, n1, n2, overlap, 2, 5000);
+            let (card, sums) = plaintext(&v, &w);
+            let (o1, o2) = run(&c, p1_set(&v), &c, p2_set(&w)).unwrap();
+            assert_eq!((o1.cardinality, o2.cardinality), (Some(card), Some(card)));
+            assert_eq!(
+                o1.sums.as_deref(),
+                Some(&sums[..]),
+                "{he:?} reverse: P1 learns the sums"
+            );
+            assert_eq!(
+                o2.sums, None,
+                "P2 must not learn the sum in the reverse variant"
+            );
+        }
+        let (v, w) = random_sets(&mut rng, 30, 30, 5, 1, 10);
+        let c2 = PiSumConfig {
+            threshold: Some(6),
+            ..c.clone()
+        };
+        let (o1, o2) = run(&c, p1_set(&v), &c2, p2_set(&w)).unwrap();
+        assert!(o1.aborted && o2.aborted);
+        assert_eq!((o1.cardinality, o1.sums), (None, None));
+    }
+}
+
+#[test]
+fn segmented_input() {
+    let mut rng = SessionRng::from_os();
+    let (v, w) = random_sets(&mut rng, 300, 250, 150, 1, 1000);
+    let names = ["north", "south", "east"];
+    let seg: Vec<u32> = v.iter().map(|_| rng.below(3) as u32).collect();
+    let mut d1 = p1_set(&v);
+    d1.segment_of = Some(seg.clone());
+    d1.segment_names = names.iter().map(|s| s.to_string()).collect();
+    let c = test_config();
+    let (o1, o2) = run(&c, d1, &c, p2_set(&w)).unwrap();
+    let seg_of: HashMap<u64, u32> = v.iter().copied().zip(seg).collect();
+    let mut card = [0u64; 3];
+    let mut sum = [0u128; 3];
+    for (x, t) in &w {
+        if let Some(&s) = seg_of.get(x) {
+            card[s as usize] += 1;
+            sum[s as usize] += t[0] as u128;
+        }
+    }
+    let s1 = o1.segments.unwrap();
+    let s2 = o2.segments.unwrap();
+    for s in 0..3 {
+        assert_eq!(s1[s].segment, names[s]);
+        assert_eq!(s1[s].cardinality, card[s]);
+        assert_eq!(s2[s].cardinality, card[s]);
+        assert_eq!(s2[s].sums.as_deref(), Some(&[sum[s]][..]));
+        assert_eq!(s1[s].sums, None);
+    }
+    assert_eq!(o2.cardinality, Some(card.iter().sum()));
+}
+
+/// Runs a pair with a hook and returns the error of the side that failed first.
+fn run_tampered(
+    hook: &mut dyn FnMut(Direction, u32, &mut Vec<u8>) -> HookAction,
+) -> (ProtocolError, Option<ProtocolError>) {
+    let mut rng = SessionRng::from_os();
+    let (v, w) = random_sets(&mut rng, 20, 20, 10, 1, 100);
+    let c = test_config();
+    let mut a = pi_sum::new_party(Role::P1, &c, p1_set(&v), seed(&mut rng)).unwrap();
+    let mut b = pi_sum::new_party(Role::P2, &c, p2_set(&w), seed(&mut rng)).unwrap();
+    match run_pair_with(a.as_mut(), b.as_mut(), hook) {
+        Err(PairError::Failed {
+            error, peer_error, ..
+        }) => (error, peer_error),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+#[test]
+fn tampered_truncated_replayed_and_invalid_messages_are_rejected() {
+    // Truncated round 1.
+    let (e, peer) = run_tampered(&mut |d, i, m| {
+        if d == Direction::AtoB && i == 1 {
+            m.truncate(m.len() - 5);
+        }
+        HookAction::Deliver
+    });
+    assert!(
+        matches!(
+            e,
+            ProtocolError::PeerMisbehaved(PeerMisbehaved::WrongLength { .. })
+        ),
+        "{e:?}"
+    );
+    assert!(
+        matches!(peer, Some(ProtocolError::PeerAborted(_))),
+        "the other side is told why: {peer:?}"
+    );
+    // A bit flipped inside round 1's length field.
+    let (e, _) = run_tampered(&mut |d, i, m| {
+        if d == Direction::AtoB && i == 1 {
+            m[31] ^= 1;
+        }
+        HookAction::Deliver
+    });
+    assert!(matches!(e, ProtocolError::PeerMisbehaved(_)), "{e:?}");
+    // The identity element injected into round 1.
+    let (e, _) = run_tampered(&mut |d, i, m| {
+        if d == Direction::AtoB && i == 1 {
+            m[32..64].fill(0);
+        }
+        HookAction::Deliver
+    });
+    assert!(
+        matches!(
+            e,
+            ProtocolError::PeerMisbehaved(PeerMisbehaved::InvalidElement { .. })
+        ),
+        "{e:?}"
+    );
+    // A non-canonical element.
+    let (e, _) = run_tampered(&mut |d, i, m| {
+        if d == Direction::BtoA && i == 1 {
+            let n = m.len();
+            m[n - 40..n - 8].fill(0xff);
+        }
+        HookAction::Deliver
+    });
+    assert!(matches!(e, ProtocolError::PeerMisbehaved(_)), "{e:?}");
+    // A replayed message.
+    let (e, _) = run_tampered(&mut |d, i, _| {
+        if d == Direction::AtoB && i == 0 {
+            HookAction::Duplicate
+        } else {
+            HookAction::Deliver
+        }
+    });
+    assert!(
+        matches!(
+            e,
+            ProtocolError::PeerMisbehaved(
+                PeerMisbehaved::OutOfOrder { .. } | PeerMisbehaved::WrongSession
+            )
+        ),
+        "{e:?}"
+    );
+    // Garbage instead of a frame.
+    let (e, _) = run_tampered(&mut |d, i, m| {
+        if d == Direction::BtoA && i == 0 {
+            *m = b"GET / HTTP/1.1\r\n\r\n".to_vec();
+        }
+        HookAction::Deliver
+    });
+    assert!(
+        matches!(
+            e,
+            ProtocolError::PeerMisbehaved(PeerMisbehaved::Malformed(_) | PeerMisbehaved::BadMagic)
+        ),
+        "{e:?}"
+    );
+    // Another protocol id.
+    let (e, _) = run_tampered(&mut |d, i, m| {
+        if d == Direction::BtoA && i == 0 {
+            m[5] = 99;
+        }
+        HookAction::Deliver
+    });
+    assert!(
+        matches!(
+            e,
+            ProtocolError::PeerMisbehaved(PeerMisbehaved::WrongProtocol { .. })
+        ),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn mismatched_settings_and_oversized_announcements() {
+    let mut rng = SessionRng::from_os();
+    let (v, w) = random_sets(&mut rng, 5, 5, 2, 1, 10);
+    let c = test_config();
+    let other = PiSumConfig {
+        group: GroupId::P256,
+        ..test_config()
+    };
+    match run(&c, p1_set(&v), &other, p2_set(&w)) {
+        Err(PairError::Failed {
+            error: ProtocolError::Incompatible(msg),
+            ..
+        }) => assert!(msg.contains("group"), "{msg}"),
+        other => panic!("{other:?}"),
+    }
+    let reverse = PiSumConfig {
+        reverse: true,
+        ..test_config()
+    };
+    assert!(matches!(
+        run(&c, p1_set(&v), &reverse, p2_set(&w)),
+        Err(PairError::Failed {
+            error: ProtocolError::Incompatible(_),
+            ..
+        })
+    ));
+    let small = PiSumConfig {
+        max_peer_items: 4,
+        ..test_config()
+    };
+    match run(&small, p1_set(&v), &c, p2_set(&w)) {
+        Err(PairError::Failed {
+            error: ProtocolError::PeerMisbehaved(PeerMisbehaved::TooLarge { got: 5, limit: 4 }),
+            ..
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn sum_bound_is_enforced_before_sending() {
+    let c = PiSumConfig {
+        max_sum: Some(10),
+        ..test_config()
+    };
+    let err = pi_sum::new_party(Role::P2, &c, p2_set(&[(1, vec![6]), (2, vec![5])]), [0; 32])
+        .err()
+        .unwrap();
+    assert!(matches!(err, ProtocolError::Input(_)), "{err:?}");
+}
+
+#[test]
+fn same_seeds_replay_the_same_transcript() {
+    let mut rng = SessionRng::from_os();
+    let (v, w) = random_sets(&mut rng, 40, 40, 20, 1, 100);
+    let (s1, s2) = (seed(&mut rng), seed(&mut rng));
+    let transcript = || {
+        let c = test_config();
+        let mut a = pi_sum::new_party(Role::P1, &c, p1_set(&v), s1).unwrap();
+        let mut b = pi_sum::new_party(Role::P2, &c, p2_set(&w), s2).unwrap();
+        let mut log = Vec::new();
+        run_pair_with(a.as_mut(), b.as_mut(), &mut |_, _, m| {
+            log.push(m.clone());
+            HookAction::Deliver
+        })
+        .unwrap();
+        log
+    };
+    assert_eq!(
+        transcript(),
+        transcript(),
+        "resume relies on deterministic replay"
+    );
+}
