@@ -210,19 +210,21 @@ fn layout_is_minimal_and_safe() {
             let (k, l, u) = (lay.k as u64, lay.slots as u64, lay.u as u64);
             assert_eq!(u, (128 - max_sum.leading_zeros()) as u64);
             assert_eq!(l, p_bits / k);
-            let ceil_log2 = |x: u64| {
-                if x <= 1 {
-                    0
-                } else {
-                    64 - (x - 1).leading_zeros() as u64
-                }
+            // The owner's statistical distance L·2^u/(2^k − 2^u) + 2^(u−k+1) is at most 2^-40
+            // (module docs), and the next narrower width would not be.
+            let distance = |k: u64, l: u64| {
+                let (two_u, two_k) = (2f64.powi(u as i32), 2f64.powi(k as i32));
+                l as f64 * two_u / (two_k - two_u) + 2.0 * two_u / two_k
             };
-            assert!(k >= u + 41 + ceil_log2(l + 1));
-            // (L+1) 2^{u-k+1} <= 2^-40
-            assert!(ceil_log2(l + 1) + u + 1 <= k - 40);
-            // The previous width would not have been enough.
+            assert!(
+                distance(k, l) <= 2f64.powi(-40) * (1.0 + 1e-12),
+                "max_sum {max_sum}: k {k}, L {l}"
+            );
             let lp = p_bits / (k - 1);
-            assert!(k - 1 < u + 41 || k - 1 < u + 41 + ceil_log2(lp + 1));
+            assert!(
+                k - 1 <= u + 40 || distance(k - 1, lp) > 2f64.powi(-40),
+                "max_sum {max_sum}: k {k} is not minimal"
+            );
             assert_eq!(Paillier::sum_ciphertexts(&pk, &b).unwrap(), l as usize);
             assert_eq!(
                 Paillier::column_ciphertexts(&pk, &b).unwrap(),

@@ -40,6 +40,10 @@ pub const CIPHERTEXT_LEN: usize = 64;
 const RNG_CHUNK: usize = 256;
 /// Giant steps compressed together (one field inversion per batch).
 const GIANT_BATCH: usize = 256;
+/// At most `2^MAX_GIANT_BITS` giant steps per decryption: bounds beyond
+/// `2^(max_table_bits + MAX_GIANT_BITS)` are refused up front rather than turning one
+/// decryption into hours of work (2^50 with the default table).
+pub const MAX_GIANT_BITS: u32 = 30;
 
 /// Parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -309,10 +313,21 @@ fn out_of_range(max: u128) -> HeError {
     }
 }
 
+/// `max` as a `u64`, if a decryption up to `max` is feasible with this table size.
+fn check_range(max: u128, table_bits: u32) -> Result<u64, HeError> {
+    u64::try_from(max)
+        .ok()
+        .filter(|m| (m >> table_bits) >> MAX_GIANT_BITS == 0)
+        .ok_or_else(|| {
+            HeError::Parameters(format!(
+                "exponential ElGamal cannot decrypt values up to 2^{} with a 2^{table_bits} table",
+                128 - max.leading_zeros()
+            ))
+        })
+}
+
 fn discrete_log(target: &RistrettoPoint, max: u128, table_bits: u32) -> Result<u128, HeError> {
-    let m = u64::try_from(max).map_err(|_| {
-        HeError::Parameters("exponential ElGamal cannot decrypt values above 2^64".into())
-    })?;
+    let m = check_range(max, table_bits)?;
     bsgs(target, m, table_bits)
         .map(u128::from)
         .ok_or_else(|| out_of_range(max))
@@ -392,7 +407,10 @@ impl AdditiveHe for ElGamal {
         *c + pk.encrypt_scalar(&Scalar::ZERO, rng)
     }
 
+    /// Baby-step giant-step; `max` beyond `2^(max_table_bits + MAX_GIANT_BITS)` is a
+    /// [`HeError::Parameters`] error.
     fn decrypt(sk: &SecretKey, c: &Ciphertext, max: u64) -> Result<u64, HeError> {
+        check_range(max as u128, sk.pk.max_table_bits)?;
         bsgs(&sk.message_point(c), max, sk.pk.max_table_bits)
             .ok_or_else(|| out_of_range(max as u128))
     }
@@ -431,11 +449,14 @@ impl AdditiveHe for ElGamal {
 }
 
 impl SubsetSum for ElGamal {
-    fn column_ciphertexts(_pk: &PublicKey, bounds: &ColumnBounds) -> Result<usize, HeError> {
+    /// Refuses bounds whose sums could not be decrypted (see [`MAX_GIANT_BITS`]).
+    fn column_ciphertexts(pk: &PublicKey, bounds: &ColumnBounds) -> Result<usize, HeError> {
+        check_range(bounds.max_sum, pk.max_table_bits)?;
         Ok(bounds.items)
     }
 
-    fn sum_ciphertexts(_pk: &PublicKey, _bounds: &ColumnBounds) -> Result<usize, HeError> {
+    fn sum_ciphertexts(pk: &PublicKey, bounds: &ColumnBounds) -> Result<usize, HeError> {
+        check_range(bounds.max_sum, pk.max_table_bits)?;
         Ok(1)
     }
 
@@ -457,7 +478,11 @@ impl SubsetSum for ElGamal {
         selected: &[usize],
         rng: &mut SessionRng,
     ) -> Result<Vec<u8>, HeError> {
-        packed_count(column.len(), CIPHERTEXT_LEN, Some(bounds.items))?;
+        packed_count(
+            column.len(),
+            CIPHERTEXT_LEN,
+            Some(Self::column_ciphertexts(pk, bounds)?),
+        )?;
         check_selection(selected, bounds.items)?;
         let cts = decode_selected(column, selected)?;
         let sum = sum_cts(&cts) + pk.encrypt_scalar(&Scalar::ZERO, rng);
@@ -479,6 +504,7 @@ impl SubsetSum for ElGamal {
         values: &[u64],
         rng: &mut SessionRng,
     ) -> Result<Vec<u8>, HeError> {
+        check_range(bounds.max_sum, pk.max_table_bits)?;
         check_values(bounds, values)?;
         let forks = rng.fork_many(values.len().div_ceil(RNG_CHUNK));
         let mut out = vec![0u8; values.len() * CIPHERTEXT_LEN];

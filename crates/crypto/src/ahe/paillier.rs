@@ -46,25 +46,28 @@
 //!   *junk* (sums of unselected items sharing those ciphertexts). Output `j` is
 //!   `P_j * Enc(mask_j)` with fresh full-size randomness, where
 //!   `mask_j = sum_{j' != j} ρ_{j,j'} 2^{kj'} + ρ'_j 2^{kj}`, every junk mask `ρ` uniform in
-//!   `[0, 2^{k-1})`, and the target masks `ρ'_0..ρ'_{L-1}` uniform in `[0, 2^{k-1})`
+//!   `[0, 2^k − 2^u)`, and the target masks `ρ'_0..ρ'_{L-1}` uniform in `[0, 2^{k-1})`
 //!   subject to `sum_j ρ'_j ≡ 0 (mod 2^{k-1})`. Every slot content is at most
-//!   `max_sum < 2^u <= 2^{k-1}` and every mask is below `2^{k-1}`, so no slot carries
-//!   into the next and the whole plaintext stays below `2^{kL} <= 2^P < n^s`.
+//!   `max_sum < 2^u`, so junk plus its mask stays below `2^k` and a target plus its mask
+//!   below `2^u + 2^{k-1} ≤ 2^k`: no slot carries into the next and the whole plaintext
+//!   stays below `2^{kL} <= 2^P < n^s`.
 //! * `decrypt_sum` (owner): `y_j` = bits `[kj, kj+k)` of output `j`;
 //!   `S = (sum_j y_j) mod 2^{k-1}`, which equals `sum_j S_j` because the `ρ'` cancel.
 //!
 //! **What the owner learns.** Outputs are fresh encryptions, so only their plaintexts
 //! matter. Adding a uniform `ρ ∈ [0, N)` to a value `J` gives a distribution at
-//! statistical distance `J / N` from uniform on `[0, N)` (with `N = 2^{k-1}`).
-//! *Junk:* within one output the junk slots hold sums of distinct items, so their total
-//! is at most `max_sum`; over the `L` outputs the junk contributes at most
-//! `L * max_sum / 2^{k-1}`. *Targets:* the vector `(y_j)` equals
+//! statistical distance `J / N` from uniform on `[0, N)`.
+//! *Junk* (`N = 2^k − 2^u`): within one output the junk slots hold sums of distinct
+//! items, so their total is at most `max_sum`; over the `L` outputs the junk contributes
+//! at most `L * max_sum / (2^k − 2^u)`. *Targets:* the vector `(y_j)` equals
 //! `((S_j + ρ'_j) mod 2^{k-1})_j` unless some slot wraps past `2^{k-1}`, which happens
 //! with probability at most `sum_j S_j / 2^{k-1} <= max_sum / 2^{k-1}`; and that reduced
 //! vector is uniform among vectors summing to `S mod 2^{k-1}`, i.e. simulatable from `S`
-//! alone. In total the owner's view is within `(L + 1) * 2^{u-k+1} <= 2^{-σ} = 2^{-40}`
-//! of a simulation from `S`, because the choice of `k` gives
-//! `2^{u-k+1} <= 2^{-σ} / (L + 1)`. Seed 000 (App. B.1) rotates every selected slot into
+//! alone. In total the owner's view is within
+//! `L * 2^u / (2^k − 2^u) + 2^u / 2^{k-1} <= 2^{-σ} = 2^{-40}` of a simulation from `S`:
+//! [`Paillier::layout`] picks the smallest `k` for which this holds (exactly, in integer
+//! arithmetic). At the deployed parameters (1536-bit n, s = 3, sums below 2^32) that is
+//! k = 78 and L = 59 slots per ciphertext. Seed 000 (App. B.1) rotates every selected slot into
 //! one privileged slot instead, which costs half the plaintext space; the multi-output
 //! layout uses all of it and replaces the rotation (`L` exponentiations per item) by one
 //! modular multiplication per selected item, at the price of `L` output ciphertexts.
@@ -115,7 +118,7 @@ impl Params {
 
     /// Checks the ranges documented on the fields.
     pub fn validate(&self) -> Result<(), HeError> {
-        if self.modulus_bits < 1024 || self.modulus_bits % 64 != 0 {
+        if self.modulus_bits < 1024 || !self.modulus_bits.is_multiple_of(64) {
             return Err(HeError::Parameters(format!(
                 "Paillier modulus_bits must be >= 1024 and a multiple of 64, got {}",
                 self.modulus_bits
@@ -618,23 +621,28 @@ impl Paillier {
     pub fn layout(pk: &PublicKey, bounds: &ColumnBounds) -> Result<Layout, HeError> {
         let u = 128 - bounds.max_sum.leading_zeros();
         let p_bits = (pk.plaintext_modulus().significant_bits() - 1) as u64;
-        let base = u as u64 + STAT_SECURITY as u64 + 1;
-        let mut k = base;
-        let mut l = p_bits / k;
-        while k < base + ceil_log2(l + 1) {
-            k += 1;
-            l = p_bits / k;
+        // Smallest slot width k = u + t whose L = floor(P / k) slots meet the bound of the
+        // module docs: L·2^u / (2^k − 2^u) + 2^u / 2^(k−1) ≤ 2^−σ, i.e. (dividing by 2^u)
+        // L·2^σ / (2^t − 1) + 2^(σ+1) / 2^t ≤ 1.
+        let sigma = STAT_SECURITY as u64;
+        let mut t = sigma + 1;
+        loop {
+            let k = u as u64 + t;
+            let l = p_bits / k;
+            if l == 0 {
+                return Err(HeError::Parameters(format!(
+                    "max_sum of {u} bits does not fit a {p_bits}-bit plaintext with {STAT_SECURITY} bits of masking"
+                )));
+            }
+            if t >= 60 || masking_bound_holds(l, t, sigma) {
+                return Ok(Layout {
+                    u,
+                    k: k as u32,
+                    slots: l as usize,
+                });
+            }
+            t += 1;
         }
-        if l == 0 {
-            return Err(HeError::Parameters(format!(
-                "max_sum of {u} bits does not fit a {p_bits}-bit plaintext with {STAT_SECURITY} bits of masking"
-            )));
-        }
-        Ok(Layout {
-            u,
-            k: k as u32,
-            slots: l as usize,
-        })
     }
 
     /// Key owner's fast encryption `(1+n)^m * h^alpha`, `alpha` a 256-bit random
@@ -654,6 +662,15 @@ impl Paillier {
     }
 }
 
+/// `L·2^σ·2^t + 2^(σ+1)·(2^t − 1) ≤ 2^t·(2^t − 1)`, exactly, in 128-bit integers
+/// (`t ≤ 60`, `L < 2^40`).
+fn masking_bound_holds(l: u64, t: u64, sigma: u64) -> bool {
+    let two_t = 1u128 << t;
+    let lhs = (l as u128) * (1u128 << (sigma + t)) + (1u128 << (sigma + 1)) * (two_t - 1);
+    lhs <= two_t * (two_t - 1)
+}
+
+#[allow(dead_code)]
 fn ceil_log2(x: u64) -> u64 {
     if x <= 1 {
         0
@@ -721,7 +738,7 @@ pub(crate) fn packed_count(
     ct_len: usize,
     expected: Option<usize>,
 ) -> Result<usize, HeError> {
-    if len % ct_len != 0 {
+    if !len.is_multiple_of(ct_len) {
         return Err(HeError::BadLength { len, ct_len });
     }
     let got = len / ct_len;
@@ -989,13 +1006,15 @@ impl SubsetSum for Paillier {
                         .par_iter()
                         .map(|&ci| cts[ci].as_ref().expect("decoded above")),
                 );
-                // Junk masks: every slot uniform in [0, 2^{k-1}).
-                let mut mask = random_bits(&mut r, k * l as u32);
-                for jj in 0..l as u32 {
-                    mask.set_bit(k * jj + k - 1, false);
-                }
-                for b in 0..k {
-                    mask.set_bit(k * j as u32 + b, false);
+                // Junk masks: every other slot uniform in [0, 2^k − 2^u), so that
+                // junk (< 2^u) plus mask never carries into the next slot.
+                let junk_range = (Integer::from(1) << k) - (Integer::from(1) << lay.u);
+                let mut mask = Integer::new();
+                for jj in (0..l).rev() {
+                    mask <<= k;
+                    if jj != j {
+                        mask += random_below(&mut r, &junk_range);
+                    }
                 }
                 mask += Integer::from(target << (k * j as u32));
                 let masked = pk.encrypt_full(&mask, &mut r);
@@ -1020,7 +1039,7 @@ impl SubsetSum for Paillier {
             .map(|(j, chunk)| {
                 let c = pk.decode_ct_int(chunk, j)?;
                 let m = sk.decrypt_int(&c);
-                Ok(Integer::from(m >> (lay.k * j as u32)).keep_bits(lay.k))
+                Ok((m >> (lay.k * j as u32)).keep_bits(lay.k))
             })
             .collect::<Result<_, HeError>>()?;
         let mut total = Integer::new();

@@ -170,7 +170,7 @@ pub trait PrimeGroup: Send + Sync + 'static {
     /// Number of elements in a packed vector, or an error if its length is not a
     /// multiple of `ELEMENT_LEN`.
     fn element_count(packed: &[u8]) -> Result<usize, GroupError> {
-        if packed.len() % Self::ELEMENT_LEN != 0 {
+        if !packed.len().is_multiple_of(Self::ELEMENT_LEN) {
             return Err(GroupError::BadLength {
                 len: packed.len(),
                 element_len: Self::ELEMENT_LEN,
