@@ -93,7 +93,13 @@ pub fn alert_frame(protocol: ProtocolId, session: &SessionId, seq: u32, reason: 
     while !reason.is_char_boundary(end) {
         end -= 1;
     }
-    encode_frame(protocol, KIND_ALERT, session, seq, reason[..end].as_bytes())
+    encode_frame(
+        protocol,
+        KIND_ALERT,
+        session,
+        seq,
+        &reason.as_bytes()[..end],
+    )
 }
 
 /// Parses and checks a frame header: magic, version, protocol, declared length.

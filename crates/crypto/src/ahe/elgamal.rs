@@ -4,7 +4,7 @@
 //! decryption recovers `mG = c2 - x c1` and then needs a discrete logarithm, solved with
 //! baby-step giant-step for `m` in a known range `[0, max]`. Seed 000 (App. B.2) notes
 //! exactly this trade-off: 64-byte ciphertexts (much smaller than Paillier) but no
-//! slotting, and decryption only for small sums (feasible up to roughly 2^50 with the
+//! slotting, and decryption only for small sums (feasible up to 2^44 with the
 //! default table, and quick below about 2^40).
 //!
 //! Both `ρG` and `ρh` use fixed-base tables: dalek's constant
@@ -42,8 +42,9 @@ const RNG_CHUNK: usize = 256;
 const GIANT_BATCH: usize = 256;
 /// At most `2^MAX_GIANT_BITS` giant steps per decryption: bounds beyond
 /// `2^(max_table_bits + MAX_GIANT_BITS)` are refused up front rather than turning one
-/// decryption into hours of work (2^50 with the default table).
-pub const MAX_GIANT_BITS: u32 = 30;
+/// decryption into minutes of work (2^44 with the default 2^22-entry table: at most
+/// 2^22 giant steps, a few seconds).
+pub const MAX_GIANT_BITS: u32 = 22;
 
 /// Parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,7 +56,7 @@ pub struct Params {
 
 impl Default for Params {
     fn default() -> Self {
-        Params { max_table_bits: 20 }
+        Params { max_table_bits: 22 }
     }
 }
 

@@ -289,6 +289,18 @@ pub fn validate(role: Role, config: &PiSumConfig, input: &Dataset) -> Result<(),
                     .into());
                 }
             }
+            if config.he == HeId::ElGamal {
+                let limit = 1u128 << (config.elgamal.max_table_bits + elgamal::MAX_GIANT_BITS);
+                if max_sum >= limit {
+                    return Err(ProtocolError::Config(format!(
+                        "exponential ElGamal decrypts sums below 2^{} only (seed 000 App. B.2), but the sum bound is {max_sum} \
+                         ({} items x value bound {}); pass a smaller --sum-bound (or --value-bound), or use --values-he paillier",
+                        config.elgamal.max_table_bits + elgamal::MAX_GIANT_BITS,
+                        input.ids.len(),
+                        config.max_value
+                    )));
+                }
+            }
             if config.sum_of_squares && config.max_value > u32::MAX as u64 {
                 return Err(ProtocolError::Config(
                     "--sum-of-squares needs a value bound below 2^32".into(),
@@ -383,7 +395,7 @@ pub trait HeChoice: SubsetSum {
 
 impl HeChoice for Paillier {
     fn params(config: &PiSumConfig) -> paillier::Params {
-        config.paillier.clone()
+        config.paillier
     }
     fn max_ciphertext_len(params: &paillier::Params) -> usize {
         (params.s as usize + 1) * (params.modulus_bits as usize).div_ceil(8)
@@ -392,7 +404,7 @@ impl HeChoice for Paillier {
 
 impl HeChoice for ElGamal {
     fn params(config: &PiSumConfig) -> elgamal::Params {
-        config.elgamal.clone()
+        config.elgamal
     }
     fn max_ciphertext_len(_: &elgamal::Params) -> usize {
         64
