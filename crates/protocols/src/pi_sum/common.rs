@@ -7,8 +7,10 @@ use privset_crypto::group::PrimeGroup;
 use privset_crypto::rng::SessionRng;
 use rayon::prelude::*;
 
-use super::HeChoice;
+use super::{HeChoice, Hello, PROTOCOL, PiSumConfig, PiSumOutput, Role, kind};
 use crate::error::{PeerMisbehaved, ProtocolError};
+use crate::input::Dataset;
+use crate::session::Channel;
 use crate::wire::{HEADER_LEN, Reader};
 
 /// Longest public key accepted, whatever the scheme (a Paillier key at 8192 bits with
@@ -127,12 +129,41 @@ pub fn take_column<'a, H: HeChoice>(
     )?)
 }
 
-/// A fresh session RNG and salt for a new party.
-pub fn start_rng(seed: [u8; 32]) -> (SessionRng, [u8; 32]) {
-    let mut rng = SessionRng::from_seed(seed);
-    let mut salt = [0u8; 32];
-    rng.fill(&mut salt);
-    (rng, salt)
+/// What every PI-Sum party holds whatever its role and variant: its settings and input,
+/// its session randomness, its framing state, its hello, its secret exponent and, at
+/// the end, its output.
+pub struct PartyCore<G: PrimeGroup> {
+    pub config: PiSumConfig,
+    pub input: Dataset,
+    pub rng: SessionRng,
+    pub channel: Channel,
+    pub hello: Hello,
+    /// The party's Pohlig-Hellman exponent (k1 or k2 of seed 000 Fig. 2).
+    pub key: G::Scalar,
+    pub output: Option<PiSumOutput>,
+}
+
+impl<G: PrimeGroup> PartyCore<G> {
+    /// Derives everything from `seed` (so a re-created party replays byte for byte) and
+    /// queues the hello.
+    pub fn start(role: Role, config: PiSumConfig, input: Dataset, seed: [u8; 32]) -> Self {
+        let mut rng = SessionRng::from_seed(seed);
+        let mut salt = [0u8; 32];
+        rng.fill(&mut salt);
+        let key = G::random_scalar(&mut rng);
+        let hello = Hello::new(role, &config, &input, salt);
+        let mut channel = Channel::new(PROTOCOL);
+        channel.push(kind::HELLO, &hello.encode());
+        Self {
+            config,
+            input,
+            rng,
+            channel,
+            hello,
+            key,
+            output: None,
+        }
+    }
 }
 
 /// P1's item order for round 1: grouped by segment (segment 0 first), shuffled within

@@ -20,7 +20,6 @@ use std::marker::PhantomData;
 use privset_crypto::ahe::ColumnBounds;
 use privset_crypto::filter::{self, FilterParams, SetFilter};
 use privset_crypto::group::PrimeGroup;
-use privset_crypto::rng::SessionRng;
 
 use super::common::{self, bad_ciphertext, checked_len, frame_len};
 use super::{
@@ -30,7 +29,7 @@ use super::{
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::input::Dataset;
 use crate::party::Party;
-use crate::session::{Channel, SessionContext, expect_kind};
+use crate::session::{SessionContext, expect_kind};
 use crate::wire::Reader;
 
 /// Keyed-hash purpose of the Z filter.
@@ -38,14 +37,8 @@ const FILTER_KEY: &str = "pi-sum/z-filter";
 
 /// P1: holds identifiers (optionally segmented); learns the cardinality per segment.
 pub struct P1<G: PrimeGroup, H: HeChoice> {
-    config: PiSumConfig,
-    input: Dataset,
-    rng: SessionRng,
-    channel: Channel,
-    hello: Hello,
-    k1: G::Scalar,
+    core: common::PartyCore<G>,
     state: P1State,
-    output: Option<PiSumOutput>,
     _he: PhantomData<H>,
 }
 
@@ -58,39 +51,30 @@ enum P1State {
 
 impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
     pub fn new(config: PiSumConfig, input: Dataset, seed: [u8; 32]) -> Self {
-        let (mut rng, salt) = common::start_rng(seed);
-        let k1 = G::random_scalar(&mut rng);
-        let hello = Hello::new(Role::P1, &config, &input, salt);
-        let mut channel = Channel::new(PROTOCOL);
-        channel.push(kind::HELLO, &hello.encode());
         Self {
-            config,
-            input,
-            rng,
-            channel,
-            hello,
-            k1,
+            core: common::PartyCore::start(Role::P1, config, input, seed),
             state: P1State::AwaitHello,
-            output: None,
             _he: PhantomData,
         }
     }
 
     fn on_hello(&mut self, body: &[u8]) -> Result<P1State, ProtocolError> {
         let peer = Hello::decode(body)?;
-        self.hello.check_peer(&peer, self.config.max_peer_items)?;
-        let ctx = SessionContext::new(PROTOCOL, &self.hello.salt, &peer.salt);
-        self.channel.establish(ctx.id);
+        self.core
+            .hello
+            .check_peer(&peer, self.core.config.max_peer_items)?;
+        let ctx = SessionContext::new(PROTOCOL, &self.core.hello.salt, &peer.salt);
+        self.core.channel.establish(ctx.id);
         let dst = ctx.hash_dst(PROTOCOL, G::ID.suite());
         let order = common::segment_order(
-            self.input.segment_of.as_deref(),
-            self.hello.segment_count(),
-            self.input.ids.len(),
-            &mut self.rng,
+            self.core.input.segment_of.as_deref(),
+            self.core.hello.segment_count(),
+            self.core.input.ids.len(),
+            &mut self.core.rng,
         );
-        let items = common::gather(&self.input.ids, &order);
-        let round1 = G::hash_mul_encode_batch(&dst, &items, &self.k1);
-        self.channel.push(kind::ROUND1, &round1);
+        let items = common::gather(&self.core.input.ids, &order);
+        let round1 = G::hash_mul_encode_batch(&dst, &items, &self.core.key);
+        self.core.channel.push(kind::ROUND1, &round1);
         Ok(P1State::AwaitRound2 { ctx, peer })
     }
 
@@ -100,15 +84,15 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
         ctx: &SessionContext,
         peer: &Hello,
     ) -> Result<(), ProtocolError> {
-        let params = H::params(&self.config);
+        let params = H::params(&self.core.config);
         let mut r = Reader::new(body, "round 2");
         let pk = common::read_public_key::<H>(&mut r, &params)?;
-        let segment_sizes = self.hello.segment_sizes();
+        let segment_sizes = self.core.hello.segment_sizes();
         let n2 = peer.items as usize;
         let filter_key = ctx.derive_key(FILTER_KEY);
         let mut z_sets = Vec::with_capacity(segment_sizes.len());
         for &size in &segment_sizes {
-            z_sets.push(match self.hello.z {
+            z_sets.push(match self.core.hello.z {
                 ZEncoding::List => {
                     let z = r.take(checked_len(size as usize, G::ELEMENT_LEN, "Z")?)?;
                     common::validate_elements::<G>(z, "Z")?;
@@ -135,7 +119,7 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
         }
         r.finish()?;
 
-        let doubled = common::exponentiate_received::<G>(theirs, &self.k1, "P2's items")?;
+        let doubled = common::exponentiate_received::<G>(theirs, &self.core.key, "P2's items")?;
         let selections: Vec<Vec<usize>> = z_sets
             .iter()
             .map(|z| match z {
@@ -148,33 +132,33 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
         let cardinality: u64 = selections.iter().map(|s| s.len() as u64).sum();
         let segment_results = self.segment_results(&selections);
 
-        if let Some(t) = self.config.threshold
+        if let Some(t) = self.core.config.threshold
             && cardinality < t
         {
-            self.channel.push(kind::ABORT, &[]);
-            self.output = Some(self.p1_output(true, cardinality, peer, segment_results));
+            self.core.channel.push(kind::ABORT, &[]);
+            self.core.output = Some(self.p1_output(true, cardinality, peer, segment_results));
             return Ok(());
         }
         let mut round3 = Vec::new();
         for selected in &selections {
             round3.extend_from_slice(&(selected.len() as u64).to_be_bytes());
             for (bounds, column) in columns.iter().zip(&packed_columns) {
-                let sum = H::sum_selected(&pk, bounds, column, selected, &mut self.rng)
+                let sum = H::sum_selected(&pk, bounds, column, selected, &mut self.core.rng)
                     .map_err(bad_ciphertext("P2's encrypted values"))?;
                 round3.extend_from_slice(&sum);
             }
         }
-        self.channel.push(kind::ROUND3, &round3);
-        self.output = Some(self.p1_output(false, cardinality, peer, segment_results));
+        self.core.channel.push(kind::ROUND3, &round3);
+        self.core.output = Some(self.p1_output(false, cardinality, peer, segment_results));
         Ok(())
     }
 
     fn segment_results(&self, selections: &[Vec<usize>]) -> Option<Vec<SegmentResult>> {
-        self.input.segment_of.as_ref()?;
+        self.core.input.segment_of.as_ref()?;
         Some(
             selections
                 .iter()
-                .zip(&self.input.segment_names)
+                .zip(&self.core.input.segment_names)
                 .map(|(s, name)| SegmentResult {
                     segment: name.clone(),
                     cardinality: s.len() as u64,
@@ -211,12 +195,12 @@ enum ZSet<'a> {
 
 impl<G: PrimeGroup, H: HeChoice> Party for P1<G, H> {
     fn poll_outgoing(&mut self) -> Option<Vec<u8>> {
-        self.channel.pop()
+        self.core.channel.pop()
     }
 
     fn handle_message(&mut self, message: &[u8]) -> Result<(), ProtocolError> {
         let state = std::mem::replace(&mut self.state, P1State::Failed);
-        let frame = self.channel.open(message)?;
+        let frame = self.core.channel.open(message)?;
         self.state = match state {
             P1State::AwaitHello => {
                 expect_kind(&frame, kind::HELLO, kind::name)?;
@@ -240,13 +224,14 @@ impl<G: PrimeGroup, H: HeChoice> Party for P1<G, H> {
         match &self.state {
             P1State::AwaitHello => super::hello::MAX_LEN,
             P1State::AwaitRound2 { peer, .. } => {
-                let params = H::params(&self.config);
+                let params = H::params(&self.core.config);
                 let n2 = peer.items as usize;
                 let z: usize = self
+                    .core
                     .hello
                     .segment_sizes()
                     .iter()
-                    .map(|&s| match self.hello.z {
+                    .map(|&s| match self.core.hello.z {
                         ZEncoding::List => (s as usize).saturating_mul(G::ELEMENT_LEN),
                         ZEncoding::Filter(kind) => {
                             4 + FilterParams {
@@ -274,7 +259,7 @@ impl<G: PrimeGroup, H: HeChoice> Party for P1<G, H> {
     }
 
     fn is_finished(&self) -> bool {
-        matches!(self.state, P1State::Done) && !self.channel.has_outgoing()
+        matches!(self.state, P1State::Done) && !self.core.channel.has_outgoing()
     }
 
     fn status(&self) -> String {
@@ -292,14 +277,14 @@ impl<G: PrimeGroup, H: HeChoice> Party for P1<G, H> {
     }
 
     fn alert(&self, error: &ProtocolError) -> Vec<u8> {
-        self.channel.alert(error)
+        self.core.channel.alert(error)
     }
 }
 
 impl<G: PrimeGroup, H: HeChoice> PiSumParty for P1<G, H> {
     fn output(&self) -> Option<PiSumOutput> {
         if self.is_finished() {
-            self.output.clone()
+            self.core.output.clone()
         } else {
             None
         }
@@ -308,14 +293,8 @@ impl<G: PrimeGroup, H: HeChoice> PiSumParty for P1<G, H> {
 
 /// P2: holds identifiers with values; learns the cardinality and the sums.
 pub struct P2<G: PrimeGroup, H: HeChoice> {
-    config: PiSumConfig,
-    input: Dataset,
-    rng: SessionRng,
-    channel: Channel,
-    hello: Hello,
-    k2: G::Scalar,
+    core: common::PartyCore<G>,
     state: P2State<H>,
-    output: Option<PiSumOutput>,
 }
 
 enum P2State<H: HeChoice> {
@@ -341,40 +320,34 @@ struct Prepared<H: HeChoice> {
 
 impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
     pub fn new(config: PiSumConfig, input: Dataset, seed: [u8; 32]) -> Self {
-        let (mut rng, salt) = common::start_rng(seed);
-        let k2 = G::random_scalar(&mut rng);
-        let hello = Hello::new(Role::P2, &config, &input, salt);
-        let mut channel = Channel::new(PROTOCOL);
-        channel.push(kind::HELLO, &hello.encode());
         Self {
-            config,
-            input,
-            rng,
-            channel,
-            hello,
-            k2,
+            core: common::PartyCore::start(Role::P2, config, input, seed),
             state: P2State::AwaitHello,
-            output: None,
         }
     }
 
     fn on_hello(&mut self, body: &[u8]) -> Result<Prepared<H>, ProtocolError> {
         let peer = Hello::decode(body)?;
-        self.hello.check_peer(&peer, self.config.max_peer_items)?;
-        let ctx = SessionContext::new(PROTOCOL, &peer.salt, &self.hello.salt);
-        self.channel.establish(ctx.id);
+        self.core
+            .hello
+            .check_peer(&peer, self.core.config.max_peer_items)?;
+        let ctx = SessionContext::new(PROTOCOL, &peer.salt, &self.core.hello.salt);
+        self.core.channel.establish(ctx.id);
         let dst = ctx.hash_dst(PROTOCOL, G::ID.suite());
-        let (pk, sk) = H::keygen(&H::params(&self.config), &mut self.rng);
-        let order = self.rng.permutation(self.input.ids.len());
-        let elements =
-            G::hash_mul_encode_batch(&dst, &common::gather(&self.input.ids, &order), &self.k2);
-        let bounds = super::encrypted_columns(&self.hello);
-        let columns = super::plaintext_columns(&self.config, &self.input)
+        let (pk, sk) = H::keygen(&H::params(&self.core.config), &mut self.core.rng);
+        let order = self.core.rng.permutation(self.core.input.ids.len());
+        let elements = G::hash_mul_encode_batch(
+            &dst,
+            &common::gather(&self.core.input.ids, &order),
+            &self.core.key,
+        );
+        let bounds = super::encrypted_columns(&self.core.hello);
+        let columns = super::plaintext_columns(&self.core.config, &self.core.input)
             .iter()
             .zip(&bounds)
             .map(|(col, b)| {
                 let shuffled: Vec<u64> = order.iter().map(|&i| col[i as usize]).collect();
-                H::encrypt_column(&pk, &sk, b, &shuffled, &mut self.rng)
+                H::encrypt_column(&pk, &sk, b, &shuffled, &mut self.core.rng)
             })
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| ProtocolError::Config(format!("encrypting the values: {e}")))?;
@@ -399,24 +372,24 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
             }
             .into());
         }
-        let doubled = common::exponentiate_received::<G>(body, &self.k2, "P1's items")?;
+        let doubled = common::exponentiate_received::<G>(body, &self.core.key, "P1's items")?;
         let mut round2 =
-            Vec::with_capacity(body.len() + self.hello.items as usize * G::ELEMENT_LEN);
+            Vec::with_capacity(body.len() + self.core.hello.items as usize * G::ELEMENT_LEN);
         common::put_bytes(&mut round2, &H::encode_public_key(&prep.pk));
         let filter_key = prep.ctx.derive_key(FILTER_KEY);
         let mut start = 0usize;
         for size in prep.peer.segment_sizes() {
             let end = start + size as usize * G::ELEMENT_LEN;
             // Shuffle within the segment only (seed 000 Sec. 3.4, segmented input).
-            let order = self.rng.permutation(size as usize);
+            let order = self.core.rng.permutation(size as usize);
             let z = common::permute_blocks(&doubled[start..end], G::ELEMENT_LEN, &order);
-            match self.hello.z {
+            match self.core.hello.z {
                 ZEncoding::List => round2.extend_from_slice(&z),
                 ZEncoding::Filter(kind) => {
                     let params = FilterParams {
                         kind,
                         elements: size as usize,
-                        queries: self.hello.items as usize,
+                        queries: self.core.hello.items as usize,
                     };
                     common::put_bytes(
                         &mut round2,
@@ -430,20 +403,20 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
         for column in &prep.columns {
             round2.extend_from_slice(column);
         }
-        self.channel.push(kind::ROUND2, &round2);
+        self.core.channel.push(kind::ROUND2, &round2);
         Ok(())
     }
 
     fn on_round3(&mut self, body: &[u8], prep: &Prepared<H>) -> Result<PiSumOutput, ProtocolError> {
         let mut r = Reader::new(body, "round 3");
         let segment_sizes = prep.peer.segment_sizes();
-        let value_columns = self.input.columns.len();
+        let value_columns = self.core.input.columns.len();
         let mut segments = Vec::with_capacity(segment_sizes.len());
         let mut totals = vec![0u128; prep.bounds.len()];
         let mut cardinality = 0u64;
         for (index, &size) in segment_sizes.iter().enumerate() {
             let card = r.u64()?;
-            if card > size.min(self.hello.items) {
+            if card > size.min(self.core.hello.items) {
                 return Err(PeerMisbehaved::Inconsistent(format!(
                     "segment {index}: cardinality {card} exceeds the smaller set size"
                 ))
@@ -493,12 +466,12 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
 
 impl<G: PrimeGroup, H: HeChoice> Party for P2<G, H> {
     fn poll_outgoing(&mut self) -> Option<Vec<u8>> {
-        self.channel.pop()
+        self.core.channel.pop()
     }
 
     fn handle_message(&mut self, message: &[u8]) -> Result<(), ProtocolError> {
         let state = std::mem::replace(&mut self.state, P2State::Failed);
-        let frame = self.channel.open(message)?;
+        let frame = self.core.channel.open(message)?;
         self.state = match state {
             P2State::AwaitHello => {
                 expect_kind(&frame, kind::HELLO, kind::name)?;
@@ -512,19 +485,10 @@ impl<G: PrimeGroup, H: HeChoice> Party for P2<G, H> {
             P2State::AwaitRound3(prep) => {
                 if frame.kind == kind::ABORT {
                     Reader::new(frame.body, "abort").finish()?;
-                    self.output = Some(PiSumOutput {
-                        role: Role::P2.name(),
-                        aborted: true,
-                        cardinality: None,
-                        sums: None,
-                        sums_of_squares: None,
-                        variance: None,
-                        segments: None,
-                        peer_items: prep.peer.items,
-                    });
+                    self.core.output = Some(PiSumOutput::told_aborted(Role::P2, prep.peer.items));
                 } else {
                     expect_kind(&frame, kind::ROUND3, kind::name)?;
-                    self.output = Some(self.on_round3(frame.body, &prep)?);
+                    self.core.output = Some(self.on_round3(frame.body, &prep)?);
                 }
                 P2State::Done
             }
@@ -560,7 +524,7 @@ impl<G: PrimeGroup, H: HeChoice> Party for P2<G, H> {
     }
 
     fn is_finished(&self) -> bool {
-        matches!(self.state, P2State::Done) && !self.channel.has_outgoing()
+        matches!(self.state, P2State::Done) && !self.core.channel.has_outgoing()
     }
 
     fn status(&self) -> String {
@@ -576,14 +540,14 @@ impl<G: PrimeGroup, H: HeChoice> Party for P2<G, H> {
     }
 
     fn alert(&self, error: &ProtocolError) -> Vec<u8> {
-        self.channel.alert(error)
+        self.core.channel.alert(error)
     }
 }
 
 impl<G: PrimeGroup, H: HeChoice> PiSumParty for P2<G, H> {
     fn output(&self) -> Option<PiSumOutput> {
         if self.is_finished() {
-            self.output.clone()
+            self.core.output.clone()
         } else {
             None
         }

@@ -196,6 +196,23 @@ pub struct PiSumOutput {
     pub peer_items: u64,
 }
 
+impl PiSumOutput {
+    /// The output of the party that did not compute the intersection when the
+    /// threshold variant aborted: it learns that, and the peer's set size, only.
+    pub(crate) fn told_aborted(role: Role, peer_items: u64) -> Self {
+        PiSumOutput {
+            role: role.name(),
+            aborted: true,
+            cardinality: None,
+            sums: None,
+            sums_of_squares: None,
+            variance: None,
+            segments: None,
+            peer_items,
+        }
+    }
+}
+
 /// A PI-Sum party of any instantiation.
 pub trait PiSumParty: Party {
     /// The output, once [`Party::is_finished`].

@@ -20,26 +20,19 @@ use std::marker::PhantomData;
 
 use privset_crypto::ahe::{ColumnBounds, Mask};
 use privset_crypto::group::PrimeGroup;
-use privset_crypto::rng::SessionRng;
 
 use super::common::{self, bad_ciphertext, checked_len, frame_len};
 use super::{HeChoice, Hello, PROTOCOL, PiSumConfig, PiSumOutput, PiSumParty, Role, kind};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::input::Dataset;
 use crate::party::Party;
-use crate::session::{Channel, SessionContext, expect_kind};
+use crate::session::{SessionContext, expect_kind};
 use crate::wire::Reader;
 
 /// P1 in the reverse variant: learns the cardinality and the sums.
 pub struct P1<G: PrimeGroup, H: HeChoice> {
-    config: PiSumConfig,
-    input: Dataset,
-    rng: SessionRng,
-    channel: Channel,
-    hello: Hello,
-    k1: G::Scalar,
+    core: common::PartyCore<G>,
     state: P1State<H>,
-    output: Option<PiSumOutput>,
     _group: PhantomData<G>,
 }
 
@@ -62,20 +55,9 @@ struct Masked<H: HeChoice> {
 
 impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
     pub fn new(config: PiSumConfig, input: Dataset, seed: [u8; 32]) -> Self {
-        let (mut rng, salt) = common::start_rng(seed);
-        let k1 = G::random_scalar(&mut rng);
-        let hello = Hello::new(Role::P1, &config, &input, salt);
-        let mut channel = Channel::new(PROTOCOL);
-        channel.push(kind::HELLO, &hello.encode());
         Self {
-            config,
-            input,
-            rng,
-            channel,
-            hello,
-            k1,
+            core: common::PartyCore::start(Role::P1, config, input, seed),
             state: P1State::AwaitHello,
-            output: None,
             _group: PhantomData,
         }
     }
@@ -86,7 +68,7 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
         ctx: &SessionContext,
         peer: Hello,
     ) -> Result<Masked<H>, ProtocolError> {
-        let params = H::params(&self.config);
+        let params = H::params(&self.core.config);
         let mut r = Reader::new(body, "reverse round 1");
         let pk = common::read_public_key::<H>(&mut r, &params)?;
         let n2 = peer.items as usize;
@@ -98,13 +80,13 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
         }
         r.finish()?;
 
-        let doubled = common::exponentiate_received::<G>(theirs, &self.k1, "P2's items")?;
-        let order = self.rng.permutation(n2);
+        let doubled = common::exponentiate_received::<G>(theirs, &self.core.key, "P2's items")?;
+        let order = self.core.rng.permutation(n2);
         let mut reverse2 = common::permute_blocks(&doubled, G::ELEMENT_LEN, &order);
         let ct_len = H::ciphertext_len(&pk);
         let mut masks = Vec::with_capacity(columns.len());
         for column in columns {
-            let (masked, column_masks) = H::mask_each(&pk, column, &mut self.rng)
+            let (masked, column_masks) = H::mask_each(&pk, column, &mut self.core.rng)
                 .map_err(bad_ciphertext("P2's encrypted values"))?;
             reverse2.extend_from_slice(&common::permute_blocks(&masked, ct_len, &order));
             masks.push(
@@ -115,13 +97,13 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
             );
         }
         let dst = ctx.hash_dst(PROTOCOL, G::ID.suite());
-        let mine = self.rng.permutation(self.input.ids.len());
+        let mine = self.core.rng.permutation(self.core.input.ids.len());
         reverse2.extend_from_slice(&G::hash_mul_encode_batch(
             &dst,
-            &common::gather(&self.input.ids, &mine),
-            &self.k1,
+            &common::gather(&self.core.input.ids, &mine),
+            &self.core.key,
         ));
-        self.channel.push(kind::REVERSE2, &reverse2);
+        self.core.channel.push(kind::REVERSE2, &reverse2);
         Ok(Masked {
             peer,
             pk,
@@ -138,7 +120,7 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
         let mut r = Reader::new(body, "reverse round 3");
         let n2 = masked.peer.items;
         let cardinality = r.u64()?;
-        if cardinality > n2.min(self.hello.items) {
+        if cardinality > n2.min(self.core.hello.items) {
             return Err(PeerMisbehaved::Inconsistent(format!(
                 "cardinality {cardinality} exceeds the smaller set size"
             ))
@@ -182,19 +164,21 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
 
 impl<G: PrimeGroup, H: HeChoice> Party for P1<G, H> {
     fn poll_outgoing(&mut self) -> Option<Vec<u8>> {
-        self.channel.pop()
+        self.core.channel.pop()
     }
 
     fn handle_message(&mut self, message: &[u8]) -> Result<(), ProtocolError> {
         let state = std::mem::replace(&mut self.state, P1State::Failed);
-        let frame = self.channel.open(message)?;
+        let frame = self.core.channel.open(message)?;
         self.state = match state {
             P1State::AwaitHello => {
                 expect_kind(&frame, kind::HELLO, kind::name)?;
                 let peer = Hello::decode(frame.body)?;
-                self.hello.check_peer(&peer, self.config.max_peer_items)?;
-                let ctx = SessionContext::new(PROTOCOL, &self.hello.salt, &peer.salt);
-                self.channel.establish(ctx.id);
+                self.core
+                    .hello
+                    .check_peer(&peer, self.core.config.max_peer_items)?;
+                let ctx = SessionContext::new(PROTOCOL, &self.core.hello.salt, &peer.salt);
+                self.core.channel.establish(ctx.id);
                 P1State::AwaitReverse1 { ctx, peer }
             }
             P1State::AwaitReverse1 { ctx, peer } => {
@@ -204,19 +188,10 @@ impl<G: PrimeGroup, H: HeChoice> Party for P1<G, H> {
             P1State::AwaitReverse3(masked) => {
                 if frame.kind == kind::ABORT {
                     Reader::new(frame.body, "abort").finish()?;
-                    self.output = Some(PiSumOutput {
-                        role: Role::P1.name(),
-                        aborted: true,
-                        cardinality: None,
-                        sums: None,
-                        sums_of_squares: None,
-                        variance: None,
-                        segments: None,
-                        peer_items: masked.peer.items,
-                    });
+                    self.core.output = Some(PiSumOutput::told_aborted(Role::P1, masked.peer.items));
                 } else {
                     expect_kind(&frame, kind::REVERSE3, kind::name)?;
-                    self.output = Some(self.on_reverse3(frame.body, &masked)?);
+                    self.core.output = Some(self.on_reverse3(frame.body, &masked)?);
                 }
                 P1State::Done
             }
@@ -234,7 +209,7 @@ impl<G: PrimeGroup, H: HeChoice> Party for P1<G, H> {
             P1State::AwaitHello => super::hello::MAX_LEN,
             P1State::AwaitReverse1 { peer, .. } => {
                 let n2 = peer.items as usize;
-                let ct = H::max_ciphertext_len(&H::params(&self.config));
+                let ct = H::max_ciphertext_len(&H::params(&self.core.config));
                 let columns = super::encrypted_columns(peer).len();
                 frame_len(
                     (4 + common::MAX_PUBLIC_KEY_LEN)
@@ -243,7 +218,7 @@ impl<G: PrimeGroup, H: HeChoice> Party for P1<G, H> {
                 )
             }
             P1State::AwaitReverse3(m) => {
-                let card = m.peer.items.min(self.hello.items) as usize;
+                let card = m.peer.items.min(self.core.hello.items) as usize;
                 frame_len(
                     8usize
                         .saturating_add(card.saturating_mul(4))
@@ -259,7 +234,7 @@ impl<G: PrimeGroup, H: HeChoice> Party for P1<G, H> {
     }
 
     fn is_finished(&self) -> bool {
-        matches!(self.state, P1State::Done) && !self.channel.has_outgoing()
+        matches!(self.state, P1State::Done) && !self.core.channel.has_outgoing()
     }
 
     fn status(&self) -> String {
@@ -275,14 +250,14 @@ impl<G: PrimeGroup, H: HeChoice> Party for P1<G, H> {
     }
 
     fn alert(&self, error: &ProtocolError) -> Vec<u8> {
-        self.channel.alert(error)
+        self.core.channel.alert(error)
     }
 }
 
 impl<G: PrimeGroup, H: HeChoice> PiSumParty for P1<G, H> {
     fn output(&self) -> Option<PiSumOutput> {
         if self.is_finished() {
-            self.output.clone()
+            self.core.output.clone()
         } else {
             None
         }
@@ -292,14 +267,8 @@ impl<G: PrimeGroup, H: HeChoice> PiSumParty for P1<G, H> {
 /// P2 in the reverse variant: holds the values and the key, computes the intersection,
 /// learns only the cardinality.
 pub struct P2<G: PrimeGroup, H: HeChoice> {
-    config: PiSumConfig,
-    input: Dataset,
-    rng: SessionRng,
-    channel: Channel,
-    hello: Hello,
-    k2: G::Scalar,
+    core: common::PartyCore<G>,
     state: P2State<H>,
-    output: Option<PiSumOutput>,
 }
 
 enum P2State<H: HeChoice> {
@@ -317,54 +286,45 @@ struct Keys<H: HeChoice> {
 
 impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
     pub fn new(config: PiSumConfig, input: Dataset, seed: [u8; 32]) -> Self {
-        let (mut rng, salt) = common::start_rng(seed);
-        let k2 = G::random_scalar(&mut rng);
-        let hello = Hello::new(Role::P2, &config, &input, salt);
-        let mut channel = Channel::new(PROTOCOL);
-        channel.push(kind::HELLO, &hello.encode());
         Self {
-            config,
-            input,
-            rng,
-            channel,
-            hello,
-            k2,
+            core: common::PartyCore::start(Role::P2, config, input, seed),
             state: P2State::AwaitHello,
-            output: None,
         }
     }
 
     fn on_hello(&mut self, body: &[u8]) -> Result<Keys<H>, ProtocolError> {
         let peer = Hello::decode(body)?;
-        self.hello.check_peer(&peer, self.config.max_peer_items)?;
-        let ctx = SessionContext::new(PROTOCOL, &peer.salt, &self.hello.salt);
-        self.channel.establish(ctx.id);
-        let (pk, sk) = H::keygen(&H::params(&self.config), &mut self.rng);
+        self.core
+            .hello
+            .check_peer(&peer, self.core.config.max_peer_items)?;
+        let ctx = SessionContext::new(PROTOCOL, &peer.salt, &self.core.hello.salt);
+        self.core.channel.establish(ctx.id);
+        let (pk, sk) = H::keygen(&H::params(&self.core.config), &mut self.core.rng);
         let dst = ctx.hash_dst(PROTOCOL, G::ID.suite());
-        let order = self.rng.permutation(self.input.ids.len());
+        let order = self.core.rng.permutation(self.core.input.ids.len());
         let mut reverse1 = Vec::new();
         common::put_bytes(&mut reverse1, &H::encode_public_key(&pk));
         reverse1.extend_from_slice(&G::hash_mul_encode_batch(
             &dst,
-            &common::gather(&self.input.ids, &order),
-            &self.k2,
+            &common::gather(&self.core.input.ids, &order),
+            &self.core.key,
         ));
-        let bounds = super::encrypted_columns(&self.hello);
-        for (col, b) in super::plaintext_columns(&self.config, &self.input)
+        let bounds = super::encrypted_columns(&self.core.hello);
+        for (col, b) in super::plaintext_columns(&self.core.config, &self.core.input)
             .iter()
             .zip(&bounds)
         {
             let shuffled: Vec<u64> = order.iter().map(|&i| col[i as usize]).collect();
-            let cts = H::encrypt_each(&pk, &sk, b, &shuffled, &mut self.rng)
+            let cts = H::encrypt_each(&pk, &sk, b, &shuffled, &mut self.core.rng)
                 .map_err(|e| ProtocolError::Config(format!("encrypting the values: {e}")))?;
             reverse1.extend_from_slice(&cts);
         }
-        self.channel.push(kind::REVERSE1, &reverse1);
+        self.core.channel.push(kind::REVERSE1, &reverse1);
         Ok(Keys { peer, sk, pk })
     }
 
     fn on_reverse2(&mut self, body: &[u8], keys: &Keys<H>) -> Result<PiSumOutput, ProtocolError> {
-        let n2 = self.hello.items as usize;
+        let n2 = self.core.hello.items as usize;
         let n1 = keys.peer.items as usize;
         let mut r = Reader::new(body, "reverse round 2");
         let doubled = r.take(checked_len(
@@ -373,7 +333,7 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
             "doubly exponentiated items",
         )?)?;
         let ct_len = H::ciphertext_len(&keys.pk);
-        let columns = super::encrypted_columns(&self.hello);
+        let columns = super::encrypted_columns(&self.core.hello);
         let mut masked = Vec::with_capacity(columns.len());
         for _ in &columns {
             masked.push(r.take(checked_len(n2, ct_len, "masked values")?)?);
@@ -381,7 +341,7 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
         let theirs = r.take(checked_len(n1, G::ELEMENT_LEN, "P1's items")?)?;
         r.finish()?;
         common::validate_elements::<G>(doubled, "doubly exponentiated items")?;
-        let p1_doubled = common::exponentiate_received::<G>(theirs, &self.k2, "P1's items")?;
+        let p1_doubled = common::exponentiate_received::<G>(theirs, &self.core.key, "P1's items")?;
         let selected = common::matches_in_list(doubled, &p1_doubled, G::ELEMENT_LEN);
         let cardinality = selected.len() as u64;
         let output = PiSumOutput {
@@ -394,10 +354,10 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
             segments: None,
             peer_items: keys.peer.items,
         };
-        if let Some(t) = self.config.threshold
+        if let Some(t) = self.core.config.threshold
             && cardinality < t
         {
-            self.channel.push(kind::ABORT, &[]);
+            self.core.channel.push(kind::ABORT, &[]);
             return Ok(PiSumOutput {
                 aborted: true,
                 ..output
@@ -413,19 +373,19 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
                 .map_err(bad_ciphertext("P1's masked values"))?;
             common::put_bytes(&mut reverse3, &opened);
         }
-        self.channel.push(kind::REVERSE3, &reverse3);
+        self.core.channel.push(kind::REVERSE3, &reverse3);
         Ok(output)
     }
 }
 
 impl<G: PrimeGroup, H: HeChoice> Party for P2<G, H> {
     fn poll_outgoing(&mut self) -> Option<Vec<u8>> {
-        self.channel.pop()
+        self.core.channel.pop()
     }
 
     fn handle_message(&mut self, message: &[u8]) -> Result<(), ProtocolError> {
         let state = std::mem::replace(&mut self.state, P2State::Failed);
-        let frame = self.channel.open(message)?;
+        let frame = self.core.channel.open(message)?;
         self.state = match state {
             P2State::AwaitHello => {
                 expect_kind(&frame, kind::HELLO, kind::name)?;
@@ -433,7 +393,7 @@ impl<G: PrimeGroup, H: HeChoice> Party for P2<G, H> {
             }
             P2State::AwaitReverse2(keys) => {
                 expect_kind(&frame, kind::REVERSE2, kind::name)?;
-                self.output = Some(self.on_reverse2(frame.body, &keys)?);
+                self.core.output = Some(self.on_reverse2(frame.body, &keys)?);
                 P2State::Done
             }
             P2State::Done | P2State::Failed => {
@@ -449,8 +409,8 @@ impl<G: PrimeGroup, H: HeChoice> Party for P2<G, H> {
         match &self.state {
             P2State::AwaitHello => super::hello::MAX_LEN,
             P2State::AwaitReverse2(keys) => {
-                let n2 = self.hello.items as usize;
-                let columns = super::encrypted_columns(&self.hello).len();
+                let n2 = self.core.hello.items as usize;
+                let columns = super::encrypted_columns(&self.core.hello).len();
                 frame_len(
                     n2.saturating_mul(G::ELEMENT_LEN)
                         .saturating_add(
@@ -465,7 +425,7 @@ impl<G: PrimeGroup, H: HeChoice> Party for P2<G, H> {
     }
 
     fn is_finished(&self) -> bool {
-        matches!(self.state, P2State::Done) && !self.channel.has_outgoing()
+        matches!(self.state, P2State::Done) && !self.core.channel.has_outgoing()
     }
 
     fn status(&self) -> String {
@@ -478,14 +438,14 @@ impl<G: PrimeGroup, H: HeChoice> Party for P2<G, H> {
     }
 
     fn alert(&self, error: &ProtocolError) -> Vec<u8> {
-        self.channel.alert(error)
+        self.core.channel.alert(error)
     }
 }
 
 impl<G: PrimeGroup, H: HeChoice> PiSumParty for P2<G, H> {
     fn output(&self) -> Option<PiSumOutput> {
         if self.is_finished() {
-            self.output.clone()
+            self.core.output.clone()
         } else {
             None
         }
