@@ -111,8 +111,11 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
         r1.cpu_seconds.max(r2.cpu_seconds)
     );
     println!(
-        "  cost: {:.5} cents (seed 000 Table 1 GCP prices)",
-        r1.cost_cents + r2.cost_cents
+        "  cost: {:.5} cents for both parties (the process's CPU once, both directions' bytes; seed 000 Table 1 GCP prices)",
+        crate::metrics::Prices::default().cents(
+            r1.cpu_seconds.max(r2.cpu_seconds),
+            r1.bytes_sent + r2.bytes_sent
+        )
     );
     println!("  files: {}", dir.display());
     if ok {
