@@ -477,6 +477,41 @@ fn sum_bound_is_enforced_before_sending() {
 }
 
 #[test]
+fn elgamal_refuses_undecryptable_bounds_before_sending() {
+    let c = PiSumConfig {
+        he: HeId::ElGamal,
+        ..test_config()
+    };
+    // 2^32-bit values over 2^13 items can sum to 2^45: beyond ElGamal's 2^44.
+    let many: Vec<(u64, Vec<u64>)> = (0..8192).map(|i| (i, vec![1])).collect();
+    let err = pi_sum::new_party(Role::P2, &c, p2_set(&many), [0; 32])
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&err, ProtocolError::Config(m) if m.contains("--sum-bound")),
+        "{err:?}"
+    );
+    // Within the bound, but the squared column would not be decryptable.
+    let squares = PiSumConfig {
+        max_sum: Some(1 << 30),
+        sum_of_squares: true,
+        ..c.clone()
+    };
+    let err = pi_sum::new_party(Role::P2, &squares, p2_set(&many), [0; 32])
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&err, ProtocolError::Config(m) if m.contains("squares")),
+        "{err:?}"
+    );
+    let ok = PiSumConfig {
+        max_sum: Some(1 << 30),
+        ..c
+    };
+    assert!(pi_sum::new_party(Role::P2, &ok, p2_set(&many), [0; 32]).is_ok());
+}
+
+#[test]
 fn same_seeds_replay_the_same_transcript() {
     let mut rng = SessionRng::from_os();
     let (v, w) = random_sets(&mut rng, 40, 40, 20, 1, 100);

@@ -307,14 +307,25 @@ pub fn validate(role: Role, config: &PiSumConfig, input: &Dataset) -> Result<(),
                 }
             }
             if config.he == HeId::ElGamal {
-                let limit = 1u128 << (config.elgamal.max_table_bits + elgamal::MAX_GIANT_BITS);
-                if max_sum >= limit {
+                let bits = config.elgamal.max_table_bits + elgamal::MAX_GIANT_BITS;
+                let hello = Hello::new(Role::P2, config, input, [0; 32]);
+                // Every encrypted column, squared ones included, must stay decryptable.
+                if let Some(b) = encrypted_columns(&hello)
+                    .iter()
+                    .find(|b| b.max_sum >> bits != 0)
+                {
                     return Err(ProtocolError::Config(format!(
-                        "exponential ElGamal decrypts sums below 2^{} only (seed 000 App. B.2), but the sum bound is {max_sum} \
-                         ({} items x value bound {}); pass a smaller --sum-bound (or --value-bound), or use --values-he paillier",
-                        config.elgamal.max_table_bits + elgamal::MAX_GIANT_BITS,
+                        "exponential ElGamal decrypts sums below 2^{bits} only (seed 000 App. B.2), but a column's sum \
+                         bound is {} ({} items, value bound {}{}); pass a smaller --sum-bound (or --value-bound), or use \
+                         --values-he paillier",
+                        b.max_sum,
                         input.ids.len(),
-                        config.max_value
+                        config.max_value,
+                        if config.sum_of_squares {
+                            ", sums of squares included"
+                        } else {
+                            ""
+                        }
                     )));
                 }
             }
