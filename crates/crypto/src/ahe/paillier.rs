@@ -670,15 +670,6 @@ fn masking_bound_holds(l: u64, t: u64, sigma: u64) -> bool {
     lhs <= two_t * (two_t - 1)
 }
 
-#[allow(dead_code)]
-fn ceil_log2(x: u64) -> u64 {
-    if x <= 1 {
-        0
-    } else {
-        64 - (x - 1).leading_zeros() as u64
-    }
-}
-
 fn owner_encrypt_int(sk: &SecretKey, m: &Integer, rng: &mut SessionRng) -> Integer {
     let pk = &sk.pk;
     let mut alpha = [0u8; 32];
