@@ -17,7 +17,7 @@ pub mod xmd;
 pub mod conformance;
 
 use rayon::prelude::*;
-use zeroize::Zeroize;
+use zeroize::{Zeroize, Zeroizing};
 
 use crate::rng::SessionRng;
 
@@ -94,8 +94,9 @@ pub const BATCH_CHUNK: usize = 1024;
 /// A cyclic group of prime order in which DDH is believed hard.
 ///
 /// All exponents are non-zero scalars drawn from a [`SessionRng`]. The batch methods
-/// work on packed encodings and use every core; implementations override them where a
-/// batch trick is faster than the element-by-element default.
+/// work on packed encodings and use every core; an implementation speeds them up through
+/// the three batch hooks (`Product`, `batch_exponent`, `mul_for_batch`, `encode_batch`)
+/// rather than by re-implementing them.
 pub trait PrimeGroup: Send + Sync + 'static {
     const ID: GroupId;
     /// Bytes of one encoded element.
@@ -127,19 +128,39 @@ pub trait PrimeGroup: Send + Sync + 'static {
     /// in the prime-order group, and the identity. Errors carry index 0.
     fn decode(bytes: &[u8]) -> Result<Self::Element, GroupError>;
 
+    /// A product `element ^ k` whose encoding is deferred to [`Self::encode_batch`], so
+    /// an implementation can share work across a chunk (one field inversion, a doubling
+    /// folded into compression, ...).
+    type Product: Send;
+
+    /// The exponent the batch methods multiply by, given the caller's `k`; the products
+    /// are encoded by [`Self::encode_batch`], which must undo any difference (ristretto255
+    /// multiplies by `k/2` and lets batched double-and-compress supply the 2).
+    fn batch_exponent(k: &Self::Scalar) -> Self::Scalar;
+
+    /// `element ^ e` for a batch exponent `e`, encoding deferred.
+    fn mul_for_batch(element: &Self::Element, e: &Self::Scalar) -> Self::Product;
+
+    /// Writes the canonical encodings of a chunk of products into consecutive
+    /// `ELEMENT_LEN`-byte slots of `out`.
+    fn encode_batch(products: &[Self::Product], out: &mut [u8]);
+
     /// `encode(hash_to_group(dst, item) ^ k)` for every item, packed, in input order.
     fn hash_mul_encode_batch<I: AsRef<[u8]> + Sync>(
         dst: &[u8],
         items: &[I],
         k: &Self::Scalar,
     ) -> Vec<u8> {
+        let e = Zeroizing::new(Self::batch_exponent(k));
         let mut out = vec![0u8; items.len() * Self::ELEMENT_LEN];
         out.par_chunks_mut(Self::ELEMENT_LEN * BATCH_CHUNK)
             .zip(items.par_chunks(BATCH_CHUNK))
             .for_each(|(out, items)| {
-                for (o, item) in out.chunks_exact_mut(Self::ELEMENT_LEN).zip(items) {
-                    Self::encode(&Self::mul(&Self::hash_to_group(dst, item.as_ref()), k), o);
-                }
+                let products: Vec<Self::Product> = items
+                    .iter()
+                    .map(|item| Self::mul_for_batch(&Self::hash_to_group(dst, item.as_ref()), &e))
+                    .collect();
+                Self::encode_batch(&products, out);
             });
         out
     }
@@ -148,20 +169,23 @@ pub trait PrimeGroup: Send + Sync + 'static {
     /// first invalid element, naming its index.
     fn decode_mul_encode_batch(packed: &[u8], k: &Self::Scalar) -> Result<Vec<u8>, GroupError> {
         let n = Self::element_count(packed)?;
+        let e = Zeroizing::new(Self::batch_exponent(k));
         let mut out = vec![0u8; n * Self::ELEMENT_LEN];
         let step = Self::ELEMENT_LEN * BATCH_CHUNK;
         out.par_chunks_mut(step)
             .zip(packed.par_chunks(step))
             .enumerate()
             .try_for_each(|(chunk, (out, input))| {
-                for (i, (o, e)) in out
-                    .chunks_exact_mut(Self::ELEMENT_LEN)
-                    .zip(input.chunks_exact(Self::ELEMENT_LEN))
+                let products = input
+                    .chunks_exact(Self::ELEMENT_LEN)
                     .enumerate()
-                {
-                    let element = Self::decode(e).map_err(|err| err.at(chunk * BATCH_CHUNK + i))?;
-                    Self::encode(&Self::mul(&element, k), o);
-                }
+                    .map(|(i, bytes)| {
+                        Self::decode(bytes)
+                            .map(|element| Self::mul_for_batch(&element, &e))
+                            .map_err(|err| err.at(chunk * BATCH_CHUNK + i))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                Self::encode_batch(&products, out);
                 Ok(())
             })?;
         Ok(out)

@@ -22,12 +22,11 @@ use p256::elliptic_curve::subtle::Choice;
 use p256::elliptic_curve::{BatchNormalize, Field};
 use p256::hash2curve::MapToCurve;
 use p256::{AffinePoint, FieldBytes, NistP256, ProjectivePoint, Scalar};
-use rayon::prelude::*;
 use sha2::Sha256;
 use zeroize::Zeroizing;
 
 use super::xmd::expand_message_xmd_into;
-use super::{BATCH_CHUNK, GroupError, GroupId, PrimeGroup};
+use super::{GroupError, GroupId, PrimeGroup};
 use crate::rng::SessionRng;
 
 /// The base field element type the crate's SWU map works on.
@@ -38,8 +37,7 @@ type Fe = <NistP256 as MapToCurve>::FieldElement;
 pub struct P256;
 
 impl P256 {
-    /// RFC 9380 `hash_to_curve` result in projective form (no inversion yet), so the
-    /// batch path can normalise many points with one shared inversion.
+    /// RFC 9380 `hash_to_curve` result in projective form.
     fn hash_projective(dst: &[u8], msg: &[u8]) -> ProjectivePoint {
         // hash_to_field(msg, 2): len_in_bytes = count * m * L = 2 * 1 * 48.
         let mut uniform = [0u8; 96];
@@ -53,15 +51,6 @@ impl P256 {
             *ui = <Fe as Reduce<Array<u8, U48>>>::reduce(&wide);
         }
         NistP256::map_to_curve(u[0]) + NistP256::map_to_curve(u[1])
-    }
-
-    /// Writes the compressed encodings of a chunk of projective points, using one
-    /// batched inversion for the whole chunk.
-    fn write_batch(points: &[ProjectivePoint], out: &mut [u8]) {
-        let affine = ProjectivePoint::batch_normalize(points);
-        for (o, p) in out.chunks_exact_mut(Self::ELEMENT_LEN).zip(affine.iter()) {
-            Self::encode(p, o);
-        }
     }
 }
 
@@ -124,53 +113,30 @@ impl PrimeGroup for P256 {
             .ok_or(GroupError::NonCanonical { index: 0 })
     }
 
-    /// Element-by-element hash and multiply, then one batched inversion per chunk for
-    /// the affine conversion.
-    fn hash_mul_encode_batch<I: AsRef<[u8]> + Sync>(
-        dst: &[u8],
-        items: &[I],
-        k: &Scalar,
-    ) -> Vec<u8> {
-        let mut out = vec![0u8; items.len() * Self::ELEMENT_LEN];
-        out.par_chunks_mut(Self::ELEMENT_LEN * BATCH_CHUNK)
-            .zip(items.par_chunks(BATCH_CHUNK))
-            .for_each(|(out, items)| {
-                let points: Vec<ProjectivePoint> = items
-                    .iter()
-                    .map(|item| Self::hash_projective(dst, item.as_ref()) * k)
-                    .collect();
-                Self::write_batch(&points, out);
-            });
-        out
+    /// Projective: the affine conversion (an inversion) is shared by a chunk.
+    type Product = ProjectivePoint;
+
+    fn batch_exponent(k: &Scalar) -> Scalar {
+        *k
     }
 
-    fn decode_mul_encode_batch(packed: &[u8], k: &Scalar) -> Result<Vec<u8>, GroupError> {
-        let n = Self::element_count(packed)?;
-        let mut out = vec![0u8; n * Self::ELEMENT_LEN];
-        let step = Self::ELEMENT_LEN * BATCH_CHUNK;
-        out.par_chunks_mut(step)
-            .zip(packed.par_chunks(step))
-            .enumerate()
-            .try_for_each(|(chunk, (out, input))| {
-                let points = input
-                    .chunks_exact(Self::ELEMENT_LEN)
-                    .enumerate()
-                    .map(|(i, e)| {
-                        Self::decode(e)
-                            .map(|p| p * k)
-                            .map_err(|err| err.at(chunk * BATCH_CHUNK + i))
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                Self::write_batch(&points, out);
-                Ok(())
-            })?;
-        Ok(out)
+    fn mul_for_batch(element: &AffinePoint, e: &Scalar) -> ProjectivePoint {
+        *element * e
+    }
+
+    /// Compressed encodings of a chunk, with one batched inversion for all of it.
+    fn encode_batch(products: &[ProjectivePoint], out: &mut [u8]) {
+        let affine = ProjectivePoint::batch_normalize(products);
+        for (o, p) in out.chunks_exact_mut(Self::ELEMENT_LEN).zip(affine.iter()) {
+            Self::encode(p, o);
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::group::BATCH_CHUNK;
     use crate::group::conformance;
 
     #[test]

@@ -8,12 +8,11 @@
 
 use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
 use curve25519_dalek::scalar::Scalar;
-use rayon::prelude::*;
 use sha2::Sha512;
 use zeroize::Zeroizing;
 
 use super::xmd::expand_message_xmd_into;
-use super::{BATCH_CHUNK, GroupError, GroupId, PrimeGroup};
+use super::{GroupError, GroupId, PrimeGroup};
 use crate::rng::SessionRng;
 
 /// The ristretto255 group (RFC 9496).
@@ -25,12 +24,6 @@ impl Ristretto255 {
     /// RFC 9496 Appendix A.3 known-answer tests.
     pub fn from_uniform_bytes(bytes: &[u8; 64]) -> RistrettoPoint {
         RistrettoPoint::from_uniform_bytes(bytes)
-    }
-
-    /// `k · 2⁻¹`, so that a batch can multiply by it and let dalek's
-    /// double-and-compress supply the factor 2 for free.
-    fn half(k: &Scalar) -> Zeroizing<Scalar> {
-        Zeroizing::new(k.div_by_2())
     }
 }
 
@@ -88,65 +81,34 @@ impl PrimeGroup for Ristretto255 {
         Ok(point)
     }
 
-    /// Hashes each item, multiplies by `k/2` and lets `double_and_compress_batch` double
-    /// and compress a whole chunk with one shared inversion (≈0.5 µs per point instead
-    /// of ≈3.7 µs for a separate `compress`).
-    fn hash_mul_encode_batch<I: AsRef<[u8]> + Sync>(
-        dst: &[u8],
-        items: &[I],
-        k: &Scalar,
-    ) -> Vec<u8> {
-        let half = Self::half(k);
-        let mut out = vec![0u8; items.len() * Self::ELEMENT_LEN];
-        out.par_chunks_mut(Self::ELEMENT_LEN * BATCH_CHUNK)
-            .zip(items.par_chunks(BATCH_CHUNK))
-            .for_each(|(out, items)| {
-                let points: Vec<RistrettoPoint> = items
-                    .iter()
-                    .map(|item| Self::hash_to_group(dst, item.as_ref()) * *half)
-                    .collect();
-                write_doubled(&points, out);
-            });
-        out
+    type Product = RistrettoPoint;
+
+    /// `k/2`: [`Self::encode_batch`] doubles while compressing, for free.
+    fn batch_exponent(k: &Scalar) -> Scalar {
+        k.div_by_2()
     }
 
-    /// As the default, but with the halved scalar and batched double-and-compress.
-    fn decode_mul_encode_batch(packed: &[u8], k: &Scalar) -> Result<Vec<u8>, GroupError> {
-        let n = Self::element_count(packed)?;
-        let half = Self::half(k);
-        let mut out = vec![0u8; n * Self::ELEMENT_LEN];
-        let step = Self::ELEMENT_LEN * BATCH_CHUNK;
-        out.par_chunks_mut(step)
-            .zip(packed.par_chunks(step))
-            .enumerate()
-            .try_for_each(|(chunk, (out, input))| {
-                let points = input
-                    .chunks_exact(Self::ELEMENT_LEN)
-                    .enumerate()
-                    .map(|(i, e)| {
-                        Self::decode(e)
-                            .map(|p| p * *half)
-                            .map_err(|err| err.at(chunk * BATCH_CHUNK + i))
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                write_doubled(&points, out);
-                Ok(())
-            })?;
-        Ok(out)
+    fn mul_for_batch(element: &RistrettoPoint, e: &Scalar) -> RistrettoPoint {
+        element * e
     }
-}
 
-/// Writes `encode(2·P)` for each point into consecutive 32-byte slots of `out`.
-fn write_doubled(points: &[RistrettoPoint], out: &mut [u8]) {
-    let compressed = RistrettoPoint::double_and_compress_batch(points);
-    for (o, c) in out.chunks_exact_mut(32).zip(compressed.iter()) {
-        o.copy_from_slice(c.as_bytes());
+    /// `encode(2·P)` for each point with `double_and_compress_batch`: one shared
+    /// inversion per chunk (≈0.5 µs per point instead of ≈3.7 µs for `compress`).
+    fn encode_batch(products: &[RistrettoPoint], out: &mut [u8]) {
+        let compressed = RistrettoPoint::double_and_compress_batch(products);
+        for (o, c) in out
+            .chunks_exact_mut(Self::ELEMENT_LEN)
+            .zip(compressed.iter())
+        {
+            o.copy_from_slice(c.as_bytes());
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::group::BATCH_CHUNK;
     use crate::group::conformance;
 
     #[test]
