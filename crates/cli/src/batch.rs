@@ -168,9 +168,9 @@ fn print_summary(results: &[(PathBuf, Result<PiSumReport, Failure>)]) {
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
         match r {
             Ok(rep) => {
-                cpu += rep.cpu_seconds;
-                bytes += rep.bytes_sent;
-                cents += rep.cost_cents;
+                cpu += rep.run.cpu_seconds;
+                bytes += rep.run.bytes_sent;
+                cents += rep.run.cost_cents;
                 println!(
                     "{:<28} {:>4} {:>7} {:>12} {:>16} {:>12} {:>12} {:>8.2} {:>8.2} {:>9.5}",
                     name,
@@ -182,11 +182,11 @@ fn print_summary(results: &[(PathBuf, Result<PiSumReport, Failure>)]) {
                         .map(|x| x.to_string())
                         .collect::<Vec<_>>()
                         .join(";")),
-                    rep.bytes_sent,
-                    rep.bytes_received,
-                    rep.cpu_seconds,
-                    rep.wall_seconds,
-                    rep.cost_cents
+                    rep.run.bytes_sent,
+                    rep.run.bytes_received,
+                    rep.run.cpu_seconds,
+                    rep.run.wall_seconds,
+                    rep.run.cost_cents
                 );
             }
             Err(f) => println!("{name:<28} {:>4} FAILED  {}", "", f.message),

@@ -11,6 +11,7 @@ use crate::datagen;
 use crate::fail::Failure;
 use crate::metrics::MB;
 use crate::pi_sum_cmd::{self, DupArg, GroupArg, HeArg, PiSumArgs, RoleArg, ZArg};
+use crate::run::PriceArgs;
 
 #[derive(Args, Debug)]
 pub struct DemoArgs {
@@ -69,8 +70,10 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
             sum_bound: None,
             max_peer_items: 1 << 26,
             output: dir.join(format!("{name}-result.json")),
-            cpu_price: 0.01,
-            network_price: 0.08,
+            prices: PriceArgs {
+                cpu_price: 0.01,
+                network_price: 0.08,
+            },
         }
     };
     let (a1, a2) = (party(RoleArg::P1, "p1"), party(RoleArg::P2, "p2"));
@@ -100,21 +103,21 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
     );
     println!(
         "  bytes: P1 sent {} ({:.2} MB), P2 sent {} ({:.2} MB)",
-        r1.bytes_sent,
-        r1.bytes_sent as f64 / MB,
-        r2.bytes_sent,
-        r2.bytes_sent as f64 / MB
+        r1.run.bytes_sent,
+        r1.run.bytes_sent as f64 / MB,
+        r2.run.bytes_sent,
+        r2.run.bytes_sent as f64 / MB
     );
     println!(
         "  time: {:.2} s wall; CPU (both parties share this process) {:.2} s",
-        r1.wall_seconds.max(r2.wall_seconds),
-        r1.cpu_seconds.max(r2.cpu_seconds)
+        r1.run.wall_seconds.max(r2.run.wall_seconds),
+        r1.run.cpu_seconds.max(r2.run.cpu_seconds)
     );
     println!(
         "  cost: {:.5} cents for both parties (the process's CPU once, both directions' bytes; seed 000 Table 1 GCP prices)",
         crate::metrics::Prices::default().cents(
-            r1.cpu_seconds.max(r2.cpu_seconds),
-            r1.bytes_sent + r2.bytes_sent
+            r1.run.cpu_seconds.max(r2.run.cpu_seconds),
+            r1.run.bytes_sent + r2.run.bytes_sent
         )
     );
     println!("  files: {}", dir.display());

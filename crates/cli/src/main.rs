@@ -11,10 +11,13 @@ mod fail;
 mod metrics;
 mod pi_sum_cmd;
 mod progress;
+mod pso_cmd;
+mod run;
 
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
+use privset_protocols::pso::Operation;
 
 use crate::fail::Failure;
 
@@ -31,6 +34,20 @@ struct Cli {
 enum Command {
     /// Private Intersection-Sum with Cardinality (seed 000, Google's deployed DDH protocol).
     PiSum(Box<pi_sum_cmd::PiSumArgs>),
+    /// PSI (seed 001 Fig. 7): the receiver learns the intersection.
+    Psi(Box<pso_cmd::PsoArgs>),
+    /// PSI-cardinality (seed 001 Fig. 7): the receiver learns the intersection's size.
+    PsiCard(Box<pso_cmd::PsoArgs>),
+    /// PSI-card-sum (seed 001 Fig. 7): both learn the intersection's size, the sender
+    /// (the value holder) its values' sum over it.
+    PsiCardSum(Box<pso_cmd::PsoArgs>),
+    /// PSU (seed 001 Fig. 7): the receiver learns the union.
+    Psu(Box<pso_cmd::PsoArgs>),
+    /// Secret-shared intersection (seed 001 Fig. 7, card-secret-sharing): both get XOR
+    /// shares of each intersection element; the receiver learns the size.
+    PsiShare(Box<pso_cmd::PsoArgs>),
+    /// Private-ID (seed 001 Sec. 6.2): both get a shared pseudorandom ID space.
+    PrivateId(Box<pso_cmd::PsoArgs>),
     /// Make a throwaway CA and per-party certificates for trying privset out.
     Certs {
         /// Directory to write ca.pem and NAME.pem / NAME.key into.
@@ -58,6 +75,25 @@ enum Command {
     Batch(batch::BatchArgs),
 }
 
+fn run_pso(operation: Operation, args: &pso_cmd::PsoArgs) -> Result<(), Failure> {
+    let report = pso_cmd::run(operation, args)?;
+    let shown = |v: Option<u64>| v.map_or("-".to_string(), |c| c.to_string());
+    eprintln!(
+        "{} {}: cardinality {}, sum {}, rows {}, {} bytes sent, {} received, {:.2} s CPU, {:.2} s wall -> {}",
+        report.protocol,
+        report.role,
+        shown(report.cardinality),
+        report.sum.map_or("-".to_string(), |s| s.to_string()),
+        shown(report.rows.map(|r| r as u64)),
+        report.run.bytes_sent,
+        report.run.bytes_received,
+        report.run.cpu_seconds,
+        report.run.wall_seconds,
+        args.output.display()
+    );
+    Ok(())
+}
+
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -66,13 +102,19 @@ fn main() {
                 "pi-sum {}: cardinality {}, {} bytes sent, {} received, {:.2} s CPU, {:.2} s wall -> {}",
                 report.output.role,
                 report.output.cardinality.map_or("(not revealed)".into(), |c| c.to_string()),
-                report.bytes_sent,
-                report.bytes_received,
-                report.cpu_seconds,
-                report.wall_seconds,
+                report.run.bytes_sent,
+                report.run.bytes_received,
+                report.run.cpu_seconds,
+                report.run.wall_seconds,
                 args.output.display()
             );
         }),
+        Command::Psi(args) => run_pso(Operation::Psi, &args),
+        Command::PsiCard(args) => run_pso(Operation::PsiCard, &args),
+        Command::PsiCardSum(args) => run_pso(Operation::PsiCardSum, &args),
+        Command::Psu(args) => run_pso(Operation::Psu, &args),
+        Command::PsiShare(args) => run_pso(Operation::PsiShare, &args),
+        Command::PrivateId(args) => run_pso(Operation::PrivateId, &args),
         Command::Certs { out, names } => privset_net::certs::generate(&out, &names)
             .map(|files| {
                 for f in files {

@@ -12,8 +12,8 @@ use privset_protocols::pi_sum::{self, PiSumConfig, PiSumOutput, Role, ZEncoding}
 use crate::connect::ConnectArgs;
 use crate::csv_input::{self, Columns};
 use crate::fail::Failure;
-use crate::metrics::{self, Prices, Stopwatch};
-use crate::progress::Progress;
+use crate::metrics::Stopwatch;
+use crate::run::{self, Metered, PriceArgs};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RoleArg {
@@ -24,7 +24,10 @@ pub enum RoleArg {
 #[derive(ValueEnum, Clone, Copy, Debug)]
 pub enum GroupArg {
     Ristretto255,
+    /// P-256, 65-byte uncompressed elements.
     P256,
+    /// P-256, 33-byte compressed elements.
+    P256Compressed,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -107,12 +110,8 @@ pub struct PiSumArgs {
     /// Where to write the result (JSON).
     #[arg(long, value_name = "RESULT.json")]
     pub output: PathBuf,
-    /// Price of a CPU-hour in dollars (seed 000 Table 1, GCP).
-    #[arg(long, value_name = "USD", default_value_t = 0.01)]
-    pub cpu_price: f64,
-    /// Price of a GB (2^30 bytes) of egress in dollars (seed 000 Table 1, GCP).
-    #[arg(long, value_name = "USD", default_value_t = 0.08)]
-    pub network_price: f64,
+    #[command(flatten)]
+    pub prices: PriceArgs,
 }
 
 /// RESULT.json.
@@ -125,15 +124,8 @@ pub struct PiSumReport {
     pub group: &'static str,
     pub values_he: &'static str,
     pub z_encoding: &'static str,
-    pub transport: &'static str,
-    pub bytes_sent: u64,
-    pub bytes_received: u64,
-    pub cpu_seconds: f64,
-    pub wall_seconds: f64,
-    pub peak_rss_mib: f64,
-    /// This party's cost: its CPU plus the bytes it sent (egress is what is billed).
-    pub cost_cents: f64,
-    pub prices: Prices,
+    #[serde(flatten)]
+    pub run: Metered,
 }
 
 impl PiSumArgs {
@@ -142,6 +134,7 @@ impl PiSumArgs {
             group: match self.group {
                 GroupArg::Ristretto255 => GroupId::Ristretto255,
                 GroupArg::P256 => GroupId::P256,
+                GroupArg::P256Compressed => GroupId::P256Compressed,
             },
             he: match self.values_he {
                 HeArg::Paillier => HeId::Paillier,
@@ -234,22 +227,16 @@ pub fn run(args: &PiSumArgs) -> Result<PiSumReport, Failure> {
     pi_sum::validate(role, &config, &dataset)?;
     let link = args.connect.open(me, peer, &args.output)?;
     let mut party = pi_sum::new_party(role, &config, dataset, link.seed)?;
-    let mut transport = link.transport;
-    let progress = Progress::new(&format!("pi-sum {me}"));
-    let result = privset_net::drive(party.as_mut(), transport.as_mut(), &mut |s| {
-        progress.status(s)
-    });
-    progress.finish();
-    result?;
+    let (run, seed_file) = run::drive_metered(
+        party.as_mut(),
+        link,
+        &format!("pi-sum {me}"),
+        &stopwatch,
+        args.prices.prices(),
+    )?;
     let output = party
         .output()
         .ok_or_else(|| Failure::other("the run ended without an output"))?;
-    let (cpu_seconds, wall_seconds) = stopwatch.elapsed();
-    let counters = transport.counters();
-    let prices = Prices {
-        cpu_dollars_per_hour: args.cpu_price,
-        network_dollars_per_gb: args.network_price,
-    };
     let report = PiSumReport {
         protocol: "pi-sum",
         output,
@@ -257,19 +244,10 @@ pub fn run(args: &PiSumArgs) -> Result<PiSumReport, Failure> {
         group: config.group.name(),
         values_he: config.he.name(),
         z_encoding: config.z_encoding.name(),
-        transport: link.kind,
-        bytes_sent: counters.sent,
-        bytes_received: counters.received,
-        cpu_seconds,
-        wall_seconds,
-        peak_rss_mib: metrics::peak_rss_mib(),
-        cost_cents: prices.cents(cpu_seconds, counters.sent),
-        prices,
+        run,
     };
     write_json(&args.output, &report)?;
-    if let Some(seed_file) = link.seed_file {
-        let _ = std::fs::remove_file(seed_file);
-    }
+    seed_file.remove();
     Ok(report)
 }
 

@@ -68,6 +68,8 @@ pub enum PeerMisbehaved {
         what: &'static str,
         source: FilterError,
     },
+    #[error("oblivious transfer: {0}")]
+    InvalidOt(privset_crypto::ot::OtError),
     #[error("{0}")]
     Inconsistent(String),
 }

@@ -13,6 +13,7 @@ pub mod error;
 pub mod input;
 pub mod party;
 pub mod pi_sum;
+pub mod pso;
 pub mod session;
 pub mod wire;
 

@@ -35,24 +35,48 @@ pub type SessionId = [u8; SESSION_ID_LEN];
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProtocolId {
     PiSum,
+    Psi,
+    PsiCard,
+    PsiCardSum,
+    Psu,
+    PsiShare,
+    PrivateId,
 }
 
 impl ProtocolId {
+    pub const ALL: [ProtocolId; 7] = [
+        ProtocolId::PiSum,
+        ProtocolId::Psi,
+        ProtocolId::PsiCard,
+        ProtocolId::PsiCardSum,
+        ProtocolId::Psu,
+        ProtocolId::PsiShare,
+        ProtocolId::PrivateId,
+    ];
     pub fn code(self) -> u8 {
         match self {
             ProtocolId::PiSum => 1,
+            ProtocolId::Psi => 2,
+            ProtocolId::PsiCard => 3,
+            ProtocolId::PsiCardSum => 4,
+            ProtocolId::Psu => 5,
+            ProtocolId::PsiShare => 6,
+            ProtocolId::PrivateId => 7,
         }
     }
     pub fn name(self) -> &'static str {
         match self {
             ProtocolId::PiSum => "pi-sum",
+            ProtocolId::Psi => "psi",
+            ProtocolId::PsiCard => "psi-card",
+            ProtocolId::PsiCardSum => "psi-card-sum",
+            ProtocolId::Psu => "psu",
+            ProtocolId::PsiShare => "psi-share",
+            ProtocolId::PrivateId => "private-id",
         }
     }
     pub fn from_code(code: u8) -> Option<Self> {
-        match code {
-            1 => Some(ProtocolId::PiSum),
-            _ => None,
-        }
+        Self::ALL.into_iter().find(|p| p.code() == code)
     }
 }
 

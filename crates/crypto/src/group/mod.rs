@@ -6,7 +6,7 @@
 //! [`PrimeGroup::decode`], which rejects non-canonical encodings and the identity.
 //!
 //! Implementations: [`ristretto::Ristretto255`] (RFC 9496, hash-to-group with
-//! expand_message_xmd/SHA-512) and [`p256::P256`] (RFC 9380 suite
+//! expand_message_xmd/SHA-512) and [`p256::P256`] / [`p256::P256Uncompressed`] (RFC 9380 suite
 //! `P256_XMD:SHA-256_SSWU_RO_`).
 
 pub mod p256;
@@ -25,18 +25,26 @@ use crate::rng::SessionRng;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum GroupId {
     Ristretto255,
+    /// P-256, SEC1 uncompressed (65-byte elements).
     P256,
+    /// P-256, SEC1 compressed (33-byte elements).
+    P256Compressed,
 }
 
 impl GroupId {
     /// All groups, in the order the CLI lists them.
-    pub const ALL: [GroupId; 2] = [GroupId::Ristretto255, GroupId::P256];
+    pub const ALL: [GroupId; 3] = [
+        GroupId::Ristretto255,
+        GroupId::P256,
+        GroupId::P256Compressed,
+    ];
 
     /// The name used on the command line and in results.
     pub fn name(self) -> &'static str {
         match self {
             GroupId::Ristretto255 => "ristretto255",
             GroupId::P256 => "p256",
+            GroupId::P256Compressed => "p256-compressed",
         }
     }
 
@@ -44,7 +52,8 @@ impl GroupId {
     pub fn code(self) -> u8 {
         match self {
             GroupId::Ristretto255 => 1,
-            GroupId::P256 => 2,
+            GroupId::P256Compressed => 2,
+            GroupId::P256 => 3,
         }
     }
 
@@ -60,7 +69,7 @@ impl GroupId {
     pub fn suite(self) -> &'static str {
         match self {
             GroupId::Ristretto255 => "ristretto255_XMD:SHA-512_R255MAP_RO_",
-            GroupId::P256 => "P256_XMD:SHA-256_SSWU_RO_",
+            GroupId::P256 | GroupId::P256Compressed => "P256_XMD:SHA-256_SSWU_RO_",
         }
     }
 }
@@ -113,6 +122,9 @@ pub trait PrimeGroup: Send + Sync + 'static {
 
     /// The inverse of a non-zero scalar (used to undo an exponentiation).
     fn invert_scalar(k: &Self::Scalar) -> Self::Scalar;
+
+    /// `a * b` mod the group order (composes two exponentiations into one).
+    fn mul_scalars(a: &Self::Scalar, b: &Self::Scalar) -> Self::Scalar;
 
     /// RFC 9380 `hash_to_curve` (random-oracle variant) with domain-separation tag `dst`
     /// (at most 255 bytes).

@@ -11,17 +11,20 @@
 //! sha2 0.11 and the crate's `group-digest` feature; the output is checked against
 //! RFC 9380 Appendix J.1.1 in `tests/group_vectors.rs`.
 //!
-//! Encoding is SEC1 compressed (33 bytes: `0x02|0x03 || x`).
+//! Two encodings, as seed 001 Sec. 7.5 compares them: SEC1 compressed ([`P256`], 33
+//! bytes `0x02|0x03 || x`, decoding costs a square root) and SEC1 uncompressed
+//! ([`P256Uncompressed`], 65 bytes `0x04 || x || y`, decoding costs one curve-equation
+//! check). The group and hashing are identical; only the wire form differs.
 
 use p256::elliptic_curve::array::Array;
 use p256::elliptic_curve::consts::U48;
-use p256::elliptic_curve::group::GroupEncoding;
 use p256::elliptic_curve::ops::Reduce;
 use p256::elliptic_curve::point::DecompressPoint;
+use p256::elliptic_curve::sec1::{FromSec1Point, ToSec1Point};
 use p256::elliptic_curve::subtle::Choice;
 use p256::elliptic_curve::{BatchNormalize, Field};
 use p256::hash2curve::MapToCurve;
-use p256::{AffinePoint, FieldBytes, NistP256, ProjectivePoint, Scalar};
+use p256::{AffinePoint, FieldBytes, NistP256, ProjectivePoint, Scalar, Sec1Point};
 use sha2::Sha256;
 use zeroize::Zeroizing;
 
@@ -32,11 +35,16 @@ use crate::rng::SessionRng;
 /// The base field element type the crate's SWU map works on.
 type Fe = <NistP256 as MapToCurve>::FieldElement;
 
-/// NIST P-256 (secp256r1) with RFC 9380 hashing.
+/// NIST P-256 (secp256r1) with RFC 9380 hashing; `COMPRESSED` picks the SEC1 wire form.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct P256;
+pub struct P256Curve<const COMPRESSED: bool>;
 
-impl P256 {
+/// P-256 with 33-byte SEC1 compressed elements.
+pub type P256 = P256Curve<true>;
+/// P-256 with 65-byte SEC1 uncompressed elements.
+pub type P256Uncompressed = P256Curve<false>;
+
+impl<const COMPRESSED: bool> P256Curve<COMPRESSED> {
     /// RFC 9380 `hash_to_curve` result in projective form.
     fn hash_projective(dst: &[u8], msg: &[u8]) -> ProjectivePoint {
         // hash_to_field(msg, 2): len_in_bytes = count * m * L = 2 * 1 * 48.
@@ -54,9 +62,13 @@ impl P256 {
     }
 }
 
-impl PrimeGroup for P256 {
-    const ID: GroupId = GroupId::P256;
-    const ELEMENT_LEN: usize = 33;
+impl<const COMPRESSED: bool> PrimeGroup for P256Curve<COMPRESSED> {
+    const ID: GroupId = if COMPRESSED {
+        GroupId::P256Compressed
+    } else {
+        GroupId::P256
+    };
+    const ELEMENT_LEN: usize = if COMPRESSED { 33 } else { 65 };
 
     type Element = AffinePoint;
     type Scalar = Scalar;
@@ -80,6 +92,10 @@ impl PrimeGroup for P256 {
         Option::from(k.invert()).unwrap_or(Scalar::ZERO)
     }
 
+    fn mul_scalars(a: &Scalar, b: &Scalar) -> Scalar {
+        a * b
+    }
+
     fn hash_to_group(dst: &[u8], msg: &[u8]) -> AffinePoint {
         Self::hash_projective(dst, msg).into()
     }
@@ -88,18 +104,31 @@ impl PrimeGroup for P256 {
         (*element * k).into()
     }
 
-    /// SEC1 compressed form. The identity (never a valid protocol value) would be written
-    /// as 33 zero bytes, which [`Self::decode`] rejects.
+    /// SEC1 compressed or uncompressed form. The identity (never a valid protocol value)
+    /// would be written as all-zero bytes, which [`Self::decode`] rejects.
     fn encode(element: &AffinePoint, out: &mut [u8]) {
-        out.copy_from_slice(element.to_bytes().as_slice());
+        out.copy_from_slice(element.to_sec1_point(COMPRESSED).as_bytes());
     }
 
-    /// Accepts only `0x02|0x03 || x` with `x < p` and `x³ - 3x + b` a square, i.e. the
-    /// canonical compressed encoding of a non-identity point (SEC1 §2.3.4, cofactor 1).
-    /// 33 zero bytes (the fixed-width identity convention) is reported as the identity.
+    /// Compressed: accepts only `0x02|0x03 || x` with `x < p` and `x³ - 3x + b` a
+    /// square. Uncompressed: only `0x04 || x || y` with `x, y < p` on the curve. Either
+    /// way the canonical encoding of a non-identity point (SEC1 §2.3.4, cofactor 1).
+    /// All-zero bytes (the fixed-width identity convention) is reported as the identity.
     fn decode(bytes: &[u8]) -> Result<AffinePoint, GroupError> {
         if bytes.len() != Self::ELEMENT_LEN {
             return Err(GroupError::NonCanonical { index: 0 });
+        }
+        if !COMPRESSED {
+            if bytes.iter().all(|&b| b == 0) {
+                return Err(GroupError::Identity { index: 0 });
+            }
+            if bytes[0] != 0x04 {
+                return Err(GroupError::NonCanonical { index: 0 });
+            }
+            let point =
+                Sec1Point::from_bytes(bytes).map_err(|_| GroupError::NonCanonical { index: 0 })?;
+            return Option::from(AffinePoint::from_sec1_point(&point))
+                .ok_or(GroupError::NonCanonical { index: 0 });
         }
         let y_is_odd = match bytes[0] {
             0x02 => 0u8,
@@ -142,6 +171,30 @@ mod tests {
     #[test]
     fn p256_conformance() {
         conformance::run_all::<P256>();
+    }
+
+    #[test]
+    fn p256_uncompressed_conformance() {
+        conformance::run_all::<P256Uncompressed>();
+    }
+
+    #[test]
+    fn uncompressed_rejects_off_curve_and_wrong_prefix() {
+        let e = P256Uncompressed::hash_to_group(b"t", b"x");
+        let mut enc = [0u8; 65];
+        P256Uncompressed::encode(&e, &mut enc);
+        assert_eq!(enc[0], 0x04);
+        assert!(P256Uncompressed::decode(&enc).is_ok());
+        let mut off = enc;
+        off[64] ^= 1;
+        assert!(P256Uncompressed::decode(&off).is_err());
+        let mut prefix = enc;
+        prefix[0] = 0x02;
+        assert!(P256Uncompressed::decode(&prefix).is_err());
+        assert_eq!(
+            P256Uncompressed::decode(&[0u8; 65]),
+            Err(GroupError::Identity { index: 0 })
+        );
     }
 
     #[test]

@@ -51,6 +51,10 @@ impl PrimeGroup for Ristretto255 {
         k.invert()
     }
 
+    fn mul_scalars(a: &Scalar, b: &Scalar) -> Scalar {
+        a * b
+    }
+
     fn hash_to_group(dst: &[u8], msg: &[u8]) -> RistrettoPoint {
         let mut uniform = [0u8; 64];
         expand_message_xmd_into::<Sha512>(&[msg], dst, &mut uniform)

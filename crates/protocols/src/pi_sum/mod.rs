@@ -24,7 +24,7 @@ use privset_crypto::ahe::elgamal::{self, ElGamal};
 use privset_crypto::ahe::paillier::{self, Paillier};
 use privset_crypto::ahe::{ColumnBounds, HeId, SubsetSum};
 use privset_crypto::filter::FilterKind;
-use privset_crypto::group::p256::P256;
+use privset_crypto::group::p256::{P256, P256Uncompressed};
 use privset_crypto::group::ristretto::Ristretto255;
 use privset_crypto::group::{GroupId, PrimeGroup};
 use privset_crypto::rng::SEED_LEN;
@@ -251,8 +251,18 @@ pub fn new_party(
         (GroupId::Ristretto255, HeId::ElGamal) => {
             build::<Ristretto255, ElGamal>(role, config, input, seed)
         }
-        (GroupId::P256, HeId::Paillier) => build::<P256, Paillier>(role, config, input, seed),
-        (GroupId::P256, HeId::ElGamal) => build::<P256, ElGamal>(role, config, input, seed),
+        (GroupId::P256Compressed, HeId::Paillier) => {
+            build::<P256, Paillier>(role, config, input, seed)
+        }
+        (GroupId::P256Compressed, HeId::ElGamal) => {
+            build::<P256, ElGamal>(role, config, input, seed)
+        }
+        (GroupId::P256, HeId::Paillier) => {
+            build::<P256Uncompressed, Paillier>(role, config, input, seed)
+        }
+        (GroupId::P256, HeId::ElGamal) => {
+            build::<P256Uncompressed, ElGamal>(role, config, input, seed)
+        }
     })
 }
 

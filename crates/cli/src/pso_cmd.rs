@@ -1,0 +1,282 @@
+//! `privset psi | psi-card | psi-card-sum | psu | psi-share | private-id`: one party of a
+//! set operation of seed 001.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+use privset_crypto::cwprf::CwPrfId;
+use privset_crypto::filter::FilterKind;
+use privset_crypto::group::GroupId;
+use privset_protocols::input::DuplicatePolicy;
+use privset_protocols::pso::{
+    self, Construction, LastMessage, Operation, PsoConfig, PsoOutput, PsoRole,
+};
+
+use crate::connect::ConnectArgs;
+use crate::csv_input::{self, Columns};
+use crate::fail::Failure;
+use crate::metrics::Stopwatch;
+use crate::pi_sum_cmd::{DupArg, write_json};
+use crate::run::{self, Metered, PriceArgs};
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PsoRoleArg {
+    /// Holds Y; learns the output (plays the mqRPMT server, Fig. 7's P1).
+    Receiver,
+    /// Holds X (and values for psi-card-sum); Fig. 7's P2.
+    Sender,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CwPrfArg {
+    Ristretto255,
+    /// P-256, 65-byte uncompressed points.
+    P256,
+    /// P-256, 33-byte compressed points.
+    P256Compressed,
+    /// X25519 on Montgomery u-coordinates (cwPRF only; seed 001 Sec. 7.5).
+    X25519,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MqrpmtArg {
+    /// From a commutative weak PRF (seed 001 Fig. 3).
+    Cwprf,
+    /// From a permuted OPRF (seed 001 Figs. 5-6); list only, not x25519.
+    Poprf,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LastMessageArg {
+    /// The shuffled list of elements.
+    List,
+    /// Order-hiding Bloom filter (seed 001 Sec. 4.3), 2^-40 false positives per run.
+    Bloom,
+    /// Golomb-compressed set: order-hiding too, and smaller than Bloom.
+    Gcs,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct PsoArgs {
+    #[arg(long, value_enum)]
+    pub role: PsoRoleArg,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// CSV input with a header row.
+    #[arg(long, value_name = "FILE.csv")]
+    pub input: PathBuf,
+    /// Column holding the identifiers (compared as bytes after trimming whitespace).
+    #[arg(long, value_name = "NAME")]
+    pub id_column: String,
+    /// psi-card-sum sender: the value column to sum.
+    #[arg(long, value_name = "NAME")]
+    pub value_column: Option<String>,
+    #[arg(long, value_enum, default_value = "ristretto255")]
+    pub group: CwPrfArg,
+    #[arg(long, value_enum, default_value = "cwprf")]
+    pub mqrpmt: MqrpmtArg,
+    /// How the sender returns the receiver's re-evaluated set.
+    #[arg(long, value_enum, default_value = "bloom")]
+    pub last_message: LastMessageArg,
+    /// What to do with repeated identifiers.
+    #[arg(long, value_enum, default_value = "error")]
+    pub duplicates: DupArg,
+    /// psi-card-sum sender: largest allowed value.
+    #[arg(long, value_name = "N", default_value_t = u32::MAX as u64)]
+    pub value_bound: u64,
+    /// Largest set size accepted from the peer.
+    #[arg(long, value_name = "N", default_value_t = 1 << 26)]
+    pub max_peer_items: u64,
+    /// Where to write the result (JSON: counts, bytes, time, cost).
+    #[arg(long, value_name = "RESULT.json")]
+    pub output: PathBuf,
+    /// Where to write rows (CSV): the intersection (psi), the union (psu), this party's
+    /// shares (psi-share) or the private-ID table (private-id).
+    #[arg(long, value_name = "FILE.csv")]
+    pub output_rows: Option<PathBuf>,
+    #[command(flatten)]
+    pub prices: PriceArgs,
+}
+
+/// RESULT.json of a set operation.
+#[derive(serde::Serialize)]
+pub struct PsoReport {
+    pub protocol: &'static str,
+    pub role: &'static str,
+    pub items: usize,
+    pub peer_items: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cardinality: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sum: Option<u128>,
+    /// Rows written to --output-rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rows: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rows_file: Option<PathBuf>,
+    pub group: &'static str,
+    pub mqrpmt: &'static str,
+    pub last_message: &'static str,
+    #[serde(flatten)]
+    pub run: Metered,
+}
+
+impl PsoArgs {
+    pub fn config(&self, operation: Operation) -> PsoConfig {
+        PsoConfig {
+            operation,
+            cwprf: match self.group {
+                CwPrfArg::Ristretto255 => CwPrfId::Group(GroupId::Ristretto255),
+                CwPrfArg::P256 => CwPrfId::Group(GroupId::P256),
+                CwPrfArg::P256Compressed => CwPrfId::Group(GroupId::P256Compressed),
+                CwPrfArg::X25519 => CwPrfId::X25519,
+            },
+            construction: match self.mqrpmt {
+                MqrpmtArg::Cwprf => Construction::Cwprf,
+                MqrpmtArg::Poprf => Construction::Poprf,
+            },
+            last_message: match self.last_message {
+                LastMessageArg::List => LastMessage::List,
+                LastMessageArg::Bloom => LastMessage::Filter(FilterKind::Bloom),
+                LastMessageArg::Gcs => LastMessage::Filter(FilterKind::Gcs),
+            },
+            max_value: self.value_bound,
+            max_peer_items: self.max_peer_items,
+        }
+    }
+
+    fn role(&self) -> PsoRole {
+        match self.role {
+            PsoRoleArg::Receiver => PsoRole::Receiver,
+            PsoRoleArg::Sender => PsoRole::Sender,
+        }
+    }
+
+    fn check_flags(&self, operation: Operation) -> Result<(), Failure> {
+        let wants_value = operation == Operation::PsiCardSum && self.role == PsoRoleArg::Sender;
+        match (&self.value_column, wants_value) {
+            (None, true) => Err(Failure::input(
+                "psi-card-sum --role sender needs --value-column",
+            )),
+            (Some(_), false) => Err(Failure::input(format!(
+                "--value-column is only for psi-card-sum --role sender, not {} --role {}",
+                operation.name(),
+                self.role().name()
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Runs one party end to end, writes RESULT.json (and the rows). Returns the report.
+pub fn run(operation: Operation, args: &PsoArgs) -> Result<PsoReport, Failure> {
+    args.check_flags(operation)?;
+    let config = args.config(operation);
+    let role = args.role();
+    let stopwatch = Stopwatch::start();
+    let values: Vec<String> = args.value_column.iter().cloned().collect();
+    let policy = match args.duplicates {
+        DupArg::Error => DuplicatePolicy::Error,
+        DupArg::Sum => DuplicatePolicy::Sum,
+        DupArg::First => DuplicatePolicy::First,
+    };
+    let dataset = csv_input::read_dataset(
+        &args.input,
+        &Columns {
+            id: &args.id_column,
+            values: &values,
+            segment: None,
+        },
+        policy,
+        args.value_bound,
+    )?;
+    let items = dataset.ids.len();
+    // Kept for the private-ID table, which lists own items in input order.
+    let own_ids = (operation == Operation::PrivateId).then(|| dataset.ids.clone());
+    pso::validate(role, &config, &dataset)?;
+    let (me, peer) = match role {
+        PsoRole::Receiver => ("receiver", "sender"),
+        PsoRole::Sender => ("sender", "receiver"),
+    };
+    let link = args.connect.open(me, peer, &args.output)?;
+    let mut party = pso::new_party(role, &config, dataset, link.seed)?;
+    let (run, seed_file) = run::drive_metered(
+        party.as_mut(),
+        link,
+        &format!("{} {me}", operation.name()),
+        &stopwatch,
+        args.prices.prices(),
+    )?;
+    let output = party
+        .output()
+        .ok_or_else(|| Failure::other("the run ended without an output"))?;
+    let rows = match &args.output_rows {
+        Some(path) => write_rows(path, &args.id_column, &output, own_ids.as_deref())?,
+        None => None,
+    };
+    let report = PsoReport {
+        protocol: operation.name(),
+        role: role.name(),
+        items,
+        peer_items: output.peer_items,
+        cardinality: output.cardinality,
+        sum: output.sum,
+        rows,
+        rows_file: rows.and(args.output_rows.clone()),
+        group: config.cwprf.name(),
+        mqrpmt: config.construction.name(),
+        last_message: config.last_message.name(),
+        run,
+    };
+    write_json(&args.output, &report)?;
+    seed_file.remove();
+    Ok(report)
+}
+
+/// Writes the operation's rows; `None` when the party has no rows to write.
+fn write_rows(
+    path: &Path,
+    id_column: &str,
+    output: &PsoOutput,
+    own_ids: Option<&[Vec<u8>]>,
+) -> Result<Option<usize>, Failure> {
+    let cannot =
+        |e: &dyn std::fmt::Display| Failure::other(format!("cannot write {}: {e}", path.display()));
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let mut records: Vec<Vec<String>> = Vec::new();
+    let header: Vec<String>;
+    if let Some(items) = &output.items {
+        header = vec![id_column.to_string()];
+        records.extend(items.iter().map(|i| vec![text(i)]));
+    } else if let Some(shares) = &output.shares {
+        header = vec!["index".into(), "share".into()];
+        records.extend(
+            shares
+                .iter()
+                .map(|s| vec![s.index.to_string(), hex::encode(&s.share)]),
+        );
+    } else if let (Some(table), Some(ids)) = (&output.private_id, own_ids) {
+        // One row per union identifier, sorted; the own item where this party has one.
+        // Both parties' files have the same rows in the same order: join on private_id.
+        header = vec!["private_id".into(), id_column.to_string()];
+        let mut mine: std::collections::HashMap<&[u8], &[u8]> = Default::default();
+        for (id, item) in table.own.iter().zip(ids) {
+            mine.insert(id.as_slice(), item.as_slice());
+        }
+        records.extend(table.union.iter().map(|id| {
+            vec![
+                hex::encode(id),
+                mine.get(id.as_slice()).map(|i| text(i)).unwrap_or_default(),
+            ]
+        }));
+    } else {
+        return Ok(None);
+    }
+    let mut w = csv::Writer::from_path(path).map_err(|e| cannot(&e))?;
+    w.write_record(&header).map_err(|e| cannot(&e))?;
+    for r in &records {
+        w.write_record(r).map_err(|e| cannot(&e))?;
+    }
+    w.flush().map_err(|e| cannot(&e))?;
+    Ok(Some(records.len()))
+}

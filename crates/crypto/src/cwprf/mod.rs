@@ -1,0 +1,153 @@
+//! Commutative weak pseudorandom functions (cwPRF, seed 001 Sec. 4).
+//!
+//! A keyed function `F: K x D -> D` whose keyed maps commute,
+//! `F_k1(F_k2(x)) = F_k2(F_k1(x))`, and which is pseudorandom on random inputs. With a
+//! hash `H` into `D` modelled as a random oracle, it is the whole of the mqRPMT of
+//! seed 001 Fig. 3. Two families implement [`CwPrf`]:
+//!
+//! * every [`PrimeGroup`] (DDH): `F_k(x) = x^k`, the inputs hashed with RFC 9380.
+//!   These are also permutations with an efficient inverse (`k^-1`), i.e. commutative
+//!   weak pseudorandom *permutations*, which the permuted OPRF of seed 001 Fig. 5 needs;
+//!   [`CwPrf::invert_key`] says so.
+//! * [`x25519::X25519`], the fast mode of seed 001 Sec. 7.5: `F_k(u)` is the X25519
+//!   function on Montgomery u-coordinates. It is not a permutation of a prime-order group
+//!   (the keys are clamped), so it has no inverse and serves Fig. 3 only.
+//!
+//! Elements travel packed and fixed-width ([`CwPrf::ELEMENT_LEN`] bytes each); received
+//! bytes are validated by [`CwPrf::eval_batch`] before use.
+
+pub mod x25519;
+
+use zeroize::Zeroize;
+
+use crate::group::{GroupError, GroupId, PrimeGroup};
+use crate::rng::SessionRng;
+
+/// Which cwPRF a session uses: a prime-order group or the X25519 fast mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CwPrfId {
+    Group(GroupId),
+    X25519,
+}
+
+impl CwPrfId {
+    /// Every choice, in the order the CLI lists them.
+    pub const ALL: [CwPrfId; 4] = [
+        CwPrfId::Group(GroupId::Ristretto255),
+        CwPrfId::Group(GroupId::P256),
+        CwPrfId::Group(GroupId::P256Compressed),
+        CwPrfId::X25519,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CwPrfId::Group(g) => g.name(),
+            CwPrfId::X25519 => "x25519",
+        }
+    }
+
+    /// One-byte wire code (the group codes, and 16 for X25519).
+    pub fn code(self) -> u8 {
+        match self {
+            CwPrfId::Group(g) => g.code(),
+            CwPrfId::X25519 => 16,
+        }
+    }
+
+    pub fn from_code(code: u8) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.code() == code)
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.name() == name)
+    }
+
+    /// The hashing suite folded into every domain-separation tag.
+    pub fn suite(self) -> &'static str {
+        match self {
+            CwPrfId::Group(g) => g.suite(),
+            CwPrfId::X25519 => x25519::SUITE,
+        }
+    }
+
+    /// Bytes of one element on the wire.
+    pub fn element_len(self) -> usize {
+        match self {
+            CwPrfId::Group(GroupId::Ristretto255) => 32,
+            CwPrfId::Group(GroupId::P256) => 65,
+            CwPrfId::Group(GroupId::P256Compressed) => 33,
+            CwPrfId::X25519 => x25519::ELEMENT_LEN,
+        }
+    }
+
+    /// True when the function is a permutation with an efficient inverse (needed by the
+    /// permuted-OPRF construction).
+    pub fn is_permutation(self) -> bool {
+        matches!(self, CwPrfId::Group(_))
+    }
+}
+
+/// A commutative weak PRF with a random-oracle hash into its domain.
+pub trait CwPrf: Send + Sync + 'static {
+    const ID: CwPrfId;
+    /// Bytes of one encoded element.
+    const ELEMENT_LEN: usize;
+    /// A secret key. Zeroized on drop by the implementation's type.
+    type Key: Clone + Send + Sync + Zeroize;
+
+    fn random_key(rng: &mut SessionRng) -> Self::Key;
+
+    /// The key of the inverse permutation, when `F_k` is an efficiently invertible
+    /// permutation (prime-order groups); `None` otherwise.
+    fn invert_key(key: &Self::Key) -> Option<Self::Key>;
+
+    /// The key of `F_a ∘ F_b` when it is itself a key of the family (prime-order
+    /// groups: `a * b`); `None` otherwise.
+    fn compose_keys(a: &Self::Key, b: &Self::Key) -> Option<Self::Key>;
+
+    /// `F_k(H(item))` for every item, packed, in input order, on every core. `dst` is
+    /// the session's domain-separation tag for `H`.
+    fn hash_eval_batch<I: AsRef<[u8]> + Sync>(dst: &[u8], items: &[I], key: &Self::Key) -> Vec<u8>;
+
+    /// `F_k(e)` for every packed element `e` (received from the peer or computed
+    /// earlier), in input order. Fails on the first invalid element, naming its index.
+    fn eval_batch(packed: &[u8], key: &Self::Key) -> Result<Vec<u8>, GroupError>;
+
+    /// Checks that every packed element is valid, without evaluating.
+    fn validate_batch(packed: &[u8]) -> Result<(), GroupError>;
+}
+
+impl<G: PrimeGroup> CwPrf for G {
+    const ID: CwPrfId = CwPrfId::Group(G::ID);
+    const ELEMENT_LEN: usize = G::ELEMENT_LEN;
+    type Key = G::Scalar;
+
+    fn random_key(rng: &mut SessionRng) -> G::Scalar {
+        G::random_scalar(rng)
+    }
+
+    fn invert_key(key: &G::Scalar) -> Option<G::Scalar> {
+        Some(G::invert_scalar(key))
+    }
+
+    fn compose_keys(a: &G::Scalar, b: &G::Scalar) -> Option<G::Scalar> {
+        Some(G::mul_scalars(a, b))
+    }
+
+    fn hash_eval_batch<I: AsRef<[u8]> + Sync>(dst: &[u8], items: &[I], key: &G::Scalar) -> Vec<u8> {
+        G::hash_mul_encode_batch(dst, items, key)
+    }
+
+    fn eval_batch(packed: &[u8], key: &G::Scalar) -> Result<Vec<u8>, GroupError> {
+        G::decode_mul_encode_batch(packed, key)
+    }
+
+    fn validate_batch(packed: &[u8]) -> Result<(), GroupError> {
+        use rayon::prelude::*;
+        G::element_count(packed)?;
+        packed
+            .par_chunks(G::ELEMENT_LEN)
+            .enumerate()
+            .try_for_each(|(i, e)| G::decode(e).map(|_| ()).map_err(|err| err.at(i)))
+    }
+}

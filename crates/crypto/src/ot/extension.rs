@@ -1,0 +1,108 @@
+//! IKNP matrix work shared by both extension parties: the column PRG, the blockwise
+//! column-to-row switch and the correlation-robust row hash.
+//!
+//! Columns are kept internally with a stride padded to a whole number of 128-row blocks
+//! (16 bytes), so every block transposes as a full 128 x 128 matrix; only the first
+//! `ceil(count / 8)` bytes of a column ever cross the wire, and rows at or beyond
+//! `count` (padding) are never hashed.
+
+use rand_chacha::ChaCha20Rng;
+use rand_core::{RngCore, SeedableRng};
+use rayon::prelude::*;
+use sha2::{Digest, Sha256};
+use zeroize::Zeroize;
+
+use super::KAPPA;
+use super::base::Seed;
+use super::transpose::transpose128;
+
+const PRG_TAG: &[u8] = b"privset/ot/iknp/prg/v1";
+const ROW_TAG: &[u8] = b"privset/ot/iknp/row/v1";
+const CTX_TAG: &[u8] = b"privset/ot/ctx/v1";
+
+/// Rows per transposition block (= bits per column word).
+pub(super) const BLOCK: usize = 128;
+
+/// The caller's context, hashed once: every base-OT key and row key binds to it.
+pub(super) fn ctx_digest(ctx: &[u8]) -> [u8; 32] {
+    Sha256::new()
+        .chain_update(CTX_TAG)
+        .chain_update(ctx)
+        .finalize()
+        .into()
+}
+
+/// Bytes of one column as sent: `ceil(count / 8)`.
+pub(super) fn column_len(count: usize) -> usize {
+    count.div_ceil(8)
+}
+
+/// Bytes of one column as stored: `ceil(count / 128) * 16`.
+pub(super) fn column_stride(count: usize) -> usize {
+    count.div_ceil(BLOCK) * (BLOCK / 8)
+}
+
+/// Fills `out` with the ChaCha20 keystream keyed by `SHA-256(PRG_TAG || seed)`. Filling
+/// a shorter `out` gives a prefix of a longer one, which both parties rely on (the
+/// receiver expands one seed of each pair only as far as the wire columns).
+pub(super) fn prg_fill(seed: &Seed, out: &mut [u8]) {
+    let mut key: [u8; 32] = Sha256::new()
+        .chain_update(PRG_TAG)
+        .chain_update(seed)
+        .finalize()
+        .into();
+    let mut prg = ChaCha20Rng::from_seed(key);
+    key.zeroize();
+    prg.fill_bytes(out);
+}
+
+/// The row hash `H'(i, x) = SHA-256(ROW_TAG padded to 32 bytes || ctx digest || i || x)`
+/// (`i` as 8 bytes big-endian, `x` the 16-byte row). Its 64-byte prefix is exactly one
+/// SHA-256 block, compressed once per session; each row then costs one compression.
+/// The index makes it a tweakable correlation-robust hash, as IKNP needs: the sender's
+/// two keys are `H'(i, q_i)` and `H'(i, q_i ⊕ s)` for one secret `s` shared by all
+/// rows, and the index keeps the values for different rows independent.
+pub(super) struct RowHash(Sha256);
+
+impl RowHash {
+    pub(super) fn new(ctx: &[u8; 32]) -> Self {
+        let mut block = [0u8; 64];
+        block[..ROW_TAG.len()].copy_from_slice(ROW_TAG);
+        block[32..].copy_from_slice(ctx);
+        Self(Sha256::new_with_prefix(block))
+    }
+
+    pub(super) fn hash(&self, i: usize, row: u128) -> [u8; 32] {
+        let mut h = self.0.clone();
+        h.update((i as u64).to_be_bytes());
+        h.update(row.to_le_bytes());
+        h.finalize().into()
+    }
+}
+
+/// Calls `f(first_row, rows)` for each 128-row block of a `KAPPA`-column matrix stored
+/// with `stride` bytes per column, in parallel, with `rows[k]` holding row
+/// `first_row + k` (bit `j` = column `j`). `out` is split into matching 128-item chunks;
+/// the last may be shorter, and rows beyond it are padding.
+pub(super) fn for_each_row_block<T: Send>(
+    matrix: &[u8],
+    stride: usize,
+    out: &mut [T],
+    f: impl Fn(usize, &[u128; BLOCK], &mut [T]) + Sync,
+) {
+    debug_assert_eq!(matrix.len(), KAPPA * stride);
+    out.par_chunks_mut(BLOCK)
+        .enumerate()
+        .for_each(|(block, out)| {
+            let mut rows = [0u128; BLOCK];
+            let offset = block * (BLOCK / 8);
+            for (j, word) in rows.iter_mut().enumerate() {
+                let at = j * stride + offset;
+                let bytes: [u8; 16] = matrix[at..at + 16].try_into().expect("16 bytes");
+                *word = u128::from_le_bytes(bytes);
+            }
+            transpose128(&mut rows);
+            f(block * BLOCK, &rows, out);
+            rows.zeroize();
+        });
+}

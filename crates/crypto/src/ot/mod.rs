@@ -1,0 +1,389 @@
+//! Semi-honest oblivious transfer: 128 Chou-Orlandi base OTs extended with IKNP.
+//!
+//! Sans-IO: every step takes and returns byte messages; moving them is the caller's job.
+//! The output is `count` *random* OTs: the sender gets two 32-byte keys per OT, the
+//! receiver gets the key for its choice bit. A chosen-message OT is one more message:
+//! the sender sends `m_0 ⊕ pad(k_0)` and `m_1 ⊕ pad(k_1)` ([`pad`] stretches a key to any
+//! length) and the receiver unmasks the one its key opens. Each key may mask only one
+//! message: the pad is a deterministic function of the key.
+//!
+//! # Construction
+//!
+//! **Base OTs** ([Chou-Orlandi 2015], "the simplest OT", over ristretto255). The
+//! base-OT sender draws `a` and sends `A = a·G`. For each `j < 128` the base-OT receiver
+//! with choice bit `c_j` draws `b_j` and sends `B_j = b_j·G + c_j·A`. The sender's keys
+//! are `k_j^0 = H(ctx, j, A, B_j, a·B_j)` and `k_j^1 = H(ctx, j, A, B_j, a·(B_j − A))`;
+//! the receiver's is `k_j^{c_j} = H(ctx, j, A, B_j, b_j·A)`. `H` is SHA-256 with a domain
+//! tag, truncated to 16-byte seeds. Received points must be canonical, non-identity
+//! encodings ([`OtError::InvalidPoint`]).
+//!
+//! **Extension** ([IKNP 2003], semi-honest). The extension receiver has choice bits
+//! `r` (`count` of them); the extension sender draws a secret `s` of 128 bits. With
+//! `G` a PRG (ChaCha20 keyed by `SHA-256(tag || seed)`), the receiver computes the
+//! columns `t^j = G(k_j^0)` and sends `u^j = t^j ⊕ G(k_j^1) ⊕ r`. The sender computes
+//! `q^j = G(k_j^{s_j}) ⊕ s_j·u^j`, which is `t^j ⊕ s_j·r`. Read as rows (one bit per
+//! column, found by a blockwise bit-matrix transposition), `q_i = t_i ⊕ r_i·s`. The
+//! sender's keys for OT `i` are `H'(i, q_i)` and `H'(i, q_i ⊕ s)`; the receiver's is
+//! `H'(i, t_i)`, equal to the one selected by `r_i`. `H'` is SHA-256 with a domain tag,
+//! the context and the index `i`, modelled as a (tweakable) correlation-robust hash,
+//! which is what makes keys that differ by the fixed offset `s` look independent.
+//!
+//! **Why the base-OT roles are swapped.** The extension sender must end up knowing the
+//! offset `s` and each column `q^j = t^j ⊕ s_j·r` without learning `r` or `t^j`: it is
+//! the one who *obliviously receives* one of two seeds per column, with choice `s_j`.
+//! The extension receiver knows `r` and must be able to build both candidates, `t^j`
+//! and `t^j ⊕ r`: it holds both seeds, so it is the base-OT *sender*. 128 public-key
+//! OTs with random choices thus become `count` OTs with the receiver's chosen bits at
+//! the cost of symmetric crypto only.
+//!
+//! # Messages
+//!
+//! | step | direction | bytes | function |
+//! |------|-----------|-------|----------|
+//! | 1 | receiver → sender | [`BASE_FIRST_LEN`] = 32 (`A`) | [`OtReceiverSetup::new`] |
+//! | 2 | sender → receiver | [`BASE_REPLY_LEN`] = 4096 (`B_1..B_128`) | [`OtSenderSetup::respond`] |
+//! | 3 | receiver → sender | [`extension_message_len`]`(count)` = `128 · ceil(count/8)` (`u^1..u^128`) | [`OtReceiverSetup::extend`] |
+//!
+//! then the sender finishes with [`OtSenderSetup::extend`]. The u-matrix is 16 bytes per
+//! OT (column `j` is `ceil(count/8)` bytes, bit `i` of OT `i` in byte `i/8`, bit
+//! `i mod 8`); the fixed cost is 4128 bytes. Steps 1 and 2 do not depend on the choices
+//! or on `count`, so they can run ahead of the inputs.
+//!
+//! # Security (semi-honest only)
+//!
+//! Both parties are assumed to follow the protocol; nothing checks that they do. In
+//! particular a malicious receiver can use a different `r` in different columns and
+//! learn bits of `s` (the attack the KOS consistency check prevents), so this must not
+//! be used where either party may deviate. Under that assumption:
+//!
+//! * the **sender** learns nothing about `r`: each `u^j` is masked by the output of a
+//!   seed it never received (`G(k_j^1)` if `s_j = 0`, `G(k_j^0)` inside `t^j` if
+//!   `s_j = 1`), and `A` is independent of everything;
+//! * the **receiver** learns `H'(i, t_i)` only: `B_j` hides `s_j` perfectly, the unchosen
+//!   base key needs CDH, and the unchosen extended key is `H'(i, t_i ⊕ s)` for a 128-bit
+//!   `s` it has no information about.
+//!
+//! Everything is bound to the caller's `ctx` (the session transcript id): parties with
+//! different contexts get unrelated keys, and keys never repeat across sessions.
+//! Secrets (`a`, the `b_j`, `s`, the base seeds, the column matrices and the output keys)
+//! are zeroized when dropped or when no longer needed, as far as the libraries allow
+//! (the ChaCha20 state of the PRG is not).
+//!
+//! [Chou-Orlandi 2015]: https://eprint.iacr.org/2015/267
+//! [IKNP 2003]: https://www.iacr.org/archive/crypto2003/27290145/27290145.pdf
+
+mod base;
+mod extension;
+mod transpose;
+
+use sha2::{Digest, Sha256};
+use zeroize::{Zeroize, Zeroizing};
+
+use self::base::{BaseSender, Seed};
+use self::extension::{
+    RowHash, column_len, column_stride, ctx_digest, for_each_row_block, prg_fill,
+};
+use crate::rng::SessionRng;
+
+/// Number of base OTs, the computational security parameter of the extension.
+pub const KAPPA: usize = 128;
+/// Bytes of the base-OT first message (`A`, receiver → sender).
+pub const BASE_FIRST_LEN: usize = 32;
+/// Bytes of the base-OT reply (`B_1..B_128`, sender → receiver).
+pub const BASE_REPLY_LEN: usize = KAPPA * 32;
+/// Bytes of one output key.
+pub const KEY_LEN: usize = 32;
+/// Most OTs one extension produces: far beyond what fits in memory (the sender keeps
+/// 64 bytes per OT), and it keeps every size computation free of overflow.
+pub const MAX_COUNT: usize = 1 << 30;
+
+/// Exact length of the extension message (the u-matrix) for `count` OTs: 128 columns of
+/// `ceil(count / 8)` bytes, i.e. 16 bytes per OT. Saturates instead of overflowing for
+/// counts beyond [`MAX_COUNT`], which the extension steps refuse anyway.
+pub fn extension_message_len(count: usize) -> usize {
+    KAPPA.saturating_mul(column_len(count))
+}
+
+/// Why an OT message was refused. Every check runs before any secret-dependent work, and
+/// no received message can make these functions panic.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum OtError {
+    #[error("{what} is {got} bytes, expected {expected}")]
+    WrongLength {
+        what: &'static str,
+        expected: usize,
+        got: usize,
+    },
+    /// Point `index` of a base-OT message (0 for `A`, `j` for `B_j`) is not the canonical
+    /// encoding of a non-identity ristretto255 element.
+    #[error(
+        "point {index} of the base-OT message is not a canonical encoding of a \
+         non-identity ristretto255 element"
+    )]
+    InvalidPoint { index: usize },
+    #[error("{count} OTs requested, more than the supported {max}")]
+    TooMany { count: usize, max: usize },
+}
+
+fn check_count(count: usize) -> Result<(), OtError> {
+    if count > MAX_COUNT {
+        return Err(OtError::TooMany {
+            count,
+            max: MAX_COUNT,
+        });
+    }
+    Ok(())
+}
+
+/// Extension receiver, step 1 (plays base-OT sender).
+pub struct OtReceiverSetup {
+    ctx: [u8; 32],
+    base: BaseSender,
+}
+
+impl OtReceiverSetup {
+    /// Draws the base-OT secret and returns the first message `A` ([`BASE_FIRST_LEN`]
+    /// bytes) for the sender's [`OtSenderSetup::respond`].
+    pub fn new(rng: &mut SessionRng, ctx: &[u8]) -> (Self, [u8; BASE_FIRST_LEN]) {
+        let (base, first) = BaseSender::new(rng);
+        (
+            Self {
+                ctx: ctx_digest(ctx),
+                base,
+            },
+            first,
+        )
+    }
+
+    /// Step 2, after the sender's base reply and once the choice bits are known.
+    /// Returns the receiver's keys and the extension message (u-matrix) to send, of
+    /// [`extension_message_len`]`(choices.len())` bytes. The sender must be told
+    /// `choices.len()` (normally the protocol fixes it).
+    pub fn extend(
+        self,
+        base_reply: &[u8],
+        choices: &[bool],
+    ) -> Result<(OtReceiverKeys, Vec<u8>), OtError> {
+        let count = choices.len();
+        check_count(count)?;
+        let seeds = self.base.keys(&self.ctx, base_reply)?;
+
+        let (len, stride) = (column_len(count), column_stride(count));
+        // r packed like a column: OT i in byte i/8, bit i mod 8; padding bits zero.
+        let mut r = Zeroizing::new(vec![0u8; stride]);
+        for (i, &c) in choices.iter().enumerate() {
+            r[i / 8] |= u8::from(c) << (i % 8);
+        }
+        let mut message = vec![0u8; KAPPA * len];
+        let mut t = Zeroizing::new(vec![0u8; KAPPA * stride]);
+        if count > 0 {
+            use rayon::prelude::*;
+            t.par_chunks_mut(stride)
+                .zip(message.par_chunks_mut(len))
+                .zip(seeds.par_iter())
+                .for_each(|((t_j, u_j), [k0, k1])| {
+                    prg_fill(k0, t_j);
+                    prg_fill(k1, u_j);
+                    for ((u, t), r) in u_j.iter_mut().zip(t_j.iter()).zip(r.iter()) {
+                        *u ^= t ^ r;
+                    }
+                });
+        }
+
+        let row_hash = RowHash::new(&self.ctx);
+        let mut keys = Zeroizing::new(vec![[0u8; KEY_LEN]; count]);
+        for_each_row_block(&t, stride, &mut keys, |first, rows, out| {
+            for (k, (key, row)) in out.iter_mut().zip(rows).enumerate() {
+                *key = row_hash.hash(first + k, *row);
+            }
+        });
+        r.truncate(len);
+        Ok((OtReceiverKeys { choices: r, keys }, message))
+    }
+}
+
+impl std::fmt::Debug for OtReceiverSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OtReceiverSetup { .. }")
+    }
+}
+
+/// The extension receiver's output: its choice bit and the matching key for every OT.
+pub struct OtReceiverKeys {
+    /// Packed choice bits (OT `i` in byte `i/8`, bit `i mod 8`).
+    choices: Zeroizing<Vec<u8>>,
+    keys: Zeroizing<Vec<[u8; KEY_LEN]>>,
+}
+
+impl OtReceiverKeys {
+    /// Number of OTs.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// The choice bit of OT `i`.
+    ///
+    /// # Panics
+    /// If `i >= self.len()`.
+    pub fn choice(&self, i: usize) -> bool {
+        assert!(i < self.len(), "OT index {i} out of range {}", self.len());
+        (self.choices[i / 8] >> (i % 8)) & 1 == 1
+    }
+
+    /// The key of OT `i`: the sender's key for bit `self.choice(i)`.
+    ///
+    /// # Panics
+    /// If `i >= self.len()`.
+    pub fn key(&self, i: usize) -> &[u8; KEY_LEN] {
+        &self.keys[i]
+    }
+}
+
+impl std::fmt::Debug for OtReceiverKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "OtReceiverKeys {{ len: {}, .. }}", self.len())
+    }
+}
+
+/// Extension sender, step 1 (plays base-OT receiver with random s).
+pub struct OtSenderSetup {
+    ctx: [u8; 32],
+    /// The secret offset `s`: bit `j` is the choice in base OT `j`.
+    s: Zeroizing<u128>,
+    /// `k_j^{s_j}` for every base OT `j`.
+    seeds: Zeroizing<Vec<Seed>>,
+}
+
+impl OtSenderSetup {
+    /// Answers the receiver's first message `A` with the base-OT reply `B_1..B_128`
+    /// ([`BASE_REPLY_LEN`] bytes), drawing `s` and the `b_j` from `rng`.
+    pub fn respond(
+        rng: &mut SessionRng,
+        ctx: &[u8],
+        base_first: &[u8],
+    ) -> Result<(Self, Vec<u8>), OtError> {
+        let ctx = ctx_digest(ctx);
+        let mut s = [0u8; 16];
+        rng.fill(&mut s);
+        let s_bits = Zeroizing::new(u128::from_le_bytes(s));
+        s.zeroize();
+        let (seeds, reply) = base::receive(rng, &ctx, base_first, *s_bits)?;
+        Ok((
+            Self {
+                ctx,
+                s: s_bits,
+                seeds,
+            },
+            reply,
+        ))
+    }
+
+    /// Finishes `count` OTs from the receiver's extension message, whose length must be
+    /// exactly [`extension_message_len`]`(count)`.
+    pub fn extend(self, extension_message: &[u8], count: usize) -> Result<OtSenderKeys, OtError> {
+        check_count(count)?;
+        let expected = extension_message_len(count);
+        if extension_message.len() != expected {
+            return Err(OtError::WrongLength {
+                what: "extension message",
+                expected,
+                got: extension_message.len(),
+            });
+        }
+        let s = *self.s;
+        let (len, stride) = (column_len(count), column_stride(count));
+        let mut q = Zeroizing::new(vec![0u8; KAPPA * stride]);
+        if count > 0 {
+            use rayon::prelude::*;
+            q.par_chunks_mut(stride)
+                .zip(extension_message.par_chunks(len))
+                .zip(self.seeds.par_iter())
+                .enumerate()
+                .for_each(|(j, ((q_j, u_j), seed))| {
+                    prg_fill(seed, q_j);
+                    // All ones if s_j = 1: xor u^j in without branching on s.
+                    let mask = 0u8.wrapping_sub(((s >> j) & 1) as u8);
+                    for (q, u) in q_j.iter_mut().zip(u_j) {
+                        *q ^= u & mask;
+                    }
+                });
+        }
+
+        let row_hash = RowHash::new(&self.ctx);
+        let mut keys = Zeroizing::new(vec![[[0u8; KEY_LEN]; 2]; count]);
+        for_each_row_block(&q, stride, &mut keys, |first, rows, out| {
+            for (k, (pair, row)) in out.iter_mut().zip(rows).enumerate() {
+                *pair = [
+                    row_hash.hash(first + k, *row),
+                    row_hash.hash(first + k, *row ^ s),
+                ];
+            }
+        });
+        Ok(OtSenderKeys { keys })
+    }
+}
+
+impl std::fmt::Debug for OtSenderSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OtSenderSetup { .. }")
+    }
+}
+
+/// The extension sender's output: both keys of every OT.
+pub struct OtSenderKeys {
+    keys: Zeroizing<Vec<[[u8; KEY_LEN]; 2]>>,
+}
+
+impl OtSenderKeys {
+    /// Number of OTs.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// The key of OT `i` for choice bit `bit`.
+    ///
+    /// # Panics
+    /// If `i >= self.len()`.
+    pub fn key(&self, i: usize, bit: bool) -> &[u8; KEY_LEN] {
+        &self.keys[i][usize::from(bit)]
+    }
+}
+
+impl std::fmt::Debug for OtSenderKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "OtSenderKeys {{ len: {}, .. }}", self.len())
+    }
+}
+
+const PAD_TAG: &[u8] = b"privset/ot/pad/v1";
+
+/// Fills `out` with pseudorandom bytes derived from an OT key, to be xored onto a
+/// message of `out.len()` bytes (any length, e.g. an 8-byte integer or a 40-byte
+/// string). SHA-256 in counter mode: 32-byte block `c` is
+/// `SHA-256(PAD_TAG || key || c)` (`c` 4 bytes big-endian), one compression per block,
+/// so short messages cost one hash. The same key always gives the same pad: mask one
+/// message per key.
+///
+/// # Panics
+/// If `out` is longer than 2³² blocks (128 GiB).
+pub fn pad(key: &[u8; 32], out: &mut [u8]) {
+    let prefix = Sha256::new().chain_update(PAD_TAG).chain_update(key);
+    for (c, chunk) in out.chunks_mut(32).enumerate() {
+        let c = u32::try_from(c).expect("pad longer than 2^32 blocks");
+        let mut block: [u8; 32] = prefix
+            .clone()
+            .chain_update(c.to_be_bytes())
+            .finalize()
+            .into();
+        chunk.copy_from_slice(&block[..chunk.len()]);
+        block.zeroize();
+    }
+}

@@ -1,0 +1,410 @@
+//! Private set operations from the multi-query reverse private membership test
+//! (seed 001): PSI, PSI-cardinality, PSI-card-sum, PSU, card-secret-sharing (Fig. 7)
+//! and private-ID (Sec. 6.2, Fig. 8).
+//!
+//! Roles follow Fig. 7. The **receiver** (P1) holds the set `Y` and plays the mqRPMT
+//! server: it learns the indicator bit `e_i = [x_i in Y]` for each of the sender's
+//! (shuffled) items and, through oblivious transfer on those bits, the operation's
+//! output. The **sender** (P2) holds `X` (and, for card-sum, a value per item) and plays
+//! the mqRPMT client: it learns nothing but the receiver's set size, except where the
+//! operation gives it an output (card-sum: the cardinality and the sum; psi-share: its
+//! shares). Each party learns the other's set size; docs/pso/*.md tabulate the leakage.
+//!
+//! ```text
+//! receiver (Y)                                   sender (X, values)
+//!  hello ------------------------------------>  <- hello
+//!  R1: [OT base A] F_k1(H(y)) for y in Y  ---->
+//!                                           <-- S1: [OT base reply] F_k2(H(x)) for the
+//!                                               shuffled X; F_k2(F_k1(H(y))) shuffled
+//!                                               (list) or as a Bloom / GCS filter
+//!  e_i = [F_k1(F_k2(H(x_i))) in S1's set]
+//!  R2: OT extension on choices e ------------->
+//!                                           <-- S2: one masked payload per item
+//!  R3 (card-sum only): |e|, masked sum ------>
+//! ```
+//!
+//! The permuted-OPRF construction (Figs. 4-6) has exactly the same messages: R1 carries
+//! `H(y)^s`, S1 `H(x)^k` and the permuted `H(y)^(sk)`; the receiver strips `s` from the
+//! latter and tests `H(x_i)^k` against the result. Only the receiver's test differs.
+
+mod core;
+pub mod hello;
+pub mod mqrpmt;
+pub mod private_id;
+pub mod receiver;
+pub mod sender;
+pub mod transfer;
+
+use privset_crypto::cwprf::x25519::X25519;
+use privset_crypto::cwprf::{CwPrf, CwPrfId};
+use privset_crypto::filter::FilterKind;
+use privset_crypto::group::GroupId;
+use privset_crypto::group::p256::{P256, P256Uncompressed};
+use privset_crypto::group::ristretto::Ristretto255;
+use privset_crypto::rng::SEED_LEN;
+
+use crate::error::{InputError, ProtocolError};
+use crate::input::Dataset;
+use crate::party::Party;
+use crate::wire::ProtocolId;
+
+/// Longest identifier accepted by the operations that transfer identifiers (psu,
+/// psi-share): bounds the fixed payload width.
+pub const MAX_ITEM_LEN: usize = 1024;
+
+/// The set operations of seed 001 Fig. 7 and Sec. 6.2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Operation {
+    /// The receiver learns `X ∩ Y`.
+    Psi,
+    /// The receiver learns `|X ∩ Y|`.
+    PsiCard,
+    /// Both learn `|X ∩ Y|`; the sender (value holder) learns the sum of its values over
+    /// the intersection (the standard functionality of seed 000).
+    PsiCardSum,
+    /// The receiver learns `X ∪ Y`.
+    Psu,
+    /// Both get XOR shares of every intersection element; the receiver learns `|X ∩ Y|`.
+    PsiShare,
+    /// Both get a pseudorandom identifier per own item and the identifiers of `X ∪ Y`.
+    PrivateId,
+}
+
+impl Operation {
+    pub const ALL: [Operation; 6] = [
+        Operation::Psi,
+        Operation::PsiCard,
+        Operation::PsiCardSum,
+        Operation::Psu,
+        Operation::PsiShare,
+        Operation::PrivateId,
+    ];
+
+    pub fn protocol(self) -> ProtocolId {
+        match self {
+            Operation::Psi => ProtocolId::Psi,
+            Operation::PsiCard => ProtocolId::PsiCard,
+            Operation::PsiCardSum => ProtocolId::PsiCardSum,
+            Operation::Psu => ProtocolId::Psu,
+            Operation::PsiShare => ProtocolId::PsiShare,
+            Operation::PrivateId => ProtocolId::PrivateId,
+        }
+    }
+
+    /// The command-line and wire name.
+    pub fn name(self) -> &'static str {
+        self.protocol().name()
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|o| o.name() == name)
+    }
+
+    /// True when the receiver needs oblivious transfer after the mqRPMT.
+    pub fn uses_ot(self) -> bool {
+        !matches!(self, Operation::PsiCard)
+    }
+}
+
+/// The two roles of Fig. 7.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PsoRole {
+    /// P1: holds `Y`, plays the mqRPMT server and the OT receiver.
+    Receiver,
+    /// P2: holds `X` (and values), plays the mqRPMT client and the OT sender.
+    Sender,
+}
+
+impl PsoRole {
+    pub fn name(self) -> &'static str {
+        match self {
+            PsoRole::Receiver => "receiver",
+            PsoRole::Sender => "sender",
+        }
+    }
+    pub fn code(self) -> u8 {
+        match self {
+            PsoRole::Receiver => 1,
+            PsoRole::Sender => 2,
+        }
+    }
+}
+
+/// Which mqRPMT construction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Construction {
+    /// From a commutative weak PRF (Sec. 4, Fig. 3).
+    Cwprf,
+    /// From a permuted OPRF (Sec. 5, Figs. 4-6); needs a prime-order group.
+    Poprf,
+}
+
+impl Construction {
+    pub fn name(self) -> &'static str {
+        match self {
+            Construction::Cwprf => "cwprf",
+            Construction::Poprf => "poprf",
+        }
+    }
+    pub fn code(self) -> u8 {
+        match self {
+            Construction::Cwprf => 1,
+            Construction::Poprf => 2,
+        }
+    }
+    pub fn from_code(code: u8) -> Option<Self> {
+        [Construction::Cwprf, Construction::Poprf]
+            .into_iter()
+            .find(|c| c.code() == code)
+    }
+}
+
+/// How the sender encodes the doubly-evaluated receiver set in S1 (Sec. 4.3). Every
+/// choice hides the order of the receiver's items: a shuffled list, or a filter whose
+/// content does not depend on insertion order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LastMessage {
+    /// The elements, shuffled.
+    List,
+    /// An order-hiding set filter (Bloom as in the paper, or GCS, smaller), with a false
+    /// positive rate of 2^-40 over all of the receiver's tests.
+    Filter(FilterKind),
+}
+
+impl LastMessage {
+    pub fn name(self) -> &'static str {
+        match self {
+            LastMessage::List => "list",
+            LastMessage::Filter(k) => k.name(),
+        }
+    }
+    pub fn from_name(name: &str) -> Option<Self> {
+        if name == "list" {
+            Some(LastMessage::List)
+        } else {
+            FilterKind::from_name(name).map(LastMessage::Filter)
+        }
+    }
+    pub fn code(self) -> u8 {
+        match self {
+            LastMessage::List => 0,
+            LastMessage::Filter(k) => k.code(),
+        }
+    }
+    pub fn from_code(code: u8) -> Option<Self> {
+        if code == 0 {
+            Some(LastMessage::List)
+        } else {
+            FilterKind::from_code(code).map(LastMessage::Filter)
+        }
+    }
+}
+
+/// Everything both parties must agree on, plus each party's local policy.
+#[derive(Clone, Debug)]
+pub struct PsoConfig {
+    pub operation: Operation,
+    pub cwprf: CwPrfId,
+    pub construction: Construction,
+    pub last_message: LastMessage,
+    /// psi-card-sum sender: every value is at most this (checked on input).
+    pub max_value: u64,
+    /// Largest set size accepted from the peer (bounds memory).
+    pub max_peer_items: u64,
+}
+
+impl PsoConfig {
+    pub fn new(operation: Operation) -> Self {
+        Self {
+            operation,
+            cwprf: CwPrfId::Group(GroupId::Ristretto255),
+            construction: Construction::Cwprf,
+            last_message: LastMessage::Filter(FilterKind::Bloom),
+            max_value: u32::MAX as u64,
+            max_peer_items: 1 << 26,
+        }
+    }
+}
+
+/// One row of a secret-shared intersection (psi-share): the position in the sender's
+/// shuffled order, and this party's XOR share of the encoded element (see
+/// [`transfer::encode_item`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShareRow {
+    pub index: u64,
+    pub share: Vec<u8>,
+}
+
+/// private-ID output: an identifier for each own item (in input order) and the
+/// identifiers of the union, sorted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PrivateIdTable {
+    pub own: Vec<[u8; private_id::ID_LEN]>,
+    pub union: Vec<[u8; private_id::ID_LEN]>,
+}
+
+/// What one party learns. Fields a party is not entitled to are `None`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PsoOutput {
+    pub operation: Operation,
+    pub role: PsoRole,
+    /// The peer's set size (revealed by every operation).
+    pub peer_items: u64,
+    /// `|X ∩ Y|` (psi, psi-card, psi-share: receiver; card-sum: both).
+    pub cardinality: Option<u64>,
+    /// Sum of the sender's values over the intersection (card-sum: sender).
+    pub sum: Option<u128>,
+    /// psi: the intersection, psu: the union (receiver), as identifiers.
+    pub items: Option<Vec<Vec<u8>>>,
+    /// psi-share: this party's share rows (receiver: intersection positions only;
+    /// sender: every position).
+    pub shares: Option<Vec<ShareRow>>,
+    /// private-ID table.
+    pub private_id: Option<PrivateIdTable>,
+}
+
+impl PsoOutput {
+    pub(crate) fn empty(operation: Operation, role: PsoRole, peer_items: u64) -> Self {
+        Self {
+            operation,
+            role,
+            peer_items,
+            cardinality: None,
+            sum: None,
+            items: None,
+            shares: None,
+            private_id: None,
+        }
+    }
+}
+
+/// A party of any set operation.
+pub trait PsoParty: Party {
+    /// The output, once [`Party::is_finished`].
+    fn output(&self) -> Option<PsoOutput>;
+}
+
+/// Checks a party's settings and input before anything is sent.
+pub fn validate(role: PsoRole, config: &PsoConfig, input: &Dataset) -> Result<(), ProtocolError> {
+    if config.construction == Construction::Poprf {
+        if !config.cwprf.is_permutation() {
+            return Err(ProtocolError::Config(format!(
+                "--mqrpmt poprf needs a prime-order group (a commutative weak PRP); {} is not one (seed 001 Sec. 5.3)",
+                config.cwprf.name()
+            )));
+        }
+        if config.last_message != LastMessage::List {
+            return Err(ProtocolError::Config(
+                "--mqrpmt poprf sends the permuted list: --last-message must be list (the receiver must un-mask every element, seed 001 Sec. 5.3)".into(),
+            ));
+        }
+        if config.operation == Operation::PrivateId {
+            return Err(ProtocolError::Config(
+                "private-id runs its distributional PSU on the cwPRF mqRPMT (seed 001 Sec. 6.2); use --mqrpmt cwprf".into(),
+            ));
+        }
+    }
+    if config.operation == Operation::PrivateId && !config.cwprf.is_permutation() {
+        return Err(ProtocolError::Config(format!(
+            "private-id's distributed OPRF blinds and un-blinds, which needs a prime-order group; {} is not one",
+            config.cwprf.name()
+        )));
+    }
+    let needs_values = config.operation == Operation::PsiCardSum && role == PsoRole::Sender;
+    if needs_values && input.columns.len() != 1 {
+        return Err(InputError::Other(format!(
+            "psi-card-sum: the sender needs exactly one value column (got {})",
+            input.columns.len()
+        ))
+        .into());
+    }
+    if !needs_values && !input.columns.is_empty() {
+        return Err(InputError::Other(format!(
+            "{} takes no value column for the {}",
+            config.operation.name(),
+            role.name()
+        ))
+        .into());
+    }
+    if matches!(config.operation, Operation::Psu | Operation::PsiShare)
+        && role == PsoRole::Sender
+        && let Some(long) = input.ids.iter().find(|id| id.len() > MAX_ITEM_LEN)
+    {
+        return Err(InputError::Other(format!(
+            "identifier of {} bytes is longer than the {MAX_ITEM_LEN} bytes {} transfers",
+            long.len(),
+            config.operation.name()
+        ))
+        .into());
+    }
+    if needs_values {
+        transfer::SumModulus::for_sender(input.ids.len() as u64, config.max_value)?;
+    }
+    Ok(())
+}
+
+/// Builds the party for `role` with the cwPRF named in `config`.
+///
+/// `input`: identifiers (and, for the card-sum sender, one value column), already
+/// validated by [`crate::input::build_dataset`]. `seed` determines all of the party's
+/// randomness; keep it private.
+pub fn new_party(
+    role: PsoRole,
+    config: &PsoConfig,
+    input: Dataset,
+    seed: [u8; SEED_LEN],
+) -> Result<Box<dyn PsoParty>, ProtocolError> {
+    validate(role, config, &input)?;
+    fn build<C: CwPrf>(
+        role: PsoRole,
+        config: &PsoConfig,
+        input: Dataset,
+        seed: [u8; SEED_LEN],
+    ) -> Box<dyn PsoParty> {
+        let config = config.clone();
+        match (config.operation, role) {
+            (Operation::PrivateId, PsoRole::Receiver) => {
+                Box::new(private_id::Receiver::<C>::new(config, input, seed))
+            }
+            (Operation::PrivateId, PsoRole::Sender) => {
+                Box::new(private_id::Sender::<C>::new(config, input, seed))
+            }
+            (_, PsoRole::Receiver) => Box::new(receiver::Receiver::<C>::new(config, input, seed)),
+            (_, PsoRole::Sender) => Box::new(sender::Sender::<C>::new(config, input, seed)),
+        }
+    }
+    Ok(match config.cwprf {
+        CwPrfId::Group(GroupId::Ristretto255) => build::<Ristretto255>(role, config, input, seed),
+        CwPrfId::Group(GroupId::P256) => build::<P256Uncompressed>(role, config, input, seed),
+        CwPrfId::Group(GroupId::P256Compressed) => build::<P256>(role, config, input, seed),
+        CwPrfId::X25519 => build::<X25519>(role, config, input, seed),
+    })
+}
+
+/// Message kinds of the Fig. 7 operations.
+pub mod kind {
+    pub const HELLO: u8 = 1;
+    pub const R1: u8 = 2;
+    pub const S1: u8 = 3;
+    pub const R2: u8 = 4;
+    pub const S2: u8 = 5;
+    pub const R3: u8 = 6;
+    pub const S3: u8 = 7;
+    pub const R4: u8 = 8;
+
+    /// Receiver messages are R1, R2, ...; sender messages S1, S2, ... (docs/wire.md
+    /// gives each operation's layouts).
+    pub fn name(kind: u8) -> &'static str {
+        match kind {
+            HELLO => "hello",
+            R1 => "R1",
+            S1 => "S1",
+            R2 => "R2",
+            S2 => "S2",
+            R3 => "R3",
+            S3 => "S3",
+            R4 => "R4",
+            _ => "unknown",
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! The multi-query reverse private membership test, both constructions of seed 001.
+//!
+//! * cwPRF (Fig. 3): the server sends `F_k1(H(y))`; the client answers with
+//!   `F_k2(H(x_i))` in its (shuffled) order and `F_k2(F_k1(H(y)))` as a shuffled list or
+//!   an order-hiding filter; the server sets `e_i = [F_k1(F_k2(H(x_i))) in that set]`.
+//! * permuted OPRF (Figs. 5-6): the server sends `H(y)^s` for a random mask `s`; the
+//!   client answers with `H(x_i)^k` and the permuted `H(y)^(sk)`; the server removes the
+//!   mask with `s^-1`, obtaining `{H(y)^k}` in an order it cannot link to `Y`, and sets
+//!   `e_i = [H(x_i)^k in {H(y)^k}]`.
+//!
+//! The client's side is the same function in both cases (evaluate its own items, and
+//! evaluate and shuffle or filter the server's); only the server's test differs, which is
+//! why one [`Server`] and one [`Client`] serve both.
+
+use std::collections::HashSet;
+
+use privset_crypto::cwprf::CwPrf;
+use privset_crypto::filter::{self, FilterParams, SetFilter};
+use privset_crypto::rng::SessionRng;
+use rayon::prelude::*;
+
+use super::{Construction, LastMessage};
+use crate::error::{PeerMisbehaved, ProtocolError};
+use crate::wire::Reader;
+
+/// Keyed-hash purpose of the last-message filter.
+pub const FILTER_KEY: &str = "pso/mqrpmt-filter";
+
+/// The mqRPMT server (the receiver of every operation): learns the indicator bits.
+pub struct Server<C: CwPrf> {
+    construction: Construction,
+    /// `k1` (cwPRF) or the mask `s` (permuted OPRF).
+    key: C::Key,
+}
+
+impl<C: CwPrf> Server<C> {
+    pub fn new(construction: Construction, rng: &mut SessionRng) -> Self {
+        Self::with_key(construction, C::random_key(rng))
+    }
+
+    /// A server with a key the caller also uses elsewhere (private-ID folds the first
+    /// evaluation into its distributed OPRF).
+    pub fn with_key(construction: Construction, key: C::Key) -> Self {
+        Self { construction, key }
+    }
+
+    /// First message: `F_key(H(y))` for every item.
+    pub fn evaluate_items<I: AsRef<[u8]> + Sync>(&self, dst: &[u8], items: &[I]) -> Vec<u8> {
+        C::hash_eval_batch(dst, items, &self.key)
+    }
+
+    /// Reads the client's answer from `r` (its `n2` evaluated items, then the encoded
+    /// set of `n1` re-evaluated server items) and returns the indicator bits, in the
+    /// client's order.
+    pub fn indicator(
+        &self,
+        r: &mut Reader<'_>,
+        last: LastMessage,
+        n1: usize,
+        n2: usize,
+        filter_key: &[u8; 32],
+    ) -> Result<Vec<bool>, ProtocolError> {
+        let theirs = r.take(packed_len::<C>(n2, "client's elements")?)?;
+        let set = read_set::<C>(r, last, n1, n2, filter_key)?;
+        match self.construction {
+            Construction::Cwprf => {
+                let doubled = C::eval_batch(theirs, &self.key).map_err(|source| {
+                    PeerMisbehaved::InvalidElement {
+                        what: "client's elements",
+                        source,
+                    }
+                })?;
+                Ok(membership::<C>(&doubled, &set))
+            }
+            Construction::Poprf => {
+                let ReceivedSet::List(permuted) = set else {
+                    unreachable!("validate() allows only the list with the permuted OPRF")
+                };
+                let inverse = C::invert_key(&self.key)
+                    .expect("validate() allows the permuted OPRF only for permutations");
+                let unmasked = C::eval_batch(permuted, &inverse).map_err(|source| {
+                    PeerMisbehaved::InvalidElement {
+                        what: "permuted OPRF values",
+                        source,
+                    }
+                })?;
+                C::validate_batch(theirs).map_err(|source| PeerMisbehaved::InvalidElement {
+                    what: "client's elements",
+                    source,
+                })?;
+                Ok(membership::<C>(theirs, &ReceivedSet::List(&unmasked)))
+            }
+        }
+    }
+}
+
+/// The mqRPMT client (the sender of every operation): learns nothing.
+pub struct Client<C: CwPrf> {
+    /// `k2` (cwPRF) or the pOPRF key `k`.
+    key: C::Key,
+}
+
+impl<C: CwPrf> Client<C> {
+    pub fn new(rng: &mut SessionRng) -> Self {
+        Self::with_key(C::random_key(rng))
+    }
+
+    /// A client with a key the caller also uses elsewhere (private-ID).
+    pub fn with_key(key: C::Key) -> Self {
+        Self { key }
+    }
+
+    /// `F_key(H(x))` for the client's items, in the (already shuffled) order given.
+    pub fn evaluate_items<I: AsRef<[u8]> + Sync>(&self, dst: &[u8], items: &[I]) -> Vec<u8> {
+        C::hash_eval_batch(dst, items, &self.key)
+    }
+
+    /// Re-evaluates the server's `n1` elements and encodes them as `last` says: a
+    /// shuffled list, or a filter (whose content is independent of the order).
+    pub fn encode_server_set(
+        &self,
+        server_elements: &[u8],
+        n2: usize,
+        last: LastMessage,
+        filter_key: &[u8; 32],
+        rng: &mut SessionRng,
+    ) -> Result<Vec<u8>, ProtocolError> {
+        let doubled = C::eval_batch(server_elements, &self.key).map_err(|source| {
+            PeerMisbehaved::InvalidElement {
+                what: "server's elements",
+                source,
+            }
+        })?;
+        let n1 = doubled.len() / C::ELEMENT_LEN;
+        Ok(match last {
+            LastMessage::List => {
+                let order = rng.permutation(n1);
+                let mut out = Vec::with_capacity(doubled.len());
+                for &i in &order {
+                    let i = i as usize;
+                    out.extend_from_slice(&doubled[i * C::ELEMENT_LEN..(i + 1) * C::ELEMENT_LEN]);
+                }
+                out
+            }
+            LastMessage::Filter(kind) => {
+                let params = FilterParams::new(kind, n1, n2);
+                let encoded = filter::encode(&params, filter_key, &doubled, C::ELEMENT_LEN);
+                let mut out = Vec::with_capacity(encoded.len() + 4);
+                out.extend_from_slice(&(encoded.len() as u32).to_be_bytes());
+                out.extend_from_slice(&encoded);
+                out
+            }
+        })
+    }
+}
+
+/// The server's set as received in the client's answer.
+enum ReceivedSet<'a> {
+    List(&'a [u8]),
+    Filter(SetFilter),
+}
+
+fn read_set<'a, C: CwPrf>(
+    r: &mut Reader<'a>,
+    last: LastMessage,
+    n1: usize,
+    n2: usize,
+    filter_key: &[u8; 32],
+) -> Result<ReceivedSet<'a>, ProtocolError> {
+    Ok(match last {
+        LastMessage::List => ReceivedSet::List(r.take(packed_len::<C>(n1, "server's set")?)?),
+        LastMessage::Filter(kind) => {
+            let params = FilterParams::new(kind, n1, n2);
+            let bytes = r.bytes(params.max_encoded_len())?;
+            let f = SetFilter::decode(&params, filter_key, bytes).map_err(|source| {
+                PeerMisbehaved::InvalidFilter {
+                    what: "server's set",
+                    source,
+                }
+            })?;
+            ReceivedSet::Filter(f)
+        }
+    })
+}
+
+/// `e_i = [candidate_i in set]` for every packed candidate.
+fn membership<C: CwPrf>(candidates: &[u8], set: &ReceivedSet<'_>) -> Vec<bool> {
+    match set {
+        ReceivedSet::List(members) => {
+            let members: HashSet<&[u8]> = members.chunks_exact(C::ELEMENT_LEN).collect();
+            candidates
+                .par_chunks_exact(C::ELEMENT_LEN)
+                .map(|e| members.contains(e))
+                .collect()
+        }
+        ReceivedSet::Filter(f) => candidates
+            .par_chunks_exact(C::ELEMENT_LEN)
+            .map(|e| f.contains(e))
+            .collect(),
+    }
+}
+
+/// Bytes of `n` packed elements, failing instead of overflowing on peer-announced sizes.
+pub fn packed_len<C: CwPrf>(n: usize, what: &'static str) -> Result<usize, ProtocolError> {
+    n.checked_mul(C::ELEMENT_LEN).ok_or_else(|| {
+        PeerMisbehaved::Malformed(format!("{what}: announced sizes overflow")).into()
+    })
+}
+
+/// Largest encoding of the client's answer (its elements plus the server's set).
+pub fn answer_max_len<C: CwPrf>(last: LastMessage, n1: usize, n2: usize) -> usize {
+    let elements = n2.saturating_mul(C::ELEMENT_LEN);
+    let set = match last {
+        LastMessage::List => n1.saturating_mul(C::ELEMENT_LEN),
+        LastMessage::Filter(kind) => FilterParams::new(kind, n1, n2)
+            .max_encoded_len()
+            .saturating_add(4),
+    };
+    elements.saturating_add(set)
+}

@@ -1,0 +1,252 @@
+//! The receiver (P1) of the Fig. 7 operations: the mqRPMT server and the OT receiver.
+
+use std::collections::{HashMap, HashSet};
+
+use privset_crypto::cwprf::CwPrf;
+use privset_crypto::ot::{self, OtReceiverKeys, OtReceiverSetup};
+
+use super::core::{Core, Session, impl_pso_party};
+use super::mqrpmt::{self, Server};
+use super::transfer::{self, SumModulus, TAG_KEY, TAG_LEN};
+use super::{Operation, PsoConfig, PsoRole, ShareRow, kind};
+use crate::error::{PeerMisbehaved, ProtocolError};
+use crate::input::Dataset;
+use crate::wire::{HEADER_LEN, Reader};
+
+/// The receiver: holds `Y`; learns the operation's output.
+pub struct Receiver<C: CwPrf> {
+    core: Core,
+    state: State<C>,
+}
+
+enum State<C: CwPrf> {
+    AwaitHello,
+    AwaitS1 {
+        session: Session,
+        server: Server<C>,
+        ot: Option<OtReceiverSetup>,
+    },
+    AwaitS2 {
+        session: Session,
+        keys: OtReceiverKeys,
+    },
+    Done,
+    Failed,
+}
+
+impl<C: CwPrf> Receiver<C> {
+    pub fn new(config: PsoConfig, input: Dataset, seed: [u8; 32]) -> Self {
+        Self {
+            core: Core::start(PsoRole::Receiver, config, input, seed),
+            state: State::AwaitHello,
+        }
+    }
+
+    fn operation(&self) -> Operation {
+        self.core.config.operation
+    }
+
+    fn step(&mut self, message: &[u8]) -> Result<(), ProtocolError> {
+        self.state = match std::mem::replace(&mut self.state, State::Failed) {
+            State::AwaitHello => {
+                let frame = self.core.open(message, kind::HELLO)?;
+                let session = self.core.on_hello::<C>(frame.body)?;
+                let server = Server::<C>::new(self.core.config.construction, &mut self.core.rng);
+                let mut r1 = Vec::new();
+                let ot = self.operation().uses_ot().then(|| {
+                    let (setup, first) =
+                        OtReceiverSetup::new(&mut self.core.rng, &session.ctx.transcript);
+                    r1.extend_from_slice(&first);
+                    setup
+                });
+                r1.extend_from_slice(&server.evaluate_items(&session.dst, &self.core.input.ids));
+                self.core.channel.push(kind::R1, &r1);
+                State::AwaitS1 {
+                    session,
+                    server,
+                    ot,
+                }
+            }
+            State::AwaitS1 {
+                session,
+                server,
+                ot,
+            } => {
+                let frame = self.core.open(message, kind::S1)?;
+                let mut r = Reader::new(frame.body, "S1");
+                let base_reply = match ot {
+                    Some(_) => Some(r.take(ot::BASE_REPLY_LEN)?),
+                    None => None,
+                };
+                let n1 = self.core.input.ids.len();
+                let n2 = session.peer.items as usize;
+                let filter_key = session.ctx.derive_key(mqrpmt::FILTER_KEY);
+                let e =
+                    server.indicator(&mut r, self.core.config.last_message, n1, n2, &filter_key)?;
+                r.finish()?;
+                match (ot, base_reply) {
+                    (Some(setup), Some(reply)) => {
+                        let (keys, extension) = setup.extend(reply, &e).map_err(bad_ot)?;
+                        self.core.channel.push(kind::R2, &extension);
+                        State::AwaitS2 { session, keys }
+                    }
+                    _ => {
+                        let mut out = self.core.empty_output(session.peer.items);
+                        out.cardinality = Some(e.iter().filter(|&&b| b).count() as u64);
+                        self.core.finish(out);
+                        State::Done
+                    }
+                }
+            }
+            State::AwaitS2 { session, keys } => {
+                let frame = self.core.open(message, kind::S2)?;
+                let n2 = session.peer.items as usize;
+                let width = payload_width(self.operation(), &session)?;
+                let expected = n2.saturating_mul(width);
+                if frame.body.len() != expected {
+                    return Err(PeerMisbehaved::WrongLength {
+                        what: "S2",
+                        got: frame.body.len(),
+                        expected,
+                    }
+                    .into());
+                }
+                let out = self.finish_transfer(&session, &keys, width, frame.body)?;
+                self.core.finish(out);
+                State::Done
+            }
+            State::Done | State::Failed => {
+                return Err(ProtocolError::ApiMisuse("message after the end of the run"));
+            }
+        };
+        Ok(())
+    }
+
+    /// Reads the OT payloads into the operation's output (card-sum: also queues R3).
+    fn finish_transfer(
+        &mut self,
+        session: &Session,
+        keys: &OtReceiverKeys,
+        width: usize,
+        payload: &[u8],
+    ) -> Result<super::PsoOutput, ProtocolError> {
+        let mut out = self.core.empty_output(session.peer.items);
+        let cardinality = (0..keys.len()).filter(|&i| keys.choice(i)).count() as u64;
+        let ids = &self.core.input.ids;
+        match self.operation() {
+            Operation::Psi => {
+                let tag_key = session.ctx.derive_key(TAG_KEY);
+                let by_tag: HashMap<[u8; TAG_LEN], usize> = ids
+                    .iter()
+                    .enumerate()
+                    .map(|(j, y)| (transfer::item_tag(&tag_key, y), j))
+                    .collect();
+                // A tag matching none of our items can only come from a filter false
+                // positive (probability 2^-40 per run): it is not in the intersection.
+                let mut found: Vec<usize> = transfer::receive_one_sided(keys, true, width, payload)
+                    .into_iter()
+                    .filter_map(|(_, tag)| by_tag.get(tag.as_slice()).copied())
+                    .collect();
+                found.sort_unstable();
+                found.dedup();
+                out.cardinality = Some(found.len() as u64);
+                out.items = Some(found.into_iter().map(|j| ids[j].clone()).collect());
+            }
+            Operation::Psu => {
+                let mut union: Vec<Vec<u8>> = ids.clone();
+                let mut seen: HashSet<Vec<u8>> = ids.iter().cloned().collect();
+                for (_, slot) in transfer::receive_one_sided(keys, false, width, payload) {
+                    let item = transfer::decode_item(&slot)?.to_vec();
+                    if seen.insert(item.clone()) {
+                        union.push(item);
+                    }
+                }
+                out.items = Some(union);
+            }
+            Operation::PsiShare => {
+                out.cardinality = Some(cardinality);
+                out.shares = Some(
+                    transfer::receive_shares(keys, width, payload)
+                        .into_iter()
+                        .map(|(i, share)| ShareRow {
+                            index: i as u64,
+                            share,
+                        })
+                        .collect(),
+                );
+            }
+            Operation::PsiCardSum => {
+                let q = sum_modulus(session)?;
+                let masked = transfer::receive_sum(keys, q, payload)?;
+                let mut r3 = Vec::with_capacity(24);
+                r3.extend_from_slice(&cardinality.to_be_bytes());
+                r3.extend_from_slice(&masked.to_be_bytes());
+                self.core.channel.push(kind::R3, &r3);
+                out.cardinality = Some(cardinality);
+            }
+            Operation::PsiCard | Operation::PrivateId => {
+                unreachable!("no transfer step in {}", self.operation().name())
+            }
+        }
+        Ok(out)
+    }
+
+    fn max_len(&self) -> usize {
+        match &self.state {
+            State::AwaitHello => super::hello::MAX_LEN,
+            State::AwaitS1 { session, ot, .. } => {
+                let base = if ot.is_some() { ot::BASE_REPLY_LEN } else { 0 };
+                HEADER_LEN
+                    .saturating_add(base)
+                    .saturating_add(mqrpmt::answer_max_len::<C>(
+                        self.core.config.last_message,
+                        self.core.input.ids.len(),
+                        session.peer.items as usize,
+                    ))
+            }
+            State::AwaitS2 { session, .. } => {
+                let width = payload_width(self.operation(), session).unwrap_or(0);
+                HEADER_LEN.saturating_add((session.peer.items as usize).saturating_mul(width))
+            }
+            State::Done | State::Failed => 0,
+        }
+    }
+
+    fn describe(&self) -> String {
+        let n = self.core.input.ids.len();
+        match &self.state {
+            State::AwaitHello => "waiting for the sender's hello".into(),
+            State::AwaitS1 { session, .. } => format!(
+                "sent {n} evaluated items; waiting for the sender's {} items",
+                session.peer.items
+            ),
+            State::AwaitS2 { .. } => "oblivious transfer: waiting for the payloads".into(),
+            State::Done => "done".into(),
+            State::Failed => "failed".into(),
+        }
+    }
+}
+
+/// Bytes the sender transfers per item for `op`, from what it announced.
+fn payload_width(op: Operation, session: &Session) -> Result<usize, ProtocolError> {
+    Ok(match op {
+        Operation::Psi => TAG_LEN,
+        Operation::Psu | Operation::PsiShare => {
+            transfer::item_width(session.peer.max_item_len as usize)
+        }
+        Operation::PsiCardSum => sum_modulus(session)?.bytes(),
+        Operation::PsiCard | Operation::PrivateId => 0,
+    })
+}
+
+fn sum_modulus(session: &Session) -> Result<SumModulus, ProtocolError> {
+    SumModulus::new(session.peer.items, session.peer.max_value).ok_or_else(|| {
+        PeerMisbehaved::Malformed("announced value bound and set size overflow 2^127".into()).into()
+    })
+}
+
+pub(crate) fn bad_ot(source: ot::OtError) -> ProtocolError {
+    PeerMisbehaved::InvalidOt(source).into()
+}
+
+impl_pso_party!(Receiver);

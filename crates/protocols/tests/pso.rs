@@ -1,0 +1,523 @@
+//! The set operations of seed 001 end to end over the in-memory pair, each checked
+//! against the plaintext answer on random inputs and edge cases.
+#![allow(clippy::result_large_err)] // PairError carries both sides' errors; tests only.
+
+use std::collections::{HashMap, HashSet};
+
+use privset_crypto::cwprf::CwPrfId;
+use privset_crypto::filter::FilterKind;
+use privset_crypto::group::GroupId;
+use privset_crypto::rng::SessionRng;
+use privset_net::memory::{Direction, HookAction, PairError, run_pair, run_pair_with};
+use privset_protocols::input::Dataset;
+use privset_protocols::pso::{
+    self, Construction, LastMessage, Operation, PsoConfig, PsoOutput, PsoRole, transfer,
+};
+use privset_protocols::{PeerMisbehaved, ProtocolError};
+
+fn id(i: u64) -> Vec<u8> {
+    // Varying lengths exercise the fixed-width identifier slots.
+    format!("item-{i}-{}", "x".repeat((i % 7) as usize)).into_bytes()
+}
+
+fn receiver_set(ys: &[u64]) -> Dataset {
+    Dataset {
+        ids: ys.iter().map(|&i| id(i)).collect(),
+        ..Dataset::default()
+    }
+}
+
+fn sender_set(xs: &[(u64, u64)], with_values: bool) -> Dataset {
+    Dataset {
+        ids: xs.iter().map(|p| id(p.0)).collect(),
+        columns: if with_values {
+            vec![xs.iter().map(|p| p.1).collect()]
+        } else {
+            vec![]
+        },
+        column_names: if with_values {
+            vec!["v".into()]
+        } else {
+            vec![]
+        },
+        ..Dataset::default()
+    }
+}
+
+fn seed(rng: &mut SessionRng) -> [u8; 32] {
+    let mut s = [0u8; 32];
+    rng.fill(&mut s);
+    s
+}
+
+fn run(config: &PsoConfig, ys: &[u64], xs: &[(u64, u64)]) -> (PsoOutput, PsoOutput) {
+    let mut rng = SessionRng::from_os();
+    let values = config.operation == Operation::PsiCardSum;
+    let mut r =
+        pso::new_party(PsoRole::Receiver, config, receiver_set(ys), seed(&mut rng)).unwrap();
+    let mut s = pso::new_party(
+        PsoRole::Sender,
+        config,
+        sender_set(xs, values),
+        seed(&mut rng),
+    )
+    .unwrap();
+    run_pair(r.as_mut(), s.as_mut()).unwrap();
+    (r.output().unwrap(), s.output().unwrap())
+}
+
+/// Random sets: `n1` receiver items, `n2` sender items, `overlap` of them shared.
+fn random_sets(
+    rng: &mut SessionRng,
+    n1: usize,
+    n2: usize,
+    overlap: usize,
+) -> (Vec<u64>, Vec<(u64, u64)>) {
+    let base = rng.next_u64() >> 8;
+    let ys: Vec<u64> = (0..n1 as u64).map(|i| base + i).collect();
+    let xs = (0..n2 as u64)
+        .map(|j| {
+            let x = if (j as usize) < overlap {
+                base + j
+            } else {
+                base + n1 as u64 + 1000 + j
+            };
+            (x, rng.below(1 << 32))
+        })
+        .collect();
+    (ys, xs)
+}
+
+fn as_set(items: &[Vec<u8>]) -> HashSet<Vec<u8>> {
+    items.iter().cloned().collect()
+}
+
+/// Checks both outputs of `op` against the plaintext answer.
+fn check(config: &PsoConfig, ys: &[u64], xs: &[(u64, u64)]) {
+    let (r, s) = run(config, ys, xs);
+    let yset: HashSet<Vec<u8>> = ys.iter().map(|&y| id(y)).collect();
+    let xset: HashSet<Vec<u8>> = xs.iter().map(|p| id(p.0)).collect();
+    let inter: HashSet<Vec<u8>> = yset.intersection(&xset).cloned().collect();
+    let card = inter.len() as u64;
+    let ctx = format!(
+        "{} {:?} n1={} n2={}",
+        config.operation.name(),
+        config.cwprf,
+        ys.len(),
+        xs.len()
+    );
+    assert_eq!(r.peer_items, xs.len() as u64, "{ctx}");
+    assert_eq!(s.peer_items, ys.len() as u64, "{ctx}");
+    match config.operation {
+        Operation::Psi => {
+            assert_eq!(as_set(r.items.as_ref().unwrap()), inter, "{ctx}");
+            assert_eq!(r.cardinality, Some(card), "{ctx}");
+            assert_eq!(s.items, None);
+            assert_eq!(s.cardinality, None);
+        }
+        Operation::PsiCard => {
+            assert_eq!(r.cardinality, Some(card), "{ctx}");
+            assert_eq!(s.cardinality, None);
+        }
+        Operation::PsiCardSum => {
+            let sum: u128 = xs
+                .iter()
+                .filter(|p| yset.contains(&id(p.0)))
+                .map(|p| p.1 as u128)
+                .sum();
+            assert_eq!(r.cardinality, Some(card), "{ctx}");
+            assert_eq!(s.cardinality, Some(card), "{ctx}");
+            assert_eq!(s.sum, Some(sum), "{ctx}");
+            assert_eq!(r.sum, None);
+        }
+        Operation::Psu => {
+            let union: HashSet<Vec<u8>> = yset.union(&xset).cloned().collect();
+            let got = r.items.as_ref().unwrap();
+            assert_eq!(got.len(), union.len(), "{ctx}: no duplicates in the union");
+            assert_eq!(as_set(got), union, "{ctx}");
+            assert_eq!(s.items, None);
+        }
+        Operation::PsiShare => {
+            assert_eq!(r.cardinality, Some(card), "{ctx}");
+            let theirs: HashMap<u64, Vec<u8>> = s
+                .shares
+                .unwrap()
+                .into_iter()
+                .map(|row| (row.index, row.share))
+                .collect();
+            assert_eq!(theirs.len(), xs.len());
+            let mut opened = HashSet::new();
+            for row in r.shares.unwrap() {
+                let other = &theirs[&row.index];
+                let joined: Vec<u8> = row.share.iter().zip(other).map(|(a, b)| a ^ b).collect();
+                opened.insert(transfer::decode_item(&joined).unwrap().to_vec());
+            }
+            assert_eq!(opened, inter, "{ctx}");
+        }
+        Operation::PrivateId => {
+            let rt = r.private_id.unwrap();
+            let st = s.private_id.unwrap();
+            assert_eq!(rt.union, st.union, "{ctx}: both get the same union");
+            let union: HashSet<Vec<u8>> = yset.union(&xset).cloned().collect();
+            assert_eq!(rt.union.len(), union.len(), "{ctx}");
+            // Same item, same identifier; different items, different identifiers.
+            let mine: HashMap<Vec<u8>, [u8; 16]> = ys
+                .iter()
+                .map(|&y| id(y))
+                .zip(rt.own.iter().copied())
+                .collect();
+            let theirs: HashMap<Vec<u8>, [u8; 16]> = xs
+                .iter()
+                .map(|p| id(p.0))
+                .zip(st.own.iter().copied())
+                .collect();
+            for (item, pid) in &theirs {
+                if let Some(other) = mine.get(item) {
+                    assert_eq!(pid, other, "{ctx}: shared item with two identifiers");
+                } else {
+                    assert!(!mine.values().any(|v| v == pid), "{ctx}");
+                }
+            }
+            for pid in rt.own.iter().chain(&st.own) {
+                assert!(rt.union.binary_search(pid).is_ok());
+            }
+        }
+    }
+}
+
+fn config(
+    op: Operation,
+    cwprf: CwPrfId,
+    construction: Construction,
+    last: LastMessage,
+) -> PsoConfig {
+    PsoConfig {
+        cwprf,
+        construction,
+        last_message: last,
+        ..PsoConfig::new(op)
+    }
+}
+
+const RISTRETTO: CwPrfId = CwPrfId::Group(GroupId::Ristretto255);
+const BLOOM: LastMessage = LastMessage::Filter(FilterKind::Bloom);
+
+/// Edge cases every operation must get right.
+fn edge_cases(rng: &mut SessionRng) -> Vec<(Vec<u64>, Vec<(u64, u64)>)> {
+    let (ys, xs) = random_sets(rng, 300, 250, 120);
+    let identical: Vec<(u64, u64)> = ys.iter().map(|&y| (y, 5)).collect();
+    vec![
+        (ys.clone(), xs),
+        (vec![], vec![]),
+        (vec![], vec![(1, 3)]),
+        (vec![1], vec![]),
+        (vec![1], vec![(1, 7)]),
+        (vec![1], vec![(2, 7)]),
+        ((0..40).collect(), (100..130).map(|i| (i, i)).collect()),
+        (ys, identical),
+    ]
+}
+
+#[test]
+fn every_operation_matches_plaintext_on_random_and_edge_inputs() {
+    let mut rng = SessionRng::from_os();
+    for op in Operation::ALL {
+        for (ys, xs) in edge_cases(&mut rng) {
+            check(&config(op, RISTRETTO, Construction::Cwprf, BLOOM), &ys, &xs);
+        }
+    }
+}
+
+#[test]
+fn every_group_construction_and_last_message() {
+    let mut rng = SessionRng::from_os();
+    let (ys, xs) = random_sets(&mut rng, 200, 150, 70);
+    let lasts = [
+        LastMessage::List,
+        BLOOM,
+        LastMessage::Filter(FilterKind::Gcs),
+    ];
+    for cwprf in CwPrfId::ALL {
+        for last in lasts {
+            for op in [Operation::Psi, Operation::PsiCardSum, Operation::Psu] {
+                check(&config(op, cwprf, Construction::Cwprf, last), &ys, &xs);
+            }
+        }
+        if cwprf.is_permutation() {
+            for op in Operation::ALL {
+                if op != Operation::PrivateId {
+                    check(
+                        &config(op, cwprf, Construction::Poprf, LastMessage::List),
+                        &ys,
+                        &xs,
+                    );
+                }
+            }
+            check(
+                &config(
+                    Operation::PrivateId,
+                    cwprf,
+                    Construction::Cwprf,
+                    LastMessage::List,
+                ),
+                &ys,
+                &xs,
+            );
+        }
+    }
+}
+
+#[test]
+fn very_unbalanced_one_against_100k() {
+    let mut rng = SessionRng::from_os();
+    let (ys, xs) = random_sets(&mut rng, 100_000, 1, 1);
+    for op in [Operation::Psi, Operation::PsiCardSum, Operation::Psu] {
+        check(&config(op, RISTRETTO, Construction::Cwprf, BLOOM), &ys, &xs);
+    }
+    let (ys, xs) = random_sets(&mut rng, 1, 100_000, 1);
+    for op in [Operation::Psi, Operation::PsiCard, Operation::PsiShare] {
+        check(
+            &config(op, CwPrfId::X25519, Construction::Cwprf, BLOOM),
+            &ys,
+            &xs,
+        );
+    }
+    check(
+        &config(
+            Operation::Psi,
+            RISTRETTO,
+            Construction::Poprf,
+            LastMessage::List,
+        ),
+        &ys,
+        &xs,
+    );
+}
+
+#[test]
+fn card_sum_at_the_value_bound() {
+    let xs: Vec<(u64, u64)> = (0..50).map(|i| (i, u32::MAX as u64)).collect();
+    let ys: Vec<u64> = (0..50).collect();
+    check(
+        &config(Operation::PsiCardSum, RISTRETTO, Construction::Cwprf, BLOOM),
+        &ys,
+        &xs,
+    );
+    let mut c = config(Operation::PsiCardSum, RISTRETTO, Construction::Cwprf, BLOOM);
+    c.max_value = u64::MAX;
+    let xs: Vec<(u64, u64)> = (0..50).map(|i| (i, u64::MAX - i)).collect();
+    check(&c, &ys, &xs);
+}
+
+#[test]
+fn unusable_settings_are_refused_before_anything_is_sent() {
+    let d = receiver_set(&[1, 2]);
+    let refuse = |c: &PsoConfig, role: PsoRole, d: Dataset| {
+        pso::new_party(role, c, d, [0; 32])
+            .err()
+            .expect("must be refused")
+    };
+    let bad = config(Operation::Psi, RISTRETTO, Construction::Poprf, BLOOM);
+    assert!(matches!(
+        refuse(&bad, PsoRole::Receiver, d.clone()),
+        ProtocolError::Config(_)
+    ));
+    let bad = config(
+        Operation::Psi,
+        CwPrfId::X25519,
+        Construction::Poprf,
+        LastMessage::List,
+    );
+    assert!(matches!(
+        refuse(&bad, PsoRole::Receiver, d.clone()),
+        ProtocolError::Config(_)
+    ));
+    let bad = config(
+        Operation::PrivateId,
+        CwPrfId::X25519,
+        Construction::Cwprf,
+        BLOOM,
+    );
+    assert!(matches!(
+        refuse(&bad, PsoRole::Sender, d.clone()),
+        ProtocolError::Config(_)
+    ));
+    // card-sum sender without values; psi with values.
+    let cs = config(Operation::PsiCardSum, RISTRETTO, Construction::Cwprf, BLOOM);
+    assert!(matches!(
+        refuse(&cs, PsoRole::Sender, d.clone()),
+        ProtocolError::Input(_)
+    ));
+    let psi = config(Operation::Psi, RISTRETTO, Construction::Cwprf, BLOOM);
+    assert!(matches!(
+        refuse(&psi, PsoRole::Sender, sender_set(&[(1, 1)], true)),
+        ProtocolError::Input(_)
+    ));
+}
+
+/// Runs psi with a hook and returns the error of the side that failed first.
+fn run_tampered(
+    op: Operation,
+    rc: &PsoConfig,
+    sc: &PsoConfig,
+    hook: &mut dyn FnMut(Direction, u32, &mut Vec<u8>) -> HookAction,
+) -> ProtocolError {
+    let mut rng = SessionRng::from_os();
+    let (ys, xs) = random_sets(&mut rng, 30, 30, 10);
+    let values = op == Operation::PsiCardSum;
+    let mut r = pso::new_party(PsoRole::Receiver, rc, receiver_set(&ys), seed(&mut rng)).unwrap();
+    let mut s =
+        pso::new_party(PsoRole::Sender, sc, sender_set(&xs, values), seed(&mut rng)).unwrap();
+    match run_pair_with(r.as_mut(), s.as_mut(), hook) {
+        Err(PairError::Failed { error, .. }) => error,
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+const HEADER: usize = privset_protocols::wire::HEADER_LEN;
+
+#[test]
+fn malformed_messages_are_rejected_with_typed_errors() {
+    let c = config(Operation::Psi, RISTRETTO, Construction::Cwprf, BLOOM);
+    let deliver = HookAction::Deliver;
+    // Receiver -> sender is A->B. Message 1 is R1: [OT A][elements].
+    let e = run_tampered(Operation::Psi, &c, &c, &mut |d, i, m| {
+        if d == Direction::AtoB && i == 1 {
+            m.truncate(m.len() - 5);
+        }
+        deliver
+    });
+    assert!(
+        matches!(
+            e,
+            ProtocolError::PeerMisbehaved(PeerMisbehaved::WrongLength { .. })
+        ),
+        "{e}"
+    );
+    // An identity element (all zero) in R1.
+    let e = run_tampered(Operation::Psi, &c, &c, &mut |d, i, m| {
+        if d == Direction::AtoB && i == 1 {
+            let at = HEADER + 32;
+            m[at..at + 32].fill(0);
+        }
+        deliver
+    });
+    assert!(
+        matches!(
+            e,
+            ProtocolError::PeerMisbehaved(PeerMisbehaved::InvalidElement { .. })
+        ),
+        "{e}"
+    );
+    // A corrupted OT base reply (S1 starts with it).
+    let e = run_tampered(Operation::Psi, &c, &c, &mut |d, i, m| {
+        if d == Direction::BtoA && i == 1 {
+            m[HEADER..HEADER + 32].fill(0xff);
+        }
+        deliver
+    });
+    assert!(
+        matches!(
+            e,
+            ProtocolError::PeerMisbehaved(PeerMisbehaved::InvalidOt(_))
+        ),
+        "{e}"
+    );
+    // A truncated OT extension (R2).
+    let e = run_tampered(Operation::Psi, &c, &c, &mut |d, i, m| {
+        if d == Direction::AtoB && i == 2 {
+            m.truncate(m.len() - 1);
+        }
+        deliver
+    });
+    assert!(matches!(e, ProtocolError::PeerMisbehaved(_)), "{e}");
+    // Payload slots of the wrong total length (S2).
+    let e = run_tampered(Operation::Psi, &c, &c, &mut |d, i, m| {
+        if d == Direction::BtoA && i == 2 {
+            m.push(0);
+        }
+        deliver
+    });
+    assert!(matches!(e, ProtocolError::PeerMisbehaved(_)), "{e}");
+    // A message replayed (sequence numbers).
+    let e = run_tampered(Operation::Psi, &c, &c, &mut |d, i, _| {
+        if d == Direction::AtoB && i == 1 {
+            HookAction::Duplicate
+        } else {
+            HookAction::Deliver
+        }
+    });
+    assert!(matches!(e, ProtocolError::PeerMisbehaved(_)), "{e}");
+    // card-sum: an impossible masked sum in R3.
+    let cs = config(Operation::PsiCardSum, RISTRETTO, Construction::Cwprf, BLOOM);
+    let e = run_tampered(Operation::PsiCardSum, &cs, &cs, &mut |d, i, m| {
+        if d == Direction::AtoB && i == 3 {
+            let at = HEADER;
+            m[at..at + 8].copy_from_slice(&1000u64.to_be_bytes());
+        }
+        deliver
+    });
+    assert!(
+        matches!(
+            e,
+            ProtocolError::PeerMisbehaved(PeerMisbehaved::Inconsistent(_))
+        ),
+        "{e}"
+    );
+    // Mismatched settings end at the hello.
+    let other = config(Operation::Psi, CwPrfId::X25519, Construction::Cwprf, BLOOM);
+    let e = run_tampered(Operation::Psi, &c, &other, &mut |_, _, _| deliver);
+    assert!(matches!(e, ProtocolError::Incompatible(_)), "{e}");
+    let list = config(
+        Operation::Psi,
+        RISTRETTO,
+        Construction::Cwprf,
+        LastMessage::List,
+    );
+    let e = run_tampered(Operation::Psi, &c, &list, &mut |_, _, _| deliver);
+    assert!(matches!(e, ProtocolError::Incompatible(_)), "{e}");
+    // An announced set size above the limit.
+    let mut small = c.clone();
+    small.max_peer_items = 5;
+    let e = run_tampered(Operation::Psi, &small, &c, &mut |_, _, _| deliver);
+    assert!(
+        matches!(
+            e,
+            ProtocolError::PeerMisbehaved(PeerMisbehaved::TooLarge { .. })
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn private_id_rejects_a_union_missing_own_identifiers() {
+    let c = config(Operation::PrivateId, RISTRETTO, Construction::Cwprf, BLOOM);
+    // R4 is the receiver's fifth message (hello, R1, R2, R3, R4): drop its last id.
+    let e = run_tampered(Operation::PrivateId, &c, &c, &mut |d, i, m| {
+        if d == Direction::AtoB && i == 4 {
+            m.truncate(m.len() - 16);
+            let len = (m.len() - HEADER) as u32;
+            m[28..32].copy_from_slice(&len.to_be_bytes());
+        }
+        HookAction::Deliver
+    });
+    assert!(matches!(e, ProtocolError::PeerMisbehaved(_)), "{e}");
+}
+
+#[test]
+fn transcripts_differ_between_runs() {
+    // Fresh keys and salts each run: the same inputs give unrelated messages.
+    let c = config(Operation::Psi, RISTRETTO, Construction::Cwprf, BLOOM);
+    let grab = || {
+        let mut seen = Vec::new();
+        run_tampered(Operation::Psi, &c, &c, &mut |d, i, m| {
+            if d == Direction::AtoB && i == 1 {
+                seen.push(m.clone());
+                m.truncate(10);
+            }
+            HookAction::Deliver
+        });
+        seen
+    };
+    assert_ne!(grab(), grab());
+}
