@@ -10,6 +10,7 @@ use std::process::Command;
 use clap::Subcommand;
 use privset_crypto::rng::SessionRng;
 
+use crate::bench_pso;
 use crate::datagen;
 use crate::demo::free_port;
 use crate::fail::Failure;
@@ -17,6 +18,9 @@ use crate::metrics::{MB, Prices};
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
+    /// The set operations of seed 001 (Tables 1-7), optionally beside OpenMined PSI and
+    /// SecretFlow's ECDH-PSI.
+    Pso(bench_pso::PsoBenchArgs),
     /// PI-Sum (seed 000): CPU per party, wall, bytes each way, peak memory, cost.
     PiSum {
         /// Items per party, comma-separated.
@@ -42,7 +46,9 @@ pub enum BenchCommand {
 }
 
 pub fn run(cmd: &BenchCommand) -> Result<(), Failure> {
+    let temp = || std::env::temp_dir().join(format!("privset-bench-{}", std::process::id()));
     match cmd {
+        BenchCommand::Pso(args) => bench_pso::run(args, &args.dir.clone().unwrap_or_else(temp)),
         BenchCommand::PiSum {
             sizes,
             he,
@@ -51,21 +57,22 @@ pub fn run(cmd: &BenchCommand) -> Result<(), Failure> {
             group,
             dir,
         } => {
-            let dir = dir.clone().unwrap_or_else(|| {
-                std::env::temp_dir().join(format!("privset-bench-{}", std::process::id()))
-            });
+            let dir = dir.clone().unwrap_or_else(temp);
             bench_pi_sum(&dir, sizes, he, z, params, group)
         }
     }
 }
 
-struct PartyResult {
-    cpu: f64,
-    wall: f64,
-    sent: u64,
-    rss: f64,
-    cardinality: Option<u64>,
-    sum: Option<u128>,
+pub struct PartyResult {
+    pub cpu: f64,
+    pub wall: f64,
+    pub sent: u64,
+    pub rss: f64,
+    pub cardinality: Option<u64>,
+    /// pi-sum: the first column's sum; set operations: `sum`.
+    pub sum: Option<u128>,
+    /// Rows written (set operations with --output-rows).
+    pub rows: Option<u64>,
 }
 
 fn bench_pi_sum(
@@ -114,7 +121,15 @@ fn bench_pi_sum(
                     Entry::Occupied(e) => e.into_mut(),
                     Entry::Vacant(e) => {
                         let data = dir.join(format!("data-{n}-{value_bound}"));
-                        let expected = datagen::write_pair(&data, n, n, n, value_bound, &mut rng)?;
+                        let expected = datagen::write_pair(
+                            &data,
+                            n,
+                            n,
+                            n,
+                            value_bound,
+                            datagen::email_id,
+                            &mut rng,
+                        )?;
                         e.insert((data, expected))
                     }
                 };
@@ -136,7 +151,13 @@ fn bench_pi_sum(
                     if let Some(b) = sum_bound {
                         extra.extend(["--sum-bound".to_string(), b.to_string()]);
                     }
-                    let (r1, r2) = run_pair(&exe, data, &certs, &extra)?;
+                    let spec = PairSpec {
+                        command: "pi-sum",
+                        roles: ["p1", "p2"],
+                        second_has_values: true,
+                        env: &[],
+                    };
+                    let (r1, r2) = run_pair(&exe, &spec, data, &certs, &extra)?;
                     let cpu = r1.cpu + r2.cpu;
                     let total = r1.sent + r2.sent;
                     let ok = r1.cardinality == Some(expected.cardinality)
@@ -194,49 +215,82 @@ fn parameter_set(name: &str, he: &str, n: usize) -> Result<(u32, u32, u64, Optio
     }
 }
 
-fn run_pair(
+/// One benchmark pair: which subcommand, the two role names (the first listens and
+/// reads `p1.csv`, the second connects and reads `p2.csv`), and whether the second
+/// holds the value column.
+pub struct PairSpec<'a> {
+    pub command: &'a str,
+    pub roles: [&'a str; 2],
+    pub second_has_values: bool,
+    /// Extra environment for both processes (e.g. `RAYON_NUM_THREADS`).
+    pub env: &'a [(String, String)],
+}
+
+/// Runs both parties as separate processes over mutual TLS on loopback and reads their
+/// RESULT.json files.
+pub fn run_pair(
     exe: &Path,
+    spec: &PairSpec<'_>,
     data: &Path,
     certs: &Path,
     extra: &[String],
 ) -> Result<(PartyResult, PartyResult), Failure> {
+    run_pair_split(exe, spec, data, certs, extra, extra)
+}
+
+/// [`run_pair`] with different extra flags for each party.
+pub fn run_pair_split(
+    exe: &Path,
+    spec: &PairSpec<'_>,
+    data: &Path,
+    certs: &Path,
+    first_extra: &[String],
+    second_extra: &[String],
+) -> Result<(PartyResult, PartyResult), Failure> {
     let port = free_port()?;
-    let spawn =
-        |role: &str, link: [&str; 2], values: bool| -> Result<std::process::Child, Failure> {
-            let mut c = Command::new(exe);
-            c.args(["pi-sum", "--role", role, link[0], link[1]])
-                .arg("--input")
-                .arg(data.join(format!("{role}.csv")))
-                .args(["--id-column", "id"])
-                .arg("--tls-ca")
-                .arg(certs.join("ca.pem"))
-                .arg("--tls-cert")
-                .arg(certs.join(format!("{role}.pem")))
-                .arg("--tls-key")
-                .arg(certs.join(format!("{role}.key")))
-                .arg("--output")
-                .arg(data.join(format!("{role}-result.json")))
-                .args(extra)
-                .stderr(std::process::Stdio::null());
-            if values {
-                c.args(["--value-column", "value"]);
-            }
-            c.spawn()
-                .map_err(|e| Failure::other(format!("cannot start {}: {e}", exe.display())))
-        };
+    let spawn = |role: &str, file: &str, link: [&str; 2], values: bool, extra: &[String]| {
+        let mut c = Command::new(exe);
+        c.args([spec.command, "--role", role, link[0], link[1]])
+            .arg("--input")
+            .arg(data.join(file))
+            .args(["--id-column", "id"])
+            .arg("--tls-ca")
+            .arg(certs.join("ca.pem"))
+            .arg("--tls-cert")
+            .arg(certs.join(format!("{role}.pem")))
+            .arg("--tls-key")
+            .arg(certs.join(format!("{role}.key")))
+            .arg("--output")
+            .arg(data.join(format!("{role}-result.json")))
+            .args(extra)
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .stderr(std::process::Stdio::null());
+        if values {
+            c.args(["--value-column", "value"]);
+        }
+        c.spawn()
+            .map_err(|e| Failure::other(format!("cannot start {}: {e}", exe.display())))
+    };
     let addr = format!("127.0.0.1:{port}");
-    let mut p1 = spawn("p1", ["--listen", &addr], false)?;
-    let mut p2 = spawn("p2", ["--peer", &addr], true)?;
-    let s2 = p2.wait()?;
-    let s1 = p1.wait()?;
-    if !s1.success() || !s2.success() {
+    let [first, second] = spec.roles;
+    let mut a = spawn(first, "p1.csv", ["--listen", &addr], false, first_extra)?;
+    let mut b = spawn(
+        second,
+        "p2.csv",
+        ["--peer", &addr],
+        spec.second_has_values,
+        second_extra,
+    )?;
+    let sb = b.wait()?;
+    let sa = a.wait()?;
+    if !sa.success() || !sb.success() {
         return Err(Failure::other(format!(
-            "a benchmark party failed (p1: {s1}, p2: {s2}); rerun the pair by hand with the flags {extra:?} to see why"
+            "a benchmark party failed ({first}: {sa}, {second}: {sb}); rerun the pair by hand with the flags {first_extra:?} to see why"
         )));
     }
     Ok((
-        read_result(&data.join("p1-result.json"))?,
-        read_result(&data.join("p2-result.json"))?,
+        read_result(&data.join(format!("{first}-result.json")))?,
+        read_result(&data.join(format!("{second}-result.json")))?,
     ))
 }
 
@@ -250,6 +304,11 @@ fn read_result(path: &Path) -> Result<PartyResult, Failure> {
         sent: v["bytes_sent"].as_u64().unwrap_or(0),
         rss: v["peak_rss_mib"].as_f64().unwrap_or(f64::NAN),
         cardinality: v["cardinality"].as_u64(),
-        sum: v["sums"].get(0).and_then(|s| s.as_u64()).map(|s| s as u128),
+        sum: v["sums"]
+            .get(0)
+            .or(v.get("sum"))
+            .and_then(|s| s.as_u64())
+            .map(|s| s as u128),
+        rows: v["rows"].as_u64(),
     })
 }

@@ -13,6 +13,16 @@ pub struct Expected {
     pub sum: u128,
 }
 
+/// E-mail-like identifiers (26 bytes), as in the ad-measurement use case.
+pub fn email_id(i: usize) -> String {
+    format!("user-{i:09}@example.com")
+}
+
+/// 16-byte identifiers: the 128-bit items of seed 001's benchmarks (Sec. 7.2).
+pub fn item128_id(i: usize) -> String {
+    format!("{i:016}")
+}
+
 /// Writes `p1.csv` (column `id`) and `p2.csv` (columns `id,value`) into `dir`:
 /// `n1` and `n2` items of which `overlap` are shared, values uniform in `0..=max_value`.
 pub fn write_pair(
@@ -21,11 +31,11 @@ pub fn write_pair(
     n2: usize,
     overlap: usize,
     max_value: u64,
+    id: fn(usize) -> String,
     rng: &mut SessionRng,
 ) -> Result<Expected, Failure> {
     assert!(overlap <= n1.min(n2));
     std::fs::create_dir_all(dir)?;
-    let id = |i: usize| format!("user-{i:09}@example.com");
     let mut p1 = std::io::BufWriter::new(std::fs::File::create(dir.join("p1.csv"))?);
     writeln!(p1, "id")?;
     for i in 0..n1 {

@@ -29,7 +29,7 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
     });
     let mut rng = SessionRng::from_os();
     let n = args.items;
-    let expected = datagen::write_pair(&dir, n, n, n / 2, 1000, &mut rng)?;
+    let expected = datagen::write_pair(&dir, n, n, n / 2, 1000, datagen::email_id, &mut rng)?;
     let certs = dir.join("certs");
     privset_net::certs::generate(&certs, &["p1".to_string(), "p2".to_string()])?;
     let port = free_port()?;

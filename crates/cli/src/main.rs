@@ -3,6 +3,7 @@
 
 mod batch;
 mod bench;
+mod bench_pso;
 mod connect;
 mod csv_input;
 mod datagen;

@@ -278,6 +278,18 @@ fn invalid_points_are_refused() {
 }
 
 #[test]
+fn refused_first_message_draws_no_randomness() {
+    let (_, first) = OtReceiverSetup::new(&mut SessionRng::from_seed([1; 32]), b"ctx");
+    let mut rng = SessionRng::from_seed([2; 32]);
+    assert!(OtSenderSetup::respond(&mut rng, b"ctx", &[0u8; 32]).is_err());
+    assert!(OtSenderSetup::respond(&mut rng, b"ctx", &first[..31]).is_err());
+    let (_, after) = OtSenderSetup::respond(&mut rng, b"ctx", &first).unwrap();
+    let (_, fresh) =
+        OtSenderSetup::respond(&mut SessionRng::from_seed([2; 32]), b"ctx", &first).unwrap();
+    assert_eq!(after, fresh);
+}
+
+#[test]
 fn different_contexts_give_unrelated_keys() {
     let choices = random_choices(1000, 11);
     let Run {

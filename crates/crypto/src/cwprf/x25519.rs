@@ -104,15 +104,10 @@ impl X25519 {
     /// `X25519(k, u)`; fails if the result is the identity (u of small order).
     fn eval_one(private: &PrivateKey, u: &[u8], out: &mut [u8]) -> Result<(), GroupError> {
         let peer = UnparsedPublicKey::new(&agreement::X25519, u);
-        agreement::agree(
-            private,
-            &peer,
-            GroupError::Identity { index: 0 },
-            |secret| {
-                out.copy_from_slice(secret);
-                Ok(())
-            },
-        )
+        agreement::agree(private, peer, GroupError::Identity { index: 0 }, |secret| {
+            out.copy_from_slice(secret);
+            Ok(())
+        })
     }
 }
 

@@ -120,14 +120,8 @@ impl BaseSender {
     }
 }
 
-/// Base-OT receiver: for choice bits `choices` (bit `j` for OT `j`), returns the key
-/// `k_j^{c_j}` of every OT and the reply `B_1..B_128`.
-pub(super) fn receive(
-    rng: &mut SessionRng,
-    ctx: &[u8; 32],
-    first: &[u8],
-    choices: u128,
-) -> Result<(Zeroizing<Vec<Seed>>, Vec<u8>), OtError> {
+/// Checks the base-OT sender's first message and decodes `A`.
+pub(super) fn decode_first(first: &[u8]) -> Result<RistrettoPoint, OtError> {
     if first.len() != BASE_FIRST_LEN {
         return Err(OtError::WrongLength {
             what: "base-OT first message",
@@ -135,7 +129,19 @@ pub(super) fn receive(
             got: first.len(),
         });
     }
-    let a_point = decode_point(first, 0)?;
+    decode_point(first, 0)
+}
+
+/// Base-OT receiver: given `A` (decoded by [`decode_first`] from `first`) and choice
+/// bits `choices` (bit `j` for OT `j`), returns the key `k_j^{c_j}` of every OT and the
+/// reply `B_1..B_128`.
+pub(super) fn receive(
+    rng: &mut SessionRng,
+    ctx: &[u8; 32],
+    first: &[u8],
+    a_point: &RistrettoPoint,
+    choices: u128,
+) -> (Zeroizing<Vec<Seed>>, Vec<u8>) {
     // Drawn sequentially from the session stream so a replay reproduces them exactly.
     let b: Zeroizing<Vec<Scalar>> = Zeroizing::new(
         (0..KAPPA)
@@ -151,7 +157,7 @@ pub(super) fn receive(
         .map(|(j, (b_j, out))| {
             // c_j·A selected without a branch on the secret bit.
             let c = Choice::from(((choices >> j) & 1) as u8);
-            let offset = RistrettoPoint::conditional_select(&identity, &a_point, c);
+            let offset = RistrettoPoint::conditional_select(&identity, a_point, c);
             out.copy_from_slice(
                 (RistrettoPoint::mul_base(b_j) + offset)
                     .compress()
@@ -163,5 +169,5 @@ pub(super) fn receive(
             seed
         })
         .collect();
-    Ok((Zeroizing::new(seeds), reply))
+    (Zeroizing::new(seeds), reply)
 }

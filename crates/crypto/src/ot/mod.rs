@@ -47,7 +47,9 @@
 //! then the sender finishes with [`OtSenderSetup::extend`]. The u-matrix is 16 bytes per
 //! OT (column `j` is `ceil(count/8)` bytes, bit `i` of OT `i` in byte `i/8`, bit
 //! `i mod 8`); the fixed cost is 4128 bytes. Steps 1 and 2 do not depend on the choices
-//! or on `count`, so they can run ahead of the inputs.
+//! or on `count`, so they can run ahead of the inputs. Both `extend` methods consume
+//! their setup: one set of base OTs is extended exactly once, since two u-matrices from
+//! the same seeds would reveal the xor of the two choice vectors.
 //!
 //! # Security (semi-honest only)
 //!
@@ -104,8 +106,8 @@ pub fn extension_message_len(count: usize) -> usize {
     KAPPA.saturating_mul(column_len(count))
 }
 
-/// Why an OT message was refused. Every check runs before any secret-dependent work, and
-/// no received message can make these functions panic.
+/// Why an OT message was refused. Every received message is fully checked (length, then
+/// every point) before it is used, and none can make these functions panic.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum OtError {
     #[error("{what} is {got} bytes, expected {expected}")]
@@ -266,12 +268,14 @@ impl OtSenderSetup {
         ctx: &[u8],
         base_first: &[u8],
     ) -> Result<(Self, Vec<u8>), OtError> {
+        // Validate before drawing anything, so a refused message leaves `rng` untouched.
+        let a_point = base::decode_first(base_first)?;
         let ctx = ctx_digest(ctx);
         let mut s = [0u8; 16];
         rng.fill(&mut s);
         let s_bits = Zeroizing::new(u128::from_le_bytes(s));
         s.zeroize();
-        let (seeds, reply) = base::receive(rng, &ctx, base_first, *s_bits)?;
+        let (seeds, reply) = base::receive(rng, &ctx, base_first, &a_point, *s_bits);
         Ok((
             Self {
                 ctx,
@@ -283,7 +287,9 @@ impl OtSenderSetup {
     }
 
     /// Finishes `count` OTs from the receiver's extension message, whose length must be
-    /// exactly [`extension_message_len`]`(count)`.
+    /// exactly [`extension_message_len`]`(count)`. `count` must be the receiver's
+    /// `choices.len()`, agreed through the protocol: the length only pins it down to a
+    /// multiple of 8, and keys past the receiver's count would match nothing.
     pub fn extend(self, extension_message: &[u8], count: usize) -> Result<OtSenderKeys, OtError> {
         check_count(count)?;
         let expected = extension_message_len(count);
