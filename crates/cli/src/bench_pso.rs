@@ -268,12 +268,13 @@ fn print_paper_shape(args: &PsoBenchArgs, rows: &[Row]) {
             head.join(" "),
             head.join(" ")
         );
-        let mut variants: Vec<(String, String, String)> = rows
-            .iter()
-            .filter(|r| &r.op == op)
-            .map(|r| (r.group.clone(), r.mqrpmt.clone(), r.last.clone()))
-            .collect();
-        variants.dedup();
+        let mut variants: Vec<(String, String, String)> = Vec::new();
+        for r in rows.iter().filter(|r| &r.op == op) {
+            let v = (r.group.clone(), r.mqrpmt.clone(), r.last.clone());
+            if !variants.contains(&v) {
+                variants.push(v);
+            }
+        }
         for (g, m, l) in variants {
             let cell = |n: usize, f: &dyn Fn(&Row) -> f64| {
                 rows.iter()

@@ -507,3 +507,228 @@ fn demo_runs_and_matches_the_plaintext() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("MATCH") && !out.contains("MISMATCH"), "{out}");
 }
+
+// ---- Set operations (seed 001) ----
+
+/// Runs one set operation with both parties as processes over mTLS; p1.csv is the
+/// receiver's input, p2.csv the sender's. Returns both RESULT.json values.
+fn run_pso(dir: &Path, op: &str, extra: &[&str]) -> (serde_json::Value, serde_json::Value) {
+    let certs = certs(dir, "receiver,sender");
+    let addr = port();
+    let args = |role: &str, link: [&str; 2], input: &str, id: &str| -> Vec<String> {
+        let mut a: Vec<String> = vec![op.into(), "--role".into(), role.into()];
+        a.extend(link.iter().map(|s| s.to_string()));
+        a.extend(tls_args(&certs, role));
+        a.extend([
+            "--input".into(),
+            dir.join(input).display().to_string(),
+            "--id-column".into(),
+            id.into(),
+            "--output".into(),
+            dir.join(format!("{op}-{role}.json")).display().to_string(),
+            "--output-rows".into(),
+            dir.join(format!("{op}-{role}.csv")).display().to_string(),
+        ]);
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let r = spawn(&as_refs(&args(
+        "receiver",
+        ["--listen", &addr],
+        "p1.csv",
+        "email",
+    )));
+    std::thread::sleep(Duration::from_millis(200));
+    let mut sender = args("sender", ["--peer", &addr], "p2.csv", "id");
+    if op == "psi-card-sum" {
+        sender.extend(["--value-column".into(), "spend".into()]);
+    }
+    let s = finish(spawn(&as_refs(&sender)));
+    let r = finish(r);
+    assert!(r.status.success(), "receiver: {}", stderr(&r));
+    assert!(s.status.success(), "sender: {}", stderr(&s));
+    (
+        json(&dir.join(format!("{op}-receiver.json"))),
+        json(&dir.join(format!("{op}-sender.json"))),
+    )
+}
+
+fn read_rows(path: &Path) -> Vec<Vec<String>> {
+    let mut r = csv::Reader::from_path(path).unwrap();
+    r.records()
+        .map(|rec| rec.unwrap().iter().map(|s| s.to_string()).collect())
+        .collect()
+}
+
+#[test]
+fn set_operations_over_mtls_match_the_plaintext() {
+    let dir = scratch("pso");
+    let (card, sum) = write_inputs(&dir, 300, 200, 80);
+    let emails = |range: std::ops::Range<u64>| -> Vec<String> {
+        range.map(|i| format!("user{i}@example.com")).collect()
+    };
+    for group in ["ristretto255", "x25519", "p256-compressed"] {
+        let g = ["--group", group];
+        let (r, _) = run_pso(&dir, "psi", &g);
+        assert_eq!(r["cardinality"], card, "{group}");
+        let mut got: Vec<String> = read_rows(&dir.join("psi-receiver.csv"))
+            .into_iter()
+            .map(|r| r[0].clone())
+            .collect();
+        got.sort();
+        let mut want = emails(0..card);
+        want.sort();
+        assert_eq!(got, want, "{group}");
+    }
+    let (r, _) = run_pso(
+        &dir,
+        "psi-card",
+        &["--mqrpmt", "poprf", "--last-message", "list"],
+    );
+    assert_eq!(r["cardinality"], card);
+    let (r, s) = run_pso(&dir, "psi-card-sum", &["--last-message", "gcs"]);
+    assert_eq!(r["cardinality"], card);
+    assert_eq!(s["cardinality"], card);
+    assert_eq!(s["sum"], sum);
+    assert!(
+        r.get("sum").is_none(),
+        "the receiver must not learn the sum"
+    );
+    let (r, _) = run_pso(&dir, "psu", &["--group", "x25519"]);
+    assert_eq!(r["rows"], 300 + 200 - card);
+    let union: std::collections::HashSet<String> = read_rows(&dir.join("psu-receiver.csv"))
+        .into_iter()
+        .map(|r| r[0].clone())
+        .collect();
+    assert_eq!(union.len() as u64, 300 + 200 - card);
+    assert!(
+        union.contains("user0@example.com")
+            && union.contains(&format!("user{}@example.com", 300 + 199))
+    );
+}
+
+#[test]
+fn psi_share_files_xor_to_the_intersection() {
+    let dir = scratch("pso-share");
+    let (card, _) = write_inputs(&dir, 120, 90, 40);
+    let (r, s) = run_pso(&dir, "psi-share", &[]);
+    assert_eq!(r["cardinality"], card);
+    assert_eq!(s["rows"], 90);
+    let mine: HashMap<String, String> = read_rows(&dir.join("psi-share-sender.csv"))
+        .into_iter()
+        .map(|r| (r[0].clone(), r[1].clone()))
+        .collect();
+    let mut opened = Vec::new();
+    for row in read_rows(&dir.join("psi-share-receiver.csv")) {
+        let a = hex::decode(&row[1]).unwrap();
+        let b = hex::decode(&mine[&row[0]]).unwrap();
+        let x: Vec<u8> = a.iter().zip(&b).map(|(a, b)| a ^ b).collect();
+        let len = u16::from_be_bytes([x[0], x[1]]) as usize;
+        opened.push(String::from_utf8(x[2..2 + len].to_vec()).unwrap());
+    }
+    opened.sort();
+    let mut want: Vec<String> = (0..card).map(|i| format!("user{i}@example.com")).collect();
+    want.sort();
+    assert_eq!(opened, want);
+}
+
+#[test]
+fn private_id_tables_join_on_one_id_space() {
+    let dir = scratch("pso-pid");
+    let (card, _) = write_inputs(&dir, 150, 100, 60);
+    let (r, s) = run_pso(&dir, "private-id", &[]);
+    let total = 150 + 100 - card;
+    assert_eq!(r["rows"], total);
+    assert_eq!(s["rows"], total);
+    let a = read_rows(&dir.join("private-id-receiver.csv"));
+    let b = read_rows(&dir.join("private-id-sender.csv"));
+    // Same identifiers, same order: the files join row by row.
+    let ids = |t: &[Vec<String>]| t.iter().map(|r| r[0].clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&a), ids(&b));
+    let mut both = 0;
+    for (ra, rb) in a.iter().zip(&b) {
+        if !ra[1].is_empty() && !rb[1].is_empty() {
+            assert_eq!(ra[1], rb[1], "one identifier, two different items");
+            both += 1;
+        }
+        assert!(
+            !ra[1].is_empty() || !rb[1].is_empty(),
+            "an identifier nobody holds"
+        );
+    }
+    assert_eq!(both, card);
+}
+
+#[test]
+fn psu_over_an_exchange_directory() {
+    let dir = scratch("pso-dir");
+    let (card, _) = write_inputs(&dir, 50, 40, 10);
+    let ex = dir.join("exchange");
+    let args = |role: &str, input: &str, id: &str| -> Vec<String> {
+        vec![
+            "psu".into(),
+            "--role".into(),
+            role.into(),
+            "--exchange-dir".into(),
+            ex.display().to_string(),
+            "--input".into(),
+            dir.join(input).display().to_string(),
+            "--id-column".into(),
+            id.into(),
+            "--output".into(),
+            dir.join(format!("{role}.json")).display().to_string(),
+            "--output-rows".into(),
+            dir.join(format!("{role}.csv")).display().to_string(),
+        ]
+    };
+    let r = spawn(&as_refs(&args("receiver", "p1.csv", "email")));
+    let s = finish(spawn(&as_refs(&args("sender", "p2.csv", "id"))));
+    let r = finish(r);
+    assert!(
+        r.status.success() && s.status.success(),
+        "{} {}",
+        stderr(&r),
+        stderr(&s)
+    );
+    assert_eq!(json(&dir.join("receiver.json"))["rows"], 50 + 40 - card);
+}
+
+#[test]
+fn set_operation_input_and_flag_errors_are_clear() {
+    let dir = scratch("pso-errors");
+    write_inputs(&dir, 10, 10, 5);
+    let base = |op: &str, role: &str, extra: &[&str]| {
+        let mut a = vec![
+            op.to_string(),
+            "--role".into(),
+            role.into(),
+            "--peer".into(),
+            "127.0.0.1:9".into(),
+            "--insecure-no-tls".into(),
+            "--input".into(),
+            dir.join("p2.csv").display().to_string(),
+            "--id-column".into(),
+            "id".into(),
+            "--output".into(),
+            dir.join("o.json").display().to_string(),
+        ];
+        a.extend(extra.iter().map(|s| s.to_string()));
+        privset(&as_refs(&a)).output().unwrap()
+    };
+    let o = base("psi-card-sum", "sender", &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--value-column"));
+    let o = base("psi", "sender", &["--value-column", "spend"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = base("psi", "sender", &["--mqrpmt", "poprf"]);
+    assert!(stderr(&o).contains("last-message"), "{}", stderr(&o));
+    let o = base("private-id", "sender", &["--group", "x25519"]);
+    assert!(stderr(&o).contains("prime-order"), "{}", stderr(&o));
+    let o = base(
+        "psi-card-sum",
+        "sender",
+        &["--value-column", "spend", "--value-bound", "10"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("line"), "{}", stderr(&o));
+}

@@ -409,9 +409,9 @@ fn malformed_messages_are_rejected_with_typed_errors() {
         ),
         "{e}"
     );
-    // A corrupted OT base reply (S1 starts with it).
+    // A corrupted OT base reply (S2 starts with it).
     let e = run_tampered(Operation::Psi, &c, &c, &mut |d, i, m| {
-        if d == Direction::BtoA && i == 1 {
+        if d == Direction::BtoA && i == 2 {
             m[HEADER..HEADER + 32].fill(0xff);
         }
         deliver
@@ -431,9 +431,23 @@ fn malformed_messages_are_rejected_with_typed_errors() {
         deliver
     });
     assert!(matches!(e, ProtocolError::PeerMisbehaved(_)), "{e}");
-    // Payload slots of the wrong total length (S2).
+    // An identity element among the sender's evaluated items (S1).
     let e = run_tampered(Operation::Psi, &c, &c, &mut |d, i, m| {
-        if d == Direction::BtoA && i == 2 {
+        if d == Direction::BtoA && i == 1 {
+            m[HEADER..HEADER + 32].fill(0);
+        }
+        deliver
+    });
+    assert!(
+        matches!(
+            e,
+            ProtocolError::PeerMisbehaved(PeerMisbehaved::InvalidElement { .. })
+        ),
+        "{e}"
+    );
+    // Payload slots of the wrong total length (S3).
+    let e = run_tampered(Operation::Psi, &c, &c, &mut |d, i, m| {
+        if d == Direction::BtoA && i == 3 {
             m.push(0);
         }
         deliver

@@ -14,17 +14,18 @@
 //! receiver (Y)                                   sender (X, values)
 //!  hello ------------------------------------>  <- hello
 //!  R1: [OT base A] F_k1(H(y)) for y in Y  ---->
-//!                                           <-- S1: [OT base reply] F_k2(H(x)) for the
-//!                                               shuffled X; F_k2(F_k1(H(y))) shuffled
-//!                                               (list) or as a Bloom / GCS filter
-//!  e_i = [F_k1(F_k2(H(x_i))) in S1's set]
+//!                                           <-- S1: F_k2(H(x)) for the shuffled X
+//!                                               (computed while the receiver computes R1)
+//!  F_k1(F_k2(H(x_i)))                       <-- S2: [OT base reply] F_k2(F_k1(H(y)))
+//!                                               shuffled (list) or as a Bloom / GCS filter
+//!  e_i = [F_k1(F_k2(H(x_i))) in S2's set]
 //!  R2: OT extension on choices e ------------->
-//!                                           <-- S2: one masked payload per item
+//!                                           <-- S3: one masked payload per item
 //!  R3 (card-sum only): |e|, masked sum ------>
 //! ```
 //!
 //! The permuted-OPRF construction (Figs. 4-6) has exactly the same messages: R1 carries
-//! `H(y)^s`, S1 `H(x)^k` and the permuted `H(y)^(sk)`; the receiver strips `s` from the
+//! `H(y)^s`, S1 `H(x)^k` and S2 the permuted `H(y)^(sk)`; the receiver strips `s` from the
 //! latter and tests `H(x_i)^k` against the result. Only the receiver's test differs.
 
 mod core;

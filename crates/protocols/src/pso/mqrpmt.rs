@@ -49,29 +49,36 @@ impl<C: CwPrf> Server<C> {
         C::hash_eval_batch(dst, items, &self.key)
     }
 
-    /// Reads the client's answer from `r` (its `n2` evaluated items, then the encoded
-    /// set of `n1` re-evaluated server items) and returns the indicator bits, in the
-    /// client's order.
+    /// Processes the client's `n2` evaluated items as soon as they arrive: the cwPRF
+    /// server evaluates them again (`F_k1(F_k2(H(x_i)))`); the permuted-OPRF server only
+    /// checks them (they are compared as they are).
+    pub fn absorb_client_elements(&self, packed: &[u8]) -> Result<Vec<u8>, ProtocolError> {
+        let what = "client's elements";
+        match self.construction {
+            Construction::Cwprf => C::eval_batch(packed, &self.key)
+                .map_err(|source| PeerMisbehaved::InvalidElement { what, source }.into()),
+            Construction::Poprf => {
+                C::validate_batch(packed)
+                    .map_err(|source| PeerMisbehaved::InvalidElement { what, source })?;
+                Ok(packed.to_vec())
+            }
+        }
+    }
+
+    /// Reads the encoded set of `n1` re-evaluated server items from `r` and returns the
+    /// indicator bits for the absorbed client elements, in the client's order.
     pub fn indicator(
         &self,
+        absorbed: &[u8],
         r: &mut Reader<'_>,
         last: LastMessage,
         n1: usize,
         n2: usize,
         filter_key: &[u8; 32],
     ) -> Result<Vec<bool>, ProtocolError> {
-        let theirs = r.take(packed_len::<C>(n2, "client's elements")?)?;
         let set = read_set::<C>(r, last, n1, n2, filter_key)?;
         match self.construction {
-            Construction::Cwprf => {
-                let doubled = C::eval_batch(theirs, &self.key).map_err(|source| {
-                    PeerMisbehaved::InvalidElement {
-                        what: "client's elements",
-                        source,
-                    }
-                })?;
-                Ok(membership::<C>(&doubled, &set))
-            }
+            Construction::Cwprf => Ok(membership::<C>(absorbed, &set)),
             Construction::Poprf => {
                 let ReceivedSet::List(permuted) = set else {
                     unreachable!("validate() allows only the list with the permuted OPRF")
@@ -84,11 +91,7 @@ impl<C: CwPrf> Server<C> {
                         source,
                     }
                 })?;
-                C::validate_batch(theirs).map_err(|source| PeerMisbehaved::InvalidElement {
-                    what: "client's elements",
-                    source,
-                })?;
-                Ok(membership::<C>(theirs, &ReceivedSet::List(&unmasked)))
+                Ok(membership::<C>(absorbed, &ReceivedSet::List(&unmasked)))
             }
         }
     }
@@ -207,14 +210,12 @@ pub fn packed_len<C: CwPrf>(n: usize, what: &'static str) -> Result<usize, Proto
     })
 }
 
-/// Largest encoding of the client's answer (its elements plus the server's set).
-pub fn answer_max_len<C: CwPrf>(last: LastMessage, n1: usize, n2: usize) -> usize {
-    let elements = n2.saturating_mul(C::ELEMENT_LEN);
-    let set = match last {
+/// Largest encoding of the server's set as the client returns it.
+pub fn set_max_len<C: CwPrf>(last: LastMessage, n1: usize, n2: usize) -> usize {
+    match last {
         LastMessage::List => n1.saturating_mul(C::ELEMENT_LEN),
         LastMessage::Filter(kind) => FilterParams::new(kind, n1, n2)
             .max_encoded_len()
             .saturating_add(4),
-    };
-    elements.saturating_add(set)
+    }
 }

@@ -184,8 +184,16 @@ impl<C: CwPrf> Receiver<C> {
                 let reply = r.take(ot::BASE_REPLY_LEN)?;
                 let server = Server::<C>::with_key(self.core.config.construction, psu_key);
                 let filter_key = session.ctx.derive_key(mqrpmt::FILTER_KEY);
-                let e =
-                    server.indicator(&mut r, self.core.config.last_message, n1, n2, &filter_key)?;
+                let theirs = r.take(mqrpmt::packed_len::<C>(n2, "S2 elements")?)?;
+                let absorbed = server.absorb_client_elements(theirs)?;
+                let e = server.indicator(
+                    &absorbed,
+                    &mut r,
+                    self.core.config.last_message,
+                    n1,
+                    n2,
+                    &filter_key,
+                )?;
                 r.finish()?;
                 let (ot_keys, extension) = ot.extend(reply, &e).map_err(bad_ot)?;
                 self.core.channel.push(kind::R3, &extension);
@@ -240,7 +248,8 @@ impl<C: CwPrf> Receiver<C> {
                 .saturating_add(elements(session.peer.items as usize)),
             State::AwaitS2 { session, .. } => HEADER_LEN
                 .saturating_add(ot::BASE_REPLY_LEN)
-                .saturating_add(mqrpmt::answer_max_len::<C>(
+                .saturating_add(elements(session.peer.items as usize))
+                .saturating_add(mqrpmt::set_max_len::<C>(
                     self.core.config.last_message,
                     n1,
                     session.peer.items as usize,

@@ -28,6 +28,12 @@ enum State<C: CwPrf> {
     },
     AwaitS2 {
         session: Session,
+        server: Server<C>,
+        ot: Option<OtReceiverSetup>,
+        absorbed: Vec<u8>,
+    },
+    AwaitS3 {
+        session: Session,
         keys: OtReceiverKeys,
     },
     Done,
@@ -72,8 +78,35 @@ impl<C: CwPrf> Receiver<C> {
                 server,
                 ot,
             } => {
+                // The sender's own evaluated items come first, so this party works on
+                // them while the sender evaluates ours.
                 let frame = self.core.open(message, kind::S1)?;
-                let mut r = Reader::new(frame.body, "S1");
+                let n2 = session.peer.items as usize;
+                let expected = mqrpmt::packed_len::<C>(n2, "S1")?;
+                if frame.body.len() != expected {
+                    return Err(PeerMisbehaved::WrongLength {
+                        what: "S1",
+                        got: frame.body.len(),
+                        expected,
+                    }
+                    .into());
+                }
+                let absorbed = server.absorb_client_elements(frame.body)?;
+                State::AwaitS2 {
+                    session,
+                    server,
+                    ot,
+                    absorbed,
+                }
+            }
+            State::AwaitS2 {
+                session,
+                server,
+                ot,
+                absorbed,
+            } => {
+                let frame = self.core.open(message, kind::S2)?;
+                let mut r = Reader::new(frame.body, "S2");
                 let base_reply = match ot {
                     Some(_) => Some(r.take(ot::BASE_REPLY_LEN)?),
                     None => None,
@@ -81,14 +114,20 @@ impl<C: CwPrf> Receiver<C> {
                 let n1 = self.core.input.ids.len();
                 let n2 = session.peer.items as usize;
                 let filter_key = session.ctx.derive_key(mqrpmt::FILTER_KEY);
-                let e =
-                    server.indicator(&mut r, self.core.config.last_message, n1, n2, &filter_key)?;
+                let e = server.indicator(
+                    &absorbed,
+                    &mut r,
+                    self.core.config.last_message,
+                    n1,
+                    n2,
+                    &filter_key,
+                )?;
                 r.finish()?;
                 match (ot, base_reply) {
                     (Some(setup), Some(reply)) => {
                         let (keys, extension) = setup.extend(reply, &e).map_err(bad_ot)?;
                         self.core.channel.push(kind::R2, &extension);
-                        State::AwaitS2 { session, keys }
+                        State::AwaitS3 { session, keys }
                     }
                     _ => {
                         let mut out = self.core.empty_output(session.peer.items);
@@ -98,14 +137,14 @@ impl<C: CwPrf> Receiver<C> {
                     }
                 }
             }
-            State::AwaitS2 { session, keys } => {
-                let frame = self.core.open(message, kind::S2)?;
+            State::AwaitS3 { session, keys } => {
+                let frame = self.core.open(message, kind::S3)?;
                 let n2 = session.peer.items as usize;
                 let width = payload_width(self.operation(), &session)?;
                 let expected = n2.saturating_mul(width);
                 if frame.body.len() != expected {
                     return Err(PeerMisbehaved::WrongLength {
-                        what: "S2",
+                        what: "S3",
                         got: frame.body.len(),
                         expected,
                     }
@@ -194,17 +233,19 @@ impl<C: CwPrf> Receiver<C> {
     fn max_len(&self) -> usize {
         match &self.state {
             State::AwaitHello => super::hello::MAX_LEN,
-            State::AwaitS1 { session, ot, .. } => {
+            State::AwaitS1 { session, .. } => HEADER_LEN
+                .saturating_add((session.peer.items as usize).saturating_mul(C::ELEMENT_LEN)),
+            State::AwaitS2 { session, ot, .. } => {
                 let base = if ot.is_some() { ot::BASE_REPLY_LEN } else { 0 };
                 HEADER_LEN
                     .saturating_add(base)
-                    .saturating_add(mqrpmt::answer_max_len::<C>(
+                    .saturating_add(mqrpmt::set_max_len::<C>(
                         self.core.config.last_message,
                         self.core.input.ids.len(),
                         session.peer.items as usize,
                     ))
             }
-            State::AwaitS2 { session, .. } => {
+            State::AwaitS3 { session, .. } => {
                 let width = payload_width(self.operation(), session).unwrap_or(0);
                 HEADER_LEN.saturating_add((session.peer.items as usize).saturating_mul(width))
             }
@@ -220,7 +261,10 @@ impl<C: CwPrf> Receiver<C> {
                 "sent {n} evaluated items; waiting for the sender's {} items",
                 session.peer.items
             ),
-            State::AwaitS2 { .. } => "oblivious transfer: waiting for the payloads".into(),
+            State::AwaitS2 { .. } => {
+                "evaluated the sender's items; waiting for our set back".into()
+            }
+            State::AwaitS3 { .. } => "oblivious transfer: waiting for the payloads".into(),
             State::Done => "done".into(),
             State::Failed => "failed".into(),
         }

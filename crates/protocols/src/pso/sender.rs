@@ -69,6 +69,10 @@ impl<C: CwPrf> Sender<C> {
                 let frame = self.core.open(message, kind::HELLO)?;
                 let session = self.core.on_hello::<C>(frame.body)?;
                 let client = Client::<C>::new(&mut self.core.rng);
+                // Our evaluated items do not depend on the receiver's: send them first,
+                // so both parties exponentiate at the same time.
+                let own = client.evaluate_items(&session.dst, &self.core.input.ids);
+                self.core.channel.push(kind::S1, &own);
                 State::AwaitR1 { session, client }
             }
             State::AwaitR1 { session, client } => {
@@ -90,8 +94,7 @@ impl<C: CwPrf> Sender<C> {
                     &filter_key,
                     &mut self.core.rng,
                 )?;
-                let own = client.evaluate_items(&session.dst, &self.core.input.ids);
-                let mut s1 = Vec::with_capacity(ot::BASE_REPLY_LEN + own.len() + set.len());
+                let mut s2 = Vec::with_capacity(ot::BASE_REPLY_LEN + set.len());
                 let ot = match base_first {
                     Some(first) => {
                         let (setup, reply) = OtSenderSetup::respond(
@@ -100,14 +103,13 @@ impl<C: CwPrf> Sender<C> {
                             first,
                         )
                         .map_err(bad_ot)?;
-                        s1.extend_from_slice(&reply);
+                        s2.extend_from_slice(&reply);
                         Some(setup)
                     }
                     None => None,
                 };
-                s1.extend_from_slice(&own);
-                s1.extend_from_slice(&set);
-                self.core.channel.push(kind::S1, &s1);
+                s2.extend_from_slice(&set);
+                self.core.channel.push(kind::S2, &s2);
                 match ot {
                     Some(ot) => State::AwaitR2 { session, ot },
                     None => {
@@ -166,7 +168,7 @@ impl<C: CwPrf> Sender<C> {
                         unreachable!("no transfer step in {}", self.operation().name())
                     }
                 };
-                self.core.channel.push(kind::S2, &payload);
+                self.core.channel.push(kind::S3, &payload);
                 match next {
                     Some((q, mask_sum)) => State::AwaitR3 {
                         session,
