@@ -55,12 +55,21 @@ pub fn drive(
                 Err(e) => return Err(e.into()),
             }
         }
-        // 2. Done?
+        // 2. Work that needed only the messages just sent out of the way (the peer
+        //    computes meanwhile).
+        if party.has_deferred_work() {
+            if let Err(err) = party.do_deferred_work() {
+                let _ = transport.send(&party.alert(&err));
+                return Err(err.into());
+            }
+            continue;
+        }
+        // 3. Done?
         if party.is_finished() {
             report(party);
             return Ok(());
         }
-        // 3. Receive one message and feed it.
+        // 4. Receive one message and feed it.
         let max = party.max_incoming_len();
         let message = match transport.recv(max) {
             Ok(m) => m,

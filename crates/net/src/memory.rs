@@ -239,25 +239,30 @@ pub fn run_pair_with(
         if slots[0].party.is_finished() && slots[1].party.is_finished() {
             return Ok((slots[0].counters, slots[1].counters));
         }
-        // Deliver one message to each party that still wants one.
+        // Let each party do its deferred work, or deliver it one message.
         for i in 0..2 {
             if slots[i].party.is_finished() {
                 continue;
             }
-            let Some(message) = slots[i].inbox.pop_front() else {
-                continue;
-            };
-            progress = true;
-            slots[i].counters.received += message.len() as u64;
-            let max = slots[i].party.max_incoming_len();
-            let result = if message.len() > max {
-                Err(PeerMisbehaved::Malformed(format!(
-                    "message of {} bytes exceeds the {max} bytes allowed next",
-                    message.len()
-                ))
-                .into())
+            let result = if slots[i].party.has_deferred_work() {
+                progress = true;
+                slots[i].party.do_deferred_work()
             } else {
-                slots[i].party.handle_message(&message)
+                let Some(message) = slots[i].inbox.pop_front() else {
+                    continue;
+                };
+                progress = true;
+                slots[i].counters.received += message.len() as u64;
+                let max = slots[i].party.max_incoming_len();
+                if message.len() > max {
+                    Err(PeerMisbehaved::Malformed(format!(
+                        "message of {} bytes exceeds the {max} bytes allowed next",
+                        message.len()
+                    ))
+                    .into())
+                } else {
+                    slots[i].party.handle_message(&message)
+                }
             };
             if let Err(error) = result {
                 let alert = slots[i].party.alert(&error);

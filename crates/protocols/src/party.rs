@@ -6,8 +6,9 @@ use crate::error::ProtocolError;
 ///
 /// Call order, which every driver follows:
 /// 1. take every message from [`Party::poll_outgoing`] and send it, in order;
-/// 2. if [`Party::is_finished`], stop: the concrete type's `into_output` gives the result;
-/// 3. otherwise receive one message of at most [`Party::max_incoming_len`] bytes (a
+/// 2. if [`Party::has_deferred_work`], call [`Party::do_deferred_work`] and go to 1;
+/// 3. if [`Party::is_finished`], stop: the concrete type's `into_output` gives the result;
+/// 4. otherwise receive one message of at most [`Party::max_incoming_len`] bytes (a
 ///    transport must refuse a longer one *before* allocating for it), feed it to
 ///    [`Party::handle_message`], and go to 1.
 ///
@@ -26,6 +27,15 @@ pub trait Party: Send {
     /// Largest message this party will accept next, derived from what has been
     /// announced so far (set sizes, parameters). Never unbounded.
     fn max_incoming_len(&self) -> usize;
+    /// True when the party has work that needs no further message and that it put off
+    /// so its outgoing messages could leave first (the peer then computes in parallel).
+    fn has_deferred_work(&self) -> bool {
+        false
+    }
+    /// Does the deferred work. Errors are final, as from `handle_message`.
+    fn do_deferred_work(&mut self) -> Result<(), ProtocolError> {
+        Ok(())
+    }
     /// True once the output is ready and nothing remains to send.
     fn is_finished(&self) -> bool;
     /// What the party is doing now, for progress displays ("exponentiating 100000 items").

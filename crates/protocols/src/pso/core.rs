@@ -90,8 +90,9 @@ impl Core {
 
 /// Implements [`crate::Party`] and [`super::PsoParty`] for a party type with a `core:
 /// Core` field, a `state` whose `Failed` variant marks a spent party, and the methods
-/// `step(&mut self, message) -> Result<(), ProtocolError>`, `max_len(&self) -> usize`
-/// and `describe(&self) -> String`.
+/// `step(&mut self, message) -> Result<(), ProtocolError>`, `max_len(&self) -> usize`,
+/// `describe(&self) -> String`, `has_work(&self) -> bool` and
+/// `work(&mut self) -> Result<(), ProtocolError>` (deferred work, see `Party`).
 macro_rules! impl_pso_party {
     ($ty:ident) => {
         impl<C: privset_crypto::cwprf::CwPrf> crate::party::Party for $ty<C> {
@@ -110,6 +111,16 @@ macro_rules! impl_pso_party {
             }
             fn max_incoming_len(&self) -> usize {
                 self.max_len()
+            }
+            fn has_deferred_work(&self) -> bool {
+                self.has_work()
+            }
+            fn do_deferred_work(&mut self) -> Result<(), crate::error::ProtocolError> {
+                let result = self.work();
+                if result.is_err() {
+                    self.state = State::Failed;
+                }
+                result
             }
             fn is_finished(&self) -> bool {
                 self.core.output.is_some() && !self.core.channel.has_outgoing()

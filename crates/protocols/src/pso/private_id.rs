@@ -238,6 +238,14 @@ impl<C: CwPrf> Receiver<C> {
         Ok(())
     }
 
+    fn has_work(&self) -> bool {
+        false
+    }
+
+    fn work(&mut self) -> Result<(), ProtocolError> {
+        Ok(())
+    }
+
     fn max_len(&self) -> usize {
         let n1 = self.core.input.ids.len();
         let elements = |n: usize| n.saturating_mul(C::ELEMENT_LEN);
@@ -411,6 +419,14 @@ impl<C: CwPrf> Sender<C> {
                 return Err(ProtocolError::ApiMisuse("message after the end of the run"));
             }
         };
+        Ok(())
+    }
+
+    fn has_work(&self) -> bool {
+        false
+    }
+
+    fn work(&mut self) -> Result<(), ProtocolError> {
         Ok(())
     }
 

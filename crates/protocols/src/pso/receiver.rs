@@ -25,6 +25,18 @@ enum State<C: CwPrf> {
         session: Session,
         server: Server<C>,
         ot: Option<OtReceiverSetup>,
+        /// R1, computed but held back until the sender's S1 has arrived: the two large
+        /// first messages never travel at the same time, so blocking transports cannot
+        /// deadlock with both sides writing.
+        r1: Vec<u8>,
+    },
+    /// S1 received and R1 sent; evaluating S1 is deferred work, done while the sender
+    /// computes S2.
+    Absorb {
+        session: Session,
+        server: Server<C>,
+        ot: Option<OtReceiverSetup>,
+        s1: Vec<u8>,
     },
     AwaitS2 {
         session: Session,
@@ -66,20 +78,22 @@ impl<C: CwPrf> Receiver<C> {
                     setup
                 });
                 r1.extend_from_slice(&server.evaluate_items(&session.dst, &self.core.input.ids));
-                self.core.channel.push(kind::R1, &r1);
                 State::AwaitS1 {
                     session,
                     server,
                     ot,
+                    r1,
                 }
             }
             State::AwaitS1 {
                 session,
                 server,
                 ot,
+                r1,
             } => {
-                // The sender's own evaluated items come first, so this party works on
-                // them while the sender evaluates ours.
+                // Both parties computed their first message at the same time; the
+                // sender's arrives first, then ours leaves, then we evaluate the
+                // sender's items while it evaluates ours.
                 let frame = self.core.open(message, kind::S1)?;
                 let n2 = session.peer.items as usize;
                 let expected = mqrpmt::packed_len::<C>(n2, "S1")?;
@@ -91,12 +105,12 @@ impl<C: CwPrf> Receiver<C> {
                     }
                     .into());
                 }
-                let absorbed = server.absorb_client_elements(frame.body)?;
-                State::AwaitS2 {
+                self.core.channel.push(kind::R1, &r1);
+                State::Absorb {
                     session,
                     server,
                     ot,
-                    absorbed,
+                    s1: frame.body.to_vec(),
                 }
             }
             State::AwaitS2 {
@@ -154,9 +168,40 @@ impl<C: CwPrf> Receiver<C> {
                 self.core.finish(out);
                 State::Done
             }
+            State::Absorb { .. } => {
+                return Err(ProtocolError::ApiMisuse(
+                    "message before the deferred work was done",
+                ));
+            }
             State::Done | State::Failed => {
                 return Err(ProtocolError::ApiMisuse("message after the end of the run"));
             }
+        };
+        Ok(())
+    }
+
+    fn has_work(&self) -> bool {
+        matches!(self.state, State::Absorb { .. })
+    }
+
+    /// Evaluates the sender's items (S1) under our key.
+    fn work(&mut self) -> Result<(), ProtocolError> {
+        self.state = match std::mem::replace(&mut self.state, State::Failed) {
+            State::Absorb {
+                session,
+                server,
+                ot,
+                s1,
+            } => {
+                let absorbed = server.absorb_client_elements(&s1)?;
+                State::AwaitS2 {
+                    session,
+                    server,
+                    ot,
+                    absorbed,
+                }
+            }
+            other => other,
         };
         Ok(())
     }
@@ -233,6 +278,7 @@ impl<C: CwPrf> Receiver<C> {
     fn max_len(&self) -> usize {
         match &self.state {
             State::AwaitHello => super::hello::MAX_LEN,
+            State::Absorb { .. } => 0,
             State::AwaitS1 { session, .. } => HEADER_LEN
                 .saturating_add((session.peer.items as usize).saturating_mul(C::ELEMENT_LEN)),
             State::AwaitS2 { session, ot, .. } => {
@@ -258,9 +304,12 @@ impl<C: CwPrf> Receiver<C> {
         match &self.state {
             State::AwaitHello => "waiting for the sender's hello".into(),
             State::AwaitS1 { session, .. } => format!(
-                "sent {n} evaluated items; waiting for the sender's {} items",
+                "evaluated our {n} items; waiting for the sender's {} items",
                 session.peer.items
             ),
+            State::Absorb { session, .. } => {
+                format!("evaluating the sender's {} items", session.peer.items)
+            }
             State::AwaitS2 { .. } => {
                 "evaluated the sender's items; waiting for our set back".into()
             }

@@ -219,6 +219,14 @@ impl<C: CwPrf> Sender<C> {
         Ok(())
     }
 
+    fn has_work(&self) -> bool {
+        false
+    }
+
+    fn work(&mut self) -> Result<(), ProtocolError> {
+        Ok(())
+    }
+
     fn max_len(&self) -> usize {
         match &self.state {
             State::AwaitHello => super::hello::MAX_LEN,
