@@ -5,18 +5,18 @@
 #   VENV=${PRIVSET_PEERS_VENV:-$HOME/.cache/privset-peers-venv}
 #   bash bench/peers/setup.sh && "$VENV/bin/python" bench/peers/peer_bench.py --help
 #
-# Needs CPython 3.10 or 3.11 on x86_64 Linux (the spu 0.9.5 wheels are built for those).
+# Needs CPython 3.11 on x86_64 Linux: spu 0.9.5 ships only a cp311 manylinux_2_17_x86_64 wheel.
 set -euo pipefail
 VENV="${PRIVSET_PEERS_VENV:-$HOME/.cache/privset-peers-venv}"
 PY="${PRIVSET_PEERS_PYTHON:-}"
 if [ -z "$PY" ]; then
-  for c in python3.11 python3.10 python3; do
-    if command -v "$c" >/dev/null 2>&1 && "$c" -c 'import sys; sys.exit(0 if sys.version_info[:2] in ((3,10),(3,11)) else 1)' 2>/dev/null; then
+  for c in python3.11 python3; do
+    if command -v "$c" >/dev/null 2>&1 && "$c" -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3,11) else 1)' 2>/dev/null; then
       PY="$c"; break
     fi
   done
 fi
-[ -n "$PY" ] || { echo "setup.sh: need python3.10 or python3.11 (set PRIVSET_PEERS_PYTHON)" >&2; exit 1; }
+[ -n "$PY" ] || { echo "setup.sh: need python3.11 (set PRIVSET_PEERS_PYTHON)" >&2; exit 1; }
 
 if [ ! -x "$VENV/bin/python" ]; then
   if ! "$PY" -m venv --help >/dev/null 2>&1; then
