@@ -203,7 +203,10 @@ const RISTRETTO: CwPrfId = CwPrfId::Group(GroupId::Ristretto255);
 const BLOOM: LastMessage = LastMessage::Filter(FilterKind::Bloom);
 
 /// Edge cases every operation must get right.
-fn edge_cases(rng: &mut SessionRng) -> Vec<(Vec<u64>, Vec<(u64, u64)>)> {
+/// A receiver set and a sender set with values.
+type Sets = (Vec<u64>, Vec<(u64, u64)>);
+
+fn edge_cases(rng: &mut SessionRng) -> Vec<Sets> {
     let (ys, xs) = random_sets(rng, 300, 250, 120);
     let identical: Vec<(u64, u64)> = ys.iter().map(|&y| (y, 5)).collect();
     vec![

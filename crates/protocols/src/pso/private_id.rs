@@ -116,7 +116,7 @@ enum State<C: CwPrf> {
     AwaitS2 {
         session: Session,
         psu_key: C::Key,
-        ot: OtReceiverSetup,
+        ot: Box<OtReceiverSetup>,
         own: Vec<[u8; ID_LEN]>,
     },
     AwaitS3 {
@@ -168,7 +168,7 @@ impl<C: CwPrf> Receiver<C> {
                 State::AwaitS2 {
                     session,
                     psu_key: keys.psu.clone(),
-                    ot,
+                    ot: Box::new(ot),
                     own,
                 }
             }

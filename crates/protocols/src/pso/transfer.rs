@@ -106,7 +106,7 @@ impl SumModulus {
     }
 
     /// A uniform element of `Z_q` from an OT key.
-    fn from_key(self, key: &[u8; 32]) -> u128 {
+    fn element_from_key(self, key: &[u8; 32]) -> u128 {
         let mut b = [0u8; 16];
         ot::pad(key, &mut b);
         self.reduce(u128::from_le_bytes(b))
@@ -213,10 +213,10 @@ pub fn send_sum(keys: &OtSenderKeys, q: SumModulus, values: &[u64]) -> (u128, Ve
         .par_chunks_mut(width.max(1))
         .enumerate()
         .map(|(i, slot)| {
-            let r = q.from_key(keys.key(i, false));
+            let r = q.element_from_key(keys.key(i, false));
             let c = q.reduce(
                 r.wrapping_add(values[i] as u128)
-                    .wrapping_sub(q.from_key(keys.key(i, true))),
+                    .wrapping_sub(q.element_from_key(keys.key(i, true))),
             );
             q.write(c, slot);
             r
@@ -235,7 +235,7 @@ pub fn receive_sum(
     (0..keys.len())
         .into_par_iter()
         .map(|i| {
-            let base = q.from_key(keys.key(i));
+            let base = q.element_from_key(keys.key(i));
             if keys.choice(i) {
                 let c = q.read(&payload[i * width..(i + 1) * width])?;
                 Ok(q.reduce(base.wrapping_add(c)))
