@@ -50,6 +50,16 @@ pub enum DupArg {
     First,
 }
 
+impl From<DupArg> for DuplicatePolicy {
+    fn from(arg: DupArg) -> Self {
+        match arg {
+            DupArg::Error => DuplicatePolicy::Error,
+            DupArg::Sum => DuplicatePolicy::Sum,
+            DupArg::First => DuplicatePolicy::First,
+        }
+    }
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct PiSumArgs {
     /// p1 holds identifiers; p2 holds identifiers with values.
@@ -201,11 +211,7 @@ impl PiSumArgs {
 pub fn run(args: &PiSumArgs) -> Result<PiSumReport, Failure> {
     args.check_flags()?;
     let config = args.config();
-    let policy = match args.duplicates {
-        DupArg::Error => DuplicatePolicy::Error,
-        DupArg::Sum => DuplicatePolicy::Sum,
-        DupArg::First => DuplicatePolicy::First,
-    };
+    let policy = DuplicatePolicy::from(args.duplicates);
     let stopwatch = Stopwatch::start();
     let dataset = csv_input::read_dataset(
         &args.input,

@@ -175,11 +175,7 @@ pub fn run(operation: Operation, args: &PsoArgs) -> Result<PsoReport, Failure> {
     let role = args.role();
     let stopwatch = Stopwatch::start();
     let values: Vec<String> = args.value_column.iter().cloned().collect();
-    let policy = match args.duplicates {
-        DupArg::Error => DuplicatePolicy::Error,
-        DupArg::Sum => DuplicatePolicy::Sum,
-        DupArg::First => DuplicatePolicy::First,
-    };
+    let policy = DuplicatePolicy::from(args.duplicates);
     let dataset = csv_input::read_dataset(
         &args.input,
         &Columns {

@@ -6,7 +6,7 @@ use privset_crypto::rng::SessionRng;
 
 use super::hello::Hello;
 use super::{PsoConfig, PsoOutput, PsoRole, kind};
-use crate::error::ProtocolError;
+use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::input::Dataset;
 use crate::session::{Channel, SessionContext, expect_kind};
 use crate::wire::{Frame, ProtocolId};
@@ -79,6 +79,23 @@ impl Core {
         Ok(frame)
     }
 
+    /// Fails with `WrongLength` unless `body` is exactly `expected` bytes.
+    pub fn expect_len(
+        what: &'static str,
+        body: &[u8],
+        expected: usize,
+    ) -> Result<(), ProtocolError> {
+        if body.len() != expected {
+            return Err(PeerMisbehaved::WrongLength {
+                what,
+                got: body.len(),
+                expected,
+            }
+            .into());
+        }
+        Ok(())
+    }
+
     pub fn finish(&mut self, output: PsoOutput) {
         self.output = Some(output);
     }
@@ -88,11 +105,21 @@ impl Core {
     }
 }
 
+/// Work a party defers until its outgoing messages have left (see
+/// `Party::has_deferred_work`); most parties have none.
+pub trait DeferredWork {
+    fn has_work(&self) -> bool {
+        false
+    }
+    fn work(&mut self) -> Result<(), ProtocolError> {
+        Ok(())
+    }
+}
+
 /// Implements [`crate::Party`] and [`super::PsoParty`] for a party type with a `core:
 /// Core` field, a `state` whose `Failed` variant marks a spent party, and the methods
 /// `step(&mut self, message) -> Result<(), ProtocolError>`, `max_len(&self) -> usize`,
-/// `describe(&self) -> String`, `has_work(&self) -> bool` and
-/// `work(&mut self) -> Result<(), ProtocolError>` (deferred work, see `Party`).
+/// `describe(&self) -> String`, and implementing [`DeferredWork`].
 macro_rules! impl_pso_party {
     ($ty:ident) => {
         impl<C: privset_crypto::cwprf::CwPrf> crate::party::Party for $ty<C> {
@@ -113,10 +140,10 @@ macro_rules! impl_pso_party {
                 self.max_len()
             }
             fn has_deferred_work(&self) -> bool {
-                self.has_work()
+                crate::pso::core::DeferredWork::has_work(self)
             }
             fn do_deferred_work(&mut self) -> Result<(), crate::error::ProtocolError> {
-                let result = self.work();
+                let result = crate::pso::core::DeferredWork::work(self);
                 if result.is_err() {
                     self.state = State::Failed;
                 }

@@ -32,7 +32,7 @@ use privset_crypto::cwprf::CwPrf;
 use privset_crypto::ot::{self, OtReceiverKeys, OtReceiverSetup, OtSenderSetup};
 use sha2::{Digest, Sha256};
 
-use super::core::{Core, Session, impl_pso_party};
+use super::core::{Core, DeferredWork, Session, impl_pso_party};
 use super::mqrpmt::{self, Client, Server};
 use super::receiver::bad_ot;
 use super::transfer;
@@ -211,14 +211,7 @@ impl<C: CwPrf> Receiver<C> {
                 let frame = self.core.open(message, kind::S3)?;
                 let n2 = session.peer.items as usize;
                 let expected = n2.saturating_mul(ID_LEN);
-                if frame.body.len() != expected {
-                    return Err(PeerMisbehaved::WrongLength {
-                        what: "S3",
-                        got: frame.body.len(),
-                        expected,
-                    }
-                    .into());
-                }
+                Core::expect_len("S3", frame.body, expected)?;
                 let mut union = own.clone();
                 for (_, id) in transfer::receive_one_sided(&ot_keys, false, ID_LEN, frame.body) {
                     union.push(id.try_into().expect("ID_LEN-byte slots"));
@@ -235,14 +228,6 @@ impl<C: CwPrf> Receiver<C> {
                 return Err(ProtocolError::ApiMisuse("message after the end of the run"));
             }
         };
-        Ok(())
-    }
-
-    fn has_work(&self) -> bool {
-        false
-    }
-
-    fn work(&mut self) -> Result<(), ProtocolError> {
         Ok(())
     }
 
@@ -283,6 +268,7 @@ impl<C: CwPrf> Receiver<C> {
     }
 }
 
+impl<C: CwPrf> DeferredWork for Receiver<C> {}
 impl_pso_party!(Receiver);
 
 /// The private-ID sender: runs the PSU as its sender and receives the union.
@@ -336,14 +322,7 @@ impl<C: CwPrf> Sender<C> {
                 let frame = self.core.open(message, kind::R1)?;
                 let n1 = session.peer.items as usize;
                 let expected = mqrpmt::packed_len::<C>(n1, "R1")?;
-                if frame.body.len() != expected {
-                    return Err(PeerMisbehaved::WrongLength {
-                        what: "R1",
-                        got: frame.body.len(),
-                        expected,
-                    }
-                    .into());
-                }
+                Core::expect_len("R1", frame.body, expected)?;
                 let mut s1 = eval::<C>(frame.body, &keys.prf, "R1")?;
                 s1.extend_from_slice(&C::hash_eval_batch(
                     &session.dst,
@@ -422,14 +401,6 @@ impl<C: CwPrf> Sender<C> {
         Ok(())
     }
 
-    fn has_work(&self) -> bool {
-        false
-    }
-
-    fn work(&mut self) -> Result<(), ProtocolError> {
-        Ok(())
-    }
-
     fn max_len(&self) -> usize {
         let n2 = self.core.input.ids.len();
         let elements = |n: usize| n.saturating_mul(C::ELEMENT_LEN);
@@ -503,6 +474,8 @@ fn read_union(
 }
 
 /// `Party` for the sender, whose state enum has a different name.
+impl<C: CwPrf> DeferredWork for Sender<C> {}
+
 mod sender_party {
     use super::super::core::impl_pso_party;
     use super::{Sender, SenderState as State};

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use privset_crypto::cwprf::CwPrf;
 use privset_crypto::ot::{self, OtReceiverKeys, OtReceiverSetup};
 
-use super::core::{Core, Session, impl_pso_party};
+use super::core::{Core, DeferredWork, Session, impl_pso_party};
 use super::mqrpmt::{self, Server};
 use super::transfer::{self, SumModulus, TAG_KEY, TAG_LEN};
 use super::{Operation, PsoConfig, PsoRole, ShareRow, kind};
@@ -97,14 +97,7 @@ impl<C: CwPrf> Receiver<C> {
                 let frame = self.core.open(message, kind::S1)?;
                 let n2 = session.peer.items as usize;
                 let expected = mqrpmt::packed_len::<C>(n2, "S1")?;
-                if frame.body.len() != expected {
-                    return Err(PeerMisbehaved::WrongLength {
-                        what: "S1",
-                        got: frame.body.len(),
-                        expected,
-                    }
-                    .into());
-                }
+                Core::expect_len("S1", frame.body, expected)?;
                 self.core.channel.push(kind::R1, &r1);
                 State::Absorb {
                     session,
@@ -156,14 +149,7 @@ impl<C: CwPrf> Receiver<C> {
                 let n2 = session.peer.items as usize;
                 let width = payload_width(self.operation(), &session)?;
                 let expected = n2.saturating_mul(width);
-                if frame.body.len() != expected {
-                    return Err(PeerMisbehaved::WrongLength {
-                        what: "S3",
-                        got: frame.body.len(),
-                        expected,
-                    }
-                    .into());
-                }
+                Core::expect_len("S3", frame.body, expected)?;
                 let out = self.finish_transfer(&session, &keys, width, frame.body)?;
                 self.core.finish(out);
                 State::Done
@@ -176,32 +162,6 @@ impl<C: CwPrf> Receiver<C> {
             State::Done | State::Failed => {
                 return Err(ProtocolError::ApiMisuse("message after the end of the run"));
             }
-        };
-        Ok(())
-    }
-
-    fn has_work(&self) -> bool {
-        matches!(self.state, State::Absorb { .. })
-    }
-
-    /// Evaluates the sender's items (S1) under our key.
-    fn work(&mut self) -> Result<(), ProtocolError> {
-        self.state = match std::mem::replace(&mut self.state, State::Failed) {
-            State::Absorb {
-                session,
-                server,
-                ot,
-                s1,
-            } => {
-                let absorbed = server.absorb_client_elements(&s1)?;
-                State::AwaitS2 {
-                    session,
-                    server,
-                    ot,
-                    absorbed,
-                }
-            }
-            other => other,
         };
         Ok(())
     }
@@ -340,6 +300,34 @@ fn sum_modulus(session: &Session) -> Result<SumModulus, ProtocolError> {
 
 pub(crate) fn bad_ot(source: ot::OtError) -> ProtocolError {
     PeerMisbehaved::InvalidOt(source).into()
+}
+
+impl<C: CwPrf> DeferredWork for Receiver<C> {
+    fn has_work(&self) -> bool {
+        matches!(self.state, State::Absorb { .. })
+    }
+
+    /// Evaluates the sender's items (S1) under our key.
+    fn work(&mut self) -> Result<(), ProtocolError> {
+        self.state = match std::mem::replace(&mut self.state, State::Failed) {
+            State::Absorb {
+                session,
+                server,
+                ot,
+                s1,
+            } => {
+                let absorbed = server.absorb_client_elements(&s1)?;
+                State::AwaitS2 {
+                    session,
+                    server,
+                    ot,
+                    absorbed,
+                }
+            }
+            other => other,
+        };
+        Ok(())
+    }
 }
 
 impl_pso_party!(Receiver);

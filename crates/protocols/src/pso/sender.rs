@@ -3,7 +3,7 @@
 use privset_crypto::cwprf::CwPrf;
 use privset_crypto::ot::{self, OtSenderSetup};
 
-use super::core::{Core, Session, impl_pso_party};
+use super::core::{Core, DeferredWork, Session, impl_pso_party};
 use super::mqrpmt::{self, Client};
 use super::receiver::bad_ot;
 use super::transfer::{self, SumModulus, TAG_KEY, TAG_LEN};
@@ -219,14 +219,6 @@ impl<C: CwPrf> Sender<C> {
         Ok(())
     }
 
-    fn has_work(&self) -> bool {
-        false
-    }
-
-    fn work(&mut self) -> Result<(), ProtocolError> {
-        Ok(())
-    }
-
     fn max_len(&self) -> usize {
         match &self.state {
             State::AwaitHello => super::hello::MAX_LEN,
@@ -263,4 +255,5 @@ impl<C: CwPrf> Sender<C> {
     }
 }
 
+impl<C: CwPrf> DeferredWork for Sender<C> {}
 impl_pso_party!(Sender);
