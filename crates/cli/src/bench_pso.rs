@@ -338,7 +338,11 @@ fn read_peers(file: &Path) -> Result<Vec<PeerRow>, Failure> {
         let v: serde_json::Value = serde_json::from_str(line)
             .map_err(|e| Failure::input(format!("{}: {e}", file.display())))?;
         out.push(PeerRow {
-            peer: v["peer"].as_str().unwrap_or("?").to_string(),
+            peer: format!(
+                "{}/{}",
+                v["peer"].as_str().unwrap_or("?"),
+                v["variant"].as_str().unwrap_or("-")
+            ),
             op: v["op"].as_str().unwrap_or("?").to_string(),
             n: v["n"].as_u64().unwrap_or(0) as usize,
             cpu: v["cpu_s_total"].as_f64().unwrap_or(f64::NAN),
@@ -398,7 +402,7 @@ fn print_peer_comparison(rows: &[Row], peers: &[PeerRow]) {
     for p in peers {
         for r in rows.iter().filter(|r| r.op == p.op && r.n == p.n) {
             println!(
-                "{:>9} {:>8} {:>12} {:>34} | {:>9.2} {:>9.2} {:>7.3} | {:>9.2} {:>9.2} {:>7.3}",
+                "{:>9} {:>8} {:>27} {:>34} | {:>9.2} {:>9.2} {:>7.3} | {:>9.2} {:>9.2} {:>7.3}",
                 p.op,
                 p.n,
                 p.peer,
