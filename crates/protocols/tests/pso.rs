@@ -563,3 +563,12 @@ fn transcripts_differ_between_runs() {
     };
     assert_ne!(grab(), grab());
 }
+
+#[test]
+fn psi_tags_grow_with_the_sets() {
+    // 40 + bits(n1) + bits(n2) bits, between 8 and 32 bytes.
+    assert_eq!(transfer::tag_len(0, 0), 8);
+    assert_eq!(transfer::tag_len(1 << 12, 1 << 12), 9);
+    assert_eq!(transfer::tag_len(1 << 20, 1 << 20), 11);
+    assert_eq!(transfer::tag_len(u64::MAX, u64::MAX), 21);
+}

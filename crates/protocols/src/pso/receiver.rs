@@ -7,7 +7,7 @@ use privset_crypto::ot::{self, OtReceiverKeys, OtReceiverSetup};
 
 use super::core::{Core, DeferredWork, Session, impl_pso_party};
 use super::mqrpmt::{self, Server};
-use super::transfer::{self, SumModulus, TAG_KEY, TAG_LEN};
+use super::transfer::{self, SumModulus, TAG_KEY};
 use super::{Operation, PsoConfig, PsoRole, ShareRow, kind};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::input::Dataset;
@@ -147,7 +147,7 @@ impl<C: CwPrf> Receiver<C> {
             State::AwaitS3 { session, keys } => {
                 let frame = self.core.open(message, kind::S3)?;
                 let n2 = session.peer.items as usize;
-                let width = payload_width(self.operation(), &session)?;
+                let width = payload_width(self.operation(), &session, self.core.input.ids.len())?;
                 let expected = n2.saturating_mul(width);
                 Core::expect_len("S3", frame.body, expected)?;
                 let out = self.finish_transfer(&session, &keys, width, frame.body)?;
@@ -180,10 +180,10 @@ impl<C: CwPrf> Receiver<C> {
         match self.operation() {
             Operation::Psi => {
                 let tag_key = session.ctx.derive_key(TAG_KEY);
-                let by_tag: HashMap<[u8; TAG_LEN], usize> = ids
+                let by_tag: HashMap<Vec<u8>, usize> = ids
                     .iter()
                     .enumerate()
-                    .map(|(j, y)| (transfer::item_tag(&tag_key, y), j))
+                    .map(|(j, y)| (transfer::item_tag(&tag_key, y, width), j))
                     .collect();
                 // A tag matching none of our items can only come from a filter false
                 // positive (probability 2^-40 per run): it is not in the intersection.
@@ -252,7 +252,8 @@ impl<C: CwPrf> Receiver<C> {
                     ))
             }
             State::AwaitS3 { session, .. } => {
-                let width = payload_width(self.operation(), session).unwrap_or(0);
+                let width = payload_width(self.operation(), session, self.core.input.ids.len())
+                    .unwrap_or(0);
                 HEADER_LEN.saturating_add((session.peer.items as usize).saturating_mul(width))
             }
             State::Done | State::Failed => 0,
@@ -280,10 +281,11 @@ impl<C: CwPrf> Receiver<C> {
     }
 }
 
-/// Bytes the sender transfers per item for `op`, from what it announced.
-fn payload_width(op: Operation, session: &Session) -> Result<usize, ProtocolError> {
+/// Bytes the sender transfers per item for `op`, from what it announced and our own
+/// set size `n1`.
+fn payload_width(op: Operation, session: &Session, n1: usize) -> Result<usize, ProtocolError> {
     Ok(match op {
-        Operation::Psi => TAG_LEN,
+        Operation::Psi => transfer::tag_len(n1 as u64, session.peer.items),
         Operation::Psu | Operation::PsiShare => {
             transfer::item_width(session.peer.max_item_len as usize)
         }

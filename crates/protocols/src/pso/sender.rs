@@ -6,7 +6,7 @@ use privset_crypto::ot::{self, OtSenderSetup};
 use super::core::{Core, DeferredWork, Session, impl_pso_party};
 use super::mqrpmt::{self, Client};
 use super::receiver::bad_ot;
-use super::transfer::{self, SumModulus, TAG_KEY, TAG_LEN};
+use super::transfer::{self, SumModulus, TAG_KEY};
 use super::{Operation, PsoConfig, PsoRole, ShareRow, kind};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::input::Dataset;
@@ -130,8 +130,9 @@ impl<C: CwPrf> Sender<C> {
                 let (payload, next) = match self.operation() {
                     Operation::Psi => {
                         let tag_key = session.ctx.derive_key(TAG_KEY);
-                        let payload = transfer::send_one_sided(&keys, true, TAG_LEN, |i| {
-                            transfer::item_tag(&tag_key, &ids[i]).to_vec()
+                        let len = transfer::tag_len(session.peer.items, ids.len() as u64);
+                        let payload = transfer::send_one_sided(&keys, true, len, |i| {
+                            transfer::item_tag(&tag_key, &ids[i], len)
                         });
                         (payload, None)
                     }

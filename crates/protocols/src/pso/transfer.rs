@@ -12,9 +12,10 @@
 //! | psi-share | r_i = pad(K0)              | r_i ^ enc(x_i)              | `r_i ^ enc(x_i) ^ pad(K1)` |
 //!
 //! The receiver's choice is its indicator bit `e_i`; it learns only the message of that
-//! choice (OT security). For psi the receiver learns a 128-bit keyed tag of each
-//! intersection item rather than the item, and maps it back to its own copy: the items
-//! are in `Y` by definition, and tags cost 16 bytes whatever the identifier length.
+//! choice (OT security). For psi the receiver learns a keyed tag of each intersection
+//! item rather than the item, and maps it back to its own copy: the items are in `Y` by
+//! definition, and a tag costs `40 + log2(n1 n2)` bits (10 bytes at 2^20 a side)
+//! whatever the identifier length.
 //! psu and psi-share transfer the identifier itself in a fixed-width slot
 //! ([`encode_item`]) so the payload length says nothing about which item is which.
 
@@ -25,22 +26,25 @@ use sha2::{Digest, Sha256};
 use super::MAX_ITEM_LEN;
 use crate::error::{InputError, PeerMisbehaved, ProtocolError};
 
-/// Bytes of an item tag (psi).
-pub const TAG_LEN: usize = 16;
 /// Key-derivation purpose of the tag key.
 pub const TAG_KEY: &str = "pso/item-tag";
 
+/// Bytes of an item tag (psi) for `n1` receiver and `n2` sender items: enough bits that
+/// a tag the receiver opens matches a wrong one of its items with probability at most
+/// 2^-40 over the whole run (`40 + log2(n1) + log2(n2)` bits), at least 8 bytes and at
+/// most 32 (SHA-256).
+pub fn tag_len(n1: u64, n2: u64) -> usize {
+    let log = |n: u64| 64 - n.max(1).leading_zeros() as usize;
+    (40 + log(n1) + log(n2)).div_ceil(8).clamp(8, 32)
+}
+
 /// The keyed tag of an identifier (psi): SHA-256 under a session key, truncated to
-/// 128 bits. Collisions among the receiver's items have probability below 2^-80 for
-/// any realistic set size.
-pub fn item_tag(key: &[u8; 32], item: &[u8]) -> [u8; TAG_LEN] {
+/// `len` bytes (see [`tag_len`]).
+pub fn item_tag(key: &[u8; 32], item: &[u8], len: usize) -> Vec<u8> {
     let mut h = Sha256::new();
     h.update(key);
     h.update(item);
-    let d = h.finalize();
-    let mut tag = [0u8; TAG_LEN];
-    tag.copy_from_slice(&d[..TAG_LEN]);
-    tag
+    h.finalize()[..len].to_vec()
 }
 
 /// Width of an identifier slot for identifiers of at most `max_len` bytes.
