@@ -14,22 +14,24 @@
 //! u-coordinate of a point on the curve *or on its quadratic twist*. We do not: the
 //! curve/twist bit of `H(x)` is preserved by `F_k` (a twist point stays on the twist),
 //! so the peer would learn one bit of a public function of each of our items. Instead
-//! `H` is try-and-increment onto the curve: `u = SHA-256(dst, counter, x)` with the top
-//! bit cleared, retried until `u^3 + 486662 u^2 + u` is a non-zero square mod
-//! `p = 2^255 - 19` (two tries on average, a Legendre symbol each). The resulting point
-//! is uniform on the curve; clamping in the first evaluation removes its small-order
-//! component. Distinct inputs collide with probability about 2^-250 per pair.
+//! `H` is RFC 9380 `hash_to_curve` with Elligator 2 (suite
+//! `edwards25519_XMD:SHA-512_ELL2_RO_`, curve25519-dalek's implementation, constant
+//! time), whose output is a uniform point of the prime-order subgroup; we keep its
+//! Montgomery u-coordinate.
 //!
-//! Received elements must be canonical (`u < p`), on the curve (not the twist), and not
-//! of small order; anything else is rejected with a [`GroupError`].
+//! Received elements must be canonical (`u < p`), on the curve (not the twist: checked
+//! with a Legendre symbol on public data), and not of small order; anything else is
+//! rejected with a [`GroupError`].
 //!
 //! The scalar multiplication is aws-lc's X25519 (x-only Montgomery ladder, constant
 //! time), the fastest measured on these machines (DEPENDENCIES.md).
 
 use aws_lc_rs::agreement::{self, PrivateKey, UnparsedPublicKey};
+use curve25519_dalek::edwards::EdwardsPoint;
+use curve25519_dalek::montgomery::MontgomeryPoint;
 use rayon::prelude::*;
 use rug::Integer;
-use sha2::{Digest, Sha256};
+use sha2_011::Sha512;
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use super::{CwPrf, CwPrfId};
@@ -39,7 +41,7 @@ use crate::rng::SessionRng;
 /// Bytes of one u-coordinate.
 pub const ELEMENT_LEN: usize = 32;
 /// Suite name folded into domain-separation tags.
-pub const SUITE: &str = "curve25519_XSHA-256_TAI_";
+pub const SUITE: &str = "edwards25519_XMD:SHA-512_ELL2_RO_";
 
 /// Curve25519 (Montgomery form) in the X25519 fast mode.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -78,22 +80,14 @@ fn check_element(bytes: &[u8], p: &Integer) -> Result<(), GroupError> {
 }
 
 impl X25519 {
-    /// `H(msg)`: try-and-increment onto the curve (see the module docs).
-    pub fn hash_to_u(dst: &[u8], msg: &[u8], p: &Integer) -> [u8; 32] {
-        for counter in 0u32.. {
-            let mut h = Sha256::new();
-            h.update((dst.len() as u32).to_be_bytes());
-            h.update(dst);
-            h.update(counter.to_be_bytes());
-            h.update(msg);
-            let mut u: [u8; 32] = h.finalize().into();
-            u[31] &= 0x7f;
-            let value = to_integer(&u);
-            if value < *p && on_curve(&value, p) {
-                return u;
-            }
-        }
-        unreachable!("a square is found within 2^32 tries with overwhelming probability")
+    /// `H(msg)`: the u-coordinates of RFC 9380 `hash_to_curve` for a chunk of items
+    /// (one batched inversion for the conversion to Montgomery form).
+    fn hash_to_u_batch<I: AsRef<[u8]>>(dst: &[u8], items: &[I]) -> Vec<MontgomeryPoint> {
+        let points: Vec<EdwardsPoint> = items
+            .iter()
+            .map(|item| EdwardsPoint::hash_to_curve::<Sha512>(&[item.as_ref()], &[dst]))
+            .collect();
+        EdwardsPoint::to_montgomery_batch(&points)
     }
 
     fn private_key(key: &X25519Key) -> PrivateKey {
@@ -131,15 +125,14 @@ impl CwPrf for X25519 {
     }
 
     fn hash_eval_batch<I: AsRef<[u8]> + Sync>(dst: &[u8], items: &[I], key: &X25519Key) -> Vec<u8> {
-        let p = field_prime();
         let mut out = vec![0u8; items.len() * ELEMENT_LEN];
         out.par_chunks_mut(ELEMENT_LEN * BATCH_CHUNK)
             .zip(items.par_chunks(BATCH_CHUNK))
             .for_each(|(out, items)| {
                 let private = Self::private_key(key);
-                for (o, item) in out.chunks_exact_mut(ELEMENT_LEN).zip(items) {
-                    let u = Self::hash_to_u(dst, item.as_ref(), &p);
-                    Self::eval_one(&private, &u, o)
+                let hashed = Self::hash_to_u_batch(dst, items);
+                for (o, u) in out.chunks_exact_mut(ELEMENT_LEN).zip(&hashed) {
+                    Self::eval_one(&private, u.as_bytes(), o)
                         .expect("a hashed point is on the curve and of large order");
                 }
             });

@@ -340,6 +340,13 @@ pub fn validate(role: PsoRole, config: &PsoConfig, input: &Dataset) -> Result<()
     }
     if needs_values {
         transfer::SumModulus::for_sender(input.ids.len() as u64, config.max_value)?;
+        if let Some(v) = input.columns[0].iter().find(|&&v| v > config.max_value) {
+            return Err(InputError::Other(format!(
+                "value {v} exceeds the value bound {}",
+                config.max_value
+            ))
+            .into());
+        }
     }
     Ok(())
 }

@@ -18,6 +18,7 @@ use privset_crypto::cwprf::CwPrf;
 use privset_crypto::filter::{self, FilterParams, SetFilter};
 use privset_crypto::rng::SessionRng;
 use rayon::prelude::*;
+use zeroize::Zeroizing;
 
 use super::{Construction, LastMessage};
 use crate::error::{PeerMisbehaved, ProtocolError};
@@ -30,17 +31,17 @@ pub const FILTER_KEY: &str = "pso/mqrpmt-filter";
 pub struct Server<C: CwPrf> {
     construction: Construction,
     /// `k1` (cwPRF) or the mask `s` (permuted OPRF).
-    key: C::Key,
+    key: Zeroizing<C::Key>,
 }
 
 impl<C: CwPrf> Server<C> {
     pub fn new(construction: Construction, rng: &mut SessionRng) -> Self {
-        Self::with_key(construction, C::random_key(rng))
+        Self::with_key(construction, Zeroizing::new(C::random_key(rng)))
     }
 
     /// A server with a key the caller also uses elsewhere (private-ID folds the first
     /// evaluation into its distributed OPRF).
-    pub fn with_key(construction: Construction, key: C::Key) -> Self {
+    pub fn with_key(construction: Construction, key: Zeroizing<C::Key>) -> Self {
         Self { construction, key }
     }
 
@@ -83,8 +84,10 @@ impl<C: CwPrf> Server<C> {
                 let ReceivedSet::List(permuted) = set else {
                     unreachable!("validate() allows only the list with the permuted OPRF")
                 };
-                let inverse = C::invert_key(&self.key)
-                    .expect("validate() allows the permuted OPRF only for permutations");
+                let inverse = Zeroizing::new(
+                    C::invert_key(&self.key)
+                        .expect("validate() allows the permuted OPRF only for permutations"),
+                );
                 let unmasked = C::eval_batch(permuted, &inverse).map_err(|source| {
                     PeerMisbehaved::InvalidElement {
                         what: "permuted OPRF values",
@@ -100,16 +103,16 @@ impl<C: CwPrf> Server<C> {
 /// The mqRPMT client (the sender of every operation): learns nothing.
 pub struct Client<C: CwPrf> {
     /// `k2` (cwPRF) or the pOPRF key `k`.
-    key: C::Key,
+    key: Zeroizing<C::Key>,
 }
 
 impl<C: CwPrf> Client<C> {
     pub fn new(rng: &mut SessionRng) -> Self {
-        Self::with_key(C::random_key(rng))
+        Self::with_key(Zeroizing::new(C::random_key(rng)))
     }
 
     /// A client with a key the caller also uses elsewhere (private-ID).
-    pub fn with_key(key: C::Key) -> Self {
+    pub fn with_key(key: Zeroizing<C::Key>) -> Self {
         Self { key }
     }
 
@@ -148,8 +151,14 @@ impl<C: CwPrf> Client<C> {
             LastMessage::Filter(kind) => {
                 let params = FilterParams::new(kind, n1, n2);
                 let encoded = filter::encode(&params, filter_key, &doubled, C::ELEMENT_LEN);
+                let len = u32::try_from(encoded.len()).map_err(|_| {
+                    ProtocolError::Config(format!(
+                        "a filter of {} bytes exceeds the 4 GiB field; use --last-message list",
+                        encoded.len()
+                    ))
+                })?;
                 let mut out = Vec::with_capacity(encoded.len() + 4);
-                out.extend_from_slice(&(encoded.len() as u32).to_be_bytes());
+                out.extend_from_slice(&len.to_be_bytes());
                 out.extend_from_slice(&encoded);
                 out
             }

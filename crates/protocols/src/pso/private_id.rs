@@ -31,6 +31,7 @@
 use privset_crypto::cwprf::CwPrf;
 use privset_crypto::ot::{self, OtReceiverKeys, OtReceiverSetup, OtSenderSetup};
 use sha2::{Digest, Sha256};
+use zeroize::Zeroizing;
 
 use super::core::{Core, DeferredWork, Session, impl_pso_party};
 use super::mqrpmt::{self, Client, Server};
@@ -81,23 +82,24 @@ fn eval<C: CwPrf>(
 
 /// Secret keys of one private-ID party: its OPRF key share, its blind and its PSU key.
 struct Keys<C: CwPrf> {
-    prf: C::Key,
-    blind: C::Key,
-    psu: C::Key,
+    prf: Zeroizing<C::Key>,
+    blind: Zeroizing<C::Key>,
+    psu: Zeroizing<C::Key>,
 }
 
 impl<C: CwPrf> Keys<C> {
     fn new(core: &mut Core) -> Self {
         Self {
-            prf: C::random_key(&mut core.rng),
-            blind: C::random_key(&mut core.rng),
-            psu: C::random_key(&mut core.rng),
+            prf: Zeroizing::new(C::random_key(&mut core.rng)),
+            blind: Zeroizing::new(C::random_key(&mut core.rng)),
+            psu: Zeroizing::new(C::random_key(&mut core.rng)),
         }
     }
 
     /// Un-blinds `H(z)^(blind * k_other)` into the identifier element `H(z)^(k1 k2)`.
-    fn unblind(&self) -> C::Key {
-        compose::<C>(&invert::<C>(&self.blind), &self.prf)
+    fn unblind(&self) -> Zeroizing<C::Key> {
+        let inverse = Zeroizing::new(invert::<C>(&self.blind));
+        Zeroizing::new(compose::<C>(&inverse, &self.prf))
     }
 }
 
@@ -115,7 +117,7 @@ enum State<C: CwPrf> {
     },
     AwaitS2 {
         session: Session,
-        psu_key: C::Key,
+        psu_key: Zeroizing<C::Key>,
         ot: Box<OtReceiverSetup>,
         own: Vec<[u8; ID_LEN]>,
     },
@@ -129,7 +131,7 @@ enum State<C: CwPrf> {
 }
 
 impl<C: CwPrf> Receiver<C> {
-    pub fn new(config: PsoConfig, input: Dataset, seed: [u8; 32]) -> Self {
+    pub(crate) fn new(config: PsoConfig, input: Dataset, seed: [u8; 32]) -> Self {
         Self {
             core: Core::start(PsoRole::Receiver, config, input, seed),
             state: State::AwaitHello,
@@ -302,7 +304,7 @@ enum SenderState<C: CwPrf> {
 }
 
 impl<C: CwPrf> Sender<C> {
-    pub fn new(config: PsoConfig, input: Dataset, seed: [u8; 32]) -> Self {
+    pub(crate) fn new(config: PsoConfig, input: Dataset, seed: [u8; 32]) -> Self {
         Self {
             core: Core::start(PsoRole::Sender, config, input, seed),
             state: SenderState::AwaitHello,
@@ -388,7 +390,11 @@ impl<C: CwPrf> Sender<C> {
             }
             SenderState::AwaitR4 { session, own } => {
                 let frame = self.core.open(message, kind::R4)?;
-                let union = read_union(frame.body, session.peer.items as usize + n2, &own)?;
+                let union = read_union(
+                    frame.body,
+                    (session.peer.items as usize).saturating_add(n2),
+                    &own,
+                )?;
                 let mut out = self.core.empty_output(session.peer.items);
                 out.private_id = Some(PrivateIdTable { own, union });
                 self.core.finish(out);

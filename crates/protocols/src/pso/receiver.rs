@@ -53,7 +53,7 @@ enum State<C: CwPrf> {
 }
 
 impl<C: CwPrf> Receiver<C> {
-    pub fn new(config: PsoConfig, input: Dataset, seed: [u8; 32]) -> Self {
+    pub(crate) fn new(config: PsoConfig, input: Dataset, seed: [u8; 32]) -> Self {
         Self {
             core: Core::start(PsoRole::Receiver, config, input, seed),
             state: State::AwaitHello,
@@ -69,6 +69,9 @@ impl<C: CwPrf> Receiver<C> {
             State::AwaitHello => {
                 let frame = self.core.open(message, kind::HELLO)?;
                 let session = self.core.on_hello::<C>(frame.body)?;
+                if self.operation() == Operation::PsiCardSum {
+                    sum_modulus(&session)?;
+                }
                 let server = Server::<C>::new(self.core.config.construction, &mut self.core.rng);
                 let mut r1 = Vec::new();
                 let ot = self.operation().uses_ot().then(|| {

@@ -42,7 +42,7 @@ enum State<C: CwPrf> {
 }
 
 impl<C: CwPrf> Sender<C> {
-    pub fn new(config: PsoConfig, input: Dataset, seed: [u8; 32]) -> Self {
+    pub(crate) fn new(config: PsoConfig, input: Dataset, seed: [u8; 32]) -> Self {
         let mut core = Core::start(PsoRole::Sender, config, input, seed);
         let order = core.rng.permutation(core.input.ids.len());
         let input = &mut core.input;
@@ -201,8 +201,10 @@ impl<C: CwPrf> Sender<C> {
                     .into());
                 }
                 if sum > cardinality as u128 * self.core.config.max_value as u128 {
+                    // The message reaches the peer as an alert: it must not carry the sum
+                    // (the receiver could unmask it from a forged S').
                     return Err(PeerMisbehaved::Inconsistent(format!(
-                        "the unmasked sum {sum} is impossible for {cardinality} values of at most {}",
+                        "R3: the masked sum is impossible for {cardinality} values of at most {}",
                         self.core.config.max_value
                     ))
                     .into());
