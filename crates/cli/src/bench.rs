@@ -158,27 +158,16 @@ fn bench_pi_sum(
                         env: &[],
                     };
                     let (r1, r2) = run_pair(&exe, &spec, data, &certs, &extra)?;
-                    let cpu = r1.cpu + r2.cpu;
-                    let total = r1.sent + r2.sent;
                     let ok = r1.cardinality == Some(expected.cardinality)
                         && r2.cardinality == Some(expected.cardinality)
                         && r2.sum == Some(expected.sum);
                     println!(
-                        "{:>8} {:>8} {:>9} {:>6} | {:>8.2} {:>8.2} {:>8.2} {:>7.2} | {:>8.3} {:>8.3} {:>8.3} | {:>7.0} {:>7.0} | {:>8.5} | {}",
+                        "{:>8} {:>8} {:>9} {:>6} | {} | {}",
                         n,
                         p,
                         he,
                         z,
-                        r1.cpu,
-                        r2.cpu,
-                        cpu,
-                        r1.wall.max(r2.wall),
-                        r1.sent as f64 / MB,
-                        r2.sent as f64 / MB,
-                        total as f64 / MB,
-                        r1.rss,
-                        r2.rss,
-                        prices.cents(cpu, total),
+                        pair_figures(&r1, &r2, &prices),
                         if ok { "ok" } else { "MISMATCH" }
                     );
                     if !ok {
@@ -213,6 +202,26 @@ fn parameter_set(name: &str, he: &str, n: usize) -> Result<(u32, u32, u64, Optio
             "unknown parameter set {other:?} (seed, default)"
         ))),
     }
+}
+
+/// The measured columns of a pair's row: CPU of each party, their sum and the wall
+/// time; MB each way and in total; peak RSS of each; cost in cents.
+pub fn pair_figures(a: &PartyResult, b: &PartyResult, prices: &Prices) -> String {
+    let cpu = a.cpu + b.cpu;
+    let total = a.sent + b.sent;
+    format!(
+        "{:>8.2} {:>8.2} {:>8.2} {:>7.2} | {:>8.3} {:>8.3} {:>8.3} | {:>7.0} {:>7.0} | {:>8.5}",
+        a.cpu,
+        b.cpu,
+        cpu,
+        a.wall.max(b.wall),
+        a.sent as f64 / MB,
+        b.sent as f64 / MB,
+        total as f64 / MB,
+        a.rss,
+        b.rss,
+        prices.cents(cpu, total)
+    )
 }
 
 /// One benchmark pair: which subcommand, the two role names (the first listens and

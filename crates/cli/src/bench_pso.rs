@@ -9,7 +9,7 @@ use std::process::Command;
 use clap::Args;
 use privset_crypto::rng::SessionRng;
 
-use crate::bench::{PairSpec, PartyResult};
+use crate::bench::{PairSpec, PartyResult, pair_figures};
 use crate::datagen;
 use crate::fail::Failure;
 use crate::metrics::{MB, Prices};
@@ -91,7 +91,7 @@ pub fn run(args: &PsoBenchArgs, dir: &Path) -> Result<(), Failure> {
     );
     println!();
     println!(
-        "{:>12} {:>15} {:>6} {:>5} {:>8} | {:>8} {:>8} {:>8} {:>7} | {:>8} {:>8} {:>8} | {:>6} {:>6} | {:>8} | check",
+        "{:>12} {:>15} {:>6} {:>5} {:>8} | {:>8} {:>8} {:>8} {:>7} | {:>8} {:>8} {:>8} | {:>7} {:>7} | {:>8} | check",
         "op",
         "group",
         "mqrpmt",
@@ -147,22 +147,13 @@ pub fn run(args: &PsoBenchArgs, dir: &Path) -> Result<(), Failure> {
                         let cpu = r.cpu + s.cpu;
                         let total = r.sent + s.sent;
                         println!(
-                            "{:>12} {:>15} {:>6} {:>5} {:>8} | {:>8.2} {:>8.2} {:>8.2} {:>7.2} | {:>8.3} {:>8.3} {:>8.3} | {:>6.0} {:>6.0} | {:>8.5} | {}",
+                            "{:>12} {:>15} {:>6} {:>5} {:>8} | {} | {}",
                             op,
                             group,
                             mqrpmt,
                             last,
                             n,
-                            r.cpu,
-                            s.cpu,
-                            cpu,
-                            r.wall.max(s.wall),
-                            r.sent as f64 / MB,
-                            s.sent as f64 / MB,
-                            total as f64 / MB,
-                            r.rss,
-                            s.rss,
-                            prices.cents(cpu, total),
+                            pair_figures(&r, &s, &prices),
                             if ok { "ok" } else { "MISMATCH" }
                         );
                         if !ok {
