@@ -182,6 +182,13 @@ pub fn decode_frame(protocol: ProtocolId, bytes: &[u8]) -> Result<Frame<'_>, Pro
     })
 }
 
+/// `a * b` for sizes derived from peer announcements, failing instead of overflowing.
+pub fn checked_len(a: usize, b: usize, what: &'static str) -> Result<usize, ProtocolError> {
+    a.checked_mul(b).ok_or_else(|| {
+        PeerMisbehaved::Malformed(format!("{what}: announced sizes overflow")).into()
+    })
+}
+
 /// A cursor over a message body that fails with a clear error instead of panicking.
 pub struct Reader<'a> {
     bytes: &'a [u8],

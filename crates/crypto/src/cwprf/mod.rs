@@ -143,11 +143,6 @@ impl<G: PrimeGroup> CwPrf for G {
     }
 
     fn validate_batch(packed: &[u8]) -> Result<(), GroupError> {
-        use rayon::prelude::*;
-        G::element_count(packed)?;
-        packed
-            .par_chunks(G::ELEMENT_LEN)
-            .enumerate()
-            .try_for_each(|(i, e)| G::decode(e).map(|_| ()).map_err(|err| err.at(i)))
+        <G as PrimeGroup>::validate_batch(packed)
     }
 }

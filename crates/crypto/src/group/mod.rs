@@ -203,6 +203,16 @@ pub trait PrimeGroup: Send + Sync + 'static {
         Ok(out)
     }
 
+    /// Checks that every packed element decodes (where elements are only compared, never
+    /// exponentiated). Fails on the first invalid element, naming its index.
+    fn validate_batch(packed: &[u8]) -> Result<(), GroupError> {
+        Self::element_count(packed)?;
+        packed
+            .par_chunks(Self::ELEMENT_LEN)
+            .enumerate()
+            .try_for_each(|(i, e)| Self::decode(e).map(|_| ()).map_err(|err| err.at(i)))
+    }
+
     /// Number of elements in a packed vector, or an error if its length is not a
     /// multiple of `ELEMENT_LEN`.
     fn element_count(packed: &[u8]) -> Result<usize, GroupError> {

@@ -52,10 +52,7 @@ pub fn validate_elements<G: PrimeGroup>(
     packed: &[u8],
     what: &'static str,
 ) -> Result<(), ProtocolError> {
-    packed
-        .par_chunks(G::ELEMENT_LEN)
-        .enumerate()
-        .try_for_each(|(i, e)| G::decode(e).map(|_| ()).map_err(|err| err.at(i)))
+    G::validate_batch(packed)
         .map_err(|source| PeerMisbehaved::InvalidElement { what, source }.into())
 }
 
@@ -83,12 +80,7 @@ pub fn bad_ciphertext(what: &'static str) -> impl Fn(HeError) -> ProtocolError {
     move |source| PeerMisbehaved::InvalidCiphertext { what, source }.into()
 }
 
-/// `a * b` for sizes derived from peer announcements, failing instead of overflowing.
-pub fn checked_len(a: usize, b: usize, what: &'static str) -> Result<usize, ProtocolError> {
-    a.checked_mul(b).ok_or_else(|| {
-        PeerMisbehaved::Malformed(format!("{what}: announced sizes overflow")).into()
-    })
-}
+pub use crate::wire::checked_len;
 
 /// Upper bound of a frame carrying `body` bytes.
 pub fn frame_len(body: usize) -> usize {

@@ -105,6 +105,11 @@ impl Core {
     }
 }
 
+/// Wraps an oblivious-transfer error on peer data.
+pub fn bad_ot(source: privset_crypto::ot::OtError) -> ProtocolError {
+    PeerMisbehaved::InvalidOt(source).into()
+}
+
 /// Work a party defers until its outgoing messages have left (see
 /// `Party::has_deferred_work`); most parties have none.
 pub trait DeferredWork {

@@ -214,9 +214,7 @@ fn membership<C: CwPrf>(candidates: &[u8], set: &ReceivedSet<'_>) -> Vec<bool> {
 
 /// Bytes of `n` packed elements, failing instead of overflowing on peer-announced sizes.
 pub fn packed_len<C: CwPrf>(n: usize, what: &'static str) -> Result<usize, ProtocolError> {
-    n.checked_mul(C::ELEMENT_LEN).ok_or_else(|| {
-        PeerMisbehaved::Malformed(format!("{what}: announced sizes overflow")).into()
-    })
+    crate::wire::checked_len(n, C::ELEMENT_LEN, what)
 }
 
 /// Largest encoding of the server's set as the client returns it.

@@ -33,9 +33,8 @@ use privset_crypto::ot::{self, OtReceiverKeys, OtReceiverSetup, OtSenderSetup};
 use sha2::{Digest, Sha256};
 use zeroize::Zeroizing;
 
-use super::core::{Core, DeferredWork, Session, impl_pso_party};
+use super::core::{Core, DeferredWork, Session, bad_ot, impl_pso_party};
 use super::mqrpmt::{self, Client, Server};
-use super::receiver::bad_ot;
 use super::transfer;
 use super::{PrivateIdTable, PsoConfig, PsoRole, kind};
 use crate::error::{PeerMisbehaved, ProtocolError};

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use privset_crypto::cwprf::CwPrf;
 use privset_crypto::ot::{self, OtReceiverKeys, OtReceiverSetup};
 
-use super::core::{Core, DeferredWork, Session, impl_pso_party};
+use super::core::{Core, DeferredWork, Session, bad_ot, impl_pso_party};
 use super::mqrpmt::{self, Server};
 use super::transfer::{self, SumModulus, TAG_KEY};
 use super::{Operation, PsoConfig, PsoRole, ShareRow, kind};
@@ -301,10 +301,6 @@ fn sum_modulus(session: &Session) -> Result<SumModulus, ProtocolError> {
     SumModulus::new(session.peer.items, session.peer.max_value).ok_or_else(|| {
         PeerMisbehaved::Malformed("announced value bound and set size overflow 2^127".into()).into()
     })
-}
-
-pub(crate) fn bad_ot(source: ot::OtError) -> ProtocolError {
-    PeerMisbehaved::InvalidOt(source).into()
 }
 
 impl<C: CwPrf> DeferredWork for Receiver<C> {

@@ -3,9 +3,8 @@
 use privset_crypto::cwprf::CwPrf;
 use privset_crypto::ot::{self, OtSenderSetup};
 
-use super::core::{Core, DeferredWork, Session, impl_pso_party};
+use super::core::{Core, DeferredWork, Session, bad_ot, impl_pso_party};
 use super::mqrpmt::{self, Client};
-use super::receiver::bad_ot;
 use super::transfer::{self, SumModulus, TAG_KEY};
 use super::{Operation, PsoConfig, PsoRole, ShareRow, kind};
 use crate::error::{PeerMisbehaved, ProtocolError};
