@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod ahe;
+pub mod bls;
 pub mod cwprf;
 pub mod filter;
 pub mod group;

@@ -22,6 +22,9 @@ pub enum ProtocolError {
     /// The local input is unusable; reported before anything is sent.
     #[error("input error: {0}")]
     Input(#[from] InputError),
+    /// The judge refused to authorize the client's items (its policy's reason).
+    #[error("the judge rejected the authorization: {0}")]
+    Rejected(String),
     /// A local configuration value is out of range.
     #[error("configuration error: {0}")]
     Config(String),
@@ -67,6 +70,11 @@ pub enum PeerMisbehaved {
     InvalidFilter {
         what: &'static str,
         source: FilterError,
+    },
+    #[error("invalid {what}: {source}")]
+    InvalidBls {
+        what: &'static str,
+        source: privset_crypto::bls::BlsError,
     },
     #[error("oblivious transfer: {0}")]
     InvalidOt(privset_crypto::ot::OtError),

@@ -9,6 +9,7 @@
 //!   deployed (seed 000, Fig. 2) and its variants.
 #![forbid(unsafe_code)]
 
+pub mod apsi;
 pub mod error;
 pub mod input;
 pub mod party;

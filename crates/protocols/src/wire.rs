@@ -41,10 +41,12 @@ pub enum ProtocolId {
     Psu,
     PsiShare,
     PrivateId,
+    ApsiAuthorize,
+    ApsiIntersect,
 }
 
 impl ProtocolId {
-    pub const ALL: [ProtocolId; 7] = [
+    pub const ALL: [ProtocolId; 9] = [
         ProtocolId::PiSum,
         ProtocolId::Psi,
         ProtocolId::PsiCard,
@@ -52,6 +54,8 @@ impl ProtocolId {
         ProtocolId::Psu,
         ProtocolId::PsiShare,
         ProtocolId::PrivateId,
+        ProtocolId::ApsiAuthorize,
+        ProtocolId::ApsiIntersect,
     ];
     pub fn code(self) -> u8 {
         match self {
@@ -62,6 +66,8 @@ impl ProtocolId {
             ProtocolId::Psu => 5,
             ProtocolId::PsiShare => 6,
             ProtocolId::PrivateId => 7,
+            ProtocolId::ApsiAuthorize => 8,
+            ProtocolId::ApsiIntersect => 9,
         }
     }
     pub fn name(self) -> &'static str {
@@ -73,6 +79,8 @@ impl ProtocolId {
             ProtocolId::Psu => "psu",
             ProtocolId::PsiShare => "psi-share",
             ProtocolId::PrivateId => "private-id",
+            ProtocolId::ApsiAuthorize => "apsi-authorize",
+            ProtocolId::ApsiIntersect => "apsi-intersect",
         }
     }
     pub fn from_code(code: u8) -> Option<Self> {
@@ -187,6 +195,19 @@ pub fn checked_len(a: usize, b: usize, what: &'static str) -> Result<usize, Prot
     a.checked_mul(b).ok_or_else(|| {
         PeerMisbehaved::Malformed(format!("{what}: announced sizes overflow")).into()
     })
+}
+
+/// Fails with `WrongLength` unless `body` is exactly `expected` bytes.
+pub fn expect_len(what: &'static str, body: &[u8], expected: usize) -> Result<(), ProtocolError> {
+    if body.len() != expected {
+        return Err(PeerMisbehaved::WrongLength {
+            what,
+            got: body.len(),
+            expected,
+        }
+        .into());
+    }
+    Ok(())
 }
 
 /// A cursor over a message body that fails with a clear error instead of panicking.

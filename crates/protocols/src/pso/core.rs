@@ -79,23 +79,6 @@ impl Core {
         Ok(frame)
     }
 
-    /// Fails with `WrongLength` unless `body` is exactly `expected` bytes.
-    pub fn expect_len(
-        what: &'static str,
-        body: &[u8],
-        expected: usize,
-    ) -> Result<(), ProtocolError> {
-        if body.len() != expected {
-            return Err(PeerMisbehaved::WrongLength {
-                what,
-                got: body.len(),
-                expected,
-            }
-            .into());
-        }
-        Ok(())
-    }
-
     pub fn finish(&mut self, output: PsoOutput) {
         self.output = Some(output);
     }

@@ -212,7 +212,7 @@ impl<C: CwPrf> Receiver<C> {
                 let frame = self.core.open(message, kind::S3)?;
                 let n2 = session.peer.items as usize;
                 let expected = n2.saturating_mul(ID_LEN);
-                Core::expect_len("S3", frame.body, expected)?;
+                crate::wire::expect_len("S3", frame.body, expected)?;
                 let mut union = own.clone();
                 for (_, id) in transfer::receive_one_sided(&ot_keys, false, ID_LEN, frame.body) {
                     union.push(id.try_into().expect("ID_LEN-byte slots"));
@@ -323,7 +323,7 @@ impl<C: CwPrf> Sender<C> {
                 let frame = self.core.open(message, kind::R1)?;
                 let n1 = session.peer.items as usize;
                 let expected = mqrpmt::packed_len::<C>(n1, "R1")?;
-                Core::expect_len("R1", frame.body, expected)?;
+                crate::wire::expect_len("R1", frame.body, expected)?;
                 let mut s1 = eval::<C>(frame.body, &keys.prf, "R1")?;
                 s1.extend_from_slice(&C::hash_eval_batch(
                     &session.dst,

@@ -100,7 +100,7 @@ impl<C: CwPrf> Receiver<C> {
                 let frame = self.core.open(message, kind::S1)?;
                 let n2 = session.peer.items as usize;
                 let expected = mqrpmt::packed_len::<C>(n2, "S1")?;
-                Core::expect_len("S1", frame.body, expected)?;
+                crate::wire::expect_len("S1", frame.body, expected)?;
                 self.core.channel.push(kind::R1, &r1);
                 State::Absorb {
                     session,
@@ -152,7 +152,7 @@ impl<C: CwPrf> Receiver<C> {
                 let n2 = session.peer.items as usize;
                 let width = payload_width(self.operation(), &session, self.core.input.ids.len())?;
                 let expected = n2.saturating_mul(width);
-                Core::expect_len("S3", frame.body, expected)?;
+                crate::wire::expect_len("S3", frame.body, expected)?;
                 let out = self.finish_transfer(&session, &keys, width, frame.body)?;
                 self.core.finish(out);
                 State::Done

@@ -1,0 +1,519 @@
+//! APSI and Partial-APSI (seed 002) end to end over the in-memory pair: the client's
+//! output is (authorized X) ∩ Y on random inputs and edges, forgeries and tampering are
+//! refused with typed errors, and runs are unlinkable.
+#![allow(clippy::result_large_err)] // PairError carries both sides' errors; tests only.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use privset_crypto::bls::{self, SecretKey};
+use privset_crypto::rng::SessionRng;
+use privset_net::memory::{Direction, HookAction, PairError, run_pair, run_pair_with};
+use privset_protocols::apsi::authorize::{self, JudgeConfig};
+use privset_protocols::apsi::intersect::{self, ServerConfig};
+use privset_protocols::apsi::signatures::SignatureSet;
+use privset_protocols::apsi::{AllowList, DEFAULT_MAX_PEER_ITEMS, Mode, PartialFraction, h1};
+use privset_protocols::{PeerMisbehaved, ProtocolError};
+
+fn item(i: u64) -> Vec<u8> {
+    format!("4111-{i:012}").into_bytes()
+}
+
+fn items(range: impl IntoIterator<Item = u64>) -> Vec<Vec<u8>> {
+    range.into_iter().map(item).collect()
+}
+
+fn seed(rng: &mut SessionRng) -> [u8; 32] {
+    let mut s = [0u8; 32];
+    rng.fill(&mut s);
+    s
+}
+
+struct Setup {
+    key: Arc<SecretKey>,
+    partial: Option<PartialFraction>,
+    kc: bool,
+    rng: SessionRng,
+}
+
+impl Setup {
+    fn new(partial: Option<f64>, kc: bool) -> Self {
+        let mut rng = SessionRng::from_os();
+        Self {
+            key: Arc::new(SecretKey::generate(&mut rng)),
+            partial: partial.map(|p| PartialFraction::new(p).unwrap()),
+            kc,
+            rng,
+        }
+    }
+
+    fn judge(&mut self, allowed: &[Vec<u8>]) -> authorize::Judge {
+        let config = JudgeConfig {
+            partial: self.partial,
+            key_consistency: self.kc,
+            max_items: DEFAULT_MAX_PEER_ITEMS,
+        };
+        authorize::Judge::new(
+            config,
+            self.key.clone(),
+            Box::new(AllowList::new(allowed.iter().cloned())),
+            seed(&mut self.rng),
+        )
+    }
+
+    fn client(&mut self, id: &str, xs: &[Vec<u8>]) -> authorize::Client {
+        let config = authorize::ClientConfig {
+            client_id: id.as_bytes().to_vec(),
+            partial: self.partial,
+            key_consistency: self.kc,
+        };
+        authorize::Client::new(config, xs.to_vec(), seed(&mut self.rng)).unwrap()
+    }
+
+    /// Authorize with a judge that allows everything in `xs`.
+    fn authorize(&mut self, id: &str, xs: &[Vec<u8>]) -> SignatureSet {
+        let mut client = self.client(id, xs);
+        let mut judge = self.judge(xs);
+        run_pair(&mut client, &mut judge).unwrap();
+        let out = judge.into_output().unwrap();
+        assert_eq!(out.rejected, None);
+        assert_eq!(out.items, xs.len() as u64);
+        let expected_shown = match self.partial {
+            None => xs.len(),
+            Some(p) => p.opened(xs.len()),
+        };
+        assert_eq!(out.shown, expected_shown as u64);
+        client.into_output().unwrap()
+    }
+
+    fn server(&mut self, ys: &[Vec<u8>]) -> intersect::Server {
+        let config = ServerConfig {
+            mode: if self.partial.is_some() {
+                Mode::Partial
+            } else {
+                Mode::Full
+            },
+            key_consistency: self.kc,
+            judge_key: self.key.public_key(),
+        };
+        intersect::Server::new(config, ys.to_vec(), seed(&mut self.rng)).unwrap()
+    }
+
+    fn intersect_client(
+        &mut self,
+        sigs: &SignatureSet,
+        signed: Vec<(Vec<u8>, bls::G1Affine)>,
+    ) -> intersect::Client {
+        intersect::Client::new(
+            sigs,
+            signed,
+            &self.key.public_key(),
+            self.kc,
+            DEFAULT_MAX_PEER_ITEMS,
+            seed(&mut self.rng),
+        )
+        .unwrap()
+    }
+
+    /// Intersect `subset` (the signed part of it) with `ys`.
+    fn intersect(
+        &mut self,
+        sigs: &SignatureSet,
+        subset: &[Vec<u8>],
+        ys: &[Vec<u8>],
+    ) -> Result<intersect::ClientOutput, PairError> {
+        let (signed, _) = sigs.select(subset);
+        let mut client = self.intersect_client(sigs, signed);
+        let mut server = self.server(ys);
+        run_pair(&mut client, &mut server)?;
+        assert_eq!(server.into_output().unwrap().items, ys.len() as u64);
+        Ok(client.into_output().unwrap())
+    }
+}
+
+fn plaintext(authorized: &[Vec<u8>], subset: &[Vec<u8>], ys: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    let auth: HashSet<&Vec<u8>> = authorized.iter().collect();
+    let y: HashSet<&Vec<u8>> = ys.iter().collect();
+    subset
+        .iter()
+        .filter(|x| auth.contains(x) && y.contains(x))
+        .cloned()
+        .collect()
+}
+
+const MODES: [(Option<f64>, bool); 4] = [
+    (None, false),
+    (Some(0.3), true),
+    (Some(0.3), false),
+    (Some(1.0), true),
+];
+
+#[test]
+fn output_is_authorized_subset_intersect_y_on_random_inputs() {
+    for (partial, kc) in MODES {
+        let mut s = Setup::new(partial, kc);
+        let mut rng = SessionRng::from_os();
+        for _ in 0..2 {
+            let n = 20 + rng.below(60);
+            let xs: Vec<Vec<u8>> = items((0..n).map(|_| rng.below(400)))
+                .into_iter()
+                .collect::<HashSet<_>>()
+                .into_iter()
+                .collect();
+            let ys: Vec<Vec<u8>> = items((0..80).map(|_| rng.below(400)))
+                .into_iter()
+                .collect::<HashSet<_>>()
+                .into_iter()
+                .collect();
+            let sigs = s.authorize("acme", &xs);
+            // A random subset of the authorized items, plus items added afterwards
+            // (some of which the server holds).
+            let mut subset: Vec<Vec<u8>> =
+                xs.iter().filter(|_| rng.below(3) != 0).cloned().collect();
+            subset.extend(items(1000..1005));
+            let mut ys = ys;
+            ys.extend(items(1000..1005));
+            let out = s.intersect(&sigs, &subset, &ys).unwrap();
+            let expected = plaintext(&xs, &subset, &ys);
+            assert_eq!(out.intersection, expected, "mode {partial:?} kc {kc}");
+            assert_eq!(out.server_items, ys.len() as u64);
+            assert_eq!(out.used, subset.len() as u64 - 5);
+        }
+    }
+}
+
+#[test]
+fn edges() {
+    for (partial, kc) in MODES {
+        let mut s = Setup::new(partial, kc);
+        let cases: Vec<(Vec<Vec<u8>>, Vec<Vec<u8>>)> = vec![
+            (vec![], vec![]),
+            (vec![], items(0..5)),
+            (items(0..5), vec![]),
+            (items(0..1), items(0..1)),
+            (items(0..1), items(1..2)),
+            (items(0..10), items(10..20)),
+            (items(0..10), items(0..10)),
+            (items(0..1), items(0..1000)),
+            (items(0..300), items(299..300)),
+        ];
+        for (xs, ys) in cases {
+            let sigs = s.authorize("c", &xs);
+            let out = s.intersect(&sigs, &xs, &ys).unwrap();
+            assert_eq!(
+                out.intersection,
+                plaintext(&xs, &xs, &ys),
+                "{} vs {}",
+                xs.len(),
+                ys.len()
+            );
+        }
+    }
+}
+
+#[test]
+fn full_coverage_partial_equals_apsi() {
+    let xs = items(0..40);
+    let ys = items(20..70);
+    let mut full = Setup::new(None, false);
+    let mut partial = Setup::new(Some(1.0), true);
+    let a = full.authorize("c", &xs);
+    let b = partial.authorize("c", &xs);
+    let oa = full.intersect(&a, &xs, &ys).unwrap();
+    let ob = partial.intersect(&b, &xs, &ys).unwrap();
+    assert_eq!(oa, ob);
+    assert_eq!(oa.intersection, items(20..40));
+}
+
+#[test]
+fn forged_and_foreign_signatures_do_not_work() {
+    for (partial, kc) in MODES {
+        let mut s = Setup::new(partial, kc);
+        let xs = items(0..10);
+        let ys = items(5..20);
+        let sigs = s.authorize("alice", &xs);
+        // An item added after authorization that the server holds, carried with the
+        // signature of an item the server does not hold, with a random point, and with
+        // H1(x || ID) itself (no key): none of them matches.
+        let extra = item(15);
+        let mut signed: Vec<_> = sigs.select(&xs).0;
+        signed.push((extra.clone(), sigs.signatures[0]));
+        signed.push((extra.clone(), bls::to_affine_batch(&[h1(b"x", b"y")])[0]));
+        signed.push((
+            extra.clone(),
+            bls::to_affine_batch(&[h1(b"alice", &extra)])[0],
+        ));
+        let mut client = s.intersect_client(&sigs, signed);
+        let mut server = s.server(&ys);
+        run_pair(&mut client, &mut server).unwrap();
+        let out = client.into_output().unwrap();
+        assert_eq!(out.intersection, items(5..10), "mode {partial:?}");
+        // Alice's signatures presented under Bob's ID.
+        let mut as_bob = sigs.clone();
+        as_bob.client_id = b"bob".to_vec();
+        let out = s.intersect(&as_bob, &xs, &ys);
+        match (partial, kc) {
+            // Partial with key consistency: the judge's token names Alice.
+            (Some(_), true) => {
+                let e = out.unwrap_err();
+                assert!(
+                    matches!(
+                        e.error(),
+                        Some(ProtocolError::PeerMisbehaved(PeerMisbehaved::InvalidBls {
+                            what: "key-consistency token",
+                            ..
+                        }))
+                    ),
+                    "{e}"
+                );
+            }
+            _ => assert_eq!(out.unwrap().intersection, Vec::<Vec<u8>>::new()),
+        }
+    }
+}
+
+#[test]
+fn unsigned_items_are_left_out_and_reported() {
+    let mut s = Setup::new(None, false);
+    let sigs = s.authorize("c", &items(0..5));
+    let (signed, unsigned) = sigs.select(&items(3..8));
+    assert_eq!(signed.len(), 2);
+    assert_eq!(unsigned, items(5..8));
+}
+
+#[test]
+fn tampered_judge_signatures_are_rejected() {
+    for (partial, kc) in MODES {
+        let mut s = Setup::new(partial, kc);
+        let xs = items(0..8);
+        let mut client = s.client("c", &xs);
+        let mut judge = s.judge(&xs);
+        // Judge -> client is B->A; the last judge message carries the signatures. Swap
+        // two signatures: each is a valid point, but no longer on its item.
+        let last = if partial.is_some() { 2 } else { 1 };
+        let e = run_pair_with(&mut client, &mut judge, &mut |d, i, m| {
+            if d == Direction::BtoA && i == last {
+                let h = privset_protocols::wire::HEADER_LEN;
+                let (a, b) = m[h..].split_at_mut(48);
+                a.swap_with_slice(&mut b[..48]);
+            }
+            HookAction::Deliver
+        })
+        .unwrap_err();
+        assert!(
+            matches!(
+                e.error(),
+                Some(ProtocolError::PeerMisbehaved(PeerMisbehaved::InvalidBls {
+                    what: "judge signatures",
+                    source: bls::BlsError::BadSignature
+                }))
+            ),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn wrong_proofs_and_different_exponents_are_rejected() {
+    // A tampered response in the exponent-equality proof.
+    let mut s = Setup::new(Some(0.5), true);
+    let xs = items(0..10);
+    let mut client = s.client("c", &xs);
+    let mut judge = s.judge(&xs);
+    let e = run_pair_with(&mut client, &mut judge, &mut |d, i, m| {
+        if d == Direction::AtoB && i == 2 {
+            let n = m.len();
+            m[n - 1] ^= 1;
+        }
+        HookAction::Deliver
+    })
+    .unwrap_err();
+    assert!(
+        matches!(
+            e.error(),
+            Some(ProtocolError::PeerMisbehaved(PeerMisbehaved::InvalidBls {
+                what: "exponent-equality proof",
+                ..
+            }))
+        ),
+        "{e}"
+    );
+    // A commitment under another exponent r' (every item opened, so it is caught).
+    let mut s = Setup::new(Some(1.0), false);
+    let mut client = s.client("c", &xs);
+    let mut judge = s.judge(&xs);
+    let mut rng = SessionRng::from_os();
+    let other = bls::random_scalar(&mut rng);
+    let forged = bls::encode_g1(&bls::to_affine_batch(&[h1(b"c", &xs[0]) * other])[0]);
+    let e = run_pair_with(&mut client, &mut judge, &mut |d, i, m| {
+        if d == Direction::AtoB && i == 1 {
+            let h = privset_protocols::wire::HEADER_LEN;
+            m[h..h + 48].copy_from_slice(&forged);
+        }
+        HookAction::Deliver
+    })
+    .unwrap_err();
+    assert!(
+        matches!(
+            e.error(),
+            Some(ProtocolError::PeerMisbehaved(PeerMisbehaved::InvalidBls {
+                what: "exponent-equality proof",
+                source: bls::BlsError::BadProof
+            }))
+        ),
+        "{e}"
+    );
+    // Intersect with an r other than the authorized one: the key-consistency proof
+    // fails at the server.
+    let mut s = Setup::new(Some(0.3), true);
+    let sigs = s.authorize("c", &xs);
+    let mut other_r = sigs.clone();
+    other_r.secret = Some(bls::random_scalar(&mut rng));
+    let e = s.intersect(&other_r, &xs, &xs).unwrap_err();
+    assert!(
+        matches!(
+            e.error(),
+            Some(ProtocolError::PeerMisbehaved(PeerMisbehaved::InvalidBls {
+                what: "key-consistency proof",
+                source: bls::BlsError::BadProof
+            }))
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn policy_rejections_are_typed() {
+    for partial in [None, Some(1.0), Some(0.5)] {
+        let mut s = Setup::new(partial, true);
+        let xs = items(0..10);
+        let mut client = s.client("c", &xs);
+        // The judge allows none of them: whatever is shown fails the policy.
+        let mut judge = s.judge(&items(100..110));
+        let e = run_pair(&mut client, &mut judge).unwrap_err();
+        assert!(
+            matches!(e.error(), Some(ProtocolError::Rejected(reason)) if reason.contains("allowlist")),
+            "{e}"
+        );
+        let out = judge.into_output().unwrap();
+        assert!(out.rejected.is_some());
+    }
+}
+
+#[test]
+fn mismatched_settings_are_refused_before_items_leave() {
+    // Client wants Partial-APSI, judge runs APSI.
+    let mut s = Setup::new(Some(0.2), true);
+    let mut client = s.client("c", &items(0..5));
+    let mut full = Setup::new(None, true);
+    let mut judge = full.judge(&items(0..5));
+    let mut saw_items = false;
+    let e = run_pair_with(&mut client, &mut judge, &mut |d, i, _| {
+        saw_items |= d == Direction::AtoB && i >= 1;
+        HookAction::Deliver
+    })
+    .unwrap_err();
+    assert!(
+        matches!(e.error(), Some(ProtocolError::Incompatible(_))),
+        "{e}"
+    );
+    assert!(!saw_items);
+    // The judge asks to open more than the client agreed to.
+    let mut strict = Setup::new(Some(0.5), true);
+    let mut judge = strict.judge(&items(0..5));
+    let mut client = s.client("c", &items(0..5));
+    let e = run_pair(&mut client, &mut judge).unwrap_err();
+    assert!(
+        matches!(e.error(), Some(ProtocolError::Incompatible(_))),
+        "{e}"
+    );
+    // A server trusting another judge.
+    let mut a = Setup::new(None, false);
+    let sigs = a.authorize("c", &items(0..5));
+    let mut b = Setup::new(None, false);
+    let (signed, _) = sigs.select(&items(0..5));
+    let mut client = intersect::Client::new(
+        &sigs,
+        signed,
+        &a.key.public_key(),
+        false,
+        DEFAULT_MAX_PEER_ITEMS,
+        [1; 32],
+    )
+    .unwrap();
+    let mut server = b.server(&items(0..5));
+    let e = run_pair(&mut client, &mut server).unwrap_err();
+    assert!(
+        matches!(e.error(), Some(ProtocolError::Incompatible(_))),
+        "{e}"
+    );
+    // The operator's judge key differs from the one in the signature file.
+    assert!(matches!(
+        intersect::Client::new(&sigs, vec![], &b.key.public_key(), false, 10, [1; 32]),
+        Err(ProtocolError::Config(_))
+    ));
+}
+
+#[test]
+fn runs_are_unlinkable() {
+    for (partial, kc) in MODES {
+        let mut s = Setup::new(partial, kc);
+        let xs = items(0..30);
+        let ys = items(10..40);
+        let sigs = s.authorize("c", &xs);
+        let mut transcripts: Vec<Vec<Vec<u8>>> = Vec::new();
+        for _ in 0..2 {
+            let (signed, _) = sigs.select(&xs);
+            let mut client = s.intersect_client(&sigs, signed);
+            let mut server = s.server(&ys);
+            let mut server_messages = Vec::new();
+            run_pair_with(&mut client, &mut server, &mut |d, _, m| {
+                if d == Direction::BtoA {
+                    server_messages.push(m.clone());
+                }
+                HookAction::Deliver
+            })
+            .unwrap();
+            assert_eq!(client.into_output().unwrap().intersection, items(10..30));
+            transcripts.push(server_messages);
+        }
+        // No 16-byte tag, no 48-byte element, and not S, appear in both runs.
+        let h = privset_protocols::wire::HEADER_LEN;
+        let chunks = |m: &Vec<u8>, w: usize| -> HashSet<Vec<u8>> {
+            m[h..].chunks(w).map(<[u8]>::to_vec).collect()
+        };
+        for (a, b) in transcripts[0].iter().zip(&transcripts[1]).skip(1) {
+            assert_ne!(a, b);
+            for w in [16, 48, 96] {
+                let common = chunks(a, w).intersection(&chunks(b, w)).count();
+                assert_eq!(
+                    common, 0,
+                    "mode {partial:?}: {w}-byte chunks repeat across runs"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn signature_files_round_trip_and_detect_corruption() {
+    for (partial, kc) in MODES {
+        let mut s = Setup::new(partial, kc);
+        let xs = items(0..20);
+        let sigs = s.authorize("c", &xs);
+        let bytes = sigs.encode();
+        let back = SignatureSet::decode(&bytes).unwrap();
+        assert_eq!(back.items, sigs.items);
+        assert_eq!(back.signatures, sigs.signatures);
+        assert_eq!(back.secret, sigs.secret);
+        assert_eq!(back.kc_token, sigs.kc_token);
+        assert_eq!(back.judge_key, sigs.judge_key);
+        let out = s.intersect(&back, &xs, &items(5..10)).unwrap();
+        assert_eq!(out.intersection, items(5..10));
+        let mut bad = bytes.clone();
+        bad[200] ^= 1;
+        assert!(SignatureSet::decode(&bad).is_err());
+        assert!(SignatureSet::decode(&bytes[..bytes.len() - 1]).is_err());
+        assert!(SignatureSet::decode(b"not a file").is_err());
+    }
+}
