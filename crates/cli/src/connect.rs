@@ -2,6 +2,7 @@
 //! command: `--listen`, `--peer` or `--exchange-dir`, with mutual TLS unless
 //! `--insecure-no-tls`.
 
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -12,6 +13,31 @@ use privset_net::{
 use sha2::{Digest, Sha256};
 
 use crate::fail::Failure;
+
+/// How to secure and time out a TCP link: shared by every command that talks to
+/// another party (two-party protocols, the judge, the APSI server and client).
+#[derive(Args, Debug, Clone, Default)]
+pub struct TlsArgs {
+    /// CA certificate (PEM) both parties trust.
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+    /// This party's certificate (PEM).
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// This party's private key (PEM).
+    #[arg(long, value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// Name to verify the server's certificate against (default: the peer's host).
+    #[arg(long, value_name = "NAME")]
+    pub tls_server_name: Option<String>,
+    /// Send everything in plaintext over TCP. Anyone on the path sees the protocol
+    /// messages and can impersonate either party: use only on a trusted link.
+    #[arg(long)]
+    pub insecure_no_tls: bool,
+    /// Seconds to wait for the peer (connection, or any one message).
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    pub timeout: u64,
+}
 
 #[derive(Args, Debug, Clone, Default)]
 pub struct ConnectArgs {
@@ -24,25 +50,8 @@ pub struct ConnectArgs {
     /// Exchange messages as files in DIR (shared storage, one directory per run).
     #[arg(long, value_name = "DIR", group = "link")]
     pub exchange_dir: Option<PathBuf>,
-    /// CA certificate (PEM) both parties trust.
-    #[arg(long, value_name = "FILE")]
-    pub tls_ca: Option<PathBuf>,
-    /// This party's certificate (PEM).
-    #[arg(long, value_name = "FILE")]
-    pub tls_cert: Option<PathBuf>,
-    /// This party's private key (PEM).
-    #[arg(long, value_name = "FILE")]
-    pub tls_key: Option<PathBuf>,
-    /// Name to verify the server's certificate against (default: the --peer host).
-    #[arg(long, value_name = "NAME")]
-    pub tls_server_name: Option<String>,
-    /// Send everything in plaintext over TCP. Anyone on the path sees the protocol
-    /// messages and can impersonate either party: use only on a trusted link.
-    #[arg(long)]
-    pub insecure_no_tls: bool,
-    /// Seconds to wait for the peer (connection, or any one message).
-    #[arg(long, value_name = "SECS", default_value_t = 600)]
-    pub timeout: u64,
+    #[command(flatten)]
+    pub tls: TlsArgs,
     /// Exchange directory: milliseconds between looks for the peer's next file.
     #[arg(long, value_name = "MS", default_value_t = 500)]
     pub poll_interval_ms: u64,
@@ -62,8 +71,8 @@ pub struct Link {
     pub seed: [u8; 32],
 }
 
-impl ConnectArgs {
-    fn options(&self) -> ConnectOptions {
+impl TlsArgs {
+    pub fn options(&self) -> ConnectOptions {
         ConnectOptions {
             connect_timeout: Duration::from_secs(self.timeout),
             io_timeout: Duration::from_secs(self.timeout),
@@ -95,6 +104,52 @@ impl ConnectArgs {
         }
     }
 
+    /// Connects to `addr` (retrying until --timeout); returns the link and its kind.
+    pub fn connect(
+        &self,
+        addr: &str,
+    ) -> Result<(Box<dyn Transport + Send>, &'static str), Failure> {
+        let opts = self.options();
+        Ok(match self.tls_files()? {
+            Some(files) => (Box::new(tls::connect(addr, &files, &opts)?), "tcp+mtls"),
+            None => (
+                Box::new(PlainTcpTransport::connect(addr, &opts)?),
+                "tcp-plaintext",
+            ),
+        })
+    }
+
+    /// Accepts one connection on `listener` (waiting at most `wait`).
+    pub fn accept_on(
+        &self,
+        listener: &TcpListener,
+        wait: Duration,
+    ) -> Result<(Box<dyn Transport + Send>, &'static str), Failure> {
+        let opts = ConnectOptions {
+            connect_timeout: wait,
+            ..self.options()
+        };
+        Ok(match self.tls_files()? {
+            Some(files) => (
+                Box::new(tls::accept_on(listener, &files, &opts)?),
+                "tcp+mtls",
+            ),
+            None => (
+                Box::new(PlainTcpTransport::accept_on(listener, &opts)?),
+                "tcp-plaintext",
+            ),
+        })
+    }
+
+    /// Binds `listen` once, for a listener that serves many sessions.
+    pub fn bind(&self, listen: &str) -> Result<TcpListener, Failure> {
+        self.tls_files()?; // refuse bad TLS flags before listening
+        TcpListener::bind(listen)
+            .map_err(|e| Failure::other(format!("cannot listen on {listen}: {e}")))
+    }
+}
+
+impl ConnectArgs {
     /// Opens the link. `role`/`peer_role` name the message files in an exchange
     /// directory; `output` locates the default private state directory.
     pub fn open(&self, role: &str, peer_role: &str, output: &Path) -> Result<Link, Failure> {
@@ -109,7 +164,7 @@ impl ConnectArgs {
             let (seed, seed_file) = resume_seed(&state_dir, dir, role)?;
             let opts = DirOptions {
                 poll_interval: Duration::from_millis(self.poll_interval_ms),
-                timeout: Duration::from_secs(self.timeout),
+                timeout: Duration::from_secs(self.tls.timeout),
             };
             let transport = ExchangeDir::open(dir, role, peer_role, opts)?;
             return Ok(Link {
@@ -120,30 +175,19 @@ impl ConnectArgs {
             });
         }
         let seed = fresh_seed();
-        let opts = self.options();
-        let tls = self.tls_files()?;
-        let (transport, kind): (Box<dyn Transport + Send>, _) =
-            match (&self.listen, &self.peer, tls) {
-                (Some(addr), None, Some(files)) => {
-                    (Box::new(tls::accept(addr, &files, &opts)?), "tcp+mtls")
-                }
-                (None, Some(addr), Some(files)) => {
-                    (Box::new(tls::connect(addr, &files, &opts)?), "tcp+mtls")
-                }
-                (Some(addr), None, None) => (
-                    Box::new(PlainTcpTransport::accept(addr, &opts)?),
-                    "tcp-plaintext",
-                ),
-                (None, Some(addr), None) => (
-                    Box::new(PlainTcpTransport::connect(addr, &opts)?),
-                    "tcp-plaintext",
-                ),
-                _ => {
-                    return Err(Failure::input(
-                        "give exactly one of --listen, --peer or --exchange-dir",
-                    ));
-                }
-            };
+        let (transport, kind) = match (&self.listen, &self.peer) {
+            (Some(addr), None) => {
+                let listener = self.tls.bind(addr)?;
+                self.tls
+                    .accept_on(&listener, Duration::from_secs(self.tls.timeout))?
+            }
+            (None, Some(addr)) => self.tls.connect(addr)?,
+            _ => {
+                return Err(Failure::input(
+                    "give exactly one of --listen, --peer or --exchange-dir",
+                ));
+            }
+        };
         Ok(Link {
             transport,
             kind,
@@ -204,7 +248,8 @@ fn resume_seed(
     Ok((seed, file))
 }
 
-fn write_private(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
+/// Writes `bytes` to `path` atomically, readable by the owner only (mode 0600).
+pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let tmp = path.with_extension("tmp");

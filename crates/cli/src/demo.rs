@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 use privset_crypto::rng::SessionRng;
 
-use crate::connect::ConnectArgs;
+use crate::connect::{ConnectArgs, TlsArgs};
 use crate::datagen;
 use crate::fail::Failure;
 use crate::metrics::MB;
@@ -35,10 +35,13 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
     let port = free_port()?;
     let party = |role: RoleArg, name: &str| {
         let mut connect = ConnectArgs {
-            tls_ca: Some(certs.join("ca.pem")),
-            tls_cert: Some(certs.join(format!("{name}.pem"))),
-            tls_key: Some(certs.join(format!("{name}.key"))),
-            timeout: 120,
+            tls: TlsArgs {
+                tls_ca: Some(certs.join("ca.pem")),
+                tls_cert: Some(certs.join(format!("{name}.pem"))),
+                tls_key: Some(certs.join(format!("{name}.key"))),
+                timeout: 120,
+                ..TlsArgs::default()
+            },
             ..ConnectArgs::default()
         };
         if role == RoleArg::P1 {

@@ -4,7 +4,8 @@ use privset_net::RunError;
 use privset_protocols::ProtocolError;
 
 /// Exit codes: 2 = bad input or usage, 3 = the peer misbehaved or aborted,
-/// 4 = transport (network, TLS, exchange directory), 1 = anything else.
+/// 4 = transport (network, TLS, exchange directory), 5 = the judge rejected the set,
+/// 1 = anything else.
 #[derive(Debug)]
 pub struct Failure {
     pub code: i32,
@@ -33,6 +34,7 @@ impl From<ProtocolError> for Failure {
             ProtocolError::PeerMisbehaved(_)
             | ProtocolError::PeerAborted(_)
             | ProtocolError::Incompatible(_) => 3,
+            ProtocolError::Rejected(_) => 5,
             _ => 1,
         };
         Self {

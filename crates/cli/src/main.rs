@@ -1,6 +1,7 @@
 //! The `privset` command line: a thin face over `privset-protocols` and `privset-net`.
 //! All protocol logic lives below it.
 
+mod apsi_cmd;
 mod batch;
 mod bench;
 mod bench_pso;
@@ -49,6 +50,18 @@ enum Command {
     PsiShare(Box<pso_cmd::PsoArgs>),
     /// Private-ID (seed 001 Sec. 6.2): both get a shared pseudorandom ID space.
     PrivateId(Box<pso_cmd::PsoArgs>),
+    /// The judge of authorized PSI (seed 002): key generation, and serving clients'
+    /// authorizations under a policy.
+    Judge {
+        #[command(subcommand)]
+        which: apsi_cmd::JudgeCommand,
+    },
+    /// Authorized PSI and Partial-APSI (seed 002): authorize a set with the judge,
+    /// serve a set, intersect authorized items with a server's set.
+    Apsi {
+        #[command(subcommand)]
+        which: apsi_cmd::ApsiCommand,
+    },
     /// Make a throwaway CA and per-party certificates for trying privset out.
     Certs {
         /// Directory to write ca.pem and NAME.pem / NAME.key into.
@@ -116,6 +129,8 @@ fn main() {
         Command::Psu(args) => run_pso(Operation::Psu, &args),
         Command::PsiShare(args) => run_pso(Operation::PsiShare, &args),
         Command::PrivateId(args) => run_pso(Operation::PrivateId, &args),
+        Command::Judge { which } => apsi_cmd::run_judge(&which),
+        Command::Apsi { which } => apsi_cmd::run_apsi(&which),
         Command::Certs { out, names } => privset_net::certs::generate(&out, &names)
             .map(|files| {
                 for f in files {
