@@ -732,3 +732,125 @@ fn set_operation_input_and_flag_errors_are_clear() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("line"), "{}", stderr(&o));
 }
+
+fn write_ids(path: &Path, header: &str, ids: impl Iterator<Item = u64>) {
+    let mut s = format!("{header}\n");
+    for i in ids {
+        s.push_str(&format!("4111-{i:08}\n"));
+    }
+    std::fs::write(path, s).unwrap();
+}
+
+/// Judge, client and server as separate processes over mutual TLS: authorize once,
+/// intersect twice with the same signature file, in both modes; a set failing the
+/// exec policy is rejected with exit code 5; a subset item without signature is
+/// reported and left out.
+#[test]
+fn apsi_three_processes_over_mutual_tls() {
+    let dir = scratch("apsi");
+    let certs = certs(&dir, "judge,client,server");
+    let p = |name: &str| dir.join(name).display().to_string();
+    let o = privset(&["judge", "keygen", "--key", &p("judge.key"), "--public", &p("judge.pub")])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    write_ids(&dir.join("x.csv"), "card", 0..300);
+    write_ids(&dir.join("allow.csv"), "valid", 0..1000);
+    write_ids(&dir.join("y.csv"), "card", 200..700);
+    // 150..350: 150..300 authorized (100 of them held by the server), 300..350 not.
+    write_ids(&dir.join("subset.csv"), "card", 150..350);
+    for partial in [None, Some("0.25")] {
+        let mode: Vec<&str> = partial.map_or(vec![], |p| vec!["--partial", p]);
+        let judge_addr = port();
+        let mut judge_args = vec![
+            "judge", "serve", "--listen", &judge_addr, "--max-sessions", "1",
+        ];
+        let (jk, pol, jlog) = (p("judge.key"), format!("allow:{}", p("allow.csv")), p("judge.jsonl"));
+        judge_args.extend(["--key", &jk, "--policy", &pol, "--log", &jlog]);
+        let judge_tls = tls_args(&certs, "judge");
+        judge_args.extend(as_refs(&judge_tls));
+        judge_args.extend(&mode);
+        let judge = spawn(&judge_args);
+        let client_tls = tls_args(&certs, "client");
+        let (xin, sig) = (p("x.csv"), p("x.sig"));
+        let mut auth = vec![
+            "apsi", "authorize", "--judge", &judge_addr, "--client-id", "acme", "--input", &xin,
+            "--id-column", "card", "--signatures", &sig,
+        ];
+        auth.extend(as_refs(&client_tls));
+        auth.extend(&mode);
+        let o = privset(&auth).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let j = finish(judge);
+        assert!(j.status.success(), "{}", stderr(&j));
+
+        let server_addr = port();
+        let (jp, yin) = (p("judge.pub"), p("y.csv"));
+        let mut serve = vec![
+            "apsi", "serve", "--listen", &server_addr, "--judge-public", &jp, "--input", &yin,
+            "--id-column", "card", "--max-sessions", "2",
+        ];
+        let server_tls = tls_args(&certs, "server");
+        serve.extend(as_refs(&server_tls));
+        serve.extend(&mode);
+        let server = spawn(&serve);
+        for run in 0..2 {
+            let (sub, out, rows) = (p("subset.csv"), p("r.json"), p("rows.csv"));
+            let mut inter = vec![
+                "apsi", "intersect", "--peer", &server_addr, "--judge-public", &jp,
+                "--client-id", "acme", "--signatures", &sig, "--input", &sub, "--id-column",
+                "card", "--output", &out, "--output-rows", &rows,
+            ];
+            inter.extend(as_refs(&client_tls));
+            let o = privset(&inter).output().unwrap();
+            assert!(o.status.success(), "run {run}: {}", stderr(&o));
+            assert!(stderr(&o).contains("50 items"), "{}", stderr(&o));
+            let r = json(&dir.join("r.json"));
+            assert_eq!(r["cardinality"], 100);
+            assert_eq!(r["server_items"], 500);
+            assert_eq!(r["unauthorized_items"], 50);
+            assert_eq!(r["items_used"], 150);
+            let got: Vec<String> = read_rows(&dir.join("rows.csv"))
+                .into_iter()
+                .map(|r| r[0].clone())
+                .collect();
+            let expected: Vec<String> = (200..300).map(|i| format!("4111-{i:08}")).collect();
+            assert_eq!(got, expected);
+        }
+        let s = finish(server);
+        assert!(s.status.success(), "{}", stderr(&s));
+        // The wrong client ID is refused before connecting.
+        let mut wrong = vec![
+            "apsi", "intersect", "--peer", &server_addr, "--judge-public", &jp, "--client-id",
+            "other", "--signatures", &sig, "--input", &xin, "--id-column", "card", "--output",
+            "/dev/null",
+        ];
+        wrong.extend(as_refs(&client_tls));
+        let o = privset(&wrong).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains("issued to client"), "{}", stderr(&o));
+    }
+    // An exec policy that rejects: the client exits with 5 and the reason.
+    let judge_addr = port();
+    let mut judge_args = vec![
+        "judge", "serve", "--listen", &judge_addr, "--max-sessions", "1", "--policy",
+        "exec:grep -q 4111-00000299 && echo 'card 299 is blocked' || echo accept",
+    ];
+    let jk = p("judge.key");
+    judge_args.extend(["--key", &jk]);
+    let judge_tls = tls_args(&certs, "judge");
+    judge_args.extend(as_refs(&judge_tls));
+    let judge = spawn(&judge_args);
+    let (xin, sig2) = (p("x.csv"), p("x2.sig"));
+    let mut auth = vec![
+        "apsi", "authorize", "--judge", &judge_addr, "--client-id", "acme", "--input", &xin,
+        "--id-column", "card", "--signatures", &sig2,
+    ];
+    let client_tls = tls_args(&certs, "client");
+    auth.extend(as_refs(&client_tls));
+    let o = privset(&auth).output().unwrap();
+    assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
+    assert!(stderr(&o).contains("card 299 is blocked"), "{}", stderr(&o));
+    assert!(!dir.join("x2.sig").exists());
+    finish(judge);
+}
