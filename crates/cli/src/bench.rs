@@ -21,6 +21,9 @@ pub enum BenchCommand {
     /// The set operations of seed 001 (Tables 1-7), optionally beside OpenMined PSI and
     /// SecretFlow's ECDH-PSI.
     Pso(bench_pso::PsoBenchArgs),
+    /// APSI and Partial-APSI (seed 002 Table 3): judge, client and server per phase,
+    /// and each party's CPU per item against the measured floor.
+    Apsi(crate::bench_apsi::ApsiBenchArgs),
     /// PI-Sum (seed 000): CPU per party, wall, bytes each way, peak memory, cost.
     PiSum {
         /// Items per party, comma-separated.
@@ -49,6 +52,9 @@ pub fn run(cmd: &BenchCommand) -> Result<(), Failure> {
     let temp = || std::env::temp_dir().join(format!("privset-bench-{}", std::process::id()));
     match cmd {
         BenchCommand::Pso(args) => bench_pso::run(args, &args.dir.clone().unwrap_or_else(temp)),
+        BenchCommand::Apsi(args) => {
+            crate::bench_apsi::run(args, &args.dir.clone().unwrap_or_else(temp))
+        }
         BenchCommand::PiSum {
             sizes,
             he,

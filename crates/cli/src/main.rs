@@ -4,6 +4,7 @@
 mod apsi_cmd;
 mod batch;
 mod bench;
+mod bench_apsi;
 mod bench_pso;
 mod connect;
 mod csv_input;

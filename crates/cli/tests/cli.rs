@@ -750,9 +750,16 @@ fn apsi_three_processes_over_mutual_tls() {
     let dir = scratch("apsi");
     let certs = certs(&dir, "judge,client,server");
     let p = |name: &str| dir.join(name).display().to_string();
-    let o = privset(&["judge", "keygen", "--key", &p("judge.key"), "--public", &p("judge.pub")])
-        .output()
-        .unwrap();
+    let o = privset(&[
+        "judge",
+        "keygen",
+        "--key",
+        &p("judge.key"),
+        "--public",
+        &p("judge.pub"),
+    ])
+    .output()
+    .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     write_ids(&dir.join("x.csv"), "card", 0..300);
     write_ids(&dir.join("allow.csv"), "valid", 0..1000);
@@ -763,9 +770,18 @@ fn apsi_three_processes_over_mutual_tls() {
         let mode: Vec<&str> = partial.map_or(vec![], |p| vec!["--partial", p]);
         let judge_addr = port();
         let mut judge_args = vec![
-            "judge", "serve", "--listen", &judge_addr, "--max-sessions", "1",
+            "judge",
+            "serve",
+            "--listen",
+            &judge_addr,
+            "--max-sessions",
+            "1",
         ];
-        let (jk, pol, jlog) = (p("judge.key"), format!("allow:{}", p("allow.csv")), p("judge.jsonl"));
+        let (jk, pol, jlog) = (
+            p("judge.key"),
+            format!("allow:{}", p("allow.csv")),
+            p("judge.jsonl"),
+        );
         judge_args.extend(["--key", &jk, "--policy", &pol, "--log", &jlog]);
         let judge_tls = tls_args(&certs, "judge");
         judge_args.extend(as_refs(&judge_tls));
@@ -774,8 +790,18 @@ fn apsi_three_processes_over_mutual_tls() {
         let client_tls = tls_args(&certs, "client");
         let (xin, sig) = (p("x.csv"), p("x.sig"));
         let mut auth = vec![
-            "apsi", "authorize", "--judge", &judge_addr, "--client-id", "acme", "--input", &xin,
-            "--id-column", "card", "--signatures", &sig,
+            "apsi",
+            "authorize",
+            "--judge",
+            &judge_addr,
+            "--client-id",
+            "acme",
+            "--input",
+            &xin,
+            "--id-column",
+            "card",
+            "--signatures",
+            &sig,
         ];
         auth.extend(as_refs(&client_tls));
         auth.extend(&mode);
@@ -787,8 +813,18 @@ fn apsi_three_processes_over_mutual_tls() {
         let server_addr = port();
         let (jp, yin) = (p("judge.pub"), p("y.csv"));
         let mut serve = vec![
-            "apsi", "serve", "--listen", &server_addr, "--judge-public", &jp, "--input", &yin,
-            "--id-column", "card", "--max-sessions", "2",
+            "apsi",
+            "serve",
+            "--listen",
+            &server_addr,
+            "--judge-public",
+            &jp,
+            "--input",
+            &yin,
+            "--id-column",
+            "card",
+            "--max-sessions",
+            "2",
         ];
         let server_tls = tls_args(&certs, "server");
         serve.extend(as_refs(&server_tls));
@@ -797,9 +833,24 @@ fn apsi_three_processes_over_mutual_tls() {
         for run in 0..2 {
             let (sub, out, rows) = (p("subset.csv"), p("r.json"), p("rows.csv"));
             let mut inter = vec![
-                "apsi", "intersect", "--peer", &server_addr, "--judge-public", &jp,
-                "--client-id", "acme", "--signatures", &sig, "--input", &sub, "--id-column",
-                "card", "--output", &out, "--output-rows", &rows,
+                "apsi",
+                "intersect",
+                "--peer",
+                &server_addr,
+                "--judge-public",
+                &jp,
+                "--client-id",
+                "acme",
+                "--signatures",
+                &sig,
+                "--input",
+                &sub,
+                "--id-column",
+                "card",
+                "--output",
+                &out,
+                "--output-rows",
+                &rows,
             ];
             inter.extend(as_refs(&client_tls));
             let o = privset(&inter).output().unwrap();
@@ -821,8 +872,21 @@ fn apsi_three_processes_over_mutual_tls() {
         assert!(s.status.success(), "{}", stderr(&s));
         // The wrong client ID is refused before connecting.
         let mut wrong = vec![
-            "apsi", "intersect", "--peer", &server_addr, "--judge-public", &jp, "--client-id",
-            "other", "--signatures", &sig, "--input", &xin, "--id-column", "card", "--output",
+            "apsi",
+            "intersect",
+            "--peer",
+            &server_addr,
+            "--judge-public",
+            &jp,
+            "--client-id",
+            "other",
+            "--signatures",
+            &sig,
+            "--input",
+            &xin,
+            "--id-column",
+            "card",
+            "--output",
             "/dev/null",
         ];
         wrong.extend(as_refs(&client_tls));
@@ -833,7 +897,13 @@ fn apsi_three_processes_over_mutual_tls() {
     // An exec policy that rejects: the client exits with 5 and the reason.
     let judge_addr = port();
     let mut judge_args = vec![
-        "judge", "serve", "--listen", &judge_addr, "--max-sessions", "1", "--policy",
+        "judge",
+        "serve",
+        "--listen",
+        &judge_addr,
+        "--max-sessions",
+        "1",
+        "--policy",
         "exec:grep -q 4111-00000299 && echo 'card 299 is blocked' || echo accept",
     ];
     let jk = p("judge.key");
@@ -843,8 +913,18 @@ fn apsi_three_processes_over_mutual_tls() {
     let judge = spawn(&judge_args);
     let (xin, sig2) = (p("x.csv"), p("x2.sig"));
     let mut auth = vec![
-        "apsi", "authorize", "--judge", &judge_addr, "--client-id", "acme", "--input", &xin,
-        "--id-column", "card", "--signatures", &sig2,
+        "apsi",
+        "authorize",
+        "--judge",
+        &judge_addr,
+        "--client-id",
+        "acme",
+        "--input",
+        &xin,
+        "--id-column",
+        "card",
+        "--signatures",
+        &sig2,
     ];
     let client_tls = tls_args(&certs, "client");
     auth.extend(as_refs(&client_tls));
