@@ -36,17 +36,17 @@ pub enum JudgeCommand {
         public: PathBuf,
     },
     /// Authorize clients' sets, one session after another.
-    Serve(JudgeServeArgs),
+    Serve(Box<JudgeServeArgs>),
 }
 
 #[derive(Subcommand, Debug)]
 pub enum ApsiCommand {
     /// Get the judge's signatures on the client's set (once; reused by every intersect).
-    Authorize(AuthorizeArgs),
+    Authorize(Box<AuthorizeArgs>),
     /// Answer clients' intersect requests with this server's set, one after another.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Intersect (a subset of) the authorized items with a server's set.
-    Intersect(IntersectArgs),
+    Intersect(Box<IntersectArgs>),
 }
 
 /// Flags of the long-running listeners (judge and APSI server).

@@ -186,7 +186,8 @@ fn output_is_authorized_subset_intersect_y_on_random_inputs() {
 fn edges() {
     for (partial, kc) in MODES {
         let mut s = Setup::new(partial, kc);
-        let cases: Vec<(Vec<Vec<u8>>, Vec<Vec<u8>>)> = vec![
+        type Sets = (Vec<Vec<u8>>, Vec<Vec<u8>>);
+        let cases: Vec<Sets> = vec![
             (vec![], vec![]),
             (vec![], items(0..5)),
             (items(0..5), vec![]),

@@ -17,7 +17,7 @@ use rayon::prelude::*;
 
 use super::core::{Core, Mode, impl_apsi_party, on_off};
 use super::hello::{self, Hello, Role};
-use super::signatures::SignatureSet;
+use super::signatures::{SignatureSet, SignedItem};
 use super::{KcToken, h1, h2, kc_message, kind, validate_items};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::wire::{HEADER_LEN, MAX_ALERT_LEN, ProtocolId, checked_len, expect_len};
@@ -79,7 +79,7 @@ pub struct Client {
     key_consistency: bool,
     secret: Option<Scalar>,
     token: Option<KcToken>,
-    signed: Vec<(Vec<u8>, G1Affine)>,
+    signed: Vec<SignedItem>,
     hello: Hello,
     state: ClientState,
     server_items: u64,
@@ -93,7 +93,7 @@ impl Client {
     /// the one that signed.
     pub fn new(
         signatures: &SignatureSet,
-        signed: Vec<(Vec<u8>, G1Affine)>,
+        signed: Vec<SignedItem>,
         judge_key: &PublicKey,
         key_consistency: bool,
         max_server_items: u64,

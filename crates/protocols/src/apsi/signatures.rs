@@ -28,6 +28,9 @@ use crate::error::InputError;
 const MAGIC: &[u8; 17] = b"PRIVSET-APSI-SIG\n";
 const VERSION: u8 = 1;
 
+/// An authorized item with its signature, as Intersect uses it.
+pub type SignedItem = (Vec<u8>, G1Affine);
+
 /// The client's authorization: reusable across any number of Intersect runs.
 #[derive(Clone)]
 pub struct SignatureSet {
@@ -158,7 +161,7 @@ impl SignatureSet {
 
     /// The signed items among `subset`, with their signatures, and the items of
     /// `subset` that have none (reported to the user and left out).
-    pub fn select(&self, subset: &[Vec<u8>]) -> (Vec<(Vec<u8>, G1Affine)>, Vec<Vec<u8>>) {
+    pub fn select(&self, subset: &[Vec<u8>]) -> (Vec<SignedItem>, Vec<Vec<u8>>) {
         let index: HashMap<&[u8], usize> = self
             .items
             .iter()
