@@ -1,33 +1,11 @@
-//! Running one party end to end over a link, metered: what every protocol command does
-//! the same way (connect, drive with a progress display, measure, clean up).
+//! Running one party end to end over a link, metered: what every front end does the
+//! same way (drive, measure, report the cost, clean up the resume seed).
 
-use clap::Args;
 use privset_protocols::Party;
 
-use crate::connect::Link;
 use crate::fail::Failure;
+use crate::link::Link;
 use crate::metrics::{self, Prices, Stopwatch};
-use crate::progress::Progress;
-
-/// Prices of seed 000's cost model, as command-line flags.
-#[derive(Args, Debug, Clone)]
-pub struct PriceArgs {
-    /// Price of a CPU-hour in dollars (seed 000 Table 1, GCP).
-    #[arg(long, value_name = "USD", default_value_t = 0.01)]
-    pub cpu_price: f64,
-    /// Price of a GB (2^30 bytes) of egress in dollars (seed 000 Table 1, GCP).
-    #[arg(long, value_name = "USD", default_value_t = 0.08)]
-    pub network_price: f64,
-}
-
-impl PriceArgs {
-    pub fn prices(&self) -> Prices {
-        Prices {
-            cpu_dollars_per_hour: self.cpu_price,
-            network_dollars_per_gb: self.network_price,
-        }
-    }
-}
 
 /// What one party's run cost; flattened into every RESULT.json.
 #[derive(serde::Serialize, Debug, Clone)]
@@ -42,6 +20,29 @@ pub struct Metered {
     pub prices: Prices,
 }
 
+impl Metered {
+    /// The figures of a run that moved `counters` over a `transport` link, measured
+    /// from `stopwatch` (started before the input was read).
+    pub fn measure(
+        transport: &'static str,
+        counters: privset_net::ByteCounters,
+        stopwatch: &Stopwatch,
+        prices: Prices,
+    ) -> Self {
+        let (cpu_seconds, wall_seconds) = stopwatch.elapsed();
+        Metered {
+            transport,
+            bytes_sent: counters.sent,
+            bytes_received: counters.received,
+            cpu_seconds,
+            wall_seconds,
+            peak_rss_mib: metrics::peak_rss_mib(),
+            cost_cents: prices.cents(cpu_seconds, counters.sent),
+            prices,
+        }
+    }
+}
+
 /// The private seed file of an exchange-directory run: removed once the result is
 /// written, so a crash before that can still resume.
 pub struct SeedFile(Option<std::path::PathBuf>);
@@ -54,12 +55,12 @@ impl SeedFile {
     }
 }
 
-/// Drives `party` over `link` to the end, showing its status under `label`, and meters
-/// the run from `stopwatch` (started before the input was read).
+/// Drives `party` over `link` to the end, reporting each new status to `on_status`,
+/// and meters the run from `stopwatch`.
 pub fn drive_metered(
     party: &mut dyn Party,
     link: Link,
-    label: &str,
+    on_status: &mut dyn FnMut(&str),
     stopwatch: &Stopwatch,
     prices: Prices,
 ) -> Result<(Metered, SeedFile), Failure> {
@@ -69,21 +70,7 @@ pub fn drive_metered(
         seed_file,
         ..
     } = link;
-    let progress = Progress::new(label);
-    let result = privset_net::drive(party, transport.as_mut(), &mut |s| progress.status(s));
-    progress.finish();
-    result?;
-    let (cpu_seconds, wall_seconds) = stopwatch.elapsed();
-    let counters = transport.counters();
-    let metered = Metered {
-        transport: kind,
-        bytes_sent: counters.sent,
-        bytes_received: counters.received,
-        cpu_seconds,
-        wall_seconds,
-        peak_rss_mib: metrics::peak_rss_mib(),
-        cost_cents: prices.cents(cpu_seconds, counters.sent),
-        prices,
-    };
+    privset_net::drive(party, transport.as_mut(), on_status)?;
+    let metered = Metered::measure(kind, transport.counters(), stopwatch, prices);
     Ok((metered, SeedFile(seed_file)))
 }

@@ -1,0 +1,123 @@
+//! A party played over a link: to a peer elsewhere (TCP with mutual TLS, or an exchange
+//! directory), or together with the other party in this process over an in-memory pair.
+//! The protocol-specific parts (building the state machine, its result) are behind
+//! [`Playable`]; this module does the rest the same way for every protocol.
+
+use std::sync::Arc;
+
+use privset_crypto::rng::SessionRng;
+use privset_net::{Cancel, memory};
+use privset_protocols::Party;
+use privset_run::{Failure, Link, Metered, Prices, SeedFile, Stopwatch};
+use pyo3::prelude::*;
+
+use crate::errors;
+use crate::link::{self, LinkArgs};
+use crate::monitor::{Monitor, Monitored};
+use crate::runner::{self, Job};
+
+/// A party with its input and settings, ready to run any number of times.
+pub(crate) trait Playable: Send + Sync + 'static {
+    /// What a finished run gives back to the Python thread.
+    type Outcome: Send + 'static;
+    /// This party's name and its peer's ("p1"/"p2", "receiver"/"sender"), for progress
+    /// and exchange-directory file names.
+    fn names(&self) -> (&'static str, &'static str);
+    /// Builds the state machine from `link.seed`, drives it with [`drive`] and makes
+    /// the outcome.
+    fn play(
+        &self,
+        link: Link,
+        monitor: &Arc<Monitor>,
+        stopwatch: &Stopwatch,
+        prices: Prices,
+    ) -> Result<Self::Outcome, Failure>;
+}
+
+/// Drives `party` over `link`, reporting to `monitor`; returns the run's figures and
+/// the exchange directory's resume seed, to remove once the outcome is made.
+pub(crate) fn drive(
+    party: &mut dyn Party,
+    mut link: Link,
+    monitor: &Arc<Monitor>,
+    stopwatch: &Stopwatch,
+    prices: Prices,
+) -> Result<(Metered, SeedFile), Failure> {
+    link.transport = Box::new(Monitored::new(link.transport, monitor.clone()));
+    privset_run::drive_metered(
+        party,
+        link,
+        &mut |status| monitor.set_status(status),
+        stopwatch,
+        prices,
+    )
+}
+
+/// Plays `party` against a peer reached as `link` says.
+pub(crate) fn remote<P: Playable>(
+    py: Python<'_>,
+    party: Arc<P>,
+    link: LinkArgs,
+    prices: (f64, f64),
+    progress: Option<&Bound<'_, PyAny>>,
+) -> PyResult<P::Outcome> {
+    let prices = link::prices(py, prices)?;
+    let cancel = Cancel::new();
+    let spec = link.spec(py, cancel.clone())?;
+    let (name, peer) = party.names();
+    let job = Job {
+        monitor: Arc::new(Monitor::new(name, cancel)),
+        work: Box::new(move |monitor| {
+            let stopwatch = Stopwatch::start();
+            let link = spec.open(name, peer)?;
+            party.play(link, monitor, &stopwatch, prices)
+        }),
+    };
+    let mut outcomes = runner::run(py, vec![job], progress)?;
+    Ok(outcomes.remove(0))
+}
+
+/// Plays `a` and `b` (opposite roles) against each other in this process over an
+/// in-memory pair whose every wait gives up after `timeout` seconds.
+pub(crate) fn local<P: Playable>(
+    py: Python<'_>,
+    a: Arc<P>,
+    b: Arc<P>,
+    timeout: f64,
+    prices: (f64, f64),
+    progress: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(P::Outcome, P::Outcome)> {
+    if a.names().0 == b.names().0 {
+        return Err(errors::config(
+            py,
+            format!(
+                "a local run needs the two roles {} and {}",
+                a.names().0,
+                a.names().1
+            ),
+        ));
+    }
+    let prices = link::prices(py, prices)?;
+    let timeout = link::seconds(py, "timeout", timeout)?;
+    let (end_a, end_b) = memory::pair_with_timeout(timeout);
+    // Both parties share this process: one stopwatch, as `privset demo` measures.
+    let stopwatch = Arc::new(Stopwatch::start());
+    let job = |party: Arc<P>, end: memory::MemoryTransport| {
+        let stopwatch = stopwatch.clone();
+        Job {
+            monitor: Arc::new(Monitor::new(party.names().0, Cancel::new())),
+            work: Box::new(move |monitor: &Arc<Monitor>| {
+                let link = Link {
+                    transport: Box::new(end),
+                    kind: "memory",
+                    seed_file: None,
+                    seed: SessionRng::from_os().seed(),
+                };
+                party.play(link, monitor, &stopwatch, prices)
+            }) as runner::Work<P::Outcome>,
+        }
+    };
+    let mut outcomes = runner::run(py, vec![job(a, end_a), job(b, end_b)], progress)?;
+    let second = outcomes.remove(1);
+    Ok((outcomes.remove(0), second))
+}
