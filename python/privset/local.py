@@ -15,7 +15,7 @@ Both parties share this process, so each result's ``cpu_seconds`` is the process
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, List, Optional, Sequence, Tuple, Type, Union
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Type, Union
 
 from ._data import Values, item
 from ._party import DEFAULT_CPU_PRICE, DEFAULT_NETWORK_PRICE, DEFAULT_TIMEOUT, run_local
@@ -224,57 +224,42 @@ def _join(r: SetOperationResult, s: SetOperationResult) -> List[LocalPrivateIdRo
     return [LocalPrivateIdRow(a.private_id, a.item, b.item) for a, b in zip(mine, theirs)]
 
 
-def _settings_doc(name: str, learns: str) -> str:
+def _identifiers_only(operation: Type[Any], name: str, learns: str) -> Callable[..., LocalSetOperation]:
+    """The local function of a set operation whose parties hold identifiers only."""
+
+    def run(
+        receiver_ids: Any,
+        sender_ids: Any,
+        *,
+        id_column: Optional[str] = None,
+        group: str = "ristretto255",
+        mqrpmt: str = "cwprf",
+        last_message: str = "bloom",
+        duplicates: str = "error",
+        max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
+        timeout: float = DEFAULT_TIMEOUT,
+        cpu_price: float = DEFAULT_CPU_PRICE,
+        network_price: float = DEFAULT_NETWORK_PRICE,
+        progress: ProgressArg = None,
+    ) -> LocalSetOperation:
+        return _set_operation(
+            operation, receiver_ids, sender_ids, id_column=id_column, group=group, mqrpmt=mqrpmt,
+            last_message=last_message, duplicates=duplicates, max_peer_items=max_peer_items,
+            timeout=timeout, cpu_price=cpu_price, network_price=network_price, progress=progress,
+        )  # fmt: skip
+
+    run.__name__ = run.__qualname__ = name
+    run.__doc__ = _doc(operation, learns)
+    return run
+
+
+def _doc(operation: Type[Any], learns: str) -> str:
     return (
-        f"{name} between a receiver (``receiver_ids``, Y) and a sender (``sender_ids``, X): "
-        f"{learns}\n\n"
+        f"{operation.__name__} between a receiver (``receiver_ids``, Y) and a sender "
+        f"(``sender_ids``, X): {learns}\n\n"
         "Arguments are those of the party classes (:mod:`privset.set_operations`); "
         "``id_column`` names the identifiers' column of DataFrames / CSV files."
     )
-
-
-def psi(
-    receiver_ids: Any,
-    sender_ids: Any,
-    *,
-    id_column: Optional[str] = None,
-    group: str = "ristretto255",
-    mqrpmt: str = "cwprf",
-    last_message: str = "bloom",
-    duplicates: str = "error",
-    max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
-    timeout: float = DEFAULT_TIMEOUT,
-    cpu_price: float = DEFAULT_CPU_PRICE,
-    network_price: float = DEFAULT_NETWORK_PRICE,
-    progress: ProgressArg = None,
-) -> LocalSetOperation:
-    return _set_operation(
-        Psi, receiver_ids, sender_ids, id_column=id_column, group=group, mqrpmt=mqrpmt,
-        last_message=last_message, duplicates=duplicates, max_peer_items=max_peer_items,
-        timeout=timeout, cpu_price=cpu_price, network_price=network_price, progress=progress,
-    )  # fmt: skip
-
-
-def psi_card(
-    receiver_ids: Any,
-    sender_ids: Any,
-    *,
-    id_column: Optional[str] = None,
-    group: str = "ristretto255",
-    mqrpmt: str = "cwprf",
-    last_message: str = "bloom",
-    duplicates: str = "error",
-    max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
-    timeout: float = DEFAULT_TIMEOUT,
-    cpu_price: float = DEFAULT_CPU_PRICE,
-    network_price: float = DEFAULT_NETWORK_PRICE,
-    progress: ProgressArg = None,
-) -> LocalSetOperation:
-    return _set_operation(
-        PsiCard, receiver_ids, sender_ids, id_column=id_column, group=group, mqrpmt=mqrpmt,
-        last_message=last_message, duplicates=duplicates, max_peer_items=max_peer_items,
-        timeout=timeout, cpu_price=cpu_price, network_price=network_price, progress=progress,
-    )  # fmt: skip
 
 
 def psi_card_sum(
@@ -303,87 +288,23 @@ def psi_card_sum(
     )  # fmt: skip
 
 
-def psu(
-    receiver_ids: Any,
-    sender_ids: Any,
-    *,
-    id_column: Optional[str] = None,
-    group: str = "ristretto255",
-    mqrpmt: str = "cwprf",
-    last_message: str = "bloom",
-    duplicates: str = "error",
-    max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
-    timeout: float = DEFAULT_TIMEOUT,
-    cpu_price: float = DEFAULT_CPU_PRICE,
-    network_price: float = DEFAULT_NETWORK_PRICE,
-    progress: ProgressArg = None,
-) -> LocalSetOperation:
-    return _set_operation(
-        Psu, receiver_ids, sender_ids, id_column=id_column, group=group, mqrpmt=mqrpmt,
-        last_message=last_message, duplicates=duplicates, max_peer_items=max_peer_items,
-        timeout=timeout, cpu_price=cpu_price, network_price=network_price, progress=progress,
-    )  # fmt: skip
-
-
-def psi_share(
-    receiver_ids: Any,
-    sender_ids: Any,
-    *,
-    id_column: Optional[str] = None,
-    group: str = "ristretto255",
-    mqrpmt: str = "cwprf",
-    last_message: str = "bloom",
-    duplicates: str = "error",
-    max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
-    timeout: float = DEFAULT_TIMEOUT,
-    cpu_price: float = DEFAULT_CPU_PRICE,
-    network_price: float = DEFAULT_NETWORK_PRICE,
-    progress: ProgressArg = None,
-) -> LocalSetOperation:
-    return _set_operation(
-        PsiShare, receiver_ids, sender_ids, id_column=id_column, group=group, mqrpmt=mqrpmt,
-        last_message=last_message, duplicates=duplicates, max_peer_items=max_peer_items,
-        timeout=timeout, cpu_price=cpu_price, network_price=network_price, progress=progress,
-    )  # fmt: skip
-
-
-def private_id(
-    receiver_ids: Any,
-    sender_ids: Any,
-    *,
-    id_column: Optional[str] = None,
-    group: str = "ristretto255",
-    mqrpmt: str = "cwprf",
-    last_message: str = "bloom",
-    duplicates: str = "error",
-    max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
-    timeout: float = DEFAULT_TIMEOUT,
-    cpu_price: float = DEFAULT_CPU_PRICE,
-    network_price: float = DEFAULT_NETWORK_PRICE,
-    progress: ProgressArg = None,
-) -> LocalSetOperation:
-    return _set_operation(
-        PrivateId, receiver_ids, sender_ids, id_column=id_column, group=group, mqrpmt=mqrpmt,
-        last_message=last_message, duplicates=duplicates, max_peer_items=max_peer_items,
-        timeout=timeout, cpu_price=cpu_price, network_price=network_price, progress=progress,
-    )  # fmt: skip
-
-
-psi.__doc__ = _settings_doc("PSI", "``.intersection`` is X ∩ Y (the receiver's identifiers).")
-psi_card.__doc__ = _settings_doc("PSI-cardinality", "``.cardinality`` is |X ∩ Y|.")
-psi_card_sum.__doc__ = _settings_doc(
-    "PSI-card-sum",
+psi_card_sum.__doc__ = _doc(
+    PsiCardSum,
     "the sender holds ``sender_values`` (or ``value_column=``); ``.cardinality`` is |X ∩ Y| "
     "and ``.sum`` the sender's values summed over it.",
 )
-psu.__doc__ = _settings_doc("PSU", "``.union`` is X ∪ Y.")
-psi_share.__doc__ = _settings_doc(
-    "Secret-shared intersection",
+psi = _identifiers_only(Psi, "psi", "``.intersection`` is X ∩ Y (the receiver's identifiers).")
+psi_card = _identifiers_only(PsiCard, "psi_card", "``.cardinality`` is |X ∩ Y|.")
+psu = _identifiers_only(Psu, "psu", "``.union`` is X ∪ Y.")
+psi_share = _identifiers_only(
+    PsiShare,
+    "psi_share",
     "each party gets XOR shares; ``.intersection`` opens them (only possible here, with both "
     "parties' shares in one place) and ``.cardinality`` is |X ∩ Y|.",
 )
-private_id.__doc__ = _settings_doc(
-    "Private-ID",
+private_id = _identifiers_only(
+    PrivateId,
+    "private_id",
     "``.private_ids`` joins both parties' tables: one row per element of X ∪ Y with each "
     "party's item or None.",
 )

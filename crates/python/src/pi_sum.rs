@@ -5,15 +5,15 @@ use std::sync::Arc;
 
 use privset_crypto::ahe::{HeId, paillier};
 use privset_crypto::group::GroupId;
-use privset_protocols::pi_sum::{self, PiSumConfig, Role, ZEncoding};
+use privset_protocols::Party;
+use privset_protocols::pi_sum::{self, PiSumConfig, PiSumParty as Machine, Role, ZEncoding};
 use privset_run::report::PiSumReport;
-use privset_run::{Failure, Link, Prices, Stopwatch};
+use privset_run::{Failure, Metered};
 use pyo3::prelude::*;
 
 use crate::errors::{self, IntoPy};
 use crate::input::{Input, InputData};
 use crate::link::LinkArgs;
-use crate::monitor::Monitor;
 use crate::play::{self, Playable};
 
 /// One party of PI-Sum with its validated input and settings.
@@ -30,6 +30,7 @@ struct Spec {
 }
 
 impl Playable for Spec {
+    type Machine = Box<dyn Machine>;
     /// RESULT.json.
     type Outcome = String;
 
@@ -40,27 +41,23 @@ impl Playable for Spec {
         }
     }
 
-    fn play(
-        &self,
-        link: Link,
-        monitor: &Arc<Monitor>,
-        stopwatch: &Stopwatch,
-        prices: Prices,
-    ) -> Result<String, Failure> {
-        let mut party = pi_sum::new_party(
+    fn machine(&self, seed: [u8; 32]) -> Result<Self::Machine, Failure> {
+        Ok(pi_sum::new_party(
             self.role,
             &self.config,
             self.input.dataset.clone(),
-            link.seed,
-        )?;
-        let (run, seed_file) = play::drive(party.as_mut(), link, monitor, stopwatch, prices)?;
-        let output = party
-            .output()
-            .ok_or_else(|| Failure::other("the run ended without an output"))?;
+            seed,
+        )?)
+    }
+
+    fn party(machine: &mut Self::Machine) -> &mut dyn Party {
+        machine.as_mut()
+    }
+
+    fn outcome(&self, machine: &Self::Machine, run: Metered) -> Result<String, Failure> {
+        let output = machine.output().ok_or_else(play::no_output)?;
         let report = PiSumReport::new(&self.config, output, self.input.dataset.ids.len(), run);
-        let json = serde_json::to_string(&report).map_err(|e| Failure::other(e.to_string()))?;
-        seed_file.remove();
-        Ok(json)
+        serde_json::to_string(&report).map_err(|e| Failure::other(e.to_string()))
     }
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use privset_crypto::rng::SessionRng;
 use privset_net::{Cancel, memory};
 use privset_protocols::Party;
-use privset_run::{Failure, Link, Metered, Prices, SeedFile, Stopwatch};
+use privset_run::{Failure, Link, Metered, Prices, Stopwatch};
 use pyo3::prelude::*;
 
 use crate::errors;
@@ -16,41 +16,50 @@ use crate::link::{self, LinkArgs};
 use crate::monitor::{Monitor, Monitored};
 use crate::runner::{self, Job};
 
-/// A party with its input and settings, ready to run any number of times.
+/// A party with its input and settings, ready to run any number of times: the
+/// protocol-specific parts of a run.
 pub(crate) trait Playable: Send + Sync + 'static {
+    /// The protocol's state machine (e.g. `Box<dyn PiSumParty>`).
+    type Machine;
     /// What a finished run gives back to the Python thread.
     type Outcome: Send + 'static;
     /// This party's name and its peer's ("p1"/"p2", "receiver"/"sender"), for progress
     /// and exchange-directory file names.
     fn names(&self) -> (&'static str, &'static str);
-    /// Builds the state machine from `link.seed`, drives it with [`drive`] and makes
-    /// the outcome.
-    fn play(
-        &self,
-        link: Link,
-        monitor: &Arc<Monitor>,
-        stopwatch: &Stopwatch,
-        prices: Prices,
-    ) -> Result<Self::Outcome, Failure>;
+    /// A fresh state machine whose randomness comes from `seed`.
+    fn machine(&self, seed: [u8; 32]) -> Result<Self::Machine, Failure>;
+    /// The machine as the driver sees it.
+    fn party(machine: &mut Self::Machine) -> &mut dyn Party;
+    /// The outcome of a machine that finished a run measured as `run`.
+    fn outcome(&self, machine: &Self::Machine, run: Metered) -> Result<Self::Outcome, Failure>;
 }
 
-/// Drives `party` over `link`, reporting to `monitor`; returns the run's figures and
-/// the exchange directory's resume seed, to remove once the outcome is made.
-pub(crate) fn drive(
-    party: &mut dyn Party,
+/// The error of a finished machine without an output (a bug, not the peer's doing).
+pub(crate) fn no_output() -> Failure {
+    Failure::other("the run ended without an output")
+}
+
+/// One run of `player` over `link`, reported to `monitor`. The exchange directory's
+/// resume seed is removed only once the outcome is made.
+fn play<P: Playable>(
+    player: &P,
     mut link: Link,
     monitor: &Arc<Monitor>,
     stopwatch: &Stopwatch,
     prices: Prices,
-) -> Result<(Metered, SeedFile), Failure> {
+) -> Result<P::Outcome, Failure> {
+    let mut machine = player.machine(link.seed)?;
     link.transport = Box::new(Monitored::new(link.transport, monitor.clone()));
-    privset_run::drive_metered(
-        party,
+    let (run, seed_file) = privset_run::drive_metered(
+        P::party(&mut machine),
         link,
         &mut |status| monitor.set_status(status),
         stopwatch,
         prices,
-    )
+    )?;
+    let outcome = player.outcome(&machine, run)?;
+    seed_file.remove();
+    Ok(outcome)
 }
 
 /// Plays `party` against a peer reached as `link` says.
@@ -70,7 +79,7 @@ pub(crate) fn remote<P: Playable>(
         work: Box::new(move |monitor| {
             let stopwatch = Stopwatch::start();
             let link = spec.open(name, peer)?;
-            party.play(link, monitor, &stopwatch, prices)
+            play(party.as_ref(), link, monitor, &stopwatch, prices)
         }),
     };
     let mut outcomes = runner::run(py, vec![job], progress)?;
@@ -113,7 +122,7 @@ pub(crate) fn local<P: Playable>(
                     seed_file: None,
                     seed: SessionRng::from_os().seed(),
                 };
-                party.play(link, monitor, &stopwatch, prices)
+                play(party.as_ref(), link, monitor, &stopwatch, prices)
             }) as runner::Work<P::Outcome>,
         }
     };

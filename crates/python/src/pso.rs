@@ -6,18 +6,19 @@
 use std::sync::Arc;
 
 use privset_crypto::cwprf::CwPrfId;
+use privset_protocols::Party;
 use privset_protocols::pso::{
-    self, Construction, LastMessage, Operation, PsoConfig, PsoOutput, PsoRole, transfer,
+    self, Construction, LastMessage, Operation, PsoConfig, PsoOutput, PsoParty as Machine, PsoRole,
+    transfer,
 };
 use privset_run::report::{self, PsoReport};
-use privset_run::{Failure, Link, Prices, Stopwatch};
+use privset_run::{Failure, Metered};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 
 use crate::errors::{self, IntoPy};
 use crate::input::{Input, InputData};
 use crate::link::LinkArgs;
-use crate::monitor::Monitor;
 use crate::play::{self, Playable};
 
 /// One party of a set operation with its validated input and settings.
@@ -39,6 +40,7 @@ pub(crate) struct Outcome {
 }
 
 impl Playable for Spec {
+    type Machine = Box<dyn Machine>;
     type Outcome = Outcome;
 
     fn names(&self) -> (&'static str, &'static str) {
@@ -48,39 +50,29 @@ impl Playable for Spec {
         }
     }
 
-    fn play(
-        &self,
-        link: Link,
-        monitor: &Arc<Monitor>,
-        stopwatch: &Stopwatch,
-        prices: Prices,
-    ) -> Result<Outcome, Failure> {
-        let mut party = pso::new_party(
+    fn machine(&self, seed: [u8; 32]) -> Result<Self::Machine, Failure> {
+        Ok(pso::new_party(
             self.role,
             &self.config,
             self.input.dataset.clone(),
-            link.seed,
-        )?;
-        let (run, seed_file) = play::drive(party.as_mut(), link, monitor, stopwatch, prices)?;
-        let output = party
-            .output()
-            .ok_or_else(|| Failure::other("the run ended without an output"))?;
+            seed,
+        )?)
+    }
+
+    fn party(machine: &mut Self::Machine) -> &mut dyn Party {
+        machine.as_mut()
+    }
+
+    fn outcome(&self, machine: &Self::Machine, run: Metered) -> Result<Outcome, Failure> {
+        let output = machine.output().ok_or_else(play::no_output)?;
         let rows = output
             .items
             .as_ref()
             .map(Vec::len)
             .or(output.shares.as_ref().map(Vec::len))
             .or(output.private_id.as_ref().map(|t| t.union.len()));
-        let report = PsoReport::new(
-            &self.config,
-            self.role,
-            &output,
-            self.input.dataset.ids.len(),
-            rows,
-            None,
-            run,
-        );
-        seed_file.remove();
+        let items = self.input.dataset.ids.len();
+        let report = PsoReport::new(&self.config, self.role, &output, items, rows, None, run);
         Ok(Outcome { report, output })
     }
 }
