@@ -36,7 +36,7 @@ class PartyInput:
     id_column: str
 
 
-def _listed(obj: Iterable[Any], what: str) -> List[Any]:
+def _listed(obj: Any, what: str) -> List[Any]:
     if isinstance(obj, (str, bytes)):
         raise ConfigurationError(
             f"{what} must be a collection (list, Series, ...), not a single {type(obj).__name__}; "
@@ -50,7 +50,8 @@ def _listed(obj: Iterable[Any], what: str) -> List[Any]:
         raise ConfigurationError(f"{what} must be iterable, not {type(obj).__name__}") from None
 
 
-def _columns(values: Optional[Values]) -> List[Column]:
+def _columns(values: Any) -> List[Column]:
+    """The value columns of ``values`` (see :data:`Values`)."""
     if values is None:
         return []
     if is_series(values):

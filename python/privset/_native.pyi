@@ -5,8 +5,9 @@ raises one of :mod:`privset.errors` with the CLI's message.
 """
 
 from os import PathLike
-from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union, final
 
+__all__ = ["Input", "PiSumParty", "PsoParty", "open_share", "generate_certs", "live_workers", "__version__"]
 __version__: str
 
 _Path = Union[str, PathLike[str]]
@@ -19,6 +20,7 @@ _ProgressCallback = Callable[[str, str, int, int, int, int], Any]
 #: (``(private_id_hex, own_row | None, identifier | None)``).
 _PsoOutcome = Tuple[str, Optional[Tuple[str, List[Tuple[Any, ...]]]]]
 
+@final
 class Input:
     """A validated party input (identifiers, value columns, segments)."""
 
@@ -53,11 +55,12 @@ class Input:
     def column_names(self) -> List[str]:
         """The value columns' names."""
 
+@final
 class PiSumParty:
     """A PI-Sum party (role "p1" or "p2")."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         role: str,
         input: Input,
         *,
@@ -72,7 +75,7 @@ class PiSumParty:
         value_bound: int,
         sum_bound: Optional[int],
         max_peer_items: int,
-    ) -> None: ...
+    ) -> PiSumParty: ...
     @property
     def role(self) -> str: ...
     def run(
@@ -92,11 +95,12 @@ class PiSumParty:
     ) -> Tuple[str, str]:
         """Runs with ``other`` in this process; returns both RESULT.json, this first."""
 
+@final
 class PsoParty:
     """A set-operation party (role "receiver" or "sender")."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         operation: str,
         role: str,
         input: Input,
@@ -106,7 +110,7 @@ class PsoParty:
         last_message: str,
         value_bound: int,
         max_peer_items: int,
-    ) -> None: ...
+    ) -> PsoParty: ...
     @property
     def role(self) -> str: ...
     @property

@@ -15,7 +15,7 @@ Both parties share this process, so each result's ``cpu_seconds`` is the process
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Type, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Type, Union
 
 from ._data import Values, item
 from ._party import DEFAULT_CPU_PRICE, DEFAULT_NETWORK_PRICE, DEFAULT_TIMEOUT, run_local
@@ -123,7 +123,7 @@ def pi_sum(
     ``id_column`` (DataFrames / CSV files of both), ``value_columns`` (P2's DataFrame or
     CSV file), ``segments`` / ``segment_column`` (P1); shared settings go to both.
     """
-    shared = dict(
+    shared: Dict[str, Any] = dict(
         id_column=id_column,
         group=group,
         values_he=values_he,
