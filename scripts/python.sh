@@ -9,7 +9,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="${PRIVSET_VENV:-$PWD/target/py-venv}"
 python3 -m venv --clear "$venv"
-"$venv/bin/python" -m pip install --quiet --upgrade pip
 rm -rf target/wheels
 "$venv/bin/python" -m pip wheel --no-deps --wheel-dir target/wheels .
 "$venv/bin/python" -m pip install --quiet target/wheels/privset-*.whl

@@ -51,10 +51,6 @@ class Input:
     def row_of(self, id: bytes) -> Optional[int]:
         """The 0-based row of an in-memory input holding ``id``."""
 
-    @property
-    def column_names(self) -> List[str]:
-        """The value columns' names."""
-
 @final
 class PiSumParty:
     """A PI-Sum party (role "p1" or "p2")."""

@@ -210,10 +210,4 @@ impl Input {
     fn row_of(&self, id: &[u8]) -> Option<usize> {
         self.data.row_of(id)
     }
-
-    /// The value columns' names, in order.
-    #[getter]
-    fn column_names(&self) -> Vec<String> {
-        self.data.dataset.column_names.clone()
-    }
 }
