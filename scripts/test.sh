@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # Runs every privset test: unit, conformance, RFC vectors, protocol, transport and
-# CLI tests (two real processes over mutual TLS and over a shared directory).
+# CLI tests (two real processes over mutual TLS and over a shared directory), then the
+# Python package's pytest suite against the wheel that scripts/setup.sh built and
+# installed into a fresh virtual environment.
 # Tests are built with optimisation: crypto in debug builds is far too slow.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cargo test --workspace --release --locked
+venv="${PRIVSET_VENV:-$PWD/target/py-venv}"
+"$venv/bin/python" -m pip install --quiet pytest pandas tqdm mypy
+# From the repository root the tests import the installed package (python/ is not on
+# sys.path); some compare with the `privset` binary built by cargo test above.
+PRIVSET_BIN="$PWD/target/release/privset" "$venv/bin/python" -m pytest python/tests -p no:cacheprovider

@@ -18,11 +18,11 @@ use privset_protocols::apsi::{AllowList, DEFAULT_MAX_PEER_ITEMS, Mode, PartialFr
 use privset_protocols::input::DuplicatePolicy;
 
 use crate::connect::{TlsArgs, write_private};
-use crate::csv_input::{self, Columns};
 use crate::fail::Failure;
 use crate::metrics::Stopwatch;
 use crate::pi_sum_cmd::write_json;
 use crate::run::{self, Metered, PriceArgs};
+use privset_run::csv_input::{self, Columns};
 
 #[derive(Subcommand, Debug)]
 pub enum JudgeCommand {
@@ -494,7 +494,7 @@ fn drive_client(
     prices: &PriceArgs,
 ) -> Result<Metered, Failure> {
     let (transport, kind) = tls.connect(addr)?;
-    let link = crate::connect::Link {
+    let link = privset_run::Link {
         transport,
         kind,
         seed_file: None,

@@ -1,18 +1,18 @@
 //! How a party reaches its peer, from the command-line flags shared by every protocol
 //! command: `--listen`, `--peer` or `--exchange-dir`, with mutual TLS unless
-//! `--insecure-no-tls`.
+//! `--insecure-no-tls`; and, for the long-running APSI listeners, one bound listener
+//! accepting session after session.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
-use privset_net::{
-    ConnectOptions, DirOptions, ExchangeDir, PlainTcpTransport, TlsFiles, Transport, tls,
-};
-use sha2::{Digest, Sha256};
+use privset_net::{Cancel, ConnectOptions, PlainTcpTransport, TlsFiles, Transport, tls};
+use privset_run::link::{self, Endpoint, LinkSpec};
+use privset_run::{Failure, Link};
 
-use crate::fail::Failure;
+pub use privset_run::link::write_private;
 
 /// How to secure and time out a TCP link: shared by every command that talks to
 /// another party (two-party protocols, the judge, the APSI server and client).
@@ -62,17 +62,8 @@ pub struct ConnectArgs {
     pub state_dir: Option<PathBuf>,
 }
 
-/// An open link to the peer.
-pub struct Link {
-    pub transport: Box<dyn Transport + Send>,
-    pub kind: &'static str,
-    /// Exchange directory runs: the file holding this party's seed, to delete on success.
-    pub seed_file: Option<PathBuf>,
-    pub seed: [u8; 32],
-}
-
 impl TlsArgs {
-    pub fn options(&self) -> ConnectOptions {
+    fn options(&self) -> ConnectOptions {
         ConnectOptions {
             connect_timeout: Duration::from_secs(self.timeout),
             io_timeout: Duration::from_secs(self.timeout),
@@ -94,10 +85,10 @@ impl TlsArgs {
                 key: key.clone(),
             })),
             (None, None, None, true) => Ok(None),
-            (_, _, _, true) => Err(Failure::input(
+            (_, _, _, true) => Err(Failure::config(
                 "--insecure-no-tls cannot be combined with --tls-* files",
             )),
-            _ => Err(Failure::input(
+            _ => Err(Failure::config(
                 "TCP links use mutual TLS: pass --tls-ca, --tls-cert and --tls-key (make throwaway ones with \
                  `privset certs --out DIR --names p1,p2`), or --insecure-no-tls on a trusted link",
             )),
@@ -109,14 +100,15 @@ impl TlsArgs {
         &self,
         addr: &str,
     ) -> Result<(Box<dyn Transport + Send>, &'static str), Failure> {
-        let opts = self.options();
-        Ok(match self.tls_files()? {
-            Some(files) => (Box::new(tls::connect(addr, &files, &opts)?), "tcp+mtls"),
-            None => (
-                Box::new(PlainTcpTransport::connect(addr, &opts)?),
-                "tcp-plaintext",
-            ),
-        })
+        let spec = LinkSpec {
+            endpoint: Endpoint::Peer(addr.to_string()),
+            tls: self.tls_files()?,
+            timeout: Duration::from_secs(self.timeout),
+            server_name: self.tls_server_name.clone(),
+            cancel: Cancel::default(),
+        };
+        let link = spec.open("client", "server")?;
+        Ok((link.transport, link.kind))
     }
 
     /// Accepts one connection on `listener` (waiting at most `wait`).
@@ -153,115 +145,39 @@ impl ConnectArgs {
     /// Opens the link. `role`/`peer_role` name the message files in an exchange
     /// directory; `output` locates the default private state directory.
     pub fn open(&self, role: &str, peer_role: &str, output: &Path) -> Result<Link, Failure> {
-        if let Some(dir) = &self.exchange_dir {
-            let state_dir = self.state_dir.clone().unwrap_or_else(|| {
-                output
-                    .parent()
-                    .filter(|p| !p.as_os_str().is_empty())
-                    .unwrap_or(Path::new("."))
-                    .join(".privset-state")
-            });
-            let (seed, seed_file) = resume_seed(&state_dir, dir, role)?;
-            let opts = DirOptions {
+        self.spec(output)?.open(role, peer_role)
+    }
+
+    /// The link these flags describe. `output` locates the default private state
+    /// directory of an exchange-directory run.
+    pub fn spec(&self, output: &Path) -> Result<LinkSpec, Failure> {
+        let endpoint = match (&self.listen, &self.peer, &self.exchange_dir) {
+            (Some(addr), None, None) => Endpoint::Listen(addr.clone()),
+            (None, Some(addr), None) => Endpoint::Peer(addr.clone()),
+            (None, None, Some(dir)) => Endpoint::ExchangeDir {
+                dir: dir.clone(),
+                state_dir: self.state_dir.clone().unwrap_or_else(|| {
+                    link::default_state_dir(output.parent().unwrap_or(Path::new("")))
+                }),
                 poll_interval: Duration::from_millis(self.poll_interval_ms),
-                timeout: Duration::from_secs(self.tls.timeout),
-            };
-            let transport = ExchangeDir::open(dir, role, peer_role, opts)?;
-            return Ok(Link {
-                transport: Box::new(transport),
-                kind: "exchange-dir",
-                seed_file: Some(seed_file),
-                seed,
-            });
-        }
-        let seed = fresh_seed();
-        let (transport, kind) = match (&self.listen, &self.peer) {
-            (Some(addr), None) => {
-                let listener = self.tls.bind(addr)?;
-                self.tls
-                    .accept_on(&listener, Duration::from_secs(self.tls.timeout))?
-            }
-            (None, Some(addr)) => self.tls.connect(addr)?,
+            },
             _ => {
-                return Err(Failure::input(
+                return Err(Failure::config(
                     "give exactly one of --listen, --peer or --exchange-dir",
                 ));
             }
         };
-        Ok(Link {
-            transport,
-            kind,
-            seed_file: None,
-            seed,
+        let tls = if self.exchange_dir.is_some() {
+            None
+        } else {
+            self.tls.tls_files()?
+        };
+        Ok(LinkSpec {
+            endpoint,
+            tls,
+            timeout: Duration::from_secs(self.tls.timeout),
+            server_name: self.tls.tls_server_name.clone(),
+            cancel: Cancel::default(),
         })
     }
-}
-
-impl From<privset_net::TransportError> for Failure {
-    fn from(e: privset_net::TransportError) -> Self {
-        Failure {
-            code: 4,
-            message: e.to_string(),
-        }
-    }
-}
-
-fn fresh_seed() -> [u8; 32] {
-    privset_crypto::rng::SessionRng::from_os().seed()
-}
-
-/// The seed of this party for this exchange directory: read back if a previous
-/// (killed) run left one, else made fresh and stored (mode 0600) before any message
-/// is written, so a restart replays the same run.
-fn resume_seed(
-    state_dir: &Path,
-    exchange_dir: &Path,
-    role: &str,
-) -> Result<([u8; 32], PathBuf), Failure> {
-    std::fs::create_dir_all(state_dir).map_err(|e| {
-        Failure::other(format!(
-            "cannot create state directory {}: {e}",
-            state_dir.display()
-        ))
-    })?;
-    let canonical = std::fs::create_dir_all(exchange_dir)
-        .and_then(|_| exchange_dir.canonicalize())
-        .map_err(|e| {
-            Failure::other(format!(
-                "cannot open exchange directory {}: {e}",
-                exchange_dir.display()
-            ))
-        })?;
-    let mut h = Sha256::new();
-    h.update(canonical.as_os_str().as_encoded_bytes());
-    h.update(role.as_bytes());
-    let file = state_dir.join(format!("{}.seed", hex::encode(&h.finalize()[..16])));
-    if let Ok(bytes) = std::fs::read(&file) {
-        let seed: [u8; 32] = hex::decode(bytes.trim_ascii())
-            .ok()
-            .and_then(|b| b.try_into().ok())
-            .ok_or_else(|| Failure::other(format!("corrupt resume state {}", file.display())))?;
-        return Ok((seed, file));
-    }
-    let seed = fresh_seed();
-    write_private(&file, hex::encode(seed).as_bytes())?;
-    Ok((seed, file))
-}
-
-/// Writes `bytes` to `path` atomically, readable by the owner only (mode 0600).
-pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension("tmp");
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(|e| Failure::other(format!("cannot write {}: {e}", tmp.display())))?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, path)?;
-    Ok(())
 }

@@ -7,11 +7,8 @@ mod bench;
 mod bench_apsi;
 mod bench_pso;
 mod connect;
-mod csv_input;
 mod datagen;
 mod demo;
-mod fail;
-mod metrics;
 mod pi_sum_cmd;
 mod progress;
 mod pso_cmd;
@@ -21,6 +18,9 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 use privset_protocols::pso::Operation;
+
+// Shared with the Python package (crates/run), kept under their old paths here.
+use privset_run::{fail, metrics};
 
 use crate::fail::Failure;
 
@@ -145,6 +145,6 @@ fn main() {
     };
     if let Err(failure) = result {
         eprintln!("privset: {}", failure.message);
-        std::process::exit(failure.code);
+        std::process::exit(failure.exit_code());
     }
 }

@@ -7,13 +7,13 @@ use privset_crypto::ahe::HeId;
 use privset_crypto::ahe::paillier;
 use privset_crypto::group::GroupId;
 use privset_protocols::input::DuplicatePolicy;
-use privset_protocols::pi_sum::{self, PiSumConfig, PiSumOutput, Role, ZEncoding};
+use privset_protocols::pi_sum::{self, PiSumConfig, Role, ZEncoding};
+use privset_run::csv_input::{self, Columns};
+pub use privset_run::report::PiSumReport;
+use privset_run::{Failure, Stopwatch};
 
 use crate::connect::ConnectArgs;
-use crate::csv_input::{self, Columns};
-use crate::fail::Failure;
-use crate::metrics::Stopwatch;
-use crate::run::{self, Metered, PriceArgs};
+use crate::run::{self, PriceArgs};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RoleArg {
@@ -124,20 +124,6 @@ pub struct PiSumArgs {
     pub prices: PriceArgs,
 }
 
-/// RESULT.json.
-#[derive(serde::Serialize)]
-pub struct PiSumReport {
-    pub protocol: &'static str,
-    #[serde(flatten)]
-    pub output: PiSumOutput,
-    pub items: usize,
-    pub group: &'static str,
-    pub values_he: &'static str,
-    pub z_encoding: &'static str,
-    #[serde(flatten)]
-    pub run: Metered,
-}
-
 impl PiSumArgs {
     pub fn config(&self) -> PiSumConfig {
         PiSumConfig {
@@ -179,7 +165,7 @@ impl PiSumArgs {
 
     fn check_flags(&self) -> Result<(), Failure> {
         let p2_only = |flag: &str| {
-            Failure::input(format!(
+            Failure::config(format!(
                 "{flag} is for --role p2 (the party holding values)"
             ))
         };
@@ -194,12 +180,12 @@ impl PiSumArgs {
             }
             RoleArg::P2 => {
                 if self.value_columns.is_empty() {
-                    return Err(Failure::input(
+                    return Err(Failure::config(
                         "--role p2 needs at least one --value-column",
                     ));
                 }
                 if self.segment_column.is_some() {
-                    return Err(Failure::input("--segment-column is for --role p1"));
+                    return Err(Failure::config("--segment-column is for --role p1"));
                 }
             }
         }
@@ -243,15 +229,7 @@ pub fn run(args: &PiSumArgs) -> Result<PiSumReport, Failure> {
     let output = party
         .output()
         .ok_or_else(|| Failure::other("the run ended without an output"))?;
-    let report = PiSumReport {
-        protocol: "pi-sum",
-        output,
-        items,
-        group: config.group.name(),
-        values_he: config.he.name(),
-        z_encoding: config.z_encoding.name(),
-        run,
-    };
+    let report = PiSumReport::new(&config, output, items, run);
     write_json(&args.output, &report)?;
     seed_file.remove();
     Ok(report)

@@ -11,13 +11,13 @@ use privset_protocols::input::DuplicatePolicy;
 use privset_protocols::pso::{
     self, Construction, LastMessage, Operation, PsoConfig, PsoOutput, PsoRole,
 };
+use privset_run::csv_input::{self, Columns};
+use privset_run::report::{self, PsoReport};
+use privset_run::{Failure, Stopwatch};
 
 use crate::connect::ConnectArgs;
-use crate::csv_input::{self, Columns};
-use crate::fail::Failure;
-use crate::metrics::Stopwatch;
 use crate::pi_sum_cmd::{DupArg, write_json};
-use crate::run::{self, Metered, PriceArgs};
+use crate::run::{self, PriceArgs};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PsoRoleArg {
@@ -98,29 +98,6 @@ pub struct PsoArgs {
     pub prices: PriceArgs,
 }
 
-/// RESULT.json of a set operation.
-#[derive(serde::Serialize)]
-pub struct PsoReport {
-    pub protocol: &'static str,
-    pub role: &'static str,
-    pub items: usize,
-    pub peer_items: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cardinality: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sum: Option<u128>,
-    /// Rows written to --output-rows.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rows: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rows_file: Option<PathBuf>,
-    pub group: &'static str,
-    pub mqrpmt: &'static str,
-    pub last_message: &'static str,
-    #[serde(flatten)]
-    pub run: Metered,
-}
-
 impl PsoArgs {
     pub fn config(&self, operation: Operation) -> PsoConfig {
         PsoConfig {
@@ -155,10 +132,10 @@ impl PsoArgs {
     fn check_flags(&self, operation: Operation) -> Result<(), Failure> {
         let wants_value = operation == Operation::PsiCardSum && self.role == PsoRoleArg::Sender;
         match (&self.value_column, wants_value) {
-            (None, true) => Err(Failure::input(
+            (None, true) => Err(Failure::config(
                 "psi-card-sum --role sender needs --value-column",
             )),
-            (Some(_), false) => Err(Failure::input(format!(
+            (Some(_), false) => Err(Failure::config(format!(
                 "--value-column is only for psi-card-sum --role sender, not {} --role {}",
                 operation.name(),
                 self.role().name()
@@ -210,20 +187,15 @@ pub fn run(operation: Operation, args: &PsoArgs) -> Result<PsoReport, Failure> {
         Some(path) => write_rows(path, &args.id_column, &output, own_ids.as_deref())?,
         None => None,
     };
-    let report = PsoReport {
-        protocol: operation.name(),
-        role: role.name(),
+    let report = PsoReport::new(
+        &config,
+        role,
+        &output,
         items,
-        peer_items: output.peer_items,
-        cardinality: output.cardinality,
-        sum: output.sum,
         rows,
-        rows_file: rows.and(args.output_rows.clone()),
-        group: config.cwprf.name(),
-        mqrpmt: config.construction.name(),
-        last_message: config.last_message.name(),
+        rows.and(args.output_rows.clone()),
         run,
-    };
+    );
     write_json(&args.output, &report)?;
     seed_file.remove();
     Ok(report)
@@ -252,17 +224,12 @@ fn write_rows(
                 .map(|s| vec![s.index.to_string(), hex::encode(&s.share)]),
         );
     } else if let (Some(table), Some(ids)) = (&output.private_id, own_ids) {
-        // One row per union identifier, sorted; the own item where this party has one.
         // Both parties' files have the same rows in the same order: join on private_id.
         header = vec!["private_id".into(), id_column.to_string()];
-        let mut mine: std::collections::HashMap<&[u8], &[u8]> = Default::default();
-        for (id, item) in table.own.iter().zip(ids) {
-            mine.insert(id.as_slice(), item.as_slice());
-        }
-        records.extend(table.union.iter().map(|id| {
+        records.extend(report::private_id_rows(table).into_iter().map(|(id, own)| {
             vec![
                 hex::encode(id),
-                mine.get(id.as_slice()).map(|i| text(i)).unwrap_or_default(),
+                own.map(|i| text(&ids[i])).unwrap_or_default(),
             ]
         }));
     } else {

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::cancel::Cancel;
 use crate::error::{TransportError, secs};
 use crate::{ByteCounters, Transport};
 
@@ -33,6 +34,8 @@ pub struct DirOptions {
     pub poll_interval: Duration,
     /// How long to wait for any one message before giving up.
     pub timeout: Duration,
+    /// Stops waiting for the peer's next file once cancelled from another thread.
+    pub cancel: Cancel,
 }
 
 impl Default for DirOptions {
@@ -40,6 +43,7 @@ impl Default for DirOptions {
         Self {
             poll_interval: Duration::from_millis(200),
             timeout: Duration::from_secs(600),
+            cancel: Cancel::default(),
         }
     }
 }
@@ -253,6 +257,7 @@ impl Transport for ExchangeDir {
         let path = self.message_path(&self.peer_role, n);
         let start = Instant::now();
         let len = loop {
+            self.opts.cancel.check()?;
             match fs::metadata(&path) {
                 Ok(m) => break m.len(),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {

@@ -34,6 +34,9 @@ pub enum TransportError {
     /// Bad local configuration: unreadable certificate or key files, bad addresses, names.
     #[error("configuration: {0}")]
     Config(String),
+    /// This side's run was cancelled (see [`crate::Cancel`]).
+    #[error("the run was cancelled")]
+    Cancelled,
 }
 
 impl TransportError {

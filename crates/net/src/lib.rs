@@ -9,10 +9,12 @@
 //! * [`dir`]: a shared exchange directory polled for message files (the batch deployment
 //!   of seed 000, Sec. 2.4), which can resume a killed party.
 //!
+//! A [`Cancel`] token given in the options stops a run from another thread.
 //! [`certs::generate`] makes a throwaway CA and per-party certificates for trying it out.
 //! Every transport counts the bytes it moves so benchmarks can price a run.
 #![forbid(unsafe_code)]
 
+mod cancel;
 pub mod certs;
 mod counting;
 pub mod dir;
@@ -24,6 +26,7 @@ mod socket;
 pub mod tcp;
 pub mod tls;
 
+pub use cancel::Cancel;
 pub use dir::{DirOptions, ExchangeDir};
 pub use driver::{RunError, drive};
 pub use error::TransportError;

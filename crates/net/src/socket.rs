@@ -7,6 +7,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::cancel::Cancel;
 use crate::error::{TransportError, secs};
 
 /// Timeouts and naming for [`crate::tls::connect`] / [`crate::tls::accept`] and their
@@ -24,6 +25,9 @@ pub struct ConnectOptions {
     /// Name to verify the server certificate against, instead of the host part of the
     /// address (useful when connecting by IP to a certificate issued for a DNS name).
     pub server_name: Option<String>,
+    /// Stops connecting, accepting, and any blocked read or write on the connection
+    /// once cancelled from another thread (never, with the default token).
+    pub cancel: Cancel,
 }
 
 impl Default for ConnectOptions {
@@ -33,6 +37,7 @@ impl Default for ConnectOptions {
             handshake_timeout: Duration::from_secs(30),
             io_timeout: Duration::from_secs(600),
             server_name: None,
+            cancel: Cancel::default(),
         }
     }
 }
@@ -40,11 +45,16 @@ impl Default for ConnectOptions {
 /// Pause between connection attempts.
 const RETRY_PAUSE: Duration = Duration::from_millis(100);
 
+/// Longest single connection attempt: a peer that drops our SYNs must not keep us from
+/// noticing a cancel or the deadline for longer; the loop simply tries again.
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// Connects to `addr` ("host:port"), retrying until `opts.connect_timeout`.
 pub(crate) fn connect_tcp(addr: &str, opts: &ConnectOptions) -> Result<TcpStream, TransportError> {
     let deadline = Instant::now() + opts.connect_timeout;
     let mut last_err: Option<String> = None;
     loop {
+        opts.cancel.check()?;
         let now = Instant::now();
         if now >= deadline {
             let last = last_err
@@ -59,7 +69,8 @@ pub(crate) fn connect_tcp(addr: &str, opts: &ConnectOptions) -> Result<TcpStream
         match resolve(addr) {
             Ok(addrs) => {
                 for sa in addrs {
-                    match TcpStream::connect_timeout(&sa, remaining.max(Duration::from_millis(1))) {
+                    let attempt = remaining.min(ATTEMPT_TIMEOUT).max(Duration::from_millis(1));
+                    match TcpStream::connect_timeout(&sa, attempt) {
                         Ok(stream) => {
                             prepare(&stream, opts).map_err(|e| {
                                 TransportError::io(format!("configuring socket to {addr}"), e)
@@ -117,6 +128,7 @@ pub(crate) fn accept_on(
         .map_err(|e| TransportError::io(format!("configuring listener on {listen}"), e))?;
     let deadline = Instant::now() + opts.connect_timeout;
     loop {
+        opts.cancel.check()?;
         match listener.accept() {
             Ok((stream, peer)) => {
                 stream
@@ -150,9 +162,11 @@ pub(crate) fn accept_on(
 }
 
 /// Socket settings shared by both sides: no Nagle delay (messages are written whole),
-/// handshake timeouts until the caller switches to the I/O timeout.
+/// handshake timeouts until the caller switches to the I/O timeout, and registration
+/// with the cancel token so a cancel wakes any blocked read or write.
 fn prepare(stream: &TcpStream, opts: &ConnectOptions) -> io::Result<()> {
     stream.set_nodelay(true)?;
+    opts.cancel.watch(stream)?;
     set_timeouts(stream, opts.handshake_timeout)
 }
 

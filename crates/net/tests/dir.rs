@@ -18,6 +18,7 @@ fn opts() -> DirOptions {
     DirOptions {
         poll_interval: Duration::from_millis(10),
         timeout: Duration::from_secs(20),
+        ..DirOptions::default()
     }
 }
 
@@ -171,6 +172,7 @@ fn oversized_file_is_refused_and_silence_times_out() {
         DirOptions {
             poll_interval: Duration::from_millis(10),
             timeout: Duration::from_millis(200),
+            ..DirOptions::default()
         },
     )
     .unwrap();
@@ -186,6 +188,7 @@ fn oversized_file_is_refused_and_silence_times_out() {
         DirOptions {
             poll_interval: Duration::from_millis(10),
             timeout: Duration::from_millis(200),
+            ..DirOptions::default()
         },
     )
     .unwrap();

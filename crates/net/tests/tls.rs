@@ -21,6 +21,7 @@ fn opts() -> ConnectOptions {
         handshake_timeout: Duration::from_secs(10),
         io_timeout: Duration::from_secs(10),
         server_name: None,
+        ..ConnectOptions::default()
     }
 }
 

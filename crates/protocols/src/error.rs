@@ -112,3 +112,15 @@ pub enum InputError {
     #[error("{0}")]
     Other(String),
 }
+
+impl InputError {
+    /// The input line to blame (the header is line 1), when the error names one.
+    pub fn line(&self) -> Option<u64> {
+        match self {
+            InputError::Duplicate { line, .. }
+            | InputError::NotAnInteger { line, .. }
+            | InputError::ValueTooLarge { line, .. } => Some(*line),
+            InputError::SumTooLarge { .. } | InputError::Other(_) => None,
+        }
+    }
+}

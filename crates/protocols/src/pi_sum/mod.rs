@@ -268,6 +268,12 @@ pub fn new_party(
 
 /// Checks a party's configuration and input before anything is sent.
 pub fn validate(role: Role, config: &PiSumConfig, input: &Dataset) -> Result<(), ProtocolError> {
+    // Key generation refuses bad parameters by panicking: say so before anything runs.
+    let params = match config.he {
+        HeId::Paillier => config.paillier.validate(),
+        HeId::ElGamal => config.elgamal.validate(),
+    };
+    params.map_err(|e| ProtocolError::Config(e.to_string()))?;
     match role {
         Role::P1 => {
             if !input.columns.is_empty() {

@@ -1,8 +1,8 @@
 //! Reading a party's CSV input into validated rows.
 //!
 //! The file must have a header row. An identifier is the bytes of its cell after
-//! trimming surrounding whitespace (any bytes, not only UTF-8); line numbers in errors
-//! count the header as line 1.
+//! trimming surrounding whitespace (any bytes, not only UTF-8; see [`identifier`]);
+//! line numbers in errors count the header as line 1.
 
 use std::path::Path;
 
@@ -63,16 +63,16 @@ pub fn read_dataset(
     let segment_col = cols.segment.map(find).transpose()?;
     let mut rows = Vec::new();
     for record in reader.byte_records() {
-        let record = record.map_err(|e| Failure::input(format!("{}: {e}", path.display())))?;
+        let record = record.map_err(|e| {
+            let failure = Failure::input(format!("{}: {e}", path.display()));
+            match e.position() {
+                Some(p) => failure.at_line(p.line()),
+                None => failure,
+            }
+        })?;
         let line = record.position().map_or(0, |p| p.line());
         let cell = |i: usize| record.get(i).unwrap_or_default();
-        let id = cell(id_col).to_vec();
-        if id.is_empty() {
-            return Err(Failure::input(format!(
-                "{}: line {line}: empty identifier",
-                path.display()
-            )));
-        }
+        let id = identifier(cell(id_col), line).map_err(|e| e.in_file(path))?;
         rows.push(Row {
             line,
             id,
@@ -84,5 +84,15 @@ pub fn read_dataset(
         });
     }
     input::build_dataset(rows, cols.values, policy, max_value)
-        .map_err(|e| Failure::input(format!("{}: {e}", path.display())))
+        .map_err(|e| Failure::from(e).in_file(path))
+}
+
+/// An identifier as every front end reads it: the cell's bytes with surrounding ASCII
+/// whitespace trimmed (as the CSV reader trims), refused when nothing is left.
+pub fn identifier(cell: &[u8], line: u64) -> Result<Vec<u8>, Failure> {
+    let id = cell.trim_ascii();
+    if id.is_empty() {
+        return Err(Failure::input(format!("line {line}: empty identifier")).at_line(line));
+    }
+    Ok(id.to_vec())
 }

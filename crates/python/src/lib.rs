@@ -1,0 +1,49 @@
+//! `privset._native`: the Python package's bindings to the Rust core.
+//!
+//! No protocol logic lives here or in Python: a party is the same sans-IO state machine
+//! the CLI drives (`privset_protocols`), over the same transports (`privset_net`), with
+//! the same input validation, metering, RESULT.json and error messages (`privset_run`).
+//! What this crate adds is the Python surface: inputs from Python objects
+//! ([`input`]), keyword arguments ([`link`], [`pi_sum`], [`pso`]), and running a party
+//! on a worker thread with the GIL released, progress callbacks and Ctrl-C
+//! ([`runner`], [`play`], [`monitor`]). The pure-Python layer in `python/privset`
+//! wraps these in one class per protocol and role and frozen result dataclasses.
+
+mod errors;
+mod input;
+mod link;
+mod monitor;
+mod pi_sum;
+mod play;
+mod pso;
+mod runner;
+
+use std::path::PathBuf;
+
+use pyo3::prelude::*;
+
+/// Writes a throwaway CA and a certificate per name into `out` (as `privset certs`
+/// does) and returns the paths written, CA first.
+#[pyfunction]
+fn generate_certs(py: Python<'_>, out: PathBuf, names: Vec<String>) -> PyResult<Vec<PathBuf>> {
+    py.detach(|| privset_net::certs::generate(&out, &names))
+        .map_err(|e| errors::to_py(py, e.into()))
+}
+
+/// Party threads still running (0 once every run has ended, even a cancelled one).
+#[pyfunction]
+fn live_workers() -> usize {
+    runner::live_workers()
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<input::Input>()?;
+    m.add_class::<pi_sum::PiSumParty>()?;
+    m.add_class::<pso::PsoParty>()?;
+    m.add_function(wrap_pyfunction!(pso::open_share, m)?)?;
+    m.add_function(wrap_pyfunction!(generate_certs, m)?)?;
+    m.add_function(wrap_pyfunction!(live_workers, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,110 @@
+//! What the Python thread sees of a party running on a worker thread: its status and
+//! message and byte counts (for progress callbacks), and the cancel token it obeys.
+//!
+//! The party's thread writes; the Python thread reads a [`Snapshot`] whenever it wakes
+//! to check for signals. [`Monitored`] wraps the link's transport to count messages
+//! and to stop at the next message boundary once cancelled: the crypto between two
+//! messages is not interrupted, so that is where a cancelled run ends.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use privset_net::{ByteCounters, Cancel, Transport, TransportError};
+
+/// One party's progress, shared between its worker thread and the Python thread.
+pub(crate) struct Monitor {
+    /// "p1", "receiver", ...: which party, for callbacks.
+    pub label: String,
+    pub cancel: Cancel,
+    status: Mutex<String>,
+    messages_sent: AtomicU64,
+    messages_received: AtomicU64,
+    bytes_sent: AtomicU64,
+    bytes_received: AtomicU64,
+}
+
+/// A consistent-enough copy of a [`Monitor`] for a progress callback.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Snapshot {
+    pub status: String,
+    pub messages_sent: u64,
+    pub messages_received: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+}
+
+impl Monitor {
+    pub fn new(label: &str, cancel: Cancel) -> Self {
+        Self {
+            label: label.to_string(),
+            cancel,
+            status: Mutex::new("connecting".into()),
+            messages_sent: AtomicU64::new(0),
+            messages_received: AtomicU64::new(0),
+            bytes_sent: AtomicU64::new(0),
+            bytes_received: AtomicU64::new(0),
+        }
+    }
+
+    pub fn set_status(&self, status: &str) {
+        *self.status.lock().unwrap_or_else(|e| e.into_inner()) = status.to_string();
+    }
+
+    fn count(&self, counters: ByteCounters, sent: u64, received: u64) {
+        self.messages_sent.fetch_add(sent, Ordering::Relaxed);
+        self.messages_received
+            .fetch_add(received, Ordering::Relaxed);
+        self.bytes_sent.store(counters.sent, Ordering::Relaxed);
+        self.bytes_received
+            .store(counters.received, Ordering::Relaxed);
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            status: self
+                .status
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+            messages_sent: self.messages_sent.load(Ordering::Relaxed),
+            messages_received: self.messages_received.load(Ordering::Relaxed),
+            bytes_sent: self.bytes_sent.load(Ordering::Relaxed),
+            bytes_received: self.bytes_received.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// A transport that reports to a [`Monitor`] and refuses to go on once cancelled.
+pub(crate) struct Monitored {
+    inner: Box<dyn Transport + Send>,
+    monitor: Arc<Monitor>,
+}
+
+impl Monitored {
+    pub fn new(inner: Box<dyn Transport + Send>, monitor: Arc<Monitor>) -> Self {
+        Self { inner, monitor }
+    }
+}
+
+impl Transport for Monitored {
+    fn send(&mut self, message: &[u8]) -> Result<(), TransportError> {
+        self.monitor.cancel.check()?;
+        self.inner.send(message)?;
+        self.monitor.count(self.inner.counters(), 1, 0);
+        Ok(())
+    }
+
+    fn recv(&mut self, max_len: usize) -> Result<Vec<u8>, TransportError> {
+        self.monitor.cancel.check()?;
+        let received = self.inner.recv(max_len);
+        // A cancel that woke a blocked read shows as a closed socket: say what it was.
+        self.monitor.cancel.check()?;
+        let message = received?;
+        self.monitor.count(self.inner.counters(), 0, 1);
+        Ok(message)
+    }
+
+    fn counters(&self) -> ByteCounters {
+        self.inner.counters()
+    }
+}

@@ -1,0 +1,184 @@
+//! A PI-Sum party (seed 000) for Python: the CLI's settings as keyword arguments, the
+//! same `pi_sum::new_party` state machine, the same RESULT.json.
+
+use std::sync::Arc;
+
+use privset_crypto::ahe::{HeId, paillier};
+use privset_crypto::group::GroupId;
+use privset_protocols::Party;
+use privset_protocols::pi_sum::{self, PiSumConfig, PiSumParty as Machine, Role, ZEncoding};
+use privset_run::report::PiSumReport;
+use privset_run::{Failure, Metered};
+use pyo3::prelude::*;
+
+use crate::errors::{self, IntoPy};
+use crate::input::{Input, InputData};
+use crate::link::LinkArgs;
+use crate::play::{self, Playable};
+
+/// One party of PI-Sum with its validated input and settings.
+#[pyclass(frozen, module = "privset._native")]
+pub struct PiSumParty {
+    spec: Arc<Spec>,
+}
+
+/// What a run needs, shared with the worker thread.
+struct Spec {
+    role: Role,
+    config: PiSumConfig,
+    input: Arc<InputData>,
+}
+
+impl Playable for Spec {
+    type Machine = Box<dyn Machine>;
+    /// RESULT.json.
+    type Outcome = String;
+
+    fn names(&self) -> (&'static str, &'static str) {
+        match self.role {
+            Role::P1 => ("p1", "p2"),
+            Role::P2 => ("p2", "p1"),
+        }
+    }
+
+    fn machine(&self, seed: [u8; 32]) -> Result<Self::Machine, Failure> {
+        Ok(pi_sum::new_party(
+            self.role,
+            &self.config,
+            self.input.dataset.clone(),
+            seed,
+        )?)
+    }
+
+    fn party(machine: &mut Self::Machine) -> &mut dyn Party {
+        machine.as_mut()
+    }
+
+    fn outcome(&self, machine: &Self::Machine, run: Metered) -> Result<String, Failure> {
+        let output = machine.output().ok_or_else(play::no_output)?;
+        let report = PiSumReport::new(&self.config, output, self.input.dataset.ids.len(), run);
+        serde_json::to_string(&report).map_err(|e| Failure::other(e.to_string()))
+    }
+}
+
+#[pymethods]
+impl PiSumParty {
+    /// Validates `input` and the settings for `role` ("p1" or "p2"), before anything
+    /// is sent. Defaults are the CLI's.
+    #[new]
+    #[pyo3(signature = (
+        role, input, *, group, values_he, he_modulus_bits, dj_s, z_encoding, reverse,
+        threshold, sum_of_squares, value_bound, sum_bound, max_peer_items
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        role: &str,
+        input: &Input,
+        group: &str,
+        values_he: &str,
+        he_modulus_bits: u32,
+        dj_s: u32,
+        z_encoding: &str,
+        reverse: bool,
+        threshold: Option<u64>,
+        sum_of_squares: bool,
+        value_bound: u64,
+        sum_bound: Option<u128>,
+        max_peer_items: u64,
+    ) -> PyResult<Self> {
+        let role = match role {
+            "p1" => Role::P1,
+            "p2" => Role::P2,
+            other => {
+                return Err(errors::config(
+                    py,
+                    format!("role must be 'p1' or 'p2', not {other:?}"),
+                ));
+            }
+        };
+        let config = PiSumConfig {
+            group: errors::named(
+                py,
+                "group",
+                group,
+                GroupId::from_name(group),
+                "ristretto255, p256, p256-compressed",
+            )?,
+            he: errors::named(
+                py,
+                "values_he",
+                values_he,
+                HeId::from_name(values_he),
+                "paillier, elgamal",
+            )?,
+            paillier: paillier::Params {
+                modulus_bits: he_modulus_bits,
+                s: dj_s,
+            },
+            z_encoding: errors::named(
+                py,
+                "z_encoding",
+                z_encoding,
+                ZEncoding::from_name(z_encoding),
+                "list, gcs, bloom",
+            )?,
+            reverse,
+            threshold,
+            sum_of_squares,
+            max_value: value_bound,
+            max_sum: sum_bound,
+            max_peer_items,
+            ..PiSumConfig::default()
+        };
+        pi_sum::validate(role, &config, &input.data.dataset)
+            .map_err(Failure::from)
+            .py_err(py)?;
+        Ok(Self {
+            spec: Arc::new(Spec {
+                role,
+                config,
+                input: input.data.clone(),
+            }),
+        })
+    }
+
+    /// "p1" or "p2".
+    #[getter]
+    fn role(&self) -> &'static str {
+        self.spec.role.name()
+    }
+
+    /// Runs against a peer reached as `link` says; returns this party's RESULT.json.
+    #[pyo3(signature = (link, prices, progress=None))]
+    fn run(
+        &self,
+        py: Python<'_>,
+        link: LinkArgs,
+        prices: (f64, f64),
+        progress: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<String> {
+        play::remote(py, self.spec.clone(), link, prices, progress.as_ref())
+    }
+
+    /// Runs this party and `other` (the opposite role) in this process over an
+    /// in-memory link; returns both RESULT.json documents, this party's first.
+    #[pyo3(signature = (other, timeout, prices, progress=None))]
+    fn run_local(
+        &self,
+        py: Python<'_>,
+        other: &PiSumParty,
+        timeout: f64,
+        prices: (f64, f64),
+        progress: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<(String, String)> {
+        play::local(
+            py,
+            self.spec.clone(),
+            other.spec.clone(),
+            timeout,
+            prices,
+            progress.as_ref(),
+        )
+    }
+}

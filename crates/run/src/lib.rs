@@ -1,0 +1,24 @@
+//! Running one privset party end to end, shared by every front end (the `privset`
+//! command line and the Python package) so that both read input, open links, meter
+//! runs, report results and classify failures identically:
+//!
+//! * [`csv_input`]: a CSV file into a validated `Dataset`, errors naming the line;
+//! * [`link`]: listen / connect (mutual TLS) / exchange directory, from a [`LinkSpec`];
+//! * [`drive`]: drive a party over a link and measure bytes, CPU, memory and cost;
+//! * [`report`]: the RESULT.json structures;
+//! * [`fail`]: why a run failed, as a kind (exit code, exception class) and a message.
+//!
+//! Front ends keep only their own surface: flags and progress bars for the CLI,
+//! keyword arguments, data frames and cancellation for Python.
+
+pub mod csv_input;
+pub mod drive;
+pub mod fail;
+pub mod link;
+pub mod metrics;
+pub mod report;
+
+pub use drive::{Metered, SeedFile, drive_metered};
+pub use fail::{Failure, FailureKind};
+pub use link::{Endpoint, Link, LinkSpec};
+pub use metrics::{Prices, Stopwatch};

@@ -1,0 +1,191 @@
+//! How a party reaches its peer: listen or connect over TCP (mutual TLS unless the
+//! front end was told otherwise), or a shared exchange directory with a private resume
+//! seed. Front ends turn their own surface (CLI flags, Python keyword arguments) into a
+//! [`LinkSpec`]; everything below is shared.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use privset_net::{
+    Cancel, ConnectOptions, DirOptions, ExchangeDir, PlainTcpTransport, TlsFiles, Transport, tls,
+};
+use sha2::{Digest, Sha256};
+
+use crate::fail::Failure;
+
+/// Where the peer is.
+#[derive(Clone, Debug)]
+pub enum Endpoint {
+    /// Listen on HOST:PORT and accept the peer's one connection.
+    Listen(String),
+    /// Connect to the peer at HOST:PORT, retrying until the timeout.
+    Peer(String),
+    /// Exchange messages as files in a shared directory (one per run).
+    ExchangeDir {
+        dir: PathBuf,
+        /// Where this party keeps its resume seed; never inside the shared directory.
+        state_dir: PathBuf,
+        /// Pause between looks for the peer's next file.
+        poll_interval: Duration,
+    },
+}
+
+/// Everything needed to open a link.
+#[derive(Clone, Debug)]
+pub struct LinkSpec {
+    pub endpoint: Endpoint,
+    /// Mutual TLS files for TCP links; `None` = plaintext (the front end must have had
+    /// the user ask for it explicitly).
+    pub tls: Option<TlsFiles>,
+    /// How long to wait for the peer (connection, or any one message).
+    pub timeout: Duration,
+    /// Name to verify the server's certificate against (default: the peer's host).
+    pub server_name: Option<String>,
+    /// Stops the link from another thread.
+    pub cancel: Cancel,
+}
+
+/// An open link to the peer.
+pub struct Link {
+    pub transport: Box<dyn Transport + Send>,
+    /// The `transport` field of RESULT.json.
+    pub kind: &'static str,
+    /// Exchange directory runs: the file holding this party's seed, to delete on success.
+    pub seed_file: Option<PathBuf>,
+    pub seed: [u8; 32],
+}
+
+impl LinkSpec {
+    /// Opens the link. `role`/`peer_role` name the message files in an exchange
+    /// directory.
+    pub fn open(&self, role: &str, peer_role: &str) -> Result<Link, Failure> {
+        let (addr, listen) = match &self.endpoint {
+            Endpoint::ExchangeDir {
+                dir,
+                state_dir,
+                poll_interval,
+            } => return self.open_dir(dir, state_dir, *poll_interval, role, peer_role),
+            Endpoint::Listen(addr) => (addr, true),
+            Endpoint::Peer(addr) => (addr, false),
+        };
+        let opts = ConnectOptions {
+            connect_timeout: self.timeout,
+            io_timeout: self.timeout,
+            server_name: self.server_name.clone(),
+            cancel: self.cancel.clone(),
+            ..ConnectOptions::default()
+        };
+        let (transport, kind): (Box<dyn Transport + Send>, _) = match (&self.tls, listen) {
+            (Some(files), true) => (Box::new(tls::accept(addr, files, &opts)?), "tcp+mtls"),
+            (Some(files), false) => (Box::new(tls::connect(addr, files, &opts)?), "tcp+mtls"),
+            (None, true) => (
+                Box::new(PlainTcpTransport::accept(addr, &opts)?),
+                "tcp-plaintext",
+            ),
+            (None, false) => (
+                Box::new(PlainTcpTransport::connect(addr, &opts)?),
+                "tcp-plaintext",
+            ),
+        };
+        Ok(Link {
+            transport,
+            kind,
+            seed_file: None,
+            seed: fresh_seed(),
+        })
+    }
+
+    fn open_dir(
+        &self,
+        dir: &Path,
+        state_dir: &Path,
+        poll_interval: Duration,
+        role: &str,
+        peer_role: &str,
+    ) -> Result<Link, Failure> {
+        let (seed, seed_file) = resume_seed(state_dir, dir, role)?;
+        let opts = DirOptions {
+            poll_interval,
+            timeout: self.timeout,
+            cancel: self.cancel.clone(),
+        };
+        let transport = ExchangeDir::open(dir, role, peer_role, opts)?;
+        Ok(Link {
+            transport: Box::new(transport),
+            kind: "exchange-dir",
+            seed_file: Some(seed_file),
+            seed,
+        })
+    }
+}
+
+/// The default private state directory: `.privset-state` inside `near` (the folder of
+/// the result file for the CLI, the working directory for Python).
+pub fn default_state_dir(near: &Path) -> PathBuf {
+    let base = if near.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        near
+    };
+    base.join(".privset-state")
+}
+
+fn fresh_seed() -> [u8; 32] {
+    privset_crypto::rng::SessionRng::from_os().seed()
+}
+
+/// The seed of this party for this exchange directory: read back if a previous
+/// (killed) run left one, else made fresh and stored (mode 0600) before any message
+/// is written, so a restart replays the same run.
+fn resume_seed(
+    state_dir: &Path,
+    exchange_dir: &Path,
+    role: &str,
+) -> Result<([u8; 32], PathBuf), Failure> {
+    std::fs::create_dir_all(state_dir).map_err(|e| {
+        Failure::other(format!(
+            "cannot create state directory {}: {e}",
+            state_dir.display()
+        ))
+    })?;
+    let canonical = std::fs::create_dir_all(exchange_dir)
+        .and_then(|_| exchange_dir.canonicalize())
+        .map_err(|e| {
+            Failure::other(format!(
+                "cannot open exchange directory {}: {e}",
+                exchange_dir.display()
+            ))
+        })?;
+    let mut h = Sha256::new();
+    h.update(canonical.as_os_str().as_encoded_bytes());
+    h.update(role.as_bytes());
+    let file = state_dir.join(format!("{}.seed", hex::encode(&h.finalize()[..16])));
+    if let Ok(bytes) = std::fs::read(&file) {
+        let seed: [u8; 32] = hex::decode(bytes.trim_ascii())
+            .ok()
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(|| Failure::other(format!("corrupt resume state {}", file.display())))?;
+        return Ok((seed, file));
+    }
+    let seed = fresh_seed();
+    write_private(&file, hex::encode(seed).as_bytes())?;
+    Ok((seed, file))
+}
+
+/// Writes `bytes` to `path` atomically, readable by the owner only (mode 0600).
+pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(|e| Failure::other(format!("cannot write {}: {e}", tmp.display())))?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}

@@ -1,0 +1,101 @@
+"""privset: private set operations between organisations, over a Rust core.
+
+Each organisation runs one party; the parties exchange cryptographic messages (over
+mutual TLS, or files in a shared directory) and each learns the agreed answer about
+the two sets and nothing else::
+
+    import privset
+
+    # the advertiser: who saw the ad
+    p1 = privset.PiSum.p1(exposures["email"])
+    result = p1.run(listen="0.0.0.0:7000", tls=privset.TlsFiles.in_dir("certs", "advertiser"))
+    result.cardinality
+
+    # the shop: who bought, for how much
+    p2 = privset.PiSum.p2(purchases["email"], purchases["spend"])
+    result = p2.run(peer="advertiser.example:7000", tls=privset.TlsFiles.in_dir("certs", "shop"))
+    result.cardinality, result.sum
+
+    # both in one process (notebooks, tests)
+    privset.local.pi_sum(exposures["email"], purchases["email"], purchases["spend"]).sum
+
+Protocols: :class:`PiSum` (seed 000, intersection-sum with cardinality) and the set
+operations of seed 001 — :class:`Psi`, :class:`PsiCard`, :class:`PsiCardSum`,
+:class:`Psu`, :class:`PsiShare`, :class:`PrivateId`. Every party is the same Rust state
+machine the ``privset`` command line runs, with the same settings, results
+(RESULT.json's fields) and error messages. See docs/python.md.
+"""
+
+from . import _native, local
+from ._link import TlsFiles, generate_certs
+from ._party import Party
+from ._progress import Progress
+from ._results import PiSumResult, PrivateIdRow, Prices, Segment, SetOperationResult, Share
+from .errors import ConfigurationError, InputError, PeerMisbehaved, PrivsetError, TransportError
+from .pi_sum import PiSum, PiSumP1, PiSumP2
+from .set_operations import (
+    PrivateId,
+    PrivateIdReceiver,
+    PrivateIdSender,
+    Psi,
+    PsiCard,
+    PsiCardReceiver,
+    PsiCardSender,
+    PsiCardSum,
+    PsiCardSumReceiver,
+    PsiCardSumSender,
+    PsiReceiver,
+    PsiSender,
+    PsiShare,
+    PsiShareReceiver,
+    PsiShareSender,
+    Psu,
+    PsuReceiver,
+    PsuSender,
+    SetOperationParty,
+    open_share,
+)
+
+__version__: str = _native.__version__
+
+__all__ = [
+    "ConfigurationError",
+    "InputError",
+    "Party",
+    "PeerMisbehaved",
+    "PiSum",
+    "PiSumP1",
+    "PiSumP2",
+    "PiSumResult",
+    "Prices",
+    "PrivateId",
+    "PrivateIdReceiver",
+    "PrivateIdRow",
+    "PrivateIdSender",
+    "PrivsetError",
+    "Progress",
+    "Psi",
+    "PsiCard",
+    "PsiCardReceiver",
+    "PsiCardSender",
+    "PsiCardSum",
+    "PsiCardSumReceiver",
+    "PsiCardSumSender",
+    "PsiReceiver",
+    "PsiSender",
+    "PsiShare",
+    "PsiShareReceiver",
+    "PsiShareSender",
+    "Psu",
+    "PsuReceiver",
+    "PsuSender",
+    "Segment",
+    "SetOperationParty",
+    "SetOperationResult",
+    "Share",
+    "TlsFiles",
+    "TransportError",
+    "generate_certs",
+    "local",
+    "open_share",
+]

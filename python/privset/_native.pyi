@@ -1,0 +1,138 @@
+"""Type stubs of privset._native, the Rust extension (crates/python).
+
+Internal: use the classes of :mod:`privset`. Every function raising a privset error
+raises one of :mod:`privset.errors` with the CLI's message.
+"""
+
+from os import PathLike
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union, final
+
+__all__ = ["Input", "PiSumParty", "PsoParty", "open_share", "generate_certs", "live_workers", "__version__"]
+__version__: str
+
+_Path = Union[str, PathLike[str]]
+
+#: ``callback(party, status, messages_sent, messages_received, bytes_sent, bytes_received)``
+_ProgressCallback = Callable[[str, str, int, int, int, int], Any]
+
+#: ``(RESULT.json, rows)``; rows are None or ``(kind, list)`` with kind "items"
+#: (``(own_row | None, identifier)``), "shares" (``(index, share)``) or "private_id"
+#: (``(private_id_hex, own_row | None, identifier | None)``).
+_PsoOutcome = Tuple[str, Optional[Tuple[str, List[Tuple[Any, ...]]]]]
+
+@final
+class Input:
+    """A validated party input (identifiers, value columns, segments)."""
+
+    @staticmethod
+    def from_rows(
+        ids: Sequence[Any],
+        values: Sequence[Tuple[str, Sequence[Any]]],
+        segments: Optional[Sequence[Any]],
+        duplicates: str,
+        value_bound: int,
+    ) -> Input:
+        """In-memory rows; row ``i`` is line ``i + 2`` in error messages."""
+
+    @staticmethod
+    def from_csv(
+        path: _Path,
+        id_column: str,
+        value_columns: Sequence[str],
+        segment_column: Optional[str],
+        duplicates: str,
+        value_bound: int,
+    ) -> Input:
+        """A CSV file with a header row, read as the CLI reads it."""
+
+    def __len__(self) -> int:
+        """Distinct identifiers after the duplicate policy."""
+
+    def row_of(self, id: bytes) -> Optional[int]:
+        """The 0-based row of an in-memory input holding ``id``."""
+
+@final
+class PiSumParty:
+    """A PI-Sum party (role "p1" or "p2")."""
+
+    def __new__(
+        cls,
+        role: str,
+        input: Input,
+        *,
+        group: str,
+        values_he: str,
+        he_modulus_bits: int,
+        dj_s: int,
+        z_encoding: str,
+        reverse: bool,
+        threshold: Optional[int],
+        sum_of_squares: bool,
+        value_bound: int,
+        sum_bound: Optional[int],
+        max_peer_items: int,
+    ) -> PiSumParty: ...
+    @property
+    def role(self) -> str: ...
+    def run(
+        self,
+        link: dict[str, Any],
+        prices: Tuple[float, float],
+        progress: Optional[_ProgressCallback] = None,
+    ) -> str:
+        """Runs against a peer; returns RESULT.json."""
+
+    def run_local(
+        self,
+        other: PiSumParty,
+        timeout: float,
+        prices: Tuple[float, float],
+        progress: Optional[_ProgressCallback] = None,
+    ) -> Tuple[str, str]:
+        """Runs with ``other`` in this process; returns both RESULT.json, this first."""
+
+@final
+class PsoParty:
+    """A set-operation party (role "receiver" or "sender")."""
+
+    def __new__(
+        cls,
+        operation: str,
+        role: str,
+        input: Input,
+        *,
+        group: str,
+        mqrpmt: str,
+        last_message: str,
+        value_bound: int,
+        max_peer_items: int,
+    ) -> PsoParty: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def operation(self) -> str: ...
+    def run(
+        self,
+        link: dict[str, Any],
+        prices: Tuple[float, float],
+        progress: Optional[_ProgressCallback] = None,
+    ) -> _PsoOutcome:
+        """Runs against a peer."""
+
+    def run_local(
+        self,
+        other: PsoParty,
+        timeout: float,
+        prices: Tuple[float, float],
+        progress: Optional[_ProgressCallback] = None,
+    ) -> Tuple[_PsoOutcome, _PsoOutcome]:
+        """Runs with ``other`` in this process; this party's outcome first."""
+
+def open_share(receiver_share: bytes, sender_share: bytes) -> bytes:
+    """XORs two psi-share shares and decodes the identifier."""
+
+def generate_certs(out: _Path, names: List[str]) -> List[str]:
+    """Throwaway CA and per-name certificates, as ``privset certs``."""
+
+def live_workers() -> int:
+    """Party threads still running."""

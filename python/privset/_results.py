@@ -1,0 +1,261 @@
+"""What a party learns, as frozen dataclasses with the fields of the CLI's RESULT.json.
+
+The native run returns RESULT.json exactly as ``privset`` writes it (the same Rust
+structure builds both); the classes here only parse it, and add the rows the CLI would
+write with ``--output-rows`` (intersection, union, shares, private-ID table) with the
+caller's own identifiers.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from ._data import PartyInput, item
+from ._pandas import pandas
+
+
+@dataclass(frozen=True)
+class Prices:
+    """Seed 000 Table 1 cost model prices used for ``cost_cents``."""
+
+    cpu_dollars_per_hour: float
+    network_dollars_per_gb: float
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One segment's result (PI-Sum with segmented input)."""
+
+    #: P1: the segment's label; P2: its index (P2 never sees the labels).
+    segment: str
+    cardinality: int
+    #: Per value column, for the party entitled to sums.
+    sums: Optional[Tuple[int, ...]] = None
+
+
+def _tuple(values: Optional[List[Any]]) -> Optional[Tuple[Any, ...]]:
+    return None if values is None else tuple(values)
+
+
+class _Report:
+    """RESULT.json itself, for the result classes (which hold its fields)."""
+
+    _json: str
+
+    def to_dict(self) -> Dict[str, Any]:
+        """RESULT.json as the CLI writes it, as a dict."""
+        return json.loads(self._json)
+
+    def to_json(self) -> str:
+        """RESULT.json as the CLI writes it."""
+        return json.dumps(self.to_dict(), indent=2) + "\n"
+
+
+def _metering(d: Dict[str, Any]) -> Dict[str, Any]:
+    keys = ("transport", "bytes_sent", "bytes_received", "cpu_seconds", "wall_seconds", "peak_rss_mib", "cost_cents")
+    out = {k: d[k] for k in keys}
+    out["prices"] = Prices(**d["prices"])
+    return out
+
+
+@dataclass(frozen=True)
+class PiSumResult(_Report):
+    """What one PI-Sum party learns (docs/pi-sum.md), with RESULT.json's fields in its
+    order.
+
+    Fields a party is not entitled to are None: P1 gets the cardinality, P2 the
+    cardinality and the sums (P1 the sums with ``reverse=True``); with a threshold that
+    stopped the run, ``aborted`` is True and the other party learns only that.
+    """
+
+    protocol: str
+    #: "p1" or "p2".
+    role: str
+    #: True when the threshold variant stopped the run.
+    aborted: bool
+    #: |V ∩ W|; None for the party told only that a threshold run aborted.
+    cardinality: Optional[int]
+    #: Sum over the intersection per value column (the entitled party only).
+    sums: Optional[Tuple[int, ...]]
+    sums_of_squares: Optional[Tuple[int, ...]]
+    #: Population variance of the intersection's values per column.
+    variance: Optional[Tuple[float, ...]]
+    segments: Optional[Tuple[Segment, ...]]
+    #: The peer's set size (revealed by the protocol) and this party's distinct items.
+    peer_items: int
+    items: int
+    group: str
+    values_he: str
+    z_encoding: str
+    #: "tcp+mtls", "tcp-plaintext", "exchange-dir" or "memory" (local runs).
+    transport: str
+    #: Bytes on the wire (TLS and framing included) this party sent / received.
+    bytes_sent: int
+    bytes_received: int
+    #: CPU of the whole process (both parties' in a local run) and wall time.
+    cpu_seconds: float
+    wall_seconds: float
+    #: Peak resident memory of the process.
+    peak_rss_mib: float
+    #: This party's CPU plus the bytes it sent, at ``prices``.
+    cost_cents: float
+    prices: Prices
+    _json: str = field(repr=False, compare=False)
+
+    @property
+    def sum(self) -> Optional[int]:
+        """The first value column's sum (None if this party is not entitled to it)."""
+        return self.sums[0] if self.sums else None
+
+    @classmethod
+    def _from_json(cls, text: str) -> "PiSumResult":
+        d = json.loads(text)
+        segments = d.get("segments")
+        return cls(
+            **_metering(d),
+            _json=text,
+            protocol=d["protocol"],
+            role=d["role"],
+            aborted=d["aborted"],
+            cardinality=d["cardinality"],
+            sums=_tuple(d["sums"]),
+            sums_of_squares=_tuple(d["sums_of_squares"]),
+            variance=_tuple(d["variance"]),
+            segments=None
+            if segments is None
+            else tuple(Segment(s["segment"], s["cardinality"], _tuple(s.get("sums"))) for s in segments),
+            peer_items=d["peer_items"],
+            items=d["items"],
+            group=d["group"],
+            values_he=d["values_he"],
+            z_encoding=d["z_encoding"],
+        )
+
+
+@dataclass(frozen=True)
+class Share:
+    """One row of a secret-shared intersection (psi-share): the position in the
+    sender's shuffled order and this party's XOR share of the encoded identifier."""
+
+    index: int
+    share: bytes
+
+
+@dataclass(frozen=True)
+class PrivateIdRow:
+    """One row of a private-ID table: a union identifier (hex) and this party's item
+    for it, or None. Both parties' tables have the same rows in the same order."""
+
+    private_id: str
+    item: Any
+
+
+@dataclass(frozen=True)
+class SetOperationResult(_Report):
+    """What one party of a set operation learns (docs/pso/), with RESULT.json's fields
+    in its order, then the rows the CLI writes with ``--output-rows``.
+
+    Identifiers in ``intersection``, ``union`` and ``private_ids`` are your own objects
+    where they came from your in-memory input; the peer's (psu) and a CSV file's are
+    text (bytes when not UTF-8).
+    """
+
+    protocol: str
+    #: "receiver" or "sender".
+    role: str
+    #: This party's distinct identifiers and the peer's set size.
+    items: int
+    peer_items: int
+    #: |X ∩ Y| where this party is entitled to it.
+    cardinality: Optional[int]
+    #: psi-card-sum: the sender's values summed over the intersection.
+    sum: Optional[int]
+    #: Rows of this party's table (intersection, union, shares or private IDs).
+    rows: Optional[int]
+    #: Always None here (the CLI's --output-rows file); the rows are in the fields below.
+    rows_file: Optional[str]
+    group: str
+    mqrpmt: str
+    last_message: str
+    #: "tcp+mtls", "tcp-plaintext", "exchange-dir" or "memory" (local runs).
+    transport: str
+    #: Bytes on the wire (TLS and framing included) this party sent / received.
+    bytes_sent: int
+    bytes_received: int
+    #: CPU of the whole process (both parties' in a local run) and wall time.
+    cpu_seconds: float
+    wall_seconds: float
+    #: Peak resident memory of the process.
+    peak_rss_mib: float
+    #: This party's CPU plus the bytes it sent, at ``prices``.
+    cost_cents: float
+    prices: Prices
+    #: psi receiver: X ∩ Y.
+    intersection: Optional[List[Any]]
+    #: psu receiver: X ∪ Y.
+    union: Optional[List[Any]]
+    #: psi-share: this party's shares (receiver: intersection positions only).
+    shares: Optional[List[Share]]
+    #: private-id: the table, one row per union identifier in sorted order.
+    private_ids: Optional[List[PrivateIdRow]]
+    #: Column name for identifiers in :meth:`to_frame`.
+    id_column: str = field(repr=False)
+    _json: str = field(repr=False, compare=False)
+
+    def to_frame(self) -> Any:
+        """This party's rows as a pandas DataFrame, with the columns of the CLI's
+        ``--output-rows`` file: the identifier column (psi, psu), ``index, share``
+        (psi-share) or ``private_id, <identifier column>`` (private-id)."""
+        pd = pandas()
+        if self.intersection is not None or self.union is not None:
+            items = self.intersection if self.intersection is not None else self.union
+            return pd.DataFrame({self.id_column: items})
+        if self.shares is not None:
+            return pd.DataFrame(
+                {"index": [s.index for s in self.shares], "share": [s.share for s in self.shares]}
+            )
+        if self.private_ids is not None:
+            return pd.DataFrame(
+                {
+                    "private_id": [r.private_id for r in self.private_ids],
+                    self.id_column: [r.item for r in self.private_ids],
+                }
+            )
+        raise ValueError(f"{self.protocol} gives the {self.role} no rows")
+
+    @classmethod
+    def _from_native(cls, outcome: Tuple[str, Any], data: PartyInput) -> "SetOperationResult":
+        text, rows = outcome
+        d = json.loads(text)
+        extra: Dict[str, Any] = dict(intersection=None, union=None, shares=None, private_ids=None)
+        if rows is not None:
+            kind, table = rows
+            if kind == "items":
+                items = [item(data.originals, row, raw) for row, raw in table]
+                extra["intersection" if d["protocol"] == "psi" else "union"] = items
+            elif kind == "shares":
+                extra["shares"] = [Share(index, share) for index, share in table]
+            else:
+                extra["private_ids"] = [
+                    PrivateIdRow(pid, None if raw is None else item(data.originals, row, raw))
+                    for pid, row, raw in table
+                ]
+        return cls(
+            **_metering(d),
+            _json=text,
+            protocol=d["protocol"],
+            role=d["role"],
+            items=d["items"],
+            peer_items=d["peer_items"],
+            cardinality=d.get("cardinality"),
+            sum=d.get("sum"),
+            rows=d.get("rows"),
+            rows_file=d.get("rows_file"),
+            group=d["group"],
+            mqrpmt=d["mqrpmt"],
+            last_message=d["last_message"],
+            id_column=data.id_column,
+            **extra,
+        )

@@ -1,0 +1,310 @@
+"""Both parties in one process: for notebooks, tests and trying settings out.
+
+Each function builds the two parties (the same classes as for a real run between
+organisations), runs them against each other over an in-memory link on two threads,
+and returns one result with the answer and both parties' results::
+
+    r = privset.local.pi_sum(exposed_ids, buyer_ids, spend)
+    r.cardinality, r.sum        # the answer
+    r.p1, r.p2                  # what each party learned, with bytes, time and cost
+
+Both parties share this process, so each result's ``cpu_seconds`` is the process's
+(both parties'), as in ``privset demo``; bytes are each party's own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Type, Union
+
+from ._data import Values, item
+from ._party import DEFAULT_CPU_PRICE, DEFAULT_NETWORK_PRICE, DEFAULT_TIMEOUT, run_local
+from ._progress import ProgressArg
+from ._results import PiSumResult, SetOperationResult
+from .errors import PrivsetError
+from .pi_sum import DEFAULT_MAX_PEER_ITEMS, DEFAULT_VALUE_BOUND, PiSum
+from .set_operations import PrivateId, Psi, PsiCard, PsiCardSum, PsiShare, Psu, open_share
+
+__all__ = [
+    "LocalPiSum",
+    "LocalSetOperation",
+    "LocalPrivateIdRow",
+    "pi_sum",
+    "psi",
+    "psi_card",
+    "psi_card_sum",
+    "psu",
+    "psi_share",
+    "private_id",
+]
+
+
+@dataclass(frozen=True)
+class LocalPiSum:
+    """The answer of a local PI-Sum run and both parties' results."""
+
+    #: |V ∩ W| (None only if neither party learned it).
+    cardinality: Optional[int]
+    #: Sum over the intersection per value column (P2's, or P1's with reverse).
+    sums: Optional[Tuple[int, ...]]
+    #: True when the threshold variant stopped the run.
+    aborted: bool
+    p1: PiSumResult
+    p2: PiSumResult
+
+    @property
+    def sum(self) -> Optional[int]:
+        """The first value column's sum over the intersection."""
+        return self.sums[0] if self.sums else None
+
+
+@dataclass(frozen=True)
+class LocalPrivateIdRow:
+    """One row of the joined private-ID tables: the identifier and each party's item
+    for it (None where that party has none)."""
+
+    private_id: str
+    receiver_item: Any
+    sender_item: Any
+
+
+@dataclass(frozen=True)
+class LocalSetOperation:
+    """The answer of a local set operation and both parties' results."""
+
+    operation: str
+    #: |X ∩ Y| where the operation reveals it.
+    cardinality: Optional[int]
+    #: psi-card-sum: the sender's values summed over the intersection.
+    sum: Optional[int]
+    #: psi: X ∩ Y; psi-share: the intersection opened from both parties' shares.
+    intersection: Optional[List[Any]]
+    #: psu: X ∪ Y.
+    union: Optional[List[Any]]
+    #: private-id: both parties' tables joined row by row.
+    private_ids: Optional[List[LocalPrivateIdRow]]
+    receiver: SetOperationResult
+    sender: SetOperationResult
+
+
+def _first(*values: Any) -> Any:
+    return next((v for v in values if v is not None), None)
+
+
+def pi_sum(
+    p1_ids: Any,
+    p2_ids: Any,
+    p2_values: Optional[Values] = None,
+    *,
+    id_column: Optional[str] = None,
+    value_columns: Union[None, str, Sequence[str]] = None,
+    segments: Optional[Iterable[Any]] = None,
+    segment_column: Optional[str] = None,
+    group: str = "ristretto255",
+    values_he: str = "paillier",
+    he_modulus_bits: int = 3072,
+    dj_s: int = 2,
+    z_encoding: str = "gcs",
+    threshold: Optional[int] = None,
+    reverse: bool = False,
+    sum_of_squares: bool = False,
+    duplicates: str = "error",
+    value_bound: int = DEFAULT_VALUE_BOUND,
+    sum_bound: Optional[int] = None,
+    max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
+    timeout: float = DEFAULT_TIMEOUT,
+    cpu_price: float = DEFAULT_CPU_PRICE,
+    network_price: float = DEFAULT_NETWORK_PRICE,
+    progress: ProgressArg = None,
+) -> LocalPiSum:
+    """PI-Sum between P1 (``p1_ids``) and P2 (``p2_ids`` with ``p2_values``).
+
+    Arguments are those of :class:`privset.PiSumP1` and :class:`privset.PiSumP2`:
+    ``id_column`` (DataFrames / CSV files of both), ``value_columns`` (P2's DataFrame or
+    CSV file), ``segments`` / ``segment_column`` (P1); shared settings go to both.
+    """
+    shared: Dict[str, Any] = dict(
+        id_column=id_column,
+        group=group,
+        values_he=values_he,
+        he_modulus_bits=he_modulus_bits,
+        dj_s=dj_s,
+        z_encoding=z_encoding,
+        threshold=threshold,
+        reverse=reverse,
+        duplicates=duplicates,
+        max_peer_items=max_peer_items,
+    )
+    p1 = PiSum.p1(p1_ids, segments=segments, segment_column=segment_column, **shared)
+    p2 = PiSum.p2(
+        p2_ids,
+        p2_values,
+        value_columns=value_columns,
+        sum_of_squares=sum_of_squares,
+        value_bound=value_bound,
+        sum_bound=sum_bound,
+        **shared,
+    )
+    r1, r2 = run_local(
+        p1, p2, timeout=timeout, cpu_price=cpu_price, network_price=network_price, progress=progress
+    )
+    return LocalPiSum(
+        cardinality=_first(r1.cardinality, r2.cardinality),
+        sums=_first(r2.sums, r1.sums),
+        aborted=r1.aborted or r2.aborted,
+        p1=r1,
+        p2=r2,
+    )
+
+
+def _set_operation(
+    operation: Type[Any],
+    receiver_ids: Any,
+    sender_ids: Any,
+    sender_values: Optional[Values] = None,
+    *,
+    id_column: Optional[str],
+    value_column: Optional[str] = None,
+    value_bound: int = DEFAULT_VALUE_BOUND,
+    timeout: float,
+    cpu_price: float,
+    network_price: float,
+    progress: ProgressArg,
+    **settings: Any,
+) -> LocalSetOperation:
+    receiver = operation.receiver(receiver_ids, id_column=id_column, **settings)
+    if operation is PsiCardSum:
+        sender = operation.sender(
+            sender_ids,
+            sender_values,
+            id_column=id_column,
+            value_column=value_column,
+            value_bound=value_bound,
+            **settings,
+        )
+    else:
+        sender = operation.sender(sender_ids, id_column=id_column, **settings)
+    r, s = run_local(
+        receiver, sender, timeout=timeout, cpu_price=cpu_price, network_price=network_price, progress=progress
+    )
+    intersection = r.intersection
+    if r.shares is not None and s.shares is not None:
+        intersection = _open_shares(receiver, r, s)
+    private_ids = None
+    if r.private_ids is not None and s.private_ids is not None:
+        private_ids = _join(r, s)
+    return LocalSetOperation(
+        operation=r.protocol,
+        cardinality=_first(r.cardinality, s.cardinality),
+        sum=_first(s.sum, r.sum),
+        intersection=intersection,
+        union=r.union,
+        private_ids=private_ids,
+        receiver=r,
+        sender=s,
+    )
+
+
+def _open_shares(receiver: Any, r: SetOperationResult, s: SetOperationResult) -> List[Any]:
+    """The receiver's identifiers that both parties' psi-share shares open to."""
+    theirs = {share.index: share.share for share in s.shares or []}
+    data = receiver._input
+    opened = []
+    for share in r.shares or []:
+        raw = open_share(share.share, theirs[share.index])
+        opened.append(item(data.originals, data.native.row_of(raw), raw))
+    return opened
+
+
+def _join(r: SetOperationResult, s: SetOperationResult) -> List[LocalPrivateIdRow]:
+    """Both private-ID tables side by side (they list the same identifiers in order)."""
+    mine, theirs = r.private_ids or [], s.private_ids or []
+    if [row.private_id for row in mine] != [row.private_id for row in theirs]:
+        raise PrivsetError("the two private-ID tables do not list the same identifiers")
+    return [LocalPrivateIdRow(a.private_id, a.item, b.item) for a, b in zip(mine, theirs)]
+
+
+def _identifiers_only(operation: Type[Any], name: str, learns: str) -> Callable[..., LocalSetOperation]:
+    """The local function of a set operation whose parties hold identifiers only."""
+
+    def run(
+        receiver_ids: Any,
+        sender_ids: Any,
+        *,
+        id_column: Optional[str] = None,
+        group: str = "ristretto255",
+        mqrpmt: str = "cwprf",
+        last_message: str = "bloom",
+        duplicates: str = "error",
+        max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
+        timeout: float = DEFAULT_TIMEOUT,
+        cpu_price: float = DEFAULT_CPU_PRICE,
+        network_price: float = DEFAULT_NETWORK_PRICE,
+        progress: ProgressArg = None,
+    ) -> LocalSetOperation:
+        return _set_operation(
+            operation, receiver_ids, sender_ids, id_column=id_column, group=group, mqrpmt=mqrpmt,
+            last_message=last_message, duplicates=duplicates, max_peer_items=max_peer_items,
+            timeout=timeout, cpu_price=cpu_price, network_price=network_price, progress=progress,
+        )  # fmt: skip
+
+    run.__name__ = run.__qualname__ = name
+    run.__doc__ = _doc(operation, learns)
+    return run
+
+
+def _doc(operation: Type[Any], learns: str) -> str:
+    return (
+        f"{operation.__name__} between a receiver (``receiver_ids``, Y) and a sender "
+        f"(``sender_ids``, X): {learns}\n\n"
+        "Arguments are those of the party classes (:mod:`privset.set_operations`); "
+        "``id_column`` names the identifiers' column of DataFrames / CSV files."
+    )
+
+
+def psi_card_sum(
+    receiver_ids: Any,
+    sender_ids: Any,
+    sender_values: Optional[Values] = None,
+    *,
+    id_column: Optional[str] = None,
+    value_column: Optional[str] = None,
+    group: str = "ristretto255",
+    mqrpmt: str = "cwprf",
+    last_message: str = "bloom",
+    duplicates: str = "error",
+    value_bound: int = DEFAULT_VALUE_BOUND,
+    max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
+    timeout: float = DEFAULT_TIMEOUT,
+    cpu_price: float = DEFAULT_CPU_PRICE,
+    network_price: float = DEFAULT_NETWORK_PRICE,
+    progress: ProgressArg = None,
+) -> LocalSetOperation:
+    return _set_operation(
+        PsiCardSum, receiver_ids, sender_ids, sender_values, id_column=id_column,
+        value_column=value_column, value_bound=value_bound, group=group, mqrpmt=mqrpmt,
+        last_message=last_message, duplicates=duplicates, max_peer_items=max_peer_items,
+        timeout=timeout, cpu_price=cpu_price, network_price=network_price, progress=progress,
+    )  # fmt: skip
+
+
+psi_card_sum.__doc__ = _doc(
+    PsiCardSum,
+    "the sender holds ``sender_values`` (or ``value_column=``); ``.cardinality`` is |X ∩ Y| "
+    "and ``.sum`` the sender's values summed over it.",
+)
+psi = _identifiers_only(Psi, "psi", "``.intersection`` is X ∩ Y (the receiver's identifiers).")
+psi_card = _identifiers_only(PsiCard, "psi_card", "``.cardinality`` is |X ∩ Y|.")
+psu = _identifiers_only(Psu, "psu", "``.union`` is X ∪ Y.")
+psi_share = _identifiers_only(
+    PsiShare,
+    "psi_share",
+    "each party gets XOR shares; ``.intersection`` opens them (only possible here, with both "
+    "parties' shares in one place) and ``.cardinality`` is |X ∩ Y|.",
+)
+private_id = _identifiers_only(
+    PrivateId,
+    "private_id",
+    "``.private_ids`` joins both parties' tables: one row per element of X ∪ Y with each "
+    "party's item or None.",
+)
