@@ -16,6 +16,7 @@ use privset_crypto::bls::{self, G1Affine, G1Projective, PublicKey, Scalar, Secre
 use rayon::prelude::*;
 
 use super::core::{Core, impl_apsi_party, on_off};
+use super::core::{after_end, invalid, invalid_at};
 use super::hello::{self, Hello, Role};
 use super::signatures::SignatureSet;
 use super::{KcToken, MAX_ITEM_LEN, Mode, PartialFraction, Policy, h1_batch, h2_batch, kind};
@@ -24,14 +25,6 @@ use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::wire::{HEADER_LEN, MAX_ALERT_LEN, ProtocolId, Reader, checked_len};
 
 const PROTOCOL: ProtocolId = ProtocolId::ApsiAuthorize;
-
-fn invalid(what: &'static str) -> impl Fn(bls::BlsError) -> ProtocolError {
-    move |source| PeerMisbehaved::InvalidBls { what, source }.into()
-}
-
-fn invalid_at(what: &'static str) -> impl Fn((usize, bls::BlsError)) -> ProtocolError {
-    move |(_, source)| PeerMisbehaved::InvalidBls { what, source }.into()
-}
 
 /// Packs items as u32 length + bytes each.
 fn encode_items<'a>(items: impl Iterator<Item = &'a Vec<u8>>, out: &mut Vec<u8>) {
@@ -154,11 +147,7 @@ impl Client {
                 crate::session::expect_kind(&frame, kind::SIGNATURES, kind::name)?;
                 self.on_signatures(frame.body)
             }
-            ClientState::Done => Err(PeerMisbehaved::UnexpectedMessage {
-                got: "a message".into(),
-                expected: "nothing (the run is over)".into(),
-            }
-            .into()),
+            ClientState::Done => Err(after_end()),
         }
     }
 
@@ -451,11 +440,7 @@ impl Judge {
                 let frame = self.core.open(message, kind::OPEN)?;
                 self.on_open(frame.body)
             }
-            JudgeState::Done => Err(PeerMisbehaved::UnexpectedMessage {
-                got: "a message".into(),
-                expected: "nothing (the run is over)".into(),
-            }
-            .into()),
+            JudgeState::Done => Err(after_end()),
         }
     }
 

@@ -5,7 +5,9 @@
 use privset_crypto::rng::SessionRng;
 
 use super::kind;
-use crate::error::ProtocolError;
+use privset_crypto::bls;
+
+use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::session::{Channel, SALT_LEN, SessionContext, expect_kind};
 use crate::wire::{Frame, ProtocolId};
 
@@ -124,6 +126,25 @@ impl Core {
     pub fn ctx(&self) -> &SessionContext {
         self.ctx.as_ref().expect("session established by the hello")
     }
+}
+
+/// Maps a BLS decoding or verification error on peer data to a typed protocol error.
+pub(crate) fn invalid(what: &'static str) -> impl Fn(bls::BlsError) -> ProtocolError {
+    move |source| PeerMisbehaved::InvalidBls { what, source }.into()
+}
+
+/// [`invalid`] for a batch decode that also names the failing index.
+pub(crate) fn invalid_at(what: &'static str) -> impl Fn((usize, bls::BlsError)) -> ProtocolError {
+    move |(_, source)| PeerMisbehaved::InvalidBls { what, source }.into()
+}
+
+/// A message after the run ended.
+pub(crate) fn after_end() -> ProtocolError {
+    PeerMisbehaved::UnexpectedMessage {
+        got: "a message".into(),
+        expected: "nothing (the run is over)".into(),
+    }
+    .into()
 }
 
 /// "on" / "off", for messages about a setting.

@@ -16,6 +16,7 @@ use privset_crypto::bls::{self, G1Affine, G1Projective, PublicKey, Scalar, eea};
 use rayon::prelude::*;
 
 use super::core::{Core, Mode, impl_apsi_party, on_off};
+use super::core::{after_end, invalid, invalid_at};
 use super::hello::{self, Hello, Role};
 use super::signatures::{SignatureSet, SignedItem};
 use super::{KcToken, h1, h2, kc_message, kind, validate_items};
@@ -25,14 +26,6 @@ use crate::wire::{HEADER_LEN, MAX_ALERT_LEN, ProtocolId, checked_len, expect_len
 const PROTOCOL: ProtocolId = ProtocolId::ApsiIntersect;
 /// Purpose string of the per-session key of the result tags.
 const TAG_KEY: &str = "apsi-result-tags";
-
-fn invalid(what: &'static str) -> impl Fn(bls::BlsError) -> ProtocolError {
-    move |source| PeerMisbehaved::InvalidBls { what, source }.into()
-}
-
-fn invalid_at(what: &'static str) -> impl Fn((usize, bls::BlsError)) -> ProtocolError {
-    move |(_, source)| PeerMisbehaved::InvalidBls { what, source }.into()
-}
 
 /// The folded key-consistency statement of one OPRF evaluation: `(D, h_d)` and, unless
 /// the request is empty, the composite `(M, Z)` of the request and the answer.
@@ -168,11 +161,7 @@ impl Client {
                 let frame = self.core.open(message, kind::RESULT)?;
                 self.on_result(frame.body)
             }
-            ClientState::Done => Err(PeerMisbehaved::UnexpectedMessage {
-                got: "a message".into(),
-                expected: "nothing (the run is over)".into(),
-            }
-            .into()),
+            ClientState::Done => Err(after_end()),
         }
     }
 
@@ -342,11 +331,7 @@ impl Server {
                 let frame = self.core.open(message, kind::EVAL)?;
                 self.on_eval(frame.body)
             }
-            ServerState::Done => Err(PeerMisbehaved::UnexpectedMessage {
-                got: "a message".into(),
-                expected: "nothing (the run is over)".into(),
-            }
-            .into()),
+            ServerState::Done => Err(after_end()),
         }
     }
 
