@@ -21,7 +21,9 @@ the two sets and nothing else::
 
 Protocols: :class:`PiSum` (seed 000, intersection-sum with cardinality) and the set
 operations of seed 001 — :class:`Psi`, :class:`PsiCard`, :class:`PsiCardSum`,
-:class:`Psu`, :class:`PsiShare`, :class:`PrivateId`. Every party is the same Rust state
+:class:`Psu`, :class:`PsiShare`, :class:`PrivateId`; authorized PSI of seed 002 —
+:class:`ApsiJudge`, :class:`ApsiAuthorizeClient`, :class:`ApsiClient`,
+:class:`ApsiServer` (also as :class:`Apsi`). Every party is the same Rust state
 machine the ``privset`` command line runs, with the same settings, results
 (RESULT.json's fields) and error messages. See docs/python.md.
 """
@@ -30,8 +32,36 @@ from . import _native, local
 from ._link import TlsFiles, generate_certs
 from ._party import Party
 from ._progress import Progress
-from ._results import PiSumResult, PrivateIdRow, Prices, Segment, SetOperationResult, Share
-from .errors import ConfigurationError, InputError, PeerMisbehaved, PrivsetError, TransportError
+from ._results import (
+    ApsiAuthorizeResult,
+    ApsiJudgeResult,
+    ApsiResult,
+    ApsiServerResult,
+    PiSumResult,
+    PrivateIdRow,
+    Prices,
+    Segment,
+    SetOperationResult,
+    Share,
+)
+from .apsi import (
+    Apsi,
+    ApsiAuthorizeClient,
+    ApsiClient,
+    ApsiJudge,
+    ApsiServer,
+    JudgeKey,
+    JudgePublicKey,
+    Signatures,
+)
+from .errors import (
+    AuthorizationRejected,
+    ConfigurationError,
+    InputError,
+    PeerMisbehaved,
+    PrivsetError,
+    TransportError,
+)
 from .pi_sum import PiSum, PiSumP1, PiSumP2
 from .set_operations import (
     PrivateId,
@@ -59,8 +89,20 @@ from .set_operations import (
 __version__: str = _native.__version__
 
 __all__ = [
+    "Apsi",
+    "ApsiAuthorizeClient",
+    "ApsiAuthorizeResult",
+    "ApsiClient",
+    "ApsiJudge",
+    "ApsiJudgeResult",
+    "ApsiResult",
+    "ApsiServer",
+    "ApsiServerResult",
+    "AuthorizationRejected",
     "ConfigurationError",
     "InputError",
+    "JudgeKey",
+    "JudgePublicKey",
     "Party",
     "PeerMisbehaved",
     "PiSum",
@@ -93,6 +135,7 @@ __all__ = [
     "SetOperationParty",
     "SetOperationResult",
     "Share",
+    "Signatures",
     "TlsFiles",
     "TransportError",
     "generate_certs",

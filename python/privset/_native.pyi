@@ -7,7 +7,19 @@ raises one of :mod:`privset.errors` with the CLI's message.
 from os import PathLike
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union, final
 
-__all__ = ["Input", "PiSumParty", "PsoParty", "open_share", "generate_certs", "live_workers", "__version__"]
+__all__ = [
+    "Input",
+    "PiSumParty",
+    "PsoParty",
+    "ApsiParty",
+    "JudgeKey",
+    "JudgePublicKey",
+    "Signatures",
+    "open_share",
+    "generate_certs",
+    "live_workers",
+    "__version__",
+]
 __version__: str
 
 _Path = Union[str, PathLike[str]]
@@ -126,6 +138,109 @@ class PsoParty:
         prices: Tuple[float, float],
         progress: Optional[_ProgressCallback] = None,
     ) -> Tuple[_PsoOutcome, _PsoOutcome]:
+        """Runs with ``other`` in this process; this party's outcome first."""
+
+@final
+class JudgeKey:
+    """The judge's BLS12-381 signing key."""
+
+    @staticmethod
+    def generate() -> JudgeKey: ...
+    @staticmethod
+    def load(path: _Path) -> JudgeKey: ...
+    def save(self, path: _Path, public: Optional[_Path] = None) -> None: ...
+    @property
+    def public_key(self) -> JudgePublicKey: ...
+
+@final
+class JudgePublicKey:
+    """The judge's public key."""
+
+    @staticmethod
+    def load(path: _Path) -> JudgePublicKey: ...
+    def save(self, path: _Path) -> None: ...
+    @property
+    def fingerprint(self) -> str: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+    __hash__: None  # type: ignore[assignment]
+
+@final
+class Signatures:
+    """A client's authorization (the judge's signatures on its items)."""
+
+    @staticmethod
+    def load(path: _Path, client_id: Optional[str] = None) -> Signatures: ...
+    def save(self, path: _Path) -> None: ...
+    @property
+    def mode(self) -> str: ...
+    @property
+    def client_id(self) -> str: ...
+    @property
+    def judge_public_key(self) -> JudgePublicKey: ...
+    @property
+    def items(self) -> List[bytes]: ...
+    def __len__(self) -> int: ...
+
+#: ``(report JSON, signatures, intersection, unauthorized)``; item lists hold
+#: ``(own_row | None, identifier)``.
+_ApsiOutcome = Tuple[
+    str,
+    Optional[Signatures],
+    Optional[List[Tuple[Optional[int], bytes]]],
+    Optional[List[Tuple[Optional[int], bytes]]],
+]
+
+@final
+class ApsiParty:
+    """A party of authorized PSI: judge, client (authorize or intersect) or server."""
+
+    @staticmethod
+    def judge(
+        key: JudgeKey,
+        policy: Union[Input, str, Callable[[bytes, List[bytes]], Union[bool, str]]],
+        *,
+        partial: Optional[float],
+        key_consistency: bool,
+        max_items: int,
+        policy_timeout: float,
+    ) -> ApsiParty: ...
+    @staticmethod
+    def authorize(
+        input: Input, *, client_id: str, partial: Optional[float], key_consistency: bool
+    ) -> ApsiParty: ...
+    @staticmethod
+    def intersect(
+        signatures: Signatures,
+        input: Input,
+        *,
+        judge_public: JudgePublicKey,
+        key_consistency: bool,
+        max_server_items: int,
+    ) -> ApsiParty: ...
+    @staticmethod
+    def server(
+        input: Input, *, judge_public: JudgePublicKey, partial: bool, key_consistency: bool
+    ) -> ApsiParty: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def phase(self) -> str: ...
+    def run(
+        self,
+        link: dict[str, Any],
+        prices: Tuple[float, float],
+        progress: Optional[_ProgressCallback] = None,
+    ) -> _ApsiOutcome:
+        """Runs against a peer."""
+
+    def run_local(
+        self,
+        other: ApsiParty,
+        timeout: float,
+        prices: Tuple[float, float],
+        progress: Optional[_ProgressCallback] = None,
+    ) -> Tuple[_ApsiOutcome, _ApsiOutcome]:
         """Runs with ``other`` in this process; this party's outcome first."""
 
 def open_share(receiver_share: bytes, sender_share: bytes) -> bytes:

@@ -259,3 +259,179 @@ class SetOperationResult(_Report):
             id_column=data.id_column,
             **extra,
         )
+
+
+def _apsi_items(data: PartyInput, table: Optional[List[Tuple[Optional[int], bytes]]]) -> List[Any]:
+    return [item(data.originals, row, raw) for row, raw in table or []]
+
+
+@dataclass(frozen=True)
+class ApsiAuthorizeResult(_Report):
+    """What the client of Authorize gets (docs/apsi.md): the judge's signatures on its
+    items, reusable by every later :class:`~privset.ApsiClient` run."""
+
+    protocol: str
+    #: "apsi" or "partial-apsi".
+    mode: str
+    client_id: str
+    #: Items signed.
+    items: int
+    #: The authorization; ``signatures.save(path)`` writes the CLI's signature file.
+    signatures: Any
+    transport: str
+    bytes_sent: int
+    bytes_received: int
+    cpu_seconds: float
+    wall_seconds: float
+    peak_rss_mib: float
+    cost_cents: float
+    prices: Prices
+    _json: str = field(repr=False, compare=False)
+
+    @classmethod
+    def _from_native(cls, outcome: Tuple[str, Any, Any, Any]) -> "ApsiAuthorizeResult":
+        text, signatures, _, _ = outcome
+        d = json.loads(text)
+        return cls(
+            **_metering(d),
+            _json=text,
+            protocol=d["protocol"],
+            mode=d["mode"],
+            client_id=d["client_id"],
+            items=d["items"],
+            signatures=signatures,
+        )
+
+
+@dataclass(frozen=True)
+class ApsiJudgeResult(_Report):
+    """What the judge knows after one Authorize session: who asked, how many items,
+    how many it saw in the clear, and its verdict."""
+
+    protocol: str
+    mode: str
+    client_id: str
+    #: Items the client asked to have signed.
+    items: int
+    #: Items the judge saw in the clear (all with APSI, the opened ones with Partial).
+    shown: int
+    accepted: bool
+    #: The policy's reason for a rejection.
+    reason: Optional[str]
+    transport: str
+    bytes_sent: int
+    bytes_received: int
+    cpu_seconds: float
+    wall_seconds: float
+    peak_rss_mib: float
+    cost_cents: float
+    prices: Prices
+    _json: str = field(repr=False, compare=False)
+
+    @classmethod
+    def _from_native(cls, outcome: Tuple[str, Any, Any, Any]) -> "ApsiJudgeResult":
+        text = outcome[0]
+        d = json.loads(text)
+        return cls(
+            **_metering(d),
+            _json=text,
+            protocol=d["protocol"],
+            mode=d["mode"],
+            client_id=d["client_id"],
+            items=d["items"],
+            shown=d["shown"],
+            accepted=d["accepted"],
+            reason=d["reason"],
+        )
+
+
+@dataclass(frozen=True)
+class ApsiResult(_Report):
+    """What the client of Intersect learns: the authorized items it used that the
+    server holds, and the server's set size. RESULT.json's fields of ``privset apsi
+    intersect``, then the rows of its ``--output-rows`` file."""
+
+    protocol: str
+    mode: str
+    client_id: str
+    #: Authorized items used.
+    items_used: int
+    #: Items of the input without a signature (left out; listed in ``unauthorized``).
+    unauthorized_items: int
+    #: |Y|.
+    server_items: int
+    cardinality: int
+    rows: Optional[int]
+    transport: str
+    bytes_sent: int
+    bytes_received: int
+    cpu_seconds: float
+    wall_seconds: float
+    peak_rss_mib: float
+    cost_cents: float
+    prices: Prices
+    #: The authorized items used that the server holds (your own objects where they
+    #: came from in-memory input).
+    intersection: List[Any]
+    #: Items of the input the signatures do not cover.
+    unauthorized: List[Any]
+    id_column: str = field(repr=False)
+    _json: str = field(repr=False, compare=False)
+
+    def to_frame(self) -> Any:
+        """The intersection as a pandas DataFrame (the CLI's ``--output-rows`` file)."""
+        return pandas().DataFrame({self.id_column: self.intersection})
+
+    @classmethod
+    def _from_native(cls, outcome: Tuple[str, Any, Any, Any], data: PartyInput) -> "ApsiResult":
+        text, _, found, unauthorized = outcome
+        d = json.loads(text)
+        return cls(
+            **_metering(d),
+            _json=text,
+            protocol=d["protocol"],
+            mode=d["mode"],
+            client_id=d["client_id"],
+            items_used=d["items_used"],
+            unauthorized_items=d["unauthorized_items"],
+            server_items=d["server_items"],
+            cardinality=d["cardinality"],
+            rows=d["rows"],
+            intersection=_apsi_items(data, found),
+            unauthorized=_apsi_items(data, unauthorized),
+            id_column=data.id_column,
+        )
+
+
+@dataclass(frozen=True)
+class ApsiServerResult(_Report):
+    """What the server of Intersect knows after a run: the client's ID (and nothing
+    about its items)."""
+
+    protocol: str
+    mode: str
+    client_id: str
+    #: The server's own items.
+    items: int
+    transport: str
+    bytes_sent: int
+    bytes_received: int
+    cpu_seconds: float
+    wall_seconds: float
+    peak_rss_mib: float
+    cost_cents: float
+    prices: Prices
+    _json: str = field(repr=False, compare=False)
+
+    @classmethod
+    def _from_native(cls, outcome: Tuple[str, Any, Any, Any]) -> "ApsiServerResult":
+        text = outcome[0]
+        d = json.loads(text)
+        return cls(
+            **_metering(d),
+            _json=text,
+            protocol=d["protocol"],
+            mode=d["mode"],
+            client_id=d["client_id"],
+            items=d["items"],
+        )

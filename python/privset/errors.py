@@ -8,8 +8,10 @@ problem (``str(error)``), and ``exit_code``, the CLI's exit status for it::
     ├── ConfigurationError  your settings: keyword arguments        (2)
     ├── PeerMisbehaved      the peer broke the protocol, aborted,
     │                       or uses other settings                  (3)
-    └── TransportError      network, TLS, exchange directory,
-                            certificate files                       (4)
+    ├── TransportError      network, TLS, exchange directory,
+    │                       certificate files                       (4)
+    └── AuthorizationRejected  the APSI judge's policy refused
+                            the client's set                        (5)
 
 ``InputError`` and ``ConfigurationError`` are also ``ValueError``\\ s.
 """
@@ -24,6 +26,7 @@ __all__ = [
     "ConfigurationError",
     "PeerMisbehaved",
     "TransportError",
+    "AuthorizationRejected",
 ]
 
 
@@ -68,3 +71,10 @@ class TransportError(PrivsetError):
     certificate files), or the exchange directory."""
 
     exit_code = 4
+
+
+class AuthorizationRejected(PrivsetError):
+    """The judge of authorized PSI refused to sign the client's set; the message is
+    the reason its policy gave."""
+
+    exit_code = 5

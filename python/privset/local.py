@@ -18,14 +18,31 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Type, Union
 
 from ._data import Values, item
-from ._party import DEFAULT_CPU_PRICE, DEFAULT_NETWORK_PRICE, DEFAULT_TIMEOUT, run_local
+from ._party import DEFAULT_CPU_PRICE, DEFAULT_NETWORK_PRICE, DEFAULT_TIMEOUT, Party, run_local
 from ._progress import ProgressArg
-from ._results import PiSumResult, SetOperationResult
+from ._results import (
+    ApsiAuthorizeResult,
+    ApsiJudgeResult,
+    ApsiResult,
+    ApsiServerResult,
+    PiSumResult,
+    SetOperationResult,
+)
+from .apsi import (
+    DEFAULT_MAX_ITEMS,
+    ApsiAuthorizeClient,
+    ApsiClient,
+    ApsiJudge,
+    ApsiServer,
+    JudgeKey,
+    PolicyArg,
+)
 from .errors import PrivsetError
 from .pi_sum import DEFAULT_MAX_PEER_ITEMS, DEFAULT_VALUE_BOUND, PiSum
 from .set_operations import PrivateId, Psi, PsiCard, PsiCardSum, PsiShare, Psu, open_share
 
 __all__ = [
+    "LocalApsi",
     "LocalPiSum",
     "LocalSetOperation",
     "LocalPrivateIdRow",
@@ -36,6 +53,8 @@ __all__ = [
     "psu",
     "psi_share",
     "private_id",
+    "apsi",
+    "run_pair",
 ]
 
 
@@ -85,6 +104,22 @@ class LocalSetOperation:
     private_ids: Optional[List[LocalPrivateIdRow]]
     receiver: SetOperationResult
     sender: SetOperationResult
+
+
+def run_pair(
+    a: Party[Any],
+    b: Party[Any],
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    cpu_price: float = DEFAULT_CPU_PRICE,
+    network_price: float = DEFAULT_NETWORK_PRICE,
+    progress: ProgressArg = None,
+) -> Tuple[Any, Any]:
+    """Runs two parties you built (the two roles of one protocol, e.g. an
+    :class:`~privset.ApsiClient` and an :class:`~privset.ApsiServer`) against each
+    other in this process; returns their results, ``a``'s first. Each party can be run
+    again (a fresh execution each time)."""
+    return run_local(a, b, timeout=timeout, cpu_price=cpu_price, network_price=network_price, progress=progress)
 
 
 def _first(*values: Any) -> Any:
@@ -308,3 +343,90 @@ private_id = _identifiers_only(
     "``.private_ids`` joins both parties' tables: one row per element of X ∪ Y with each "
     "party's item or None.",
 )
+
+
+@dataclass(frozen=True)
+class LocalApsi:
+    """The answer of a local authorized-PSI run (Authorize, then one Intersect) and
+    every party's result."""
+
+    #: The authorized items the client used that the server holds.
+    intersection: List[Any]
+    #: |intersection| and |Y|.
+    cardinality: int
+    server_items: int
+    #: The client's authorization (reusable: ``privset.ApsiClient(signatures, ...)``).
+    signatures: Any
+    judge: ApsiJudgeResult
+    authorize: ApsiAuthorizeResult
+    client: ApsiResult
+    server: ApsiServerResult
+
+
+def _accept_all(client_id: bytes, items: List[bytes]) -> bool:
+    return True
+
+
+def apsi(
+    client_ids: Any,
+    server_ids: Any,
+    *,
+    subset: Any = None,
+    client_id: str = "client",
+    policy: Optional[PolicyArg] = None,
+    judge_key: Any = None,
+    partial: Optional[float] = None,
+    key_consistency: bool = True,
+    id_column: Optional[str] = None,
+    max_items: int = DEFAULT_MAX_ITEMS,
+    timeout: float = DEFAULT_TIMEOUT,
+    cpu_price: float = DEFAULT_CPU_PRICE,
+    network_price: float = DEFAULT_NETWORK_PRICE,
+    progress: ProgressArg = None,
+) -> LocalApsi:
+    """Authorized PSI with all three parties in this process: the judge signs
+    ``client_ids`` for ``client_id`` (by ``policy``; default: accept), then the client
+    intersects ``subset`` (default: all its items; unsigned ones are left out) with
+    the server's ``server_ids``.
+
+    ``judge_key``: a :class:`privset.JudgeKey` (default: a fresh one). ``partial``:
+    Partial-APSI with this fraction opened. The other arguments are those of the party
+    classes (:mod:`privset.apsi`). A rejected set raises
+    :class:`privset.AuthorizationRejected`.
+    """
+    key = judge_key if judge_key is not None else JudgeKey.generate()
+    judge = ApsiJudge(
+        key,
+        policy if policy is not None else _accept_all,
+        partial=partial,
+        key_consistency=key_consistency,
+        max_items=max_items,
+    )
+    asking = ApsiAuthorizeClient(
+        client_ids, client_id=client_id, id_column=id_column, partial=partial, key_consistency=key_consistency
+    )
+    shared: Dict[str, Any] = dict(timeout=timeout, cpu_price=cpu_price, network_price=network_price, progress=progress)
+    judged, authorized = run_local(judge, asking, **shared)
+    public = key.public_key if isinstance(key, JudgeKey) else JudgeKey.load(key).public_key
+    client = ApsiClient(
+        authorized.signatures,
+        subset if subset is not None else client_ids,
+        judge_public=public,
+        id_column=id_column,
+        key_consistency=key_consistency,
+        max_server_items=max_items,
+    )
+    server = ApsiServer(
+        server_ids, judge_public=public, id_column=id_column, partial=partial, key_consistency=key_consistency
+    )
+    found, served = run_local(client, server, **shared)
+    return LocalApsi(
+        intersection=found.intersection,
+        cardinality=found.cardinality,
+        server_items=found.server_items,
+        signatures=authorized.signatures,
+        judge=judged,
+        authorize=authorized,
+        client=found,
+        server=served,
+    )

@@ -2,7 +2,8 @@
 
 Usage: python party_process.py '<json spec>'. The spec names the class
 (e.g. "PiSum.p1"), its positional and keyword arguments, and run()'s keyword arguments
-(``tls`` as [ca, cert, key]). Prints the result's RESULT.json (plus the rows of a set
+(``tls`` as [ca, cert, key]), and optionally ``save_signatures``, a path where an APSI
+authorize client saves its signatures. Prints the result's RESULT.json (plus the rows of a set
 operation) or {"error": class name, "message": ...} as the last line of stdout.
 """
 
@@ -27,6 +28,8 @@ def main() -> None:
         print(json.dumps({"error": type(e).__name__, "message": str(e)}))
         return
     out = result.to_dict()
+    if spec.get("save_signatures"):
+        result.signatures.save(spec["save_signatures"])
     for rows in ("intersection", "union"):
         if getattr(result, rows, None) is not None:
             out[rows] = getattr(result, rows)

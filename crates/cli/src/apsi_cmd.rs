@@ -1,28 +1,28 @@
 //! `privset judge keygen|serve` and `privset apsi authorize|serve|intersect`: the three
 //! parties of authorized PSI (seed 002), each its own process.
 
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::io::Write;
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use privset_crypto::bls::{PublicKey, SecretKey};
+use privset_crypto::bls::SecretKey;
 use privset_crypto::rng::SessionRng;
 use privset_protocols::Party;
 use privset_protocols::apsi::authorize::{self, JudgeConfig};
 use privset_protocols::apsi::intersect::{self, ServerConfig};
-use privset_protocols::apsi::signatures::SignatureSet;
-use privset_protocols::apsi::{AllowList, DEFAULT_MAX_PEER_ITEMS, Mode, PartialFraction, Policy};
-use privset_protocols::input::DuplicatePolicy;
+use privset_protocols::apsi::{DEFAULT_MAX_PEER_ITEMS, Mode, PartialFraction};
+use privset_run::apsi::{
+    AuthorizeReport, IntersectReport, PolicySpec, read_ids, read_public_key, read_secret_key,
+    read_signatures, write_public_key, write_secret_key, write_signatures,
+};
 
-use crate::connect::{TlsArgs, write_private};
+use crate::connect::TlsArgs;
 use crate::fail::Failure;
 use crate::metrics::Stopwatch;
 use crate::pi_sum_cmd::write_json;
 use crate::run::{self, Metered, PriceArgs};
-use privset_run::csv_input::{self, Columns};
 
 #[derive(Subcommand, Debug)]
 pub enum JudgeCommand {
@@ -176,37 +176,6 @@ pub struct IntersectArgs {
     pub prices: PriceArgs,
 }
 
-const SECRET_HEADER: &str = "privset judge secret key (BLS12-381) v1";
-const PUBLIC_HEADER: &str = "privset judge public key (BLS12-381 G2) v1";
-
-fn read_key_file(path: &Path, header: &str) -> Result<Vec<u8>, Failure> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Failure::input(format!("cannot read {}: {e}", path.display())))?;
-    let mut lines = text.lines();
-    if lines.next() != Some(header) {
-        return Err(Failure::input(format!(
-            "{} is not a {header} file",
-            path.display()
-        )));
-    }
-    hex::decode(lines.next().unwrap_or("").trim())
-        .map_err(|_| Failure::input(format!("{}: the key is not hex", path.display())))
-}
-
-pub fn read_public_key(path: &Path) -> Result<PublicKey, Failure> {
-    PublicKey::from_bytes(&read_key_file(path, PUBLIC_HEADER)?)
-        .map_err(|e| Failure::input(format!("{}: {e}", path.display())))
-}
-
-fn read_ids(path: &Path, column: &str) -> Result<Vec<Vec<u8>>, Failure> {
-    let cols = Columns {
-        id: column,
-        values: &[],
-        segment: None,
-    };
-    Ok(csv_input::read_dataset(path, &cols, DuplicatePolicy::First, 0)?.ids)
-}
-
 fn fraction(p: Option<f64>) -> Result<Option<PartialFraction>, Failure> {
     p.map(PartialFraction::new)
         .transpose()
@@ -217,17 +186,8 @@ pub fn run_judge(cmd: &JudgeCommand) -> Result<(), Failure> {
     match cmd {
         JudgeCommand::Keygen { key, public } => {
             let sk = SecretKey::generate(&mut SessionRng::from_os());
-            write_private(
-                key,
-                format!("{SECRET_HEADER}\n{}\n", hex::encode(sk.to_bytes())).as_bytes(),
-            )?;
-            std::fs::write(
-                public,
-                format!(
-                    "{PUBLIC_HEADER}\n{}\n",
-                    hex::encode(sk.public_key().to_bytes())
-                ),
-            )?;
+            write_secret_key(key, &sk)?;
+            write_public_key(public, &sk.public_key())?;
             eprintln!(
                 "judge key pair written: {} (secret), {} (public, fingerprint {})",
                 key.display(),
@@ -241,16 +201,20 @@ pub fn run_judge(cmd: &JudgeCommand) -> Result<(), Failure> {
 }
 
 fn judge_serve(args: &JudgeServeArgs) -> Result<(), Failure> {
-    let key = Arc::new(
-        SecretKey::from_bytes(&read_key_file(&args.key, SECRET_HEADER)?)
-            .map_err(|e| Failure::input(format!("{}: {e}", args.key.display())))?,
-    );
+    let key = Arc::new(read_secret_key(&args.key)?);
     let config = JudgeConfig {
         partial: fraction(args.partial)?,
         key_consistency: !args.no_key_consistency,
         max_items: args.max_items,
     };
-    let policy = PolicySpec::parse(args)?;
+    let policy = PolicySpec::parse(
+        &args.policy,
+        args.policy_column.as_deref(),
+        Duration::from_secs(args.policy_timeout),
+    )?;
+    if let PolicySpec::Allow(items) = &policy {
+        eprintln!("privset judge: {} items on the allowlist", items.len());
+    }
     serve_sessions(&args.listen, "judge", &mut |seed| {
         Ok(Box::new(authorize::Judge::new(
             config.clone(),
@@ -351,131 +315,6 @@ fn serve_sessions(
     Ok(())
 }
 
-/// The judge's policy as the operator gave it.
-enum PolicySpec {
-    Allow(Arc<Vec<Vec<u8>>>),
-    Exec { command: String, timeout: Duration },
-}
-
-impl PolicySpec {
-    fn parse(args: &JudgeServeArgs) -> Result<Self, Failure> {
-        if let Some(file) = args.policy.strip_prefix("allow:") {
-            let path = Path::new(file);
-            let column = match &args.policy_column {
-                Some(c) => c.clone(),
-                None => first_column(path)?,
-            };
-            let allowed = read_ids(path, &column)?;
-            eprintln!("privset judge: {} items on the allowlist", allowed.len());
-            Ok(Self::Allow(Arc::new(allowed)))
-        } else if let Some(command) = args.policy.strip_prefix("exec:") {
-            if command.trim().is_empty() {
-                return Err(Failure::input("--policy exec: needs a command"));
-            }
-            Ok(Self::Exec {
-                command: command.to_string(),
-                timeout: Duration::from_secs(args.policy_timeout),
-            })
-        } else {
-            Err(Failure::input(
-                "--policy must be allow:FILE.csv or exec:COMMAND",
-            ))
-        }
-    }
-
-    fn build(&self) -> Box<dyn Policy> {
-        match self {
-            Self::Allow(items) => Box::new(AllowList::new(items.iter().cloned())),
-            Self::Exec { command, timeout } => Box::new(ExecPolicy {
-                command: command.clone(),
-                timeout: *timeout,
-            }),
-        }
-    }
-}
-
-fn first_column(path: &Path) -> Result<String, Failure> {
-    let mut reader = csv::Reader::from_path(path)
-        .map_err(|e| Failure::input(format!("cannot read {}: {e}", path.display())))?;
-    let headers = reader
-        .headers()
-        .map_err(|e| Failure::input(format!("{}: {e}", path.display())))?;
-    headers
-        .get(0)
-        .map(str::to_string)
-        .ok_or_else(|| Failure::input(format!("{}: no columns", path.display())))
-}
-
-/// Asks an external command: items on stdin, one per line; `accept` on stdout and exit
-/// status 0 accepts.
-struct ExecPolicy {
-    command: String,
-    timeout: Duration,
-}
-
-impl Policy for ExecPolicy {
-    fn check(&mut self, client_id: &[u8], items: &[Vec<u8>]) -> Result<(), String> {
-        if items.iter().any(|x| x.contains(&b'\n')) {
-            return Err("an item contains a newline, which the exec policy cannot read".into());
-        }
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(&self.command)
-            .env(
-                "PRIVSET_CLIENT_ID",
-                String::from_utf8_lossy(client_id).as_ref(),
-            )
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("the judge's policy command could not start: {e}"))?;
-        let mut stdin = child.stdin.take().expect("piped");
-        let input: Vec<u8> = items
-            .iter()
-            .flat_map(|x| x.iter().copied().chain([b'\n']))
-            .collect();
-        // Write from a thread: a command that answers before reading all would block us.
-        let writer = std::thread::spawn(move || {
-            let _ = stdin.write_all(&input);
-        });
-        let mut stdout = child.stdout.take().expect("piped");
-        let reader = std::thread::spawn(move || {
-            let mut out = Vec::new();
-            let _ = stdout.by_ref().take(64 * 1024).read_to_end(&mut out);
-            out
-        });
-        let deadline = Instant::now() + self.timeout;
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(10))
-                }
-                _ => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(format!(
-                        "the judge's policy command did not answer within {} s",
-                        self.timeout.as_secs()
-                    ));
-                }
-            }
-        };
-        let _ = writer.join();
-        let out = reader.join().unwrap_or_default();
-        let text = String::from_utf8_lossy(&out);
-        let first = text.lines().next().unwrap_or("").trim();
-        if status.success() && first == "accept" {
-            Ok(())
-        } else if first.is_empty() {
-            Err(format!("the judge's policy rejected the set ({status})"))
-        } else {
-            Err(first.to_string())
-        }
-    }
-}
-
 pub fn run_apsi(cmd: &ApsiCommand) -> Result<(), Failure> {
     match cmd {
         ApsiCommand::Authorize(args) => authorize_cmd(args),
@@ -508,17 +347,6 @@ fn fresh_seed() -> [u8; 32] {
     SessionRng::from_os().seed()
 }
 
-#[derive(serde::Serialize)]
-struct AuthorizeReport {
-    protocol: &'static str,
-    mode: &'static str,
-    client_id: String,
-    items: u64,
-    signatures: String,
-    #[serde(flatten)]
-    run: Metered,
-}
-
 fn authorize_cmd(args: &AuthorizeArgs) -> Result<(), Failure> {
     let stopwatch = Stopwatch::start();
     let items = read_ids(&args.input, &args.id_column)?;
@@ -527,7 +355,6 @@ fn authorize_cmd(args: &AuthorizeArgs) -> Result<(), Failure> {
         partial: fraction(args.partial)?,
         key_consistency: !args.no_key_consistency,
     };
-    let n = items.len() as u64;
     let mut client = authorize::Client::new(config, items, fresh_seed())?;
     let run = drive_client(
         &mut client,
@@ -540,17 +367,11 @@ fn authorize_cmd(args: &AuthorizeArgs) -> Result<(), Failure> {
     let sigs = client
         .into_output()
         .ok_or_else(|| Failure::other("the judge ended the session without signatures"))?;
-    write_private(&args.signatures, &sigs.encode())?;
-    let report = AuthorizeReport {
-        protocol: "apsi-authorize",
-        mode: sigs.mode.name(),
-        client_id: args.client_id.clone(),
-        items: n,
-        signatures: args.signatures.display().to_string(),
-        run,
-    };
+    write_signatures(&args.signatures, &sigs)?;
+    let report = AuthorizeReport::new(&sigs, Some(&args.signatures), run);
     eprintln!(
-        "apsi authorize: {n} items signed ({}), {} bytes sent, {} received, {:.2} s CPU -> {}",
+        "apsi authorize: {} items signed ({}), {} bytes sent, {} received, {:.2} s CPU -> {}",
+        report.items,
         report.mode,
         report.run.bytes_sent,
         report.run.bytes_received,
@@ -589,37 +410,10 @@ fn serve_cmd(args: &ServeArgs) -> Result<(), Failure> {
     })
 }
 
-#[derive(serde::Serialize)]
-struct IntersectReport {
-    protocol: &'static str,
-    mode: &'static str,
-    client_id: String,
-    /// Authorized items used.
-    items_used: u64,
-    /// Items of the input without a signature (left out).
-    unauthorized_items: u64,
-    server_items: u64,
-    cardinality: u64,
-    rows: Option<u64>,
-    #[serde(flatten)]
-    run: Metered,
-}
-
 fn intersect_cmd(args: &IntersectArgs) -> Result<(), Failure> {
     let stopwatch = Stopwatch::start();
     let judge_key = read_public_key(&args.judge_public)?;
-    let bytes = std::fs::read(&args.signatures)
-        .map_err(|e| Failure::input(format!("cannot read {}: {e}", args.signatures.display())))?;
-    let sigs = SignatureSet::decode(&bytes)
-        .map_err(|e| Failure::input(format!("{}: {e}", args.signatures.display())))?;
-    if sigs.client_id != args.client_id.as_bytes() {
-        return Err(Failure::input(format!(
-            "{} was issued to client {:?}, not {:?}",
-            args.signatures.display(),
-            String::from_utf8_lossy(&sigs.client_id),
-            args.client_id
-        )));
-    }
+    let sigs = read_signatures(&args.signatures, Some(args.client_id.as_bytes()))?;
     let subset = read_ids(&args.input, &args.id_column)?;
     let (signed, unsigned) = sigs.select(&subset);
     if !unsigned.is_empty() {
@@ -666,20 +460,11 @@ fn intersect_cmd(args: &IntersectArgs) -> Result<(), Failure> {
             .and_then(|_| w.flush().map_err(csv::Error::from))
             .map_err(|e| Failure::other(format!("cannot write {}: {e}", path.display())))?;
     }
-    let report = IntersectReport {
-        protocol: "apsi-intersect",
-        mode: sigs.mode.name(),
-        client_id: args.client_id.clone(),
-        items_used: out.used,
-        unauthorized_items: unsigned.len() as u64,
-        server_items: out.server_items,
-        cardinality: out.intersection.len() as u64,
-        rows: args
-            .output_rows
-            .as_ref()
-            .map(|_| out.intersection.len() as u64),
-        run,
-    };
+    let rows = args
+        .output_rows
+        .as_ref()
+        .map(|_| out.intersection.len() as u64);
+    let report = IntersectReport::new(&sigs, &out, unsigned.len(), rows, run);
     eprintln!(
         "apsi intersect: {} of {} authorized items in the server's {} ({} left out), {} bytes sent, {} received, {:.2} s CPU -> {}",
         report.cardinality,

@@ -12,8 +12,6 @@ use privset_net::{Cancel, ConnectOptions, PlainTcpTransport, TlsFiles, Transport
 use privset_run::link::{self, Endpoint, LinkSpec};
 use privset_run::{Failure, Link};
 
-pub use privset_run::link::write_private;
-
 /// How to secure and time out a TCP link: shared by every command that talks to
 /// another party (two-party protocols, the judge, the APSI server and client).
 #[derive(Args, Debug, Clone, Default)]

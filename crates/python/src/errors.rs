@@ -11,7 +11,8 @@ fn class_name(kind: FailureKind) -> &'static str {
     match kind {
         FailureKind::Input => "InputError",
         FailureKind::Config => "ConfigurationError",
-        FailureKind::Peer | FailureKind::Rejected => "PeerMisbehaved",
+        FailureKind::Peer => "PeerMisbehaved",
+        FailureKind::Rejected => "AuthorizationRejected",
         FailureKind::Transport => "TransportError",
         FailureKind::Cancelled | FailureKind::Other => "PrivsetError",
     }

@@ -6,11 +6,13 @@
 //! * [`link`]: listen / connect (mutual TLS) / exchange directory, from a [`LinkSpec`];
 //! * [`drive`]: drive a party over a link and measure bytes, CPU, memory and cost;
 //! * [`report`]: the RESULT.json structures;
+//! * [`apsi`]: authorized PSI's key, signature and policy files and its reports;
 //! * [`fail`]: why a run failed, as a kind (exit code, exception class) and a message.
 //!
 //! Front ends keep only their own surface: flags and progress bars for the CLI,
 //! keyword arguments, data frames and cancellation for Python.
 
+pub mod apsi;
 pub mod csv_input;
 pub mod drive;
 pub mod fail;

@@ -126,6 +126,11 @@ impl Client {
         })
     }
 
+    /// The output, once the run has finished (borrowed; see `into_output`).
+    pub fn output(&self) -> Option<&ClientOutput> {
+        self.output.as_ref()
+    }
+
     pub fn into_output(self) -> Option<ClientOutput> {
         self.output
     }
@@ -310,6 +315,11 @@ impl Server {
             request: Vec::new(),
             output: None,
         })
+    }
+
+    /// The output, once the run has finished (borrowed; see `into_output`).
+    pub fn output(&self) -> Option<&ServerOutput> {
+        self.output.as_ref()
     }
 
     pub fn into_output(self) -> Option<ServerOutput> {

@@ -1,0 +1,353 @@
+//! Authorized PSI (seed 002) as every front end runs it: the judge's key files, the
+//! signature file, the judge's policy as the operator gives it (`allow:FILE.csv` or
+//! `exec:COMMAND`), and the reports of the four parties (authorize client, judge,
+//! intersect client, server). The CLI (`privset judge`, `privset apsi`) and the Python
+//! package (`privset.Apsi*`) both use these, so files written by one are read by the
+//! other and reports have the same fields.
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use privset_crypto::bls::{PublicKey, SecretKey};
+use privset_protocols::apsi::authorize::JudgeOutput;
+use privset_protocols::apsi::intersect::{ClientOutput, ServerOutput};
+use privset_protocols::apsi::signatures::SignatureSet;
+use privset_protocols::apsi::{AllowList, Mode, Policy};
+use privset_protocols::input::DuplicatePolicy;
+
+use crate::csv_input::{self, Columns};
+use crate::drive::Metered;
+use crate::fail::Failure;
+use crate::link::write_private;
+
+const SECRET_HEADER: &str = "privset judge secret key (BLS12-381) v1";
+const PUBLIC_HEADER: &str = "privset judge public key (BLS12-381 G2) v1";
+
+fn read_key_file(path: &Path, header: &str) -> Result<Vec<u8>, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::input(format!("cannot read {}: {e}", path.display())))?;
+    let mut lines = text.lines();
+    if lines.next() != Some(header) {
+        return Err(Failure::input(format!(
+            "{} is not a {header} file",
+            path.display()
+        )));
+    }
+    hex::decode(lines.next().unwrap_or("").trim())
+        .map_err(|_| Failure::input(format!("{}: the key is not hex", path.display())))
+}
+
+/// The judge's secret key from its file (written by [`write_secret_key`]).
+pub fn read_secret_key(path: &Path) -> Result<SecretKey, Failure> {
+    SecretKey::from_bytes(&read_key_file(path, SECRET_HEADER)?)
+        .map_err(|e| Failure::input(format!("{}: {e}", path.display())))
+}
+
+/// The judge's public key from its file (written by [`write_public_key`]).
+pub fn read_public_key(path: &Path) -> Result<PublicKey, Failure> {
+    PublicKey::from_bytes(&read_key_file(path, PUBLIC_HEADER)?)
+        .map_err(|e| Failure::input(format!("{}: {e}", path.display())))
+}
+
+/// Writes the judge's secret key, readable by its owner only.
+pub fn write_secret_key(path: &Path, key: &SecretKey) -> Result<(), Failure> {
+    let text = format!("{SECRET_HEADER}\n{}\n", hex::encode(key.to_bytes()));
+    write_private(path, text.as_bytes())
+}
+
+/// Writes the judge's public key (for clients' and servers' operators).
+pub fn write_public_key(path: &Path, key: &PublicKey) -> Result<(), Failure> {
+    let text = format!("{PUBLIC_HEADER}\n{}\n", hex::encode(key.to_bytes()));
+    std::fs::write(path, text)
+        .map_err(|e| Failure::other(format!("cannot write {}: {e}", path.display())))
+}
+
+/// A signature file, validated, checked to belong to `client_id` when one is given.
+pub fn read_signatures(path: &Path, client_id: Option<&[u8]>) -> Result<SignatureSet, Failure> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| Failure::input(format!("cannot read {}: {e}", path.display())))?;
+    let sigs = SignatureSet::decode(&bytes)
+        .map_err(|e| Failure::input(format!("{}: {e}", path.display())))?;
+    if let Some(id) = client_id
+        && sigs.client_id != id
+    {
+        return Err(Failure::input(format!(
+            "{} was issued to client {:?}, not {:?}",
+            path.display(),
+            String::from_utf8_lossy(&sigs.client_id),
+            String::from_utf8_lossy(id)
+        )));
+    }
+    Ok(sigs)
+}
+
+/// Writes a signature file, readable by its owner only (Partial-APSI files hold `r`).
+pub fn write_signatures(path: &Path, sigs: &SignatureSet) -> Result<(), Failure> {
+    write_private(path, &sigs.encode())
+}
+
+/// The identifiers of one column of a CSV file (duplicates kept once).
+pub fn read_ids(path: &Path, column: &str) -> Result<Vec<Vec<u8>>, Failure> {
+    let cols = Columns {
+        id: column,
+        values: &[],
+        segment: None,
+    };
+    Ok(csv_input::read_dataset(path, &cols, DuplicatePolicy::First, 0)?.ids)
+}
+
+fn first_column(path: &Path) -> Result<String, Failure> {
+    let mut reader = csv::Reader::from_path(path)
+        .map_err(|e| Failure::input(format!("cannot read {}: {e}", path.display())))?;
+    let headers = reader
+        .headers()
+        .map_err(|e| Failure::input(format!("{}: {e}", path.display())))?;
+    headers
+        .get(0)
+        .map(str::to_string)
+        .ok_or_else(|| Failure::input(format!("{}: no columns", path.display())))
+}
+
+/// The judge's policy as the operator gave it: `allow:FILE.csv` or `exec:COMMAND`.
+/// Parsed once; [`PolicySpec::build`] makes a fresh [`Policy`] for each session.
+pub enum PolicySpec {
+    Allow(Vec<Vec<u8>>),
+    Exec { command: String, timeout: Duration },
+}
+
+impl PolicySpec {
+    /// `column`: the allowlist's column (default: the first); `timeout`: how long an
+    /// exec policy may take before the set is rejected.
+    pub fn parse(spec: &str, column: Option<&str>, timeout: Duration) -> Result<Self, Failure> {
+        if let Some(file) = spec.strip_prefix("allow:") {
+            let path = Path::new(file);
+            let column = match column {
+                Some(c) => c.to_string(),
+                None => first_column(path)?,
+            };
+            Ok(Self::Allow(read_ids(path, &column)?))
+        } else if let Some(command) = spec.strip_prefix("exec:") {
+            if command.trim().is_empty() {
+                return Err(Failure::input("the policy exec: needs a command"));
+            }
+            Ok(Self::Exec {
+                command: command.to_string(),
+                timeout,
+            })
+        } else {
+            Err(Failure::input(format!(
+                "the policy must be allow:FILE.csv or exec:COMMAND, not {spec:?}"
+            )))
+        }
+    }
+
+    pub fn build(&self) -> Box<dyn Policy> {
+        match self {
+            Self::Allow(items) => Box::new(AllowList::new(items.iter().cloned())),
+            Self::Exec { command, timeout } => Box::new(ExecPolicy {
+                command: command.clone(),
+                timeout: *timeout,
+            }),
+        }
+    }
+}
+
+/// Asks an external command: items on stdin, one per line, the client ID in
+/// `$PRIVSET_CLIENT_ID`; `accept` on stdout and exit status 0 accepts, anything else
+/// rejects with the first output line as the reason.
+struct ExecPolicy {
+    command: String,
+    timeout: Duration,
+}
+
+impl Policy for ExecPolicy {
+    fn check(&mut self, client_id: &[u8], items: &[Vec<u8>]) -> Result<(), String> {
+        if items.iter().any(|x| x.contains(&b'\n')) {
+            return Err("an item contains a newline, which the exec policy cannot read".into());
+        }
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(&self.command)
+            .env(
+                "PRIVSET_CLIENT_ID",
+                String::from_utf8_lossy(client_id).as_ref(),
+            )
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("the judge's policy command could not start: {e}"))?;
+        let mut stdin = child.stdin.take().expect("piped");
+        let input: Vec<u8> = items
+            .iter()
+            .flat_map(|x| x.iter().copied().chain([b'\n']))
+            .collect();
+        // Write from a thread: a command that answers before reading all would block us.
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        });
+        let mut stdout = child.stdout.take().expect("piped");
+        let reader = std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let _ = stdout.by_ref().take(64 * 1024).read_to_end(&mut out);
+            out
+        });
+        let deadline = Instant::now() + self.timeout;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
+                _ => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!(
+                        "the judge's policy command did not answer within {} s",
+                        self.timeout.as_secs()
+                    ));
+                }
+            }
+        };
+        let _ = writer.join();
+        let out = reader.join().unwrap_or_default();
+        let text = String::from_utf8_lossy(&out);
+        let first = text.lines().next().unwrap_or("").trim();
+        if status.success() && first == "accept" {
+            Ok(())
+        } else if first.is_empty() {
+            Err(format!("the judge's policy rejected the set ({status})"))
+        } else {
+            Err(first.to_string())
+        }
+    }
+}
+
+fn lossy(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// What the client of Authorize reports (`privset apsi authorize --output`).
+#[derive(serde::Serialize, Debug, Clone)]
+pub struct AuthorizeReport {
+    pub protocol: &'static str,
+    pub mode: &'static str,
+    pub client_id: String,
+    /// Items signed.
+    pub items: u64,
+    /// The signature file written, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signatures: Option<String>,
+    #[serde(flatten)]
+    pub run: Metered,
+}
+
+impl AuthorizeReport {
+    pub fn new(sigs: &SignatureSet, file: Option<&Path>, run: Metered) -> Self {
+        Self {
+            protocol: "apsi-authorize",
+            mode: sigs.mode.name(),
+            client_id: lossy(&sigs.client_id),
+            items: sigs.items.len() as u64,
+            signatures: file.map(|p| p.display().to_string()),
+            run,
+        }
+    }
+}
+
+/// What the judge reports for one Authorize session.
+#[derive(serde::Serialize, Debug, Clone)]
+pub struct JudgeReport {
+    pub protocol: &'static str,
+    pub mode: &'static str,
+    pub client_id: String,
+    /// Items the client asked to have signed.
+    pub items: u64,
+    /// Items the judge saw in the clear (all for APSI, the opened ones for Partial).
+    pub shown: u64,
+    pub accepted: bool,
+    /// The policy's reason for a rejection.
+    pub reason: Option<String>,
+    #[serde(flatten)]
+    pub run: Metered,
+}
+
+impl JudgeReport {
+    pub fn new(mode: Mode, out: &JudgeOutput, run: Metered) -> Self {
+        Self {
+            protocol: "apsi-judge",
+            mode: mode.name(),
+            client_id: lossy(&out.client_id),
+            items: out.items,
+            shown: out.shown,
+            accepted: out.rejected.is_none(),
+            reason: out.rejected.clone(),
+            run,
+        }
+    }
+}
+
+/// RESULT.json of the client of Intersect (`privset apsi intersect --output`).
+#[derive(serde::Serialize, Debug, Clone)]
+pub struct IntersectReport {
+    pub protocol: &'static str,
+    pub mode: &'static str,
+    pub client_id: String,
+    /// Authorized items used.
+    pub items_used: u64,
+    /// Items of the input without a signature (left out).
+    pub unauthorized_items: u64,
+    pub server_items: u64,
+    pub cardinality: u64,
+    /// Rows written to --output-rows, if any.
+    pub rows: Option<u64>,
+    #[serde(flatten)]
+    pub run: Metered,
+}
+
+impl IntersectReport {
+    pub fn new(
+        sigs: &SignatureSet,
+        out: &ClientOutput,
+        unauthorized: usize,
+        rows: Option<u64>,
+        run: Metered,
+    ) -> Self {
+        Self {
+            protocol: "apsi-intersect",
+            mode: sigs.mode.name(),
+            client_id: lossy(&sigs.client_id),
+            items_used: out.used,
+            unauthorized_items: unauthorized as u64,
+            server_items: out.server_items,
+            cardinality: out.intersection.len() as u64,
+            rows,
+            run,
+        }
+    }
+}
+
+/// What the server of Intersect reports for one run: who asked and its own set size.
+#[derive(serde::Serialize, Debug, Clone)]
+pub struct ServerReport {
+    pub protocol: &'static str,
+    pub mode: &'static str,
+    pub client_id: String,
+    pub items: u64,
+    #[serde(flatten)]
+    pub run: Metered,
+}
+
+impl ServerReport {
+    pub fn new(mode: Mode, out: &ServerOutput, run: Metered) -> Self {
+        Self {
+            protocol: "apsi-server",
+            mode: mode.name(),
+            client_id: lossy(&out.client_id),
+            items: out.items,
+            run,
+        }
+    }
+}

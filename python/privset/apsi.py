@@ -1,0 +1,227 @@
+"""Authorized PSI (seed 002): a judge, a client and a server. See docs/apsi.md for the
+protocols, the threat model and what each party learns.
+
+Two phases, each a run between two parties:
+
+* **Authorize** (once): the client (:class:`ApsiAuthorizeClient`) asks the judge
+  (:class:`ApsiJudge`) to sign its items for its client ID. With APSI the judge sees
+  every item and applies its policy; with Partial-APSI (``partial=p``) it sees a random
+  ``ceil(p n)`` of them, checked with a zero-knowledge argument. The client keeps the
+  :class:`Signatures` (``.save(path)`` writes the CLI's signature file).
+* **Intersect** (any number of times): the client (:class:`ApsiClient`) uses any
+  subset of its authorized items against the server (:class:`ApsiServer`), which
+  honours the judge's public key. The client learns which of its items the server
+  holds and the server's set size; the server learns the client's ID only. An item
+  without a signature is left out (``result.unauthorized``).
+
+Keys: :meth:`JudgeKey.generate` (``.save(key, public)`` writes the files of ``privset
+judge keygen``), :meth:`JudgeKey.load`, :meth:`JudgePublicKey.load`. Every party runs
+as the other classes do: ``party.run(listen=... | peer=... | exchange_dir=..., tls=...)``,
+or both parties of a phase in one process with :func:`privset.local.apsi`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, List, Optional, Union
+
+from . import _native
+from ._data import PartyInput, party_input
+from ._party import Party
+from ._results import ApsiAuthorizeResult, ApsiJudgeResult, ApsiResult, ApsiServerResult
+from .errors import ConfigurationError
+from .pi_sum import DEFAULT_VALUE_BOUND
+
+JudgeKey = _native.JudgeKey
+JudgePublicKey = _native.JudgePublicKey
+Signatures = _native.Signatures
+
+#: Largest set the judge accepts, and the client accepts from the server, by default
+#: (the CLI's --max-items / --max-server-items): 2^24.
+DEFAULT_MAX_ITEMS = 2**24
+#: Seconds an ``exec:`` policy may take (the CLI's --policy-timeout).
+DEFAULT_POLICY_TIMEOUT = 60.0
+
+#: A judge's policy: an allowlist of identifiers (iterable, Series, ``pathlib.Path`` to
+#: a CSV file with ``allow_column=``), ``"allow:FILE.csv"`` / ``"exec:COMMAND"`` as in
+#: ``privset judge serve --policy``, or a callable ``policy(client_id: bytes, items:
+#: list[bytes])`` returning True to accept, False or a reason (str) to reject.
+PolicyArg = Union[str, Callable[[bytes, List[bytes]], Union[bool, str]], Any]
+
+PathOr = Union[str, "os.PathLike[str]"]
+
+
+def _public(judge_public: Any) -> Any:
+    """A :class:`JudgePublicKey` from itself or its file."""
+    if isinstance(judge_public, _native.JudgePublicKey):
+        return judge_public
+    if isinstance(judge_public, (str, os.PathLike)):
+        return _native.JudgePublicKey.load(os.fspath(judge_public))
+    raise ConfigurationError(
+        f"judge_public must be a JudgePublicKey or the path of its file, not {type(judge_public).__name__}"
+    )
+
+
+def _ids(ids: Any, id_column: Optional[str], duplicates: str) -> PartyInput:
+    return party_input(ids, id_column=id_column, duplicates=duplicates, value_bound=DEFAULT_VALUE_BOUND)
+
+
+class ApsiJudge(Party[ApsiJudgeResult]):
+    """The judge of Authorize: holds the signing key and decides by ``policy`` (see
+    :data:`PolicyArg`) whether to sign a client's set. One ``run()`` serves one client;
+    run it in a loop to serve many (``privset judge serve`` does that as a service).
+
+    ``partial``: Partial-APSI, opening this fraction (0 < p <= 1) of each set;
+    ``key_consistency`` (default True) binds the client's Partial-APSI key to its
+    later Intersect runs (docs/apsi.md).
+    """
+
+    def __init__(
+        self,
+        key: Any,
+        policy: PolicyArg,
+        *,
+        partial: Optional[float] = None,
+        key_consistency: bool = True,
+        max_items: int = DEFAULT_MAX_ITEMS,
+        policy_timeout: float = DEFAULT_POLICY_TIMEOUT,
+        allow_column: Optional[str] = None,
+    ) -> None:
+        if not isinstance(key, _native.JudgeKey):
+            key = _native.JudgeKey.load(os.fspath(key))
+        self._allowlist: Optional[PartyInput] = None
+        native_policy: Any = policy
+        if not isinstance(policy, str) and not callable(policy):
+            self._allowlist = _ids(policy, allow_column, "first")
+            native_policy = self._allowlist.native
+        self._native = _native.ApsiParty.judge(
+            key,
+            native_policy,
+            partial=partial,
+            key_consistency=key_consistency,
+            max_items=max_items,
+            policy_timeout=policy_timeout,
+        )
+
+    def __len__(self) -> int:
+        """The allowlist's size (a judge with another kind of policy has none)."""
+        if self._allowlist is None:
+            raise TypeError("this judge's policy is not an allowlist")
+        return len(self._allowlist.native)
+
+    def _result(self, outcome: Any) -> ApsiJudgeResult:
+        return ApsiJudgeResult._from_native(outcome)
+
+
+class ApsiAuthorizeClient(Party[ApsiAuthorizeResult]):
+    """The client of Authorize: gets the judge's signatures on ``ids`` for
+    ``client_id``. ``result.signatures`` is the authorization to keep.
+
+    ``ids``: an iterable of identifiers (str, bytes or int), a pandas Series, a
+    DataFrame with ``id_column=``, or a ``pathlib.Path`` to a CSV file. ``partial``:
+    Partial-APSI, revealing at most this fraction of the items to the judge (it must
+    match the judge's). Duplicates are kept once, as the CLI does.
+    """
+
+    def __init__(
+        self,
+        ids: Any,
+        *,
+        client_id: str,
+        id_column: Optional[str] = None,
+        partial: Optional[float] = None,
+        key_consistency: bool = True,
+        duplicates: str = "first",
+    ) -> None:
+        self._input = _ids(ids, id_column, duplicates)
+        self._native = _native.ApsiParty.authorize(
+            self._input.native, client_id=client_id, partial=partial, key_consistency=key_consistency
+        )
+
+    def _result(self, outcome: Any) -> ApsiAuthorizeResult:
+        return ApsiAuthorizeResult._from_native(outcome)
+
+
+class ApsiClient(Party[ApsiResult]):
+    """The client of Intersect: intersects the items of ``ids`` that ``signatures``
+    covers (default: all of them) with the server's set.
+
+    ``signatures``: a :class:`Signatures` or the path of a signature file;
+    ``judge_public``: the judge key you trust (a :class:`JudgePublicKey` or its file),
+    which must be the one that signed. Items of ``ids`` without a signature are left
+    out and listed in ``result.unauthorized``.
+    """
+
+    def __init__(
+        self,
+        signatures: Any,
+        ids: Any = None,
+        *,
+        judge_public: Any,
+        id_column: Optional[str] = None,
+        key_consistency: bool = True,
+        max_server_items: int = DEFAULT_MAX_ITEMS,
+        duplicates: str = "first",
+    ) -> None:
+        if not isinstance(signatures, _native.Signatures):
+            signatures = _native.Signatures.load(os.fspath(signatures))
+        if ids is None:
+            ids = [_text(x) for x in signatures.items]
+        self._input = _ids(ids, id_column, duplicates)
+        self._native = _native.ApsiParty.intersect(
+            signatures,
+            self._input.native,
+            judge_public=_public(judge_public),
+            key_consistency=key_consistency,
+            max_server_items=max_server_items,
+        )
+
+    def _result(self, outcome: Any) -> ApsiResult:
+        return ApsiResult._from_native(outcome, self._input)
+
+
+class ApsiServer(Party[ApsiServerResult]):
+    """The server of Intersect: answers one client run per ``run()`` with its set
+    ``ids``, honouring signatures of ``judge_public``. ``partial``: serve Partial-APSI
+    clients (True, or the judge's fraction, as the CLI's ``--partial P``)."""
+
+    def __init__(
+        self,
+        ids: Any,
+        *,
+        judge_public: Any,
+        id_column: Optional[str] = None,
+        partial: Union[None, bool, float] = None,
+        key_consistency: bool = True,
+        duplicates: str = "first",
+    ) -> None:
+        if isinstance(partial, float) and not 0.0 < partial <= 1.0:
+            raise ConfigurationError(f"the partial fraction must be in (0, 1], got {partial}")
+        self._input = _ids(ids, id_column, duplicates)
+        self._native = _native.ApsiParty.server(
+            self._input.native,
+            judge_public=_public(judge_public),
+            partial=partial is not None and partial is not False,
+            key_consistency=key_consistency,
+        )
+
+    def _result(self, outcome: Any) -> ApsiServerResult:
+        return ApsiServerResult._from_native(outcome)
+
+
+def _text(raw: bytes) -> Any:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+
+
+class Apsi:
+    """The parties of authorized PSI by role: ``Apsi.judge(key, policy)``,
+    ``Apsi.authorize(ids, client_id=...)``, ``Apsi.client(signatures, ids,
+    judge_public=...)``, ``Apsi.server(ids, judge_public=...)``."""
+
+    judge = ApsiJudge
+    authorize = ApsiAuthorizeClient
+    client = ApsiClient
+    server = ApsiServer

@@ -1,0 +1,252 @@
+"""Authorized PSI (seed 002) through the Python API: the output is (authorized subset)
+∩ Y in both modes and on the edges, the judge's policy in every form, signatures that
+are saved, reloaded, reused and refused when they are not the client's, and the three
+parties as separate processes over mutual TLS, one of them the CLI."""
+
+from __future__ import annotations
+
+import pathlib
+import random
+import subprocess
+from typing import Any, List, Optional
+
+import pytest
+
+import privset
+from conftest import sets
+from helpers import finish, free_port, privset_binary, spawn_party
+
+MODES = [None, 0.3, 1.0]
+
+
+def expected(client: List[Any], server: List[Any], subset: Optional[List[Any]] = None) -> List[Any]:
+    used = client if subset is None else [x for x in subset if x in set(client)]
+    return sorted(set(used) & set(server))
+
+
+@pytest.mark.parametrize("partial", MODES)
+@pytest.mark.parametrize(
+    "n_client,n_server,overlap",
+    [(60, 80, 25), (1, 1, 1), (1, 1, 0), (40, 40, 40), (30, 50, 0), (1, 300, 1), (200, 1, 1)],
+)
+def test_matches_the_plaintext(
+    rng: random.Random, partial: Optional[float], n_client: int, n_server: int, overlap: int
+) -> None:
+    x, y = sets(rng, n_client, n_server, overlap)
+    r = privset.local.apsi(x, y, partial=partial)
+    assert sorted(r.intersection) == expected(x, y)
+    assert r.cardinality == overlap and r.server_items == n_server
+    assert r.judge.accepted and r.judge.items == n_client
+    # APSI shows the judge every item; Partial-APSI ceil(p n) of them.
+    shown = n_client if partial is None else -(-int(partial * 1_000_000) * n_client // 1_000_000)
+    assert r.judge.shown == shown
+    assert r.authorize.mode == r.client.mode == r.server.mode == ("apsi" if partial is None else "partial-apsi")
+    assert r.server.client_id == r.client.client_id == "client"
+
+
+@pytest.mark.parametrize("partial", [None, 0.5])
+def test_a_subset_and_unsigned_items(rng: random.Random, partial: Optional[float]) -> None:
+    x, y = sets(rng, 50, 50, 30)
+    extra = [f"later{i}@example.com" for i in range(5)]
+    # Items added after authorization are left out even when the server holds them.
+    subset = x[:20] + extra
+    r = privset.local.apsi(x, y + extra, subset=subset, partial=partial)
+    assert sorted(r.intersection) == expected(x, y, subset)
+    assert sorted(r.client.unauthorized) == sorted(extra)
+    assert r.client.items_used == 20 and r.client.unauthorized_items == 5
+
+
+def test_empty_sets() -> None:
+    assert privset.local.apsi([], ["a", "b"]).intersection == []
+    r = privset.local.apsi(["a", "b"], [])
+    assert r.intersection == [] and r.server_items == 0
+
+
+def test_signatures_are_saved_reloaded_and_reused(tmp_path: pathlib.Path, rng: random.Random) -> None:
+    x, y = sets(rng, 40, 40, 15)
+    key = privset.JudgeKey.generate()
+    key.save(tmp_path / "judge.key", tmp_path / "judge.pub")
+    r = privset.local.apsi(x, y, judge_key=key, partial=0.25, client_id="acme")
+    r.signatures.save(tmp_path / "acme.sig")
+    assert (tmp_path / "acme.sig").stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "judge.key").stat().st_mode & 0o777 == 0o600
+    sigs = privset.Signatures.load(tmp_path / "acme.sig", client_id="acme")
+    assert (len(sigs), sigs.mode, sigs.client_id) == (40, "partial-apsi", "acme")
+    assert sigs.judge_public_key == privset.JudgePublicKey.load(tmp_path / "judge.pub") == key.public_key
+    server = privset.ApsiServer(y, judge_public=tmp_path / "judge.pub", partial=True)
+    client = privset.ApsiClient(tmp_path / "acme.sig", x[:25], judge_public=tmp_path / "judge.pub")
+    # Two runs on the same sets: same answer (fresh s and blinding each time).
+    first = privset.local.run_pair(client, server)
+    second = privset.local.run_pair(client, server)
+    assert sorted(first[0].intersection) == sorted(second[0].intersection) == expected(x, y, x[:25])
+    with pytest.raises(privset.InputError, match="was issued to client"):
+        privset.Signatures.load(tmp_path / "acme.sig", client_id="globex")
+    corrupt = bytearray((tmp_path / "acme.sig").read_bytes())
+    corrupt[-40] ^= 1
+    (tmp_path / "bad.sig").write_bytes(bytes(corrupt))
+    with pytest.raises(privset.InputError):
+        privset.Signatures.load(tmp_path / "bad.sig")
+
+
+def test_signatures_of_another_judge_are_refused_before_any_run(rng: random.Random) -> None:
+    x, y = sets(rng, 10, 10, 5)
+    r = privset.local.apsi(x, y)
+    other = privset.JudgeKey.generate().public_key
+    with pytest.raises(privset.ConfigurationError, match="another judge key"):
+        privset.ApsiClient(r.signatures, x, judge_public=other)
+
+
+def test_a_server_of_another_mode_stops_the_run(rng: random.Random) -> None:
+    x, y = sets(rng, 10, 10, 5)
+    key = privset.JudgeKey.generate()
+    r = privset.local.apsi(x, y, judge_key=key)
+    client = privset.ApsiClient(r.signatures, judge_public=key.public_key)
+    server = privset.ApsiServer(y, judge_public=key.public_key, partial=0.5)
+    with pytest.raises(privset.PeerMisbehaved):
+        privset.local.run_pair(client, server)
+
+
+def test_policy_forms(tmp_path: pathlib.Path) -> None:
+    x = ["alice", "bob", "carol"]
+    y = ["bob", "dave"]
+    allow = tmp_path / "allow.csv"
+    allow.write_text("who,note\nalice,1\nbob,2\ncarol,3\n")
+    assert privset.local.apsi(x, y, policy=x + ["zed"]).intersection == ["bob"]
+    assert privset.local.apsi(x, y, policy=f"allow:{allow}").intersection == ["bob"]
+    judge = privset.ApsiJudge(privset.JudgeKey.generate(), allow, allow_column="who")
+    assert len(judge) == 3
+    assert privset.local.apsi(x, y, policy="exec:grep -qx mallory || echo accept").intersection == ["bob"]
+    assert privset.local.apsi(x, y, policy=lambda cid, items: cid == b"client" and len(items) == 3).cardinality == 1
+    rejections = [
+        (["alice"], "2 of the 3 items shown are not on the judge's allowlist"),
+        ("exec:echo over quota; exit 1", "over quota"),
+        (lambda cid, items: False, "the judge's policy rejected the set"),
+        (lambda cid, items: "not today", "not today"),
+        (lambda cid, items: 1 / 0, "ZeroDivisionError"),
+        (lambda cid, items: None, "not True, False or a reason"),
+    ]
+    for policy, reason in rejections:
+        with pytest.raises(privset.AuthorizationRejected, match=reason) as e:
+            privset.local.apsi(x, y, policy=policy)
+        assert e.value.exit_code == 5
+    with pytest.raises(privset.InputError, match="allow:FILE.csv or exec:COMMAND"):
+        privset.ApsiJudge(privset.JudgeKey.generate(), "everyone")
+
+
+def test_bad_settings_are_refused_before_any_run() -> None:
+    key = privset.JudgeKey.generate()
+    with pytest.raises(privset.ConfigurationError, match="partial fraction"):
+        privset.ApsiJudge(key, ["a"], partial=1.5)
+    with pytest.raises(privset.ConfigurationError, match="client ID"):
+        privset.ApsiAuthorizeClient(["a"], client_id="")
+    with pytest.raises(privset.ConfigurationError, match="partial fraction"):
+        privset.ApsiServer(["a"], judge_public=key.public_key, partial=0.0)
+    with pytest.raises(privset.ConfigurationError, match="judge_public"):
+        privset.ApsiServer(["a"], judge_public=42)
+    judge = privset.ApsiJudge(key, ["a"])
+    server = privset.ApsiServer(["a"], judge_public=key.public_key)
+    with pytest.raises(privset.ConfigurationError, match="pairs the judge"):
+        privset.local.run_pair(judge, server)
+
+
+def test_pandas_in_and_out() -> None:
+    pd = pytest.importorskip("pandas")
+    customers = pd.DataFrame({"email": ["a@x", "b@x", "c@x"], "tier": [1, 2, 3]})
+    registry = pd.DataFrame({"email": ["b@x", "c@x", "d@x"]})
+    r = privset.local.apsi(customers, registry, id_column="email")
+    frame = r.client.to_frame()
+    assert list(frame.columns) == ["email"] and sorted(frame["email"]) == ["b@x", "c@x"]
+
+
+def tls_list(files: privset.TlsFiles) -> List[str]:
+    return [str(files.ca), str(files.cert), str(files.key)]
+
+
+@pytest.mark.parametrize("partial", [None, 0.4])
+def test_judge_client_and_cli_server_as_three_processes(
+    tmp_path: pathlib.Path, rng: random.Random, partial: Optional[float]
+) -> None:
+    """A Python judge process, this process as the client, and `privset apsi serve`
+    as the server: key files and signature files are the CLI's."""
+    certs = privset.generate_certs(tmp_path / "certs", ["judge", "client", "server"])
+    x, y = sets(rng, 70, 90, 30)
+    privset.JudgeKey.generate().save(tmp_path / "judge.key", tmp_path / "judge.pub")
+    port = free_port()
+    judge = spawn_party(
+        {
+            "party": "Apsi.judge",
+            "args": [str(tmp_path / "judge.key"), x],
+            "kwargs": {"partial": partial},
+            "run": {"listen": f"127.0.0.1:{port}", "tls": tls_list(certs["judge"]), "timeout": 60},
+        }
+    )
+    auth = privset.ApsiAuthorizeClient(x, client_id="acme", partial=partial).run(
+        peer=f"127.0.0.1:{port}", tls=certs["client"], server_name="judge", timeout=60
+    )
+    judged = finish(judge)
+    assert judged["accepted"] and judged["client_id"] == "acme" and judged["transport"] == "tcp+mtls"
+    auth.signatures.save(tmp_path / "acme.sig")
+
+    (tmp_path / "y.csv").write_text("id\n" + "".join(f"{v}\n" for v in y))
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            privset_binary(), "apsi", "serve", "--listen", f"127.0.0.1:{port}",
+            "--tls-ca", str(certs["server"].ca), "--tls-cert", str(certs["server"].cert),
+            "--tls-key", str(certs["server"].key), "--judge-public", str(tmp_path / "judge.pub"),
+            "--input", str(tmp_path / "y.csv"), "--id-column", "id", "--max-sessions", "1",
+            *(["--partial", str(partial)] if partial else []),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    subset = x[:50] + ["never-signed@example.com"]
+    client = privset.ApsiClient(
+        privset.Signatures.load(tmp_path / "acme.sig", client_id="acme"), subset, judge_public=tmp_path / "judge.pub"
+    )
+    r = client.run(peer=f"127.0.0.1:{port}", tls=certs["client"], server_name="server", timeout=60)
+    _, err = server.communicate(timeout=60)
+    assert server.returncode == 0, err
+    assert sorted(r.intersection) == expected(x, y, subset)
+    assert r.unauthorized == ["never-signed@example.com"] and r.server_items == 90
+    assert '"client_id":"acme"' in err
+
+
+def test_python_judge_and_server_processes_with_a_saved_signature_file(
+    tmp_path: pathlib.Path, rng: random.Random
+) -> None:
+    """Authorize in a subprocess that saves the signatures; intersect from this process
+    against a Python server process."""
+    certs = privset.generate_certs(tmp_path / "certs", ["judge", "client", "server"])
+    x, y = sets(rng, 30, 30, 12)
+    key = privset.JudgeKey.generate()
+    key.save(tmp_path / "judge.key", tmp_path / "judge.pub")
+    port = free_port()
+    client = spawn_party(
+        {
+            "party": "Apsi.authorize",
+            "args": [x],
+            "kwargs": {"client_id": "acme"},
+            "run": {"peer": f"127.0.0.1:{port}", "tls": tls_list(certs["client"]), "server_name": "judge"},
+            "save_signatures": str(tmp_path / "acme.sig"),
+        }
+    )
+    privset.ApsiJudge(key, lambda cid, items: cid == b"acme").run(
+        listen=f"127.0.0.1:{port}", tls=certs["judge"], timeout=60
+    )
+    assert finish(client)["items"] == 30
+    port = free_port()
+    server = spawn_party(
+        {
+            "party": "Apsi.server",
+            "args": [y],
+            "kwargs": {"judge_public": str(tmp_path / "judge.pub")},
+            "run": {"listen": f"127.0.0.1:{port}", "tls": tls_list(certs["server"]), "timeout": 60},
+        }
+    )
+    r = privset.ApsiClient(tmp_path / "acme.sig", judge_public=key.public_key).run(
+        peer=f"127.0.0.1:{port}", tls=certs["client"], server_name="server", timeout=60
+    )
+    served = finish(server)
+    assert sorted(r.intersection) == expected(x, y)
+    assert served["client_id"] == "acme" and served["items"] == 30
