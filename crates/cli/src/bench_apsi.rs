@@ -1,11 +1,11 @@
 //! `privset bench apsi`: judge, client and server as separate processes over mutual TLS
-//! on loopback, per phase, in the shape of seed 002 Table 3; and each party's CPU per
-//! item against the floor of the pairings, hashes and scalar multiplications it needs,
-//! measured here on one core.
+//! on loopback, per phase, in the shape of seed 002 Table 3 (client set n, server set
+//! m); each party's CPU against the floor of the pairings, hashes, scalar
+//! multiplications and point decodings it needs, measured here on one core; and the
+//! paper's row for the same (n, m) beside ours, per core.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::Instant;
 
 use clap::Args;
 use group::Curve;
@@ -17,9 +17,10 @@ use crate::fail::Failure;
 
 #[derive(Args, Debug)]
 pub struct ApsiBenchArgs {
-    /// Set sizes n = m, comma-separated.
+    /// Set sizes, comma-separated: `N` (n = m) or `NxM` (client n, server m; seed 002
+    /// Table 3 has n = 1024 or 4096 with m from 256 to 2^20).
     #[arg(long, value_delimiter = ',', default_value = "256,4096,65536")]
-    pub sizes: Vec<usize>,
+    pub sizes: Vec<String>,
     /// Modes: `apsi` and/or partial fractions such as `0.1`.
     #[arg(long, value_delimiter = ',', default_value = "apsi,0.1")]
     pub modes: Vec<String>,
@@ -36,14 +37,81 @@ struct Floor {
     hash: f64,
     mul: f64,
     pairing: f64,
+    /// Decoding a received compressed G1 point: decompression (a square root) and the
+    /// subgroup check, which every received point needs (DESIGN.md's security rules).
+    decode: f64,
 }
 
+/// What one party must compute at least: `per_n` µs for each client item and `per_m`
+/// for each server item.
+#[derive(Clone, Copy)]
+struct Need {
+    per_n: f64,
+    per_m: f64,
+}
+
+impl Need {
+    fn total_ms(self, n: usize, m: usize) -> f64 {
+        (self.per_n * n as f64 + self.per_m * m as f64) / 1e3
+    }
+}
+
+impl Floor {
+    /// The floors of the judge, the client of Intersect and the server.
+    ///
+    /// APSI: the judge hashes and signs each item; the client pairs each signature with
+    /// `S`; the server hashes and pairs each of its items. Partial-APSI: the judge also
+    /// decodes each commitment and hashes it with H2 (and hashes the `p n` opened items);
+    /// the client decodes and exponentiates each of the server's blinded items and
+    /// pairs each signature; the server hashes, blinds, decodes, unblinds, hashes with
+    /// H2 and pairs each of its items. (The exponent-equality proofs add multi-scalar
+    /// multiplications, cheaper per point than one scalar multiplication.)
+    fn needs(&self, partial: Option<f64>) -> [Need; 3] {
+        let need = |per_n, per_m| Need { per_n, per_m };
+        let (h, k, e, d) = (self.hash, self.mul, self.pairing, self.decode);
+        match partial {
+            None => [need(h + k, 0.0), need(e, 0.0), need(0.0, h + e)],
+            Some(p) => [
+                need(d + h + k + p * h, 0.0),
+                need(e, d + k),
+                need(0.0, 2.0 * h + 2.0 * k + d + e),
+            ],
+        }
+    }
+}
+
+/// Seed 002 Table 3 (APSI, M2 MacBook, 10 cores): (n, m) -> (J, C(Inter), S) in ms.
+const PAPER_TABLE_3: [(usize, usize, [f64; 3]); 8] = [
+    (1 << 10, 1 << 8, [16.0, 40.0, 15.0]),
+    (1 << 10, 1 << 12, [11.0, 37.0, 151.0]),
+    (1 << 10, 1 << 16, [11.0, 71.0, 2354.0]),
+    (1 << 10, 1 << 20, [12.0, 735.0, 38048.0]),
+    (1 << 12, 1 << 8, [48.0, 136.0, 11.0]),
+    (1 << 12, 1 << 12, [41.0, 157.0, 1569.0]),
+    (1 << 12, 1 << 16, [41.0, 195.0, 2346.0]),
+    (1 << 12, 1 << 20, [39.0, 920.0, 38679.0]),
+];
+const PAPER_CORES: f64 = 10.0;
+
+fn parse_size(s: &str) -> Result<(usize, usize), Failure> {
+    let bad = || Failure::input(format!("--sizes: {s:?} is not N or NxM"));
+    match s.split_once('x') {
+        Some((n, m)) => Ok((n.parse().map_err(|_| bad())?, m.parse().map_err(|_| bad())?)),
+        None => {
+            let n = s.parse().map_err(|_| bad())?;
+            Ok((n, n))
+        }
+    }
+}
+
+/// CPU microseconds per call of `f` (process CPU time: the floor is measured on this
+/// thread alone, and CPU time is not inflated when other processes share the cores).
 fn time_per_op(n: usize, mut f: impl FnMut(usize)) -> f64 {
-    let start = Instant::now();
+    let start = privset_run::metrics::process_cpu_seconds();
     for i in 0..n {
         f(i);
     }
-    start.elapsed().as_secs_f64() * 1e6 / n as f64
+    (privset_run::metrics::process_cpu_seconds() - start) * 1e6 / n as f64
 }
 
 fn measure_floor() -> Floor {
@@ -67,8 +135,18 @@ fn measure_floor() -> Floor {
             &[0; 32],
         )[0];
     });
+    let encoded: Vec<_> = points.iter().map(bls::encode_g1).collect();
+    let decode = time_per_op(2000, |i| {
+        let p = bls::decode_g1(&encoded[i % 256]).expect("a valid point");
+        sink ^= bls::encode_g1(&p)[1];
+    });
     std::hint::black_box(sink);
-    Floor { hash, mul, pairing }
+    Floor {
+        hash,
+        mul,
+        pairing,
+        decode,
+    }
 }
 
 fn write_ids(path: &Path, ids: impl Iterator<Item = usize>) -> Result<(), Failure> {
@@ -113,21 +191,22 @@ pub fn run(args: &ApsiBenchArgs, dir: &Path) -> Result<(), Failure> {
     }
     let floor = measure_floor();
     println!(
-        "APSI benchmark (seed 002): judge, client and server as separate processes over mutual TLS 1.3 on loopback; n = m, half of X in Y."
+        "APSI benchmark (seed 002): judge, client and server as separate processes over mutual TLS 1.3 on loopback; client set n, server set m, half of X in Y (or all of Y when m < n/2)."
     );
     println!(
-        "Floor on one core here: hash to G1 {:.1} us, G1 scalar mult {:.1} us, pairing with a prepared G2 point + tag {:.1} us.",
-        floor.hash, floor.mul, floor.pairing
+        "Floor on one core here: hash to G1 {:.1} us, G1 scalar mult {:.1} us, pairing with a prepared G2 point + tag {:.1} us, G1 decode (decompress + subgroup check) {:.1} us.",
+        floor.hash, floor.mul, floor.pairing, floor.decode
     );
     println!(
-        "Comm in KB (2^10 bytes) per phase; computation = CPU ms of each process (all threads); per item = CPU us / item and its ratio to the floor."
+        "Comm in KB (2^10 bytes) per phase; computation = CPU ms of each process (all threads); (x) = CPU over the party's floor; per item = CPU us per client item (J, C) or server item (S)."
     );
     println!();
     println!(
-        "{:>8} {:>5} {:>7} | {:>9} {:>9} | {:>8} {:>8} {:>9} {:>9} | {:>8} {:>8} | {:>14} {:>14} {:>14} | check",
-        "n=m",
+        "{:>8} {:>8} {:>5} {:>3} | {:>9} {:>9} | {:>9} {:>8} {:>9} {:>10} | {:>7} {:>8} | {:>14} {:>14} {:>14} | check",
+        "n",
+        "m",
         "mode",
-        "threads",
+        "thr",
         "Auth KB",
         "Inter KB",
         "J ms",
@@ -140,11 +219,14 @@ pub fn run(args: &ApsiBenchArgs, dir: &Path) -> Result<(), Failure> {
         "C(I) us/it (x)",
         "S us/it (x)"
     );
-    for &n in &args.sizes {
-        let data = dir.join(format!("n{n}"));
+    let mut compared = Vec::new();
+    for size in &args.sizes {
+        let (n, m) = parse_size(size)?;
+        let data = dir.join(format!("n{n}-m{m}"));
         std::fs::create_dir_all(&data)?;
         write_ids(&data.join("x.csv"), 0..n)?;
-        write_ids(&data.join("y.csv"), n / 2..n / 2 + n)?;
+        write_ids(&data.join("y.csv"), n / 2..n / 2 + m)?;
+        let expected = (n - n / 2).min(m) as u64;
         for mode in &args.modes {
             let partial: Option<f64> =
                 match mode.as_str() {
@@ -155,26 +237,15 @@ pub fn run(args: &ApsiBenchArgs, dir: &Path) -> Result<(), Failure> {
                 };
             for &threads in &args.threads {
                 let row = run_once(&exe, &certs, &key, &public, &data, partial, threads)?;
-                let expected = (n - n / 2) as u64;
                 let ok = row.cardinality == Some(expected);
-                // Floors per item (what each party must compute, on one core).
-                let (fj, fc, fs) = match partial {
-                    None => (
-                        floor.hash + floor.mul,
-                        floor.pairing,
-                        floor.hash + floor.pairing,
-                    ),
-                    Some(p) => (
-                        floor.hash + floor.mul + p * floor.hash,
-                        floor.mul + floor.pairing,
-                        2.0 * floor.hash + 2.0 * floor.mul + floor.pairing,
-                    ),
+                let [fj, fc, fs] = floor.needs(partial).map(|need| need.total_ms(n, m));
+                let cell = |ms: f64, items: usize, fl: f64| {
+                    format!("{:>7.1} ({:.2})", ms * 1e3 / items as f64, ms / fl)
                 };
-                let per = |ms: f64| ms * 1e3 / n as f64;
-                let cell = |ms: f64, fl: f64| format!("{:>7.1} ({:.2})", per(ms), per(ms) / fl);
                 println!(
-                    "{:>8} {:>5} {:>7} | {:>9.1} {:>9.1} | {:>8.0} {:>8.0} {:>9.0} {:>9.0} | {:>8.2} {:>8.2} | {:>14} {:>14} {:>14} | {}",
+                    "{:>8} {:>8} {:>5} {:>3} | {:>9.1} {:>9.1} | {:>9.0} {:>8.0} {:>9.0} {:>10.0} | {:>7.2} {:>8.2} | {:>14} {:>14} {:>14} | {}",
                     n,
+                    m,
                     partial.map_or("apsi".to_string(), |p| format!("p{p}")),
                     threads,
                     row.auth_bytes as f64 / 1024.0,
@@ -185,27 +256,56 @@ pub fn run(args: &ApsiBenchArgs, dir: &Path) -> Result<(), Failure> {
                     row.server_ms,
                     row.auth_wall,
                     row.inter_wall,
-                    cell(row.judge_ms, fj),
-                    cell(row.client_inter_ms, fc),
-                    cell(row.server_ms, fs),
+                    cell(row.judge_ms, n, fj),
+                    cell(row.client_inter_ms, n, fc),
+                    cell(row.server_ms, m, fs),
                     if ok { "ok" } else { "MISMATCH" }
                 );
                 if !ok {
                     return Err(Failure::other(format!(
-                        "n = {n}: the client found {:?} items, the plaintext answer is {expected}",
+                        "n = {n}, m = {m}: the client found {:?} items, the plaintext answer is {expected}",
                         row.cardinality
                     )));
+                }
+                if partial.is_none()
+                    && let Some((_, _, paper)) = PAPER_TABLE_3
+                        .iter()
+                        .find(|(pn, pm, _)| (*pn, *pm) == (n, m))
+                {
+                    compared.push((n, m, threads, row, *paper));
                 }
             }
         }
     }
+    if compared.is_empty() {
+        println!();
+        println!(
+            "(seed 002 Table 3 has n = 1024 or 4096 and m = 256, 4096, 65536 or 1048576: e.g. --sizes 1024x65536 prints its row beside ours.)"
+        );
+        return Ok(());
+    }
     println!();
     println!(
-        "seed 002 Table 3 (APSI, M2 MacBook, 10 cores): n = m = 2^16: Auth 123 KB... Inter 1573 KB, J 11 ms, C(Inter) 71 ms, S 2354 ms; n = m = 2^20: Inter 25166 KB, J 12 ms, C(Inter) 735 ms, S 38048 ms."
+        "Beside seed 002 Table 3 (APSI; the paper: M2 MacBook, 10 cores). Per core = CPU ms here (all threads) over the paper's ms x 10 cores; < 1 is less work per core than the paper."
     );
     println!(
-        "Per-core comparison: multiply the paper's ms by its 10 cores and ours by the threads used (CPU ms above is already all threads)."
+        "{:>6} {:>8} {:>3} | {:>24} | {:>24} | {:>26}",
+        "n", "m", "thr", "J ms: ours / paper (core)", "C(I) ms: ours / paper", "S ms: ours / paper"
     );
+    for (n, m, threads, row, [pj, pc, ps]) in compared {
+        let cell = |ours: f64, paper: f64| {
+            format!(
+                "{ours:>9.0} / {paper:>6.0} ({:.2})",
+                ours / (paper * PAPER_CORES)
+            )
+        };
+        println!(
+            "{n:>6} {m:>8} {threads:>3} | {:>24} | {:>24} | {:>26}",
+            cell(row.judge_ms, pj),
+            cell(row.client_inter_ms, pc),
+            cell(row.server_ms, ps)
+        );
+    }
     Ok(())
 }
 
