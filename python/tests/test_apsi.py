@@ -250,3 +250,12 @@ def test_python_judge_and_server_processes_with_a_saved_signature_file(
     served = finish(server)
     assert sorted(r.intersection) == expected(x, y)
     assert served["client_id"] == "acme" and served["items"] == 30
+
+
+def test_an_input_error_names_its_line() -> None:
+    with pytest.raises(privset.InputError) as e:
+        privset.ApsiAuthorizeClient(["alice", "bob", "  "], client_id="acme")
+    assert e.value.line == 4
+    # Duplicates are kept once, as `privset apsi authorize` reads its CSV file.
+    r = privset.local.apsi(["alice", "bob", "alice"], ["alice"])
+    assert r.intersection == ["alice"] and len(r.signatures) == 2
