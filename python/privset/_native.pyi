@@ -18,9 +18,11 @@ __all__ = [
     "open_share",
     "generate_certs",
     "live_workers",
+    "APSI_DEFAULT_MAX_ITEMS",
     "__version__",
 ]
 __version__: str
+APSI_DEFAULT_MAX_ITEMS: int
 
 _Path = Union[str, PathLike[str]]
 
@@ -204,6 +206,7 @@ class ApsiParty:
         key_consistency: bool,
         max_items: int,
         policy_timeout: float,
+        allow_column: Optional[str] = None,
     ) -> ApsiParty: ...
     @staticmethod
     def authorize(
@@ -220,7 +223,7 @@ class ApsiParty:
     ) -> ApsiParty: ...
     @staticmethod
     def server(
-        input: Input, *, judge_public: JudgePublicKey, partial: bool, key_consistency: bool
+        input: Input, *, judge_public: JudgePublicKey, partial: Optional[float], key_consistency: bool
     ) -> ApsiParty: ...
     @property
     def role(self) -> str: ...

@@ -38,7 +38,8 @@ class Party(Generic[R]):
 
     @property
     def role(self) -> str:
-        """"p1"/"p2" (PI-Sum) or "receiver"/"sender" (set operations)."""
+        """"p1"/"p2" (PI-Sum), "receiver"/"sender" (set operations) or
+        "judge"/"client"/"server" (authorized PSI)."""
         return str(self._native.role)
 
     def _result(self, outcome: Any) -> R:
@@ -85,7 +86,9 @@ class Party(Generic[R]):
         The run happens on a separate thread with the GIL released; Ctrl-C raises
         KeyboardInterrupt here and stops the run (the party's thread ends at its next
         message). Errors: :class:`~privset.PeerMisbehaved`,
-        :class:`~privset.TransportError`, :class:`~privset.ConfigurationError`.
+        :class:`~privset.TransportError`, :class:`~privset.ConfigurationError`, and
+        for an APSI client whose set the judge refused,
+        :class:`~privset.AuthorizationRejected`.
         """
         link = link_args(
             listen=listen,

@@ -38,14 +38,19 @@ Signatures = _native.Signatures
 
 #: Largest set the judge accepts, and the client accepts from the server, by default
 #: (the CLI's --max-items / --max-server-items): 2^24.
-DEFAULT_MAX_ITEMS = 2**24
+DEFAULT_MAX_ITEMS: int = _native.APSI_DEFAULT_MAX_ITEMS
 #: Seconds an ``exec:`` policy may take (the CLI's --policy-timeout).
 DEFAULT_POLICY_TIMEOUT = 60.0
 
 #: A judge's policy: an allowlist of identifiers (iterable, Series, ``pathlib.Path`` to
 #: a CSV file with ``allow_column=``), ``"allow:FILE.csv"`` / ``"exec:COMMAND"`` as in
-#: ``privset judge serve --policy``, or a callable ``policy(client_id: bytes, items:
-#: list[bytes])`` returning True to accept, False or a reason (str) to reject.
+#: ``privset judge serve --policy`` (``allow_column=`` names the allowlist's column,
+#: default the first), or a callable ``policy(client_id: bytes, items: list[bytes])``
+#: returning True to accept, False or a reason (str) to reject. The policy sees the
+#: items the judge sees: all of them with APSI, the ``ceil(p n)`` opened ones with
+#: Partial-APSI. A callable runs on the judge's thread and takes the GIL for the call;
+#: if it raises, the client is told only that the policy failed and the judge's
+#: ``run()`` raises the exception.
 PolicyArg = Union[str, Callable[[bytes, List[bytes]], Union[bool, str]], Any]
 
 PathOr = Union[str, "os.PathLike[str]"]
@@ -101,7 +106,11 @@ class ApsiJudge(Party[ApsiJudgeResult]):
             key_consistency=key_consistency,
             max_items=max_items,
             policy_timeout=policy_timeout,
+            allow_column=allow_column,
         )
+
+    def __bool__(self) -> bool:
+        return True
 
     def __len__(self) -> int:
         """The allowlist's size (a judge with another kind of policy has none)."""
@@ -195,13 +204,12 @@ class ApsiServer(Party[ApsiServerResult]):
         key_consistency: bool = True,
         duplicates: str = "first",
     ) -> None:
-        if isinstance(partial, float) and not 0.0 < partial <= 1.0:
-            raise ConfigurationError(f"the partial fraction must be in (0, 1], got {partial}")
+        fraction = None if partial is None or partial is False else 1.0 if partial is True else float(partial)
         self._input = _ids(ids, id_column, duplicates)
         self._native = _native.ApsiParty.server(
             self._input.native,
             judge_public=_public(judge_public),
-            partial=partial is not None and partial is not False,
+            partial=fraction,
             key_consistency=key_consistency,
         )
 

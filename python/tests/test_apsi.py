@@ -8,6 +8,7 @@ from __future__ import annotations
 import pathlib
 import random
 import subprocess
+import threading
 from typing import Any, List, Optional
 
 import pytest
@@ -122,7 +123,6 @@ def test_policy_forms(tmp_path: pathlib.Path) -> None:
         ("exec:echo over quota; exit 1", "over quota"),
         (lambda cid, items: False, "the judge's policy rejected the set"),
         (lambda cid, items: "not today", "not today"),
-        (lambda cid, items: 1 / 0, "ZeroDivisionError"),
         (lambda cid, items: None, "not True, False or a reason"),
     ]
     for policy, reason in rejections:
@@ -131,6 +131,63 @@ def test_policy_forms(tmp_path: pathlib.Path) -> None:
         assert e.value.exit_code == 5
     with pytest.raises(privset.InputError, match="allow:FILE.csv or exec:COMMAND"):
         privset.ApsiJudge(privset.JudgeKey.generate(), "everyone")
+    # allow_column picks the allowlist's column (here not the first).
+    notes = tmp_path / "notes.csv"
+    notes.write_text("note,who\n1,alice\n2,bob\n3,carol\n")
+    key = privset.JudgeKey.generate()
+    judge = privset.ApsiJudge(key, f"allow:{notes}", allow_column="who")
+    judged, auth = privset.local.run_pair(judge, privset.ApsiAuthorizeClient(x, client_id="c"))
+    assert judged.accepted and len(auth.signatures) == 3
+    with pytest.raises(privset.AuthorizationRejected):
+        privset.local.run_pair(privset.ApsiJudge(key, f"allow:{notes}"), privset.ApsiAuthorizeClient(x, client_id="c"))
+
+
+def test_a_failing_python_policy_stays_with_the_judge() -> None:
+    """The client learns only that the policy failed; the judge's run raises the
+    exception itself (its text may hold the judge's data)."""
+    secret = {"alice": 1}
+
+    def policy(client_id: bytes, items: List[bytes]) -> bool:
+        return all(secret[x.decode()] for x in items)  # KeyError('bob')
+
+    judge = privset.ApsiJudge(privset.JudgeKey.generate(), policy)
+    client = privset.ApsiAuthorizeClient(["alice", "bob"], client_id="c")
+    with pytest.raises(KeyError):
+        privset.local.run_pair(judge, client)
+    with pytest.raises(KeyError):
+        privset.local.run_pair(client, judge)
+    # Over a real link: the client's error names no judge data.
+    port = free_port()
+    judge_error: List[BaseException] = []
+
+    def serve() -> None:
+        try:
+            judge.run(listen=f"127.0.0.1:{port}", insecure_no_tls=True, timeout=60)
+        except BaseException as e:  # noqa: BLE001 - the test inspects it
+            judge_error.append(e)
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    with pytest.raises(privset.AuthorizationRejected) as rejected:
+        client.run(peer=f"127.0.0.1:{port}", insecure_no_tls=True, timeout=60)
+    thread.join(60)
+    assert str(rejected.value).endswith("the judge's policy failed") and "bob" not in str(rejected.value)
+    assert len(judge_error) == 1 and isinstance(judge_error[0], KeyError)
+
+
+@pytest.mark.parametrize("partial", [0.1, 0.5, 1.0])
+def test_the_policy_sees_only_the_opened_items(partial: float) -> None:
+    x = [f"item{i}" for i in range(37)]
+    seen: List[List[bytes]] = []
+
+    def policy(client_id: bytes, items: List[bytes]) -> bool:
+        seen.append(items)
+        return True
+
+    privset.local.apsi(x, x[:5], policy=policy, partial=partial)
+    (shown,) = seen
+    assert len(shown) == -(-int(partial * 1_000_000) * 37 // 1_000_000)
+    assert set(shown) <= {i.encode() for i in x}
 
 
 def test_bad_settings_are_refused_before_any_run() -> None:
@@ -259,3 +316,37 @@ def test_an_input_error_names_its_line() -> None:
     # Duplicates are kept once, as `privset apsi authorize` reads its CSV file.
     r = privset.local.apsi(["alice", "bob", "alice"], ["alice"])
     assert r.intersection == ["alice"] and len(r.signatures) == 2
+
+
+def test_a_cli_judge_authorizes_a_python_client(tmp_path: pathlib.Path, rng: random.Random) -> None:
+    """`privset judge keygen` and `privset judge serve`, and a Python client whose
+    signatures then work against a Python server trusting the CLI's judge.pub."""
+    certs = privset.generate_certs(tmp_path / "certs", ["judge", "client"])
+    x, y = sets(rng, 25, 30, 10)
+    subprocess.run(
+        [privset_binary(), "judge", "keygen", "--key", str(tmp_path / "j.key"), "--public", str(tmp_path / "j.pub")],
+        check=True,
+        capture_output=True,
+    )
+    (tmp_path / "allow.csv").write_text("id\n" + "".join(f"{v}\n" for v in x))
+    port = free_port()
+    judge = subprocess.Popen(
+        [
+            privset_binary(), "judge", "serve", "--listen", f"127.0.0.1:{port}", "--max-sessions", "1",
+            "--tls-ca", str(certs["judge"].ca), "--tls-cert", str(certs["judge"].cert),
+            "--tls-key", str(certs["judge"].key), "--key", str(tmp_path / "j.key"),
+            "--policy", f"allow:{tmp_path / 'allow.csv'}", "--partial", "0.2",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    auth = privset.ApsiAuthorizeClient(x, client_id="acme", partial=0.2).run(
+        peer=f"127.0.0.1:{port}", tls=certs["client"], server_name="judge", timeout=60
+    )
+    _, err = judge.communicate(timeout=60)
+    assert judge.returncode == 0, err
+    assert auth.signatures.judge_public_key == privset.JudgePublicKey.load(tmp_path / "j.pub")
+    client = privset.ApsiClient(auth.signatures, judge_public=tmp_path / "j.pub")
+    server = privset.ApsiServer(y, judge_public=tmp_path / "j.pub", partial=0.2)
+    found, _ = privset.local.run_pair(client, server)
+    assert sorted(found.intersection) == expected(x, y)

@@ -211,7 +211,11 @@ fn judge_serve(args: &JudgeServeArgs) -> Result<(), Failure> {
         &args.policy,
         args.policy_column.as_deref(),
         Duration::from_secs(args.policy_timeout),
-    )?;
+    )
+    .map_err(|f| Failure {
+        message: format!("--policy: {}", f.message),
+        ..f
+    })?;
     if let PolicySpec::Allow(items) = &policy {
         eprintln!("privset judge: {} items on the allowlist", items.len());
     }

@@ -518,3 +518,66 @@ fn signature_files_round_trip_and_detect_corruption() {
         assert!(SignatureSet::decode(b"not a file").is_err());
     }
 }
+
+#[test]
+fn a_bad_server_key_or_result_is_rejected() {
+    for (partial, kc) in MODES {
+        let mut s = Setup::new(partial, kc);
+        let xs = items(0..12);
+        let sigs = s.authorize("c", &xs);
+        // The server's messages: hello (0), key (1), [request (2)], result (last).
+        let mut tamper = |edit: &dyn Fn(u32, &mut Vec<u8>)| {
+            let (signed, _) = sigs.select(&xs);
+            let mut client = s.intersect_client(&sigs, signed);
+            let mut server = s.server(&xs);
+            run_pair_with(&mut client, &mut server, &mut |d, i, m| {
+                if d == Direction::BtoA {
+                    edit(i, m);
+                }
+                HookAction::Deliver
+            })
+            .unwrap_err()
+        };
+        let h = privset_protocols::wire::HEADER_LEN;
+        // S replaced by the identity of G2 (compressed: 0xc0 then zeros).
+        let e = tamper(&|i, m| {
+            if i == 1 {
+                m[h..].fill(0);
+                m[h] = 0xc0;
+            }
+        });
+        assert!(
+            matches!(
+                e.error(),
+                Some(ProtocolError::PeerMisbehaved(PeerMisbehaved::InvalidBls {
+                    what: "server key S",
+                    ..
+                }))
+            ),
+            "mode {partial:?}: {e}"
+        );
+        // S not on the curve.
+        let e = tamper(&|i, m| {
+            if i == 1 {
+                m[h + 5] ^= 0x40;
+            }
+        });
+        assert!(
+            matches!(
+                e.error(),
+                Some(ProtocolError::PeerMisbehaved(
+                    PeerMisbehaved::InvalidBls { .. }
+                ))
+            ),
+            "mode {partial:?}: {e}"
+        );
+        // A result one tag short.
+        let last = if partial.is_some() { 3 } else { 2 };
+        let e = tamper(&|i, m| {
+            if i == last {
+                m.truncate(m.len() - 16);
+            }
+        });
+        assert!(e.error().is_some(), "mode {partial:?}: {e}");
+    }
+}

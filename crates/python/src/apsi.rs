@@ -5,7 +5,7 @@
 //! `privset apsi` (`privset_run::apsi`).
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use privset_crypto::bls::{PublicKey, SecretKey};
@@ -14,7 +14,9 @@ use privset_protocols::Party;
 use privset_protocols::apsi::authorize::{self, ClientConfig, JudgeConfig};
 use privset_protocols::apsi::intersect::{self, ServerConfig};
 use privset_protocols::apsi::signatures::{SignatureSet, SignedItem};
-use privset_protocols::apsi::{AllowList, Mode, PartialFraction, Policy};
+use privset_protocols::apsi::{
+    self as protocol, AllowList, Mode, PartialFraction, Policy, validate_client_id, validate_items,
+};
 use privset_run::apsi::{self as files, PolicySpec};
 use privset_run::{Failure, Metered};
 use pyo3::prelude::*;
@@ -175,18 +177,32 @@ impl Signatures {
 
 /// A judge policy written in Python: `policy(client_id: bytes, items: list[bytes])`
 /// returns True to accept, False or a reason (str) to reject. It runs on the judge's
-/// thread, taking the GIL for the call only.
-struct PythonPolicy(Arc<Py<PyAny>>);
+/// thread, taking the GIL for the call only. If it raises, the client is told only
+/// that the policy failed (the exception may hold the judge's data); the exception
+/// itself is kept in `raised` and re-raised by the judge's `run`.
+struct PythonPolicy {
+    callable: Arc<Py<PyAny>>,
+    raised: Arc<Mutex<Option<PyErr>>>,
+}
+
+/// The reason a client is given when the judge's Python policy raised.
+const POLICY_FAILED: &str = "the judge's policy failed";
 
 impl Policy for PythonPolicy {
     fn check(&mut self, client_id: &[u8], items: &[Vec<u8>]) -> Result<(), String> {
         Python::attach(|py| {
             let listed = PyList::new(py, items.iter().map(|x| PyBytes::new(py, x)))
-                .map_err(|e| e.to_string())?;
-            let answer = self
-                .0
+                .map_err(|_| POLICY_FAILED.to_string())?;
+            let answer = match self
+                .callable
                 .call1(py, (PyBytes::new(py, client_id), listed))
-                .map_err(|e| format!("the judge's policy raised {e}"))?;
+            {
+                Ok(answer) => answer,
+                Err(e) => {
+                    *self.raised.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    return Err(POLICY_FAILED.into());
+                }
+            };
             let answer = answer.bind(py);
             if let Ok(accept) = answer.extract::<bool>() {
                 return if accept {
@@ -198,8 +214,13 @@ impl Policy for PythonPolicy {
             if let Ok(reason) = answer.cast::<PyString>() {
                 return Err(reason.to_string());
             }
+            let type_name = answer
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_else(|_| "?".into());
             Err(format!(
-                "the judge's policy returned {answer:?}, not True, False or a reason"
+                "the judge's policy returned a {type_name}, not True, False or a reason"
             ))
         })
     }
@@ -210,7 +231,11 @@ impl Policy for PythonPolicy {
 enum PolicySource {
     Cli(PolicySpec),
     Allow(Arc<InputData>),
-    Python(Arc<Py<PyAny>>),
+    Python {
+        callable: Arc<Py<PyAny>>,
+        /// What the callable raised in the last run, for the judge's `run` to re-raise.
+        raised: Arc<Mutex<Option<PyErr>>>,
+    },
 }
 
 impl PolicySource {
@@ -218,7 +243,18 @@ impl PolicySource {
         match self {
             Self::Cli(spec) => spec.build(),
             Self::Allow(data) => Box::new(AllowList::new(data.dataset.ids.iter().cloned())),
-            Self::Python(f) => Box::new(PythonPolicy(f.clone())),
+            Self::Python { callable, raised } => Box::new(PythonPolicy {
+                callable: callable.clone(),
+                raised: raised.clone(),
+            }),
+        }
+    }
+
+    /// The exception the Python policy raised during the last run, if any.
+    fn take_raised(&self) -> Option<PyErr> {
+        match self {
+            Self::Python { raised, .. } => raised.lock().unwrap_or_else(|p| p.into_inner()).take(),
+            _ => None,
         }
     }
 }
@@ -345,7 +381,7 @@ impl Playable for Spec {
         }
     }
 
-    fn outcome(&self, machine: &Machine, run: Metered) -> Result<Outcome, Failure> {
+    fn outcome(&self, machine: Machine, run: Metered) -> Result<Outcome, Failure> {
         let missing = play::no_output;
         let plain = |json| Outcome {
             json,
@@ -359,14 +395,14 @@ impl Playable for Spec {
                 } else {
                     Mode::Full
                 };
-                let out = m.output().ok_or_else(missing)?;
-                Ok(plain(json(&files::JudgeReport::new(mode, out, run))?))
+                let out = m.into_output().ok_or_else(missing)?;
+                Ok(plain(json(&files::JudgeReport::new(mode, &out, run))?))
             }
             (Spec::Authorize { .. }, Machine::Authorize(m)) => {
-                let sigs = m.output().ok_or_else(missing)?;
+                let sigs = m.into_output().ok_or_else(missing)?;
                 Ok(Outcome {
-                    json: json(&files::AuthorizeReport::new(sigs, None, run))?,
-                    signatures: Some(sigs.clone()),
+                    json: json(&files::AuthorizeReport::new(&sigs, None, run))?,
+                    signatures: Some(sigs),
                     intersection: None,
                 })
             }
@@ -376,20 +412,20 @@ impl Playable for Spec {
                 },
                 Machine::Intersect(m),
             ) => {
-                let out = m.output().ok_or_else(missing)?;
+                let out = m.into_output().ok_or_else(missing)?;
                 let rows = Some(out.intersection.len() as u64);
-                let report = files::IntersectReport::new(sigs, out, unauthorized.len(), rows, run);
+                let report = files::IntersectReport::new(sigs, &out, unauthorized.len(), rows, run);
                 Ok(Outcome {
                     json: json(&report)?,
                     signatures: None,
-                    intersection: Some(out.intersection.clone()),
+                    intersection: Some(out.intersection),
                 })
             }
             (Spec::Server { config, .. }, Machine::Server(m)) => {
-                let out = m.output().ok_or_else(missing)?;
+                let out = m.into_output().ok_or_else(missing)?;
                 Ok(plain(json(&files::ServerReport::new(
                     config.mode,
-                    out,
+                    &out,
                     run,
                 ))?))
             }
@@ -442,6 +478,19 @@ impl ApsiParty {
         }
     }
 
+    /// A judge whose Python policy raised during the run raises that exception (the
+    /// client was told only that the policy failed).
+    fn policy_raised<T>(&self, result: PyResult<T>) -> PyResult<T> {
+        let raised = match &*self.spec {
+            Spec::Judge { policy, .. } => policy.take_raised(),
+            _ => None,
+        };
+        match raised {
+            Some(e) => Err(e),
+            None => result,
+        }
+    }
+
     fn to_python<'py>(&self, py: Python<'py>, outcome: Outcome) -> PyResult<PyOutcome<'py>> {
         let signatures = outcome.signatures.map(|s| Signatures { sigs: Arc::new(s) });
         let (intersection, unauthorized) = match (&*self.spec, outcome.intersection) {
@@ -467,8 +516,10 @@ impl ApsiParty {
     /// The judge. `policy`: an `Input` (the allowlist), a str (`allow:FILE.csv` or
     /// `exec:COMMAND`, as `privset judge serve --policy`) or a callable
     /// `policy(client_id: bytes, items: list[bytes]) -> bool | str`.
+    /// `allow_column`: the column of an `allow:FILE.csv` allowlist (default: the first).
     #[staticmethod]
-    #[pyo3(signature = (key, policy, *, partial, key_consistency, max_items, policy_timeout))]
+    #[pyo3(signature = (key, policy, *, partial, key_consistency, max_items, policy_timeout, allow_column=None))]
+    #[allow(clippy::too_many_arguments)]
     fn judge(
         py: Python<'_>,
         key: &JudgeKey,
@@ -477,14 +528,18 @@ impl ApsiParty {
         key_consistency: bool,
         max_items: u64,
         policy_timeout: f64,
+        allow_column: Option<&str>,
     ) -> PyResult<Self> {
+        let timeout: Duration = link::seconds(py, "policy_timeout", policy_timeout)?;
         let policy = if let Ok(allow) = policy.cast::<Input>() {
             PolicySource::Allow(allow.get().data.clone())
         } else if let Ok(spec) = policy.extract::<String>() {
-            let timeout: Duration = link::seconds(py, "policy_timeout", policy_timeout)?;
-            PolicySource::Cli(PolicySpec::parse(&spec, None, timeout).py_err(py)?)
+            PolicySource::Cli(PolicySpec::parse(&spec, allow_column, timeout).py_err(py)?)
         } else if policy.is_callable() {
-            PolicySource::Python(Arc::new(policy.clone().unbind()))
+            PolicySource::Python {
+                callable: Arc::new(policy.clone().unbind()),
+                raised: Arc::new(Mutex::new(None)),
+            }
         } else {
             return Err(errors::config(
                 py,
@@ -518,8 +573,8 @@ impl ApsiParty {
             partial: fraction(py, partial)?,
             key_consistency,
         };
-        // Checks the client ID and items now, before any run.
-        authorize::Client::new(config.clone(), input.data.dataset.ids.clone(), [0; 32])
+        validate_client_id(&config.client_id)
+            .and_then(|()| validate_items(&input.data.dataset.ids))
             .map_err(Failure::from)
             .py_err(py)?;
         Ok(Self::new(Spec::Authorize {
@@ -564,22 +619,28 @@ impl ApsiParty {
         }))
     }
 
-    /// The server of Intersect, honouring signatures of `judge_public`.
+    /// The server of Intersect, honouring signatures of `judge_public`; `partial`: the
+    /// judge's Partial-APSI fraction (any value in (0, 1] selects the mode, as the
+    /// CLI's `--partial`).
     #[staticmethod]
     #[pyo3(signature = (input, *, judge_public, partial, key_consistency))]
     fn server(
         py: Python<'_>,
         input: &Input,
         judge_public: &JudgePublicKey,
-        partial: bool,
+        partial: Option<f64>,
         key_consistency: bool,
     ) -> PyResult<Self> {
+        let mode = match fraction(py, partial)? {
+            Some(_) => Mode::Partial,
+            None => Mode::Full,
+        };
         let config = ServerConfig {
-            mode: if partial { Mode::Partial } else { Mode::Full },
+            mode,
             key_consistency,
             judge_key: judge_public.key,
         };
-        intersect::Server::new(config.clone(), input.data.dataset.ids.clone(), [0; 32])
+        validate_items(&input.data.dataset.ids)
             .map_err(Failure::from)
             .py_err(py)?;
         Ok(Self::new(Spec::Server {
@@ -609,7 +670,8 @@ impl ApsiParty {
         prices: (f64, f64),
         progress: Option<Bound<'py, PyAny>>,
     ) -> PyResult<PyOutcome<'py>> {
-        let outcome = play::remote(py, self.spec.clone(), link, prices, progress.as_ref())?;
+        let outcome = play::remote(py, self.spec.clone(), link, prices, progress.as_ref());
+        let outcome = self.policy_raised(outcome)?;
         self.to_python(py, outcome)
     }
 
@@ -636,14 +698,18 @@ impl ApsiParty {
                 ),
             ));
         }
-        let (mine, theirs) = play::local(
+        let outcomes = play::local(
             py,
             self.spec.clone(),
             other.spec.clone(),
             timeout,
             prices,
             progress.as_ref(),
-        )?;
+        );
+        let (mine, theirs) = other.policy_raised(self.policy_raised(outcomes))?;
         Ok((self.to_python(py, mine)?, other.to_python(py, theirs)?))
     }
 }
+
+/// Largest set the judge (and the client, from the server) accepts by default.
+pub(crate) const DEFAULT_MAX_ITEMS: u64 = protocol::DEFAULT_MAX_PEER_ITEMS;

@@ -49,6 +49,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pso::open_share, m)?)?;
     m.add_function(wrap_pyfunction!(generate_certs, m)?)?;
     m.add_function(wrap_pyfunction!(live_workers, m)?)?;
+    m.add("APSI_DEFAULT_MAX_ITEMS", apsi::DEFAULT_MAX_ITEMS)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

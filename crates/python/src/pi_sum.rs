@@ -54,7 +54,7 @@ impl Playable for Spec {
         machine.as_mut()
     }
 
-    fn outcome(&self, machine: &Self::Machine, run: Metered) -> Result<String, Failure> {
+    fn outcome(&self, machine: Self::Machine, run: Metered) -> Result<String, Failure> {
         let output = machine.output().ok_or_else(play::no_output)?;
         let report = PiSumReport::new(&self.config, output, self.input.dataset.ids.len(), run);
         serde_json::to_string(&report).map_err(|e| Failure::other(e.to_string()))

@@ -30,8 +30,9 @@ pub(crate) trait Playable: Send + Sync + 'static {
     fn machine(&self, seed: [u8; 32]) -> Result<Self::Machine, Failure>;
     /// The machine as the driver sees it.
     fn party(machine: &mut Self::Machine) -> &mut dyn Party;
-    /// The outcome of a machine that finished a run measured as `run`.
-    fn outcome(&self, machine: &Self::Machine, run: Metered) -> Result<Self::Outcome, Failure>;
+    /// The outcome of a machine that finished a run measured as `run` (the machine is
+    /// consumed: its output moves out rather than being copied).
+    fn outcome(&self, machine: Self::Machine, run: Metered) -> Result<Self::Outcome, Failure>;
 }
 
 /// The error of a finished machine without an output (a bug, not the peer's doing).
@@ -57,7 +58,7 @@ fn play<P: Playable>(
         stopwatch,
         prices,
     )?;
-    let outcome = player.outcome(&machine, run)?;
+    let outcome = player.outcome(machine, run)?;
     seed_file.remove();
     Ok(outcome)
 }

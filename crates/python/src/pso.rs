@@ -63,7 +63,7 @@ impl Playable for Spec {
         machine.as_mut()
     }
 
-    fn outcome(&self, machine: &Self::Machine, run: Metered) -> Result<Outcome, Failure> {
+    fn outcome(&self, machine: Self::Machine, run: Metered) -> Result<Outcome, Failure> {
         let output = machine.output().ok_or_else(play::no_output)?;
         let rows = output
             .items

@@ -16,6 +16,7 @@ use privset_protocols::apsi::intersect::{ClientOutput, ServerOutput};
 use privset_protocols::apsi::signatures::SignatureSet;
 use privset_protocols::apsi::{AllowList, Mode, Policy};
 use privset_protocols::input::DuplicatePolicy;
+use zeroize::Zeroizing;
 
 use crate::csv_input::{self, Columns};
 use crate::drive::Metered;
@@ -25,9 +26,17 @@ use crate::link::write_private;
 const SECRET_HEADER: &str = "privset judge secret key (BLS12-381) v1";
 const PUBLIC_HEADER: &str = "privset judge public key (BLS12-381 G2) v1";
 
-fn read_key_file(path: &Path, header: &str) -> Result<Vec<u8>, Failure> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Failure::input(format!("cannot read {}: {e}", path.display())))?;
+/// Longest key file read: a header line and one hex line, with room to spare.
+const MAX_KEY_FILE: u64 = 4096;
+
+/// The key bytes of a key file; the text and the bytes are wiped when dropped (the
+/// secret key's file holds the judge's signing key).
+fn read_key_file(path: &Path, header: &str) -> Result<Zeroizing<Vec<u8>>, Failure> {
+    let cannot = |e: std::io::Error| Failure::input(format!("cannot read {}: {e}", path.display()));
+    let mut text = Zeroizing::new(String::new());
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_KEY_FILE).read_to_string(&mut text))
+        .map_err(cannot)?;
     let mut lines = text.lines();
     if lines.next() != Some(header) {
         return Err(Failure::input(format!(
@@ -36,6 +45,7 @@ fn read_key_file(path: &Path, header: &str) -> Result<Vec<u8>, Failure> {
         )));
     }
     hex::decode(lines.next().unwrap_or("").trim())
+        .map(Zeroizing::new)
         .map_err(|_| Failure::input(format!("{}: the key is not hex", path.display())))
 }
 
@@ -53,7 +63,9 @@ pub fn read_public_key(path: &Path) -> Result<PublicKey, Failure> {
 
 /// Writes the judge's secret key, readable by its owner only.
 pub fn write_secret_key(path: &Path, key: &SecretKey) -> Result<(), Failure> {
-    let text = format!("{SECRET_HEADER}\n{}\n", hex::encode(key.to_bytes()));
+    let bytes = Zeroizing::new(key.to_bytes());
+    let hex = Zeroizing::new(hex::encode(bytes.as_slice()));
+    let text = Zeroizing::new(format!("{SECRET_HEADER}\n{}\n", hex.as_str()));
     write_private(path, text.as_bytes())
 }
 
@@ -194,11 +206,12 @@ impl Policy for ExecPolicy {
             let _ = stdout.by_ref().take(64 * 1024).read_to_end(&mut out);
             out
         });
-        let deadline = Instant::now() + self.timeout;
+        // A timeout too large to add to now (the user's choice) means no deadline.
+        let deadline = Instant::now().checked_add(self.timeout);
         let status = loop {
             match child.try_wait() {
                 Ok(Some(status)) => break status,
-                Ok(None) if Instant::now() < deadline => {
+                Ok(None) if deadline.is_none_or(|d| Instant::now() < d) => {
                     std::thread::sleep(Duration::from_millis(10))
                 }
                 _ => {

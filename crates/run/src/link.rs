@@ -172,15 +172,20 @@ fn resume_seed(
     Ok((seed, file))
 }
 
-/// Writes `bytes` to `path` atomically, readable by the owner only (mode 0600).
+/// Writes `bytes` to `path` atomically, readable by the owner only (mode 0600). The
+/// temporary file is new (`create_new`: an existing file or symlink of that name is
+/// never reused, so its permissions cannot leak into the result).
 pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension("tmp");
+    let mut nonce = [0u8; 8];
+    privset_crypto::rng::SessionRng::from_os().fill(&mut nonce);
+    let mut name = path.as_os_str().to_owned();
+    name.push(format!(".{}.tmp", hex::encode(nonce)));
+    let tmp = PathBuf::from(name);
     let mut f = std::fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .mode(0o600)
         .open(&tmp)
         .map_err(|e| Failure::other(format!("cannot write {}: {e}", tmp.display())))?;

@@ -121,11 +121,6 @@ impl Client {
         })
     }
 
-    /// The output, once the run has finished (borrowed; see `into_output`).
-    pub fn output(&self) -> Option<&SignatureSet> {
-        self.output.as_ref()
-    }
-
     /// The signatures, once the judge accepted.
     pub fn into_output(self) -> Option<SignatureSet> {
         self.output
@@ -405,11 +400,6 @@ impl Judge {
             challenge: Vec::new(),
             output: None,
         }
-    }
-
-    /// The output, once the run has finished (borrowed; see `into_output`).
-    pub fn output(&self) -> Option<&JudgeOutput> {
-        self.output.as_ref()
     }
 
     pub fn into_output(self) -> Option<JudgeOutput> {

@@ -154,9 +154,30 @@ pub(crate) fn on_off(b: bool) -> &'static str {
 
 /// Implements [`crate::Party`] for an APSI party type with a `core: Core` field and the
 /// methods `step(&mut self, message)`, `max_len(&self)` and `describe(&self)`.
+/// Implements [`Party`](crate::party::Party) for an APSI party from its `step`,
+/// `max_len` and `describe` methods; with `deferred`, also from `has_pending` and
+/// `run_pending` (work put off until the outgoing messages have left).
 macro_rules! impl_apsi_party {
+    ($ty:ty, deferred) => {
+        impl_apsi_party!(@impl $ty,
+            fn has_deferred_work(&self) -> bool {
+                !self.core.failed && self.has_pending()
+            }
+            fn do_deferred_work(&mut self) -> Result<(), crate::error::ProtocolError> {
+                let result = self.run_pending();
+                if result.is_err() {
+                    self.core.failed = true;
+                }
+                result
+            }
+        );
+    };
     ($ty:ty) => {
+        impl_apsi_party!(@impl $ty,);
+    };
+    (@impl $ty:ty, $($deferred:item)*) => {
         impl crate::party::Party for $ty {
+            $($deferred)*
             fn poll_outgoing(&mut self) -> Option<Vec<u8>> {
                 self.core.channel.pop()
             }

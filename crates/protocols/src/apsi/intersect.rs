@@ -2,12 +2,18 @@
 //! authorized items the server holds, and `|Y|`; the server learns nothing about them.
 //!
 //! ```text
-//! APSI           client -> server: hello           server -> client: hello, result
-//! Partial-APSI   client -> server: hello, eval     server -> client: hello, request, result
+//! APSI           client -> server: hello           server -> client: hello, key, result
+//! Partial-APSI   client -> server: hello, eval     server -> client: hello, key, request, result
 //! ```
-//! `result` is `S = g2^s` and one 16-byte tag per server item (a hash of the pairing
-//! value, keyed by the session), in random order. The server draws fresh `s` (and
-//! OPRF blinding `t`) every run, so two runs on the same sets share nothing.
+//! `key` is `S = g2^s`; `result` is one 16-byte tag per server item (a hash of the
+//! pairing value, keyed by the session), in random order. The server draws fresh `s`
+//! (and OPRF blinding `t`) every run, so two runs on the same sets share nothing.
+//!
+//! `S` leaves first so that the two parties' pairings overlap: with APSI the client
+//! computes `e(sigma_i, S)` while the server computes its tags (the server's tags are
+//! deferred work, done after `key` is sent); with Partial-APSI the client pairs after
+//! sending its OPRF answer, while the server unblinds, hashes and pairs. The run's wall
+//! time is then about the larger of the two parties' work, not their sum.
 
 use std::collections::HashSet;
 
@@ -60,6 +66,7 @@ pub struct ClientOutput {
 
 enum ClientState {
     AwaitHello,
+    AwaitKey,
     AwaitRequest,
     AwaitResult,
     Done,
@@ -77,6 +84,12 @@ pub struct Client {
     state: ClientState,
     server_items: u64,
     max_server_items: u64,
+    /// `S`, prepared for pairing, once the server sent it.
+    server_key: Option<bls::G2Prepared>,
+    /// The tags of `e(sigma_i, S)`, in `signed`'s order, once computed.
+    own_tags: Option<Vec<[u8; bls::TAG_LEN]>>,
+    /// True when the tags are to be computed as deferred work.
+    pairing_pending: bool,
     output: Option<ClientOutput>,
 }
 
@@ -122,13 +135,11 @@ impl Client {
             state: ClientState::AwaitHello,
             server_items: 0,
             max_server_items,
+            server_key: None,
+            own_tags: None,
+            pairing_pending: false,
             output: None,
         })
-    }
-
-    /// The output, once the run has finished (borrowed; see `into_output`).
-    pub fn output(&self) -> Option<&ClientOutput> {
-        self.output.as_ref()
     }
 
     pub fn into_output(self) -> Option<ClientOutput> {
@@ -152,8 +163,20 @@ impl Client {
                 self.server_items = server.items;
                 self.core
                     .establish(PROTOCOL, &self.hello.salt, &server.salt);
+                self.state = ClientState::AwaitKey;
+                Ok(())
+            }
+            ClientState::AwaitKey => {
+                let frame = self.core.open(message, kind::KEY)?;
+                expect_len("key", frame.body, bls::G2_LEN)?;
+                let big_s = bls::decode_g2(frame.body).map_err(invalid("server key S"))?;
+                self.server_key = Some(bls::prepare(&big_s));
                 self.state = match self.mode {
-                    Mode::Full => ClientState::AwaitResult,
+                    Mode::Full => {
+                        // Pair now, while the server computes its tags.
+                        self.pairing_pending = true;
+                        ClientState::AwaitResult
+                    }
                     Mode::Partial => ClientState::AwaitRequest,
                 };
                 Ok(())
@@ -186,33 +209,40 @@ impl Client {
             out.extend_from_slice(&proof.encode());
         }
         self.core.channel.push(kind::EVAL, &out);
+        // Pair after the answer has left, while the server finishes.
+        self.pairing_pending = true;
         self.state = ClientState::AwaitResult;
         Ok(())
     }
 
-    /// `e(sigma_i, S)` for every item used, compared with the server's tags.
-    fn on_result(&mut self, body: &[u8]) -> Result<(), ProtocolError> {
-        let m = self.server_items as usize;
-        let tags_len = checked_len(m, bls::TAG_LEN, "result")?;
-        expect_len("result", body, tags_len.saturating_add(bls::G2_LEN))?;
-        let (s_bytes, tags) = body.split_at(bls::G2_LEN);
-        let big_s = bls::decode_g2(s_bytes).map_err(invalid("server key S"))?;
-        let prepared = bls::prepare(&big_s);
+    /// The tags of `e(sigma_i, S)` for every item used (deferred work).
+    fn pair_own_items(&mut self) {
+        self.pairing_pending = false;
+        let prepared = self.server_key.as_ref().expect("S precedes the pairings");
         let key = self.core.ctx().derive_key(TAG_KEY);
-        let server: HashSet<&[u8]> = tags.chunks_exact(bls::TAG_LEN).collect();
-        let hits: Vec<bool> = self
+        let tags = self
             .signed
             .par_iter()
-            .map(|(_, sig)| {
-                let tag = bls::gt_tag(&bls::pairing_prepared(sig, &prepared), &key);
-                server.contains(&tag[..])
-            })
+            .map(|(_, sig)| bls::gt_tag(&bls::pairing_prepared(sig, prepared), &key))
             .collect();
+        self.own_tags = Some(tags);
+    }
+
+    /// Compares the tags of the items used with the server's.
+    fn on_result(&mut self, tags: &[u8]) -> Result<(), ProtocolError> {
+        let m = self.server_items as usize;
+        expect_len("result", tags, checked_len(m, bls::TAG_LEN, "result")?)?;
+        if self.own_tags.is_none() {
+            // A driver that skipped the deferred work: do it now.
+            self.pair_own_items();
+        }
+        let own = self.own_tags.take().expect("computed above");
+        let server: HashSet<&[u8]> = tags.chunks_exact(bls::TAG_LEN).collect();
         let intersection = self
             .signed
             .iter()
-            .zip(hits)
-            .filter(|(_, hit)| *hit)
+            .zip(own)
+            .filter(|(_, tag)| server.contains(&tag[..]))
             .map(|((x, _), _)| x.clone())
             .collect();
         self.output = Some(ClientOutput {
@@ -229,9 +259,9 @@ impl Client {
         let m = self.server_items as usize;
         match self.state {
             ClientState::AwaitHello => hello::MAX_LEN,
+            ClientState::AwaitKey => HEADER_LEN + bls::G2_LEN.max(MAX_ALERT_LEN),
             ClientState::AwaitRequest => HEADER_LEN.saturating_add(m.saturating_mul(bls::G1_LEN)),
             ClientState::AwaitResult => HEADER_LEN
-                .saturating_add(bls::G2_LEN)
                 .saturating_add(m.saturating_mul(bls::TAG_LEN))
                 .max(HEADER_LEN + MAX_ALERT_LEN),
             ClientState::Done => HEADER_LEN + MAX_ALERT_LEN,
@@ -241,7 +271,11 @@ impl Client {
     fn describe(&self) -> String {
         match self.state {
             ClientState::AwaitHello => "waiting for the server".into(),
+            ClientState::AwaitKey => "waiting for the server's key S".into(),
             ClientState::AwaitRequest => format!("waiting for {} OPRF requests", self.server_items),
+            ClientState::AwaitResult if self.pairing_pending => {
+                format!("pairing {} signatures with S", self.signed.len())
+            }
             ClientState::AwaitResult => {
                 format!("waiting for {} encoded server items", self.server_items)
             }
@@ -250,7 +284,18 @@ impl Client {
     }
 }
 
-impl_apsi_party!(Client);
+impl_apsi_party!(Client, deferred);
+
+impl Client {
+    fn has_pending(&self) -> bool {
+        self.pairing_pending
+    }
+
+    fn run_pending(&mut self) -> Result<(), ProtocolError> {
+        self.pair_own_items();
+        Ok(())
+    }
+}
 
 /// Settings of the server.
 #[derive(Clone, Debug)]
@@ -271,6 +316,8 @@ pub struct ServerOutput {
 
 enum ServerState {
     AwaitHello,
+    /// APSI: `S` sent, the tags still to compute (deferred work).
+    Encoding,
     AwaitEval,
     Done,
 }
@@ -285,7 +332,11 @@ pub struct Server {
     client_id: Vec<u8>,
     token: Option<KcToken>,
     blinding: Option<Scalar>,
+    /// This run's `s` (`S = g2^s` is sent before the tags).
+    exponent: Option<Scalar>,
     request: Vec<G1Affine>,
+    /// APSI: the tags are computed as deferred work, after `S` has left.
+    tags_pending: bool,
     output: Option<ServerOutput>,
 }
 
@@ -312,14 +363,11 @@ impl Server {
             client_id: Vec::new(),
             token: None,
             blinding: None,
+            exponent: None,
             request: Vec::new(),
+            tags_pending: false,
             output: None,
         })
-    }
-
-    /// The output, once the run has finished (borrowed; see `into_output`).
-    pub fn output(&self) -> Option<&ServerOutput> {
-        self.output.as_ref()
     }
 
     pub fn into_output(self) -> Option<ServerOutput> {
@@ -341,7 +389,7 @@ impl Server {
                 let frame = self.core.open(message, kind::EVAL)?;
                 self.on_eval(frame.body)
             }
-            ServerState::Done => Err(after_end()),
+            ServerState::Encoding | ServerState::Done => Err(after_end()),
         }
     }
 
@@ -379,14 +427,16 @@ impl Server {
         self.core
             .establish(PROTOCOL, &client.salt, &self.hello.salt);
         self.client_id = client.client_id;
+        let s = bls::random_scalar(&mut self.core.rng);
+        self.core
+            .channel
+            .push(kind::KEY, &bls::encode_g2(&bls::g2_power(&s)));
+        self.exponent = Some(s);
         match self.config.mode {
             Mode::Full => {
-                let hashed: Vec<G1Projective> = self
-                    .items
-                    .par_iter()
-                    .map(|y| h1(&self.client_id, y))
-                    .collect();
-                self.finish(&bls::to_affine_batch(&hashed));
+                // The tags wait until `S` has left, so the client pairs meanwhile.
+                self.tags_pending = true;
+                self.state = ServerState::Encoding;
             }
             Mode::Partial => {
                 let t = bls::random_scalar(&mut self.core.rng);
@@ -437,18 +487,27 @@ impl Server {
         Ok(())
     }
 
-    /// Sends `S = g2^s` and the tags of `e(points_j, pk^s)`.
+    /// APSI's deferred work: `H1(y_j || ID)` for every item, then the tags.
+    fn hash_and_finish(&mut self) {
+        self.tags_pending = false;
+        let hashed: Vec<G1Projective> = self
+            .items
+            .par_iter()
+            .map(|y| h1(&self.client_id, y))
+            .collect();
+        self.finish(&bls::to_affine_batch(&hashed));
+    }
+
+    /// Sends the tags of `e(points_j, pk^s)`.
     fn finish(&mut self, points: &[G1Affine]) {
-        let s = bls::random_scalar(&mut self.core.rng);
-        let big_s = bls::g2_power(&s);
+        let s = self.exponent.take().expect("drawn with the key");
         let prepared = bls::prepare(&self.config.judge_key.blinded(&s));
         let key = self.core.ctx().derive_key(TAG_KEY);
         let tags: Vec<[u8; bls::TAG_LEN]> = points
             .par_iter()
             .map(|p| bls::gt_tag(&bls::pairing_prepared(p, &prepared), &key))
             .collect();
-        let mut out = Vec::with_capacity(bls::G2_LEN + tags.len() * bls::TAG_LEN);
-        out.extend_from_slice(&bls::encode_g2(&big_s));
+        let mut out = Vec::with_capacity(tags.len() * bls::TAG_LEN);
         for t in &tags {
             out.extend_from_slice(t);
         }
@@ -467,17 +526,29 @@ impl Server {
             ServerState::AwaitEval => HEADER_LEN
                 .saturating_add(self.items.len().saturating_mul(bls::G1_LEN))
                 .saturating_add(eea::Proof::encoded_len(2)),
-            ServerState::Done => HEADER_LEN + MAX_ALERT_LEN,
+            ServerState::Encoding | ServerState::Done => HEADER_LEN + MAX_ALERT_LEN,
         }
     }
 
     fn describe(&self) -> String {
         match self.state {
             ServerState::AwaitHello => "waiting for a client".into(),
+            ServerState::Encoding => format!("encoding {} items", self.items.len()),
             ServerState::AwaitEval => format!("waiting for {} OPRF answers", self.items.len()),
             ServerState::Done => "done".into(),
         }
     }
 }
 
-impl_apsi_party!(Server);
+impl_apsi_party!(Server, deferred);
+
+impl Server {
+    fn has_pending(&self) -> bool {
+        self.tags_pending
+    }
+
+    fn run_pending(&mut self) -> Result<(), ProtocolError> {
+        self.hash_and_finish();
+        Ok(())
+    }
+}

@@ -170,7 +170,7 @@ impl Policy for AllowList {
 }
 
 /// Checks a client ID before anything is sent.
-pub(crate) fn validate_client_id(client_id: &[u8]) -> Result<(), crate::error::ProtocolError> {
+pub fn validate_client_id(client_id: &[u8]) -> Result<(), crate::error::ProtocolError> {
     if client_id.is_empty() || client_id.len() > MAX_CLIENT_ID_LEN {
         return Err(crate::error::ProtocolError::Config(format!(
             "the client ID must be 1 to {MAX_CLIENT_ID_LEN} bytes (got {})",
@@ -181,7 +181,7 @@ pub(crate) fn validate_client_id(client_id: &[u8]) -> Result<(), crate::error::P
 }
 
 /// Checks item lengths before anything is sent.
-pub(crate) fn validate_items(items: &[Vec<u8>]) -> Result<(), crate::error::ProtocolError> {
+pub fn validate_items(items: &[Vec<u8>]) -> Result<(), crate::error::ProtocolError> {
     if let Some(long) = items.iter().position(|x| x.len() > MAX_ITEM_LEN) {
         return Err(crate::error::InputError::Other(format!(
             "item {} is {} bytes long, above the {MAX_ITEM_LEN} bytes allowed",
@@ -212,8 +212,10 @@ pub mod kind {
     pub const REQUEST: u8 = 8;
     /// Client to server, Partial-APSI: the OPRF evaluation (and proof).
     pub const EVAL: u8 = 9;
-    /// Server to client: `S` and the encoded items.
+    /// Server to client: the encoded items (tags).
     pub const RESULT: u8 = 10;
+    /// Server to client: `S = g2^s`, sent before the tags so the client pairs meanwhile.
+    pub const KEY: u8 = 11;
 
     pub fn name(kind: u8) -> &'static str {
         match kind {
@@ -227,6 +229,7 @@ pub mod kind {
             REQUEST => "request",
             EVAL => "eval",
             RESULT => "result",
+            KEY => "key",
             _ => "unknown",
         }
     }
