@@ -8,9 +8,10 @@ caller's own identifiers.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Type, TypeVar
 
 from ._data import PartyInput, item
 from ._pandas import pandas
@@ -265,6 +266,18 @@ def _apsi_items(data: PartyInput, table: Optional[List[Tuple[Optional[int], byte
     return [item(data.originals, row, raw) for row, raw in table or []]
 
 
+_R = TypeVar("_R")
+
+
+def _from_report(cls: Type[_R], text: str, **extra: Any) -> _R:
+    """A result of ``cls`` whose fields are the report's (RESULT.json) keys of the same
+    names, the metering, and ``extra`` (what the report does not hold)."""
+    d = json.loads(text)
+    metering = _metering(d)
+    fields = {f.name for f in dataclasses.fields(cls)} - set(extra) - set(metering) - {"_json"}  # type: ignore[arg-type]
+    return cls(**{name: d[name] for name in fields}, **metering, **extra, _json=text)  # type: ignore[call-arg]
+
+
 @dataclass(frozen=True)
 class ApsiAuthorizeResult(_Report):
     """What the client of Authorize gets (docs/apsi.md): the judge's signatures on its
@@ -290,17 +303,7 @@ class ApsiAuthorizeResult(_Report):
 
     @classmethod
     def _from_native(cls, outcome: Tuple[str, Any, Any, Any]) -> "ApsiAuthorizeResult":
-        text, signatures, _, _ = outcome
-        d = json.loads(text)
-        return cls(
-            **_metering(d),
-            _json=text,
-            protocol=d["protocol"],
-            mode=d["mode"],
-            client_id=d["client_id"],
-            items=d["items"],
-            signatures=signatures,
-        )
+        return _from_report(cls, outcome[0], signatures=outcome[1])
 
 
 @dataclass(frozen=True)
@@ -330,19 +333,7 @@ class ApsiJudgeResult(_Report):
 
     @classmethod
     def _from_native(cls, outcome: Tuple[str, Any, Any, Any]) -> "ApsiJudgeResult":
-        text = outcome[0]
-        d = json.loads(text)
-        return cls(
-            **_metering(d),
-            _json=text,
-            protocol=d["protocol"],
-            mode=d["mode"],
-            client_id=d["client_id"],
-            items=d["items"],
-            shown=d["shown"],
-            accepted=d["accepted"],
-            reason=d["reason"],
-        )
+        return _from_report(cls, outcome[0])
 
 
 @dataclass(frozen=True)
@@ -385,18 +376,9 @@ class ApsiResult(_Report):
     @classmethod
     def _from_native(cls, outcome: Tuple[str, Any, Any, Any], data: PartyInput) -> "ApsiResult":
         text, _, found, unauthorized = outcome
-        d = json.loads(text)
-        return cls(
-            **_metering(d),
-            _json=text,
-            protocol=d["protocol"],
-            mode=d["mode"],
-            client_id=d["client_id"],
-            items_used=d["items_used"],
-            unauthorized_items=d["unauthorized_items"],
-            server_items=d["server_items"],
-            cardinality=d["cardinality"],
-            rows=d["rows"],
+        return _from_report(
+            cls,
+            text,
             intersection=_apsi_items(data, found),
             unauthorized=_apsi_items(data, unauthorized),
             id_column=data.id_column,
@@ -425,13 +407,4 @@ class ApsiServerResult(_Report):
 
     @classmethod
     def _from_native(cls, outcome: Tuple[str, Any, Any, Any]) -> "ApsiServerResult":
-        text = outcome[0]
-        d = json.loads(text)
-        return cls(
-            **_metering(d),
-            _json=text,
-            protocol=d["protocol"],
-            mode=d["mode"],
-            client_id=d["client_id"],
-            items=d["items"],
-        )
+        return _from_report(cls, outcome[0])
