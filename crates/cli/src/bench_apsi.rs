@@ -198,11 +198,11 @@ pub fn run(args: &ApsiBenchArgs, dir: &Path) -> Result<(), Failure> {
         floor.hash, floor.mul, floor.pairing, floor.decode
     );
     println!(
-        "Comm in KB (2^10 bytes) per phase; computation = CPU ms of each process (all threads); (x) = CPU over the party's floor; per item = CPU us per client item (J, C) or server item (S)."
+        "Comm in KB (2^10 bytes) per phase; computation = CPU ms of each process (all threads); cores = both processes' CPU over the phase's wall time (2.0: both cores busy throughout); (x) = CPU over the party's floor; per item = CPU us per client item (J, C) or server item (S)."
     );
     println!();
     println!(
-        "{:>8} {:>8} {:>5} {:>3} | {:>9} {:>9} | {:>9} {:>8} {:>9} {:>10} | {:>7} {:>8} | {:>14} {:>14} {:>14} | check",
+        "{:>8} {:>8} {:>5} {:>3} | {:>9} {:>9} | {:>9} {:>8} {:>9} {:>10} | {:>7} {:>8} {:>5} {:>5} | {:>14} {:>14} {:>14} | check",
         "n",
         "m",
         "mode",
@@ -215,6 +215,8 @@ pub fn run(args: &ApsiBenchArgs, dir: &Path) -> Result<(), Failure> {
         "S ms",
         "A wall",
         "I wall",
+        "A cor",
+        "I cor",
         "J us/it (x)",
         "C(I) us/it (x)",
         "S us/it (x)"
@@ -242,8 +244,9 @@ pub fn run(args: &ApsiBenchArgs, dir: &Path) -> Result<(), Failure> {
                 let cell = |ms: f64, items: usize, fl: f64| {
                     format!("{:>7.1} ({:.2})", ms * 1e3 / items as f64, ms / fl)
                 };
+                let cores = |ms: f64, wall: f64| ms / 1e3 / wall;
                 println!(
-                    "{:>8} {:>8} {:>5} {:>3} | {:>9.1} {:>9.1} | {:>9.0} {:>8.0} {:>9.0} {:>10.0} | {:>7.2} {:>8.2} | {:>14} {:>14} {:>14} | {}",
+                    "{:>8} {:>8} {:>5} {:>3} | {:>9.1} {:>9.1} | {:>9.0} {:>8.0} {:>9.0} {:>10.0} | {:>7.2} {:>8.2} {:>5.2} {:>5.2} | {:>14} {:>14} {:>14} | {}",
                     n,
                     m,
                     partial.map_or("apsi".to_string(), |p| format!("p{p}")),
@@ -256,6 +259,8 @@ pub fn run(args: &ApsiBenchArgs, dir: &Path) -> Result<(), Failure> {
                     row.server_ms,
                     row.auth_wall,
                     row.inter_wall,
+                    cores(row.judge_ms + row.client_auth_ms, row.auth_wall),
+                    cores(row.client_inter_ms + row.server_ms, row.inter_wall),
                     cell(row.judge_ms, n, fj),
                     cell(row.client_inter_ms, n, fc),
                     cell(row.server_ms, m, fs),
