@@ -96,8 +96,8 @@ fn normalize(mut r: [__m512i; 5]) -> Fe8 {
     Fe8(r)
 }
 
-/// Folds the ten columns of a product (each below 2^57, column 9 below 2^52) into a
-/// normalized element. Column `k + 5` has weight `2^260 * 2^(52 k)`, i.e. 608 times
+/// Folds the ten columns of a product (each below `9 * 2^52`, column 9 below 2^52) into
+/// five limbs below 2^56 (not normalized: see [`Fe8Unreduced`]). Column `k + 5` has weight `2^260 * 2^(52 k)`, i.e. 608 times
 /// column `k`; it is split into its low 52 bits `u` (multiplied by 608 with IFMA, the
 /// high half landing in column `k + 1`) and the rest `v = t >> 52` (at most 2^5, so
 /// `608 v` is tiny and added to column `k + 1`). Column 9 is below 2^52 (its only term
@@ -105,7 +105,7 @@ fn normalize(mut r: [__m512i; 5]) -> Fe8 {
 /// the only part that wraps around a second time, onto column 0.
 #[inline]
 #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-fn reduce_columns(t: [__m512i; 10]) -> Fe8 {
+fn reduce_columns(t: [__m512i; 10]) -> [__m512i; 5] {
     let m52 = splat(MASK52);
     let c608 = splat(FOLD_260);
     let mut r = [t[0], t[1], t[2], t[3], t[4]];
@@ -119,7 +119,66 @@ fn reduce_columns(t: [__m512i; 10]) -> Fe8 {
     r[4] = _mm512_madd52lo_epu64(r[4], t[9], c608);
     let wrap = _mm512_madd52hi_epu64(_mm512_setzero_si512(), t[9], c608);
     r[0] = _mm512_madd52lo_epu64(r[0], wrap, c608);
-    normalize(r)
+    // Each limb: its column (< 9 * 2^52), the low half of 608 u (< 2^52), the high
+    // half of the previous 608 u (< 2^10), 608 v (< 2^15): below 2^56.
+    r
+}
+
+/// `2^10 p` in radix 2^52: every limb exceeds 2^56, the bound of an unreduced limb, so
+/// `a + 2^10 p - b` has no negative limb; the sum stays below 2^63.
+const P_TIMES_1024: [u64; 5] = [
+    1024 * ((1 << 52) - 19),
+    1024 * MASK52,
+    1024 * MASK52,
+    1024 * MASK52,
+    1024 * MASK47,
+];
+
+/// A product before its final carry: limbs below 2^56, so *not* a valid multiplication
+/// operand. The ladder keeps its state in this form because each state element is only
+/// ever added, subtracted or swapped (and those carry their result anyway), which
+/// saves eight of the eighteen carry passes of a ladder step.
+#[derive(Clone, Copy)]
+pub(super) struct Fe8Unreduced([__m512i; 5]);
+
+impl Fe8Unreduced {
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+    pub(super) fn add(&self, b: &Fe8Unreduced) -> Fe8 {
+        let mut r = self.0;
+        for (r, b) in r.iter_mut().zip(b.0) {
+            *r = _mm512_add_epi64(*r, b);
+        }
+        normalize(r)
+    }
+
+    /// `self - b` as `self + 2^10 p - b`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+    pub(super) fn sub(&self, b: &Fe8Unreduced) -> Fe8 {
+        let mut r = self.0;
+        for i in 0..5 {
+            r[i] = _mm512_sub_epi64(_mm512_add_epi64(r[i], splat(P_TIMES_1024[i])), b.0[i]);
+        }
+        normalize(r)
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+    pub(super) fn normalize(&self) -> Fe8 {
+        normalize(self.0)
+    }
+
+    /// Swaps `a` and `b` in the lanes where `swap` is all ones, with XOR masking.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+    pub(super) fn conditional_swap(a: &mut Fe8Unreduced, b: &mut Fe8Unreduced, swap: __m512i) {
+        for (a, b) in a.0.iter_mut().zip(b.0.iter_mut()) {
+            let t = _mm512_and_si512(_mm512_xor_si512(*a, *b), swap);
+            *a = _mm512_xor_si512(*a, t);
+            *b = _mm512_xor_si512(*b, t);
+        }
+    }
 }
 
 impl Fe8 {
@@ -220,6 +279,12 @@ impl Fe8 {
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
     pub(super) fn mul(&self, b: &Fe8) -> Fe8 {
+        self.mul_unreduced(b).normalize()
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+    pub(super) fn mul_unreduced(&self, b: &Fe8) -> Fe8Unreduced {
         let (a, b) = (&self.0, &b.0);
         let mut t = [_mm512_setzero_si512(); 10];
         for i in 0..5 {
@@ -228,7 +293,7 @@ impl Fe8 {
                 t[i + j + 1] = _mm512_madd52hi_epu64(t[i + j + 1], a[i], b[j]);
             }
         }
-        reduce_columns(t)
+        Fe8Unreduced(reduce_columns(t))
     }
 
     /// `self^2`: the ten cross products are computed once and doubled (a shift of the
@@ -237,6 +302,12 @@ impl Fe8 {
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
     pub(super) fn square(&self) -> Fe8 {
+        self.square_unreduced().normalize()
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+    pub(super) fn square_unreduced(&self) -> Fe8Unreduced {
         let a = &self.0;
         let mut t = [_mm512_setzero_si512(); 10];
         for i in 0..5 {
@@ -252,7 +323,7 @@ impl Fe8 {
             t[2 * i] = _mm512_madd52lo_epu64(t[2 * i], a[i], a[i]);
             t[2 * i + 1] = _mm512_madd52hi_epu64(t[2 * i + 1], a[i], a[i]);
         }
-        reduce_columns(t)
+        Fe8Unreduced(reduce_columns(t))
     }
 
     /// `self^(2^k)`.
@@ -272,6 +343,13 @@ impl Fe8 {
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
     pub(super) fn mul_small(&self, c: u64) -> Fe8 {
+        self.mul_small_unreduced(c).normalize()
+    }
+
+    /// As [`Fe8::mul_small`], before the carry (limbs below 2^53).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+    pub(super) fn mul_small_unreduced(&self, c: u64) -> Fe8Unreduced {
         debug_assert!(c < 1 << 20);
         let a = &self.0;
         let c = splat(c);
@@ -285,7 +363,14 @@ impl Fe8 {
         }
         let wrap = _mm512_madd52hi_epu64(zero, a[4], c);
         r[0] = _mm512_madd52lo_epu64(r[0], wrap, splat(FOLD_260));
-        normalize(r)
+        Fe8Unreduced(r)
+    }
+
+    /// The same element as an [`Fe8Unreduced`] (a normalized limb is below 2^56).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+    pub(super) fn unreduced(&self) -> Fe8Unreduced {
+        Fe8Unreduced(self.0)
     }
 
     /// The unique representative below `p`. After folding the bits above 255 the
@@ -357,18 +442,6 @@ impl Fe8 {
             *r = _mm512_mask_blend_epi64(mask, *r, t);
         }
         Fe8(r)
-    }
-
-    /// Swaps `a` and `b` in the lanes where `swap` is all ones (and leaves them where it
-    /// is zero), with XOR masking.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn conditional_swap(a: &mut Fe8, b: &mut Fe8, swap: __m512i) {
-        for (a, b) in a.0.iter_mut().zip(b.0.iter_mut()) {
-            let t = _mm512_and_si512(_mm512_xor_si512(*a, *b), swap);
-            *a = _mm512_xor_si512(*a, t);
-            *b = _mm512_xor_si512(*b, t);
-        }
     }
 
     /// `(self^(2^250 - 1), self^11)`, the common prefix of the exponentiations below
@@ -467,6 +540,9 @@ mod tests {
                     Integer::from(&a * 121_665u32) % &p,
                     a.clone().pow_mod(&Integer::from(&p - 2), &p).unwrap(),
                     (Integer::from(&p - &a) % &p + &p) % &p,
+                    (Integer::from(&a * &b) - Integer::from(&a * &a)).modulo(&p),
+                    (Integer::from(&a * &b) + Integer::from(&a * &a)).modulo(&p),
+                    (Integer::from(&a * &a) + Integer::from(&b * 121_665u32)).modulo(&p),
                 ];
                 for (k, e) in expect.iter().enumerate() {
                     assert_eq!(
@@ -478,12 +554,17 @@ mod tests {
                     assert!(limbs[..4].iter().all(|&l| l <= MASK52) && limbs[4] <= MASK47);
                 }
                 let legendre = Integer::from(a.legendre(&p));
-                assert_eq!(results[7][j][0] == 1, legendre == 1, "lane {j} seed {seed}");
+                assert_eq!(
+                    results[10][j][0] == 1,
+                    legendre == 1,
+                    "lane {j} seed {seed}"
+                );
             }
         }
     }
 
-    /// add, sub, mul, square, mul_small, invert, neg (canonical), and the square mask.
+    /// add, sub, mul, square, mul_small, invert, neg, the unreduced forms (canonical),
+    /// and the square mask.
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
     unsafe fn run_ops(xa: &[[u64; 5]; 8], xb: &[[u64; 5]; 8]) -> Vec<[[u64; 5]; 8]> {
         let (a, b) = (Fe8::from_lanes(xa), Fe8::from_lanes(xb));
@@ -495,6 +576,9 @@ mod tests {
             a.mul_small(121_665),
             a.invert(),
             a.neg(),
+            a.mul_unreduced(&b).sub(&a.square_unreduced()),
+            a.mul_unreduced(&b).add(&a.square_unreduced()),
+            a.square().unreduced().add(&b.mul_small_unreduced(121_665)),
         ]
         .iter()
         .map(|r| r.canonical().to_lanes())

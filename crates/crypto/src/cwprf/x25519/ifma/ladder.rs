@@ -10,7 +10,7 @@ use core::arch::x86_64::*;
 
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
-use super::field::Fe8;
+use super::field::{Fe8, Fe8Unreduced};
 
 /// `(A - 2) / 4` for Curve25519 (`A = 486662`), the constant of the doubling formula.
 const A24: u64 = 121_665;
@@ -54,15 +54,16 @@ pub(super) fn double(x: &Fe8, z: &Fe8) -> (Fe8, Fe8) {
 /// included).
 #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
 pub(super) fn ladder(k: &ClampedScalar, u: &Fe8) -> (Fe8, Fe8) {
-    let (mut x2, mut z2) = (Fe8::one(), Fe8::zero());
-    let (mut x3, mut z3) = (*u, Fe8::one());
+    // The state is kept unreduced: it only enters additions, subtractions and swaps.
+    let (mut x2, mut z2) = (Fe8::one().unreduced(), Fe8::zero().unreduced());
+    let (mut x3, mut z3) = (u.unreduced(), Fe8::one().unreduced());
     let mut swap = 0u64;
     for t in (0..255).rev() {
         let bit = k.bit(t);
         swap ^= bit;
         let mask = _mm512_set1_epi64(swap.wrapping_neg() as i64);
-        Fe8::conditional_swap(&mut x2, &mut x3, mask);
-        Fe8::conditional_swap(&mut z2, &mut z3, mask);
+        Fe8Unreduced::conditional_swap(&mut x2, &mut x3, mask);
+        Fe8Unreduced::conditional_swap(&mut z2, &mut z3, mask);
         swap = bit;
 
         let a = x2.add(&z2);
@@ -72,15 +73,15 @@ pub(super) fn ladder(k: &ClampedScalar, u: &Fe8) -> (Fe8, Fe8) {
         let aa = a.square();
         let bb = b.square();
         let e = aa.sub(&bb);
-        let da = d.mul(&a);
-        let cb = c.mul(&b);
-        x3 = da.add(&cb).square();
-        z3 = u.mul(&da.sub(&cb).square());
-        x2 = aa.mul(&bb);
-        z2 = e.mul(&aa.add(&e.mul_small(A24)));
+        let da = d.mul_unreduced(&a);
+        let cb = c.mul_unreduced(&b);
+        x3 = da.add(&cb).square_unreduced();
+        z3 = u.mul_unreduced(&da.sub(&cb).square());
+        x2 = aa.mul_unreduced(&bb);
+        z2 = e.mul_unreduced(&aa.unreduced().add(&e.mul_small_unreduced(A24)));
     }
     let mask = _mm512_set1_epi64(swap.wrapping_neg() as i64);
-    Fe8::conditional_swap(&mut x2, &mut x3, mask);
-    Fe8::conditional_swap(&mut z2, &mut z3, mask);
-    (x2, z2)
+    Fe8Unreduced::conditional_swap(&mut x2, &mut x3, mask);
+    Fe8Unreduced::conditional_swap(&mut z2, &mut z3, mask);
+    (x2.normalize(), z2.normalize())
 }
