@@ -10,6 +10,7 @@
 //! Everything is straight-line: the items are the party's private data, so the choices
 //! of the map (which root, which candidate, the sign) are lane-mask selects.
 
+use super::exponent;
 use super::field::{Fe8, SQRT_M1};
 use super::ladder::double;
 
@@ -32,47 +33,74 @@ struct MapPoint {
     y: Fe8,
 }
 
-/// `map_to_curve_elligator2_curve25519` of RFC 9380 Appendix G.2.1 (with `Z = 2`).
-/// One exponentiation, to `(p - 5) / 8`, gives a candidate square root of `g(x1)`; a
-/// fixed multiple of it is a candidate for `g(x2) = 2 u^2 g(x1)`; squaring the
-/// candidates tells which of `x1`, `x2` is on the curve.
+/// The values of `map_to_curve_elligator2_curve25519` (RFC 9380 Appendix G.2.1, with
+/// `Z = 2`) before its one exponentiation. The map is cut there so that the
+/// exponentiations of the two maps of a hash can run interleaved.
+struct MapStart {
+    /// `2 u^2`.
+    tv1: Fe8,
+    /// `x1 = x1n / xd = -A / (1 + 2 u^2)`.
+    x1n: Fe8,
+    xd: Fe8,
+    /// `g(x1) = gx1 / gxd`.
+    gx1: Fe8,
+    gxd: Fe8,
+    /// `gx1 gxd^3`.
+    tv3: Fe8,
+    /// `gx1 gxd^7`, to be raised to `(p - 5) / 8`.
+    base: Fe8,
+}
+
 #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-fn map_to_curve(u: &Fe8) -> MapPoint {
-    let one = Fe8::one();
-    let sqrt_m1 = Fe8::splat(SQRT_M1);
-
-    let tv1 = u.square().mul_small(2); // 2 u^2
-    let xd = tv1.add(&one); // non-zero: -1/2 is not a square mod p
-    let x1n = Fe8::splat([A, 0, 0, 0, 0]).neg(); // x1 = -A / (1 + 2 u^2)
+fn map_start(u: &Fe8) -> MapStart {
+    let tv1 = u.square().mul_small(2);
+    let xd = tv1.add(&Fe8::one()); // non-zero: -1/2 is not a square mod p
+    let x1n = Fe8::splat([A, 0, 0, 0, 0]).neg();
     let tv2 = xd.square();
-    let gxd = tv2.mul(&xd); // g(x1) = gx1 / gxd
+    let gxd = tv2.mul(&xd);
     let gx1 = tv1.mul_small(A).mul(&x1n).add(&tv2).mul(&x1n);
-
-    // y11 = gx1 gxd^3 (gx1 gxd^7)^((p - 5) / 8): a square root of g(x1) when it has
-    // one, or of -g(x1) times a root of unity otherwise.
     let gxd2 = gxd.square();
-    let gxd3 = gxd2.mul(&gxd);
-    let tv3 = gxd3.mul(&gx1);
-    let y11 = gxd2.square().mul(&tv3).pow_p_minus_5_over_8().mul(&tv3);
+    let tv3 = gxd2.mul(&gxd).mul(&gx1);
+    let base = gxd2.square().mul(&tv3);
+    MapStart {
+        tv1,
+        x1n,
+        xd,
+        gx1,
+        gxd,
+        tv3,
+        base,
+    }
+}
+
+/// The rest of the map, given `root = base^((p - 5) / 8)`.
+/// `y11 = gx1 gxd^3 (gx1 gxd^7)^((p - 5) / 8)` is a square root of `g(x1)` when it has
+/// one, or that times a root of unity otherwise; a fixed multiple of it is a candidate
+/// for `g(x2) = 2 u^2 g(x1)`; squaring the candidates tells which of `x1`, `x2` is on
+/// the curve.
+#[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+fn map_finish(u: &Fe8, s: &MapStart, root: &Fe8) -> MapPoint {
+    let sqrt_m1 = Fe8::splat(SQRT_M1);
+    let y11 = root.mul(&s.tv3);
     let y12 = y11.mul(&sqrt_m1);
-    let e1 = y11.square().mul(&gxd).equals(&gx1);
+    let e1 = y11.square().mul(&s.gxd).equals(&s.gx1);
     let y1 = Fe8::select(e1, &y12, &y11);
 
-    let x2n = x1n.mul(&tv1); // x2 = 2 u^2 x1
+    let x2n = s.x1n.mul(&s.tv1); // x2 = 2 u^2 x1
     let y21 = y11.mul(u).mul(&Fe8::splat(C2));
     let y22 = y21.mul(&sqrt_m1);
-    let gx2 = gx1.mul(&tv1);
-    let e2 = y21.square().mul(&gxd).equals(&gx2);
+    let gx2 = s.gx1.mul(&s.tv1);
+    let e2 = y21.square().mul(&s.gxd).equals(&gx2);
     let y2 = Fe8::select(e2, &y22, &y21);
 
-    let e3 = y1.square().mul(&gxd).equals(&gx1); // g(x1) is a square: x = x1
-    let xn = Fe8::select(e3, &x2n, &x1n);
+    let e3 = y1.square().mul(&s.gxd).equals(&s.gx1); // g(x1) is a square: x = x1
+    let xn = Fe8::select(e3, &x2n, &s.x1n);
     let y = Fe8::select(e3, &y2, &y1);
     // The sign convention of RFC 9380: y ends odd for x1 and even for x2 (negate when
     // e3 XOR sgn0(y)).
     let flip = e3 ^ y.is_odd();
     let y = Fe8::select(flip, &y, &y.neg());
-    MapPoint { xn, xd, y }
+    MapPoint { xn, xd: s.xd, y }
 }
 
 /// The u-coordinate of `p + q` as projective `(X : Z)`, from the affine chord rule
@@ -99,7 +127,10 @@ fn add_u(p: &MapPoint, q: &MapPoint) -> (Fe8, Fe8) {
 /// doublings (cofactor clearing).
 #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
 pub(super) fn hash_to_curve_u(u0: &Fe8, u1: &Fe8) -> (Fe8, Fe8) {
-    let (mut x, mut z) = add_u(&map_to_curve(u0), &map_to_curve(u1));
+    let (s0, s1) = (map_start(u0), map_start(u1));
+    let [r0, r1] = exponent::pow_p_minus_5_over_8(&[s0.base, s1.base]);
+    let (q0, q1) = (map_finish(u0, &s0, &r0), map_finish(u1, &s1, &r1));
+    let (mut x, mut z) = add_u(&q0, &q1);
     for _ in 0..3 {
         (x, z) = double(&x, &z);
     }

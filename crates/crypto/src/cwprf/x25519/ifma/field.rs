@@ -326,17 +326,6 @@ impl Fe8 {
         Fe8Unreduced(reduce_columns(t))
     }
 
-    /// `self^(2^k)`.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn square_times(&self, k: u32) -> Fe8 {
-        let mut r = *self;
-        for _ in 0..k {
-            r = r.square();
-        }
-        r
-    }
-
     /// `self * c` for a small constant `c < 2^20`: the low half of `a_i c` stays in
     /// limb `i`, the high half goes to limb `i + 1`, and that of limb 4 (below 2^16)
     /// wraps around to limb 0 times 608.
@@ -443,51 +432,6 @@ impl Fe8 {
         }
         Fe8(r)
     }
-
-    /// `(self^(2^250 - 1), self^11)`, the common prefix of the exponentiations below
-    /// (the classic chain of 254 squarings and 11 multiplications for this prime).
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    fn pow_2_250_minus_1(&self) -> (Fe8, Fe8) {
-        let z2 = self.square();
-        let z9 = z2.square_times(2).mul(self);
-        let z11 = z9.mul(&z2);
-        let e5 = z11.square().mul(&z9); // 2^5 - 1
-        let e10 = e5.square_times(5).mul(&e5);
-        let e20 = e10.square_times(10).mul(&e10);
-        let e40 = e20.square_times(20).mul(&e20);
-        let e50 = e40.square_times(10).mul(&e10);
-        let e100 = e50.square_times(50).mul(&e50);
-        let e200 = e100.square_times(100).mul(&e100);
-        let e250 = e200.square_times(50).mul(&e50);
-        (e250, z11)
-    }
-
-    /// `self^(p - 2) = self^-1` (Fermat), lane by lane; zero maps to zero. The exponent
-    /// is `(2^250 - 1) 2^5 + 11`.
-    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn invert(&self) -> Fe8 {
-        let (e250, z11) = self.pow_2_250_minus_1();
-        e250.square_times(5).mul(&z11)
-    }
-
-    /// `self^((p - 5) / 8) = self^((2^250 - 1) 4 + 1)`, the exponent of the square
-    /// root in RFC 9380's Elligator 2 for this field.
-    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn pow_p_minus_5_over_8(&self) -> Fe8 {
-        let (e250, _) = self.pow_2_250_minus_1();
-        e250.square_times(2).mul(self)
-    }
-
-    /// The Legendre symbol `self^((p - 1) / 2) = self^((2^250 - 1) 16 + 6)`: 1 for a
-    /// non-zero square, `p - 1` for a non-square, 0 for zero. Returns the lanes where it
-    /// is 1.
-    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn is_nonzero_square(&self) -> __mmask8 {
-        let (e250, _) = self.pow_2_250_minus_1();
-        let z6 = self.square().mul(self).square();
-        e250.square_times(4).mul(&z6).equals(&Fe8::one())
-    }
 }
 
 #[cfg(test)]
@@ -495,6 +439,7 @@ mod tests {
     use rug::Integer;
 
     use super::*;
+    use crate::cwprf::x25519::ifma::exponent;
     use crate::cwprf::x25519::ifma::tests::{field_prime, from_integer, ifma_or_skip, to_integer};
 
     /// Lanes of random values below 2^256 (normalized limbs), with edge cases.
@@ -574,7 +519,7 @@ mod tests {
             a.mul(&b),
             a.square(),
             a.mul_small(121_665),
-            a.invert(),
+            exponent::invert(&a),
             a.neg(),
             a.mul_unreduced(&b).sub(&a.square_unreduced()),
             a.mul_unreduced(&b).add(&a.square_unreduced()),
@@ -583,7 +528,7 @@ mod tests {
         .iter()
         .map(|r| r.canonical().to_lanes())
         .collect();
-        let squares = a.is_nonzero_square();
+        let [squares] = exponent::is_nonzero_square(&[a]);
         let mut mask = [[0u64; 5]; 8];
         for (j, lane) in mask.iter_mut().enumerate() {
             lane[0] = u64::from(squares >> j & 1);

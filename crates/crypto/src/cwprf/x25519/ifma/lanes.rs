@@ -5,6 +5,7 @@
 
 use core::arch::x86_64::*;
 
+use super::exponent;
 use super::field::Fe8;
 
 pub(super) const LANES: usize = 8;
@@ -116,7 +117,7 @@ pub(super) fn invert_all(values: &mut [Fe8]) {
         acc = acc.mul(v);
     }
     // `acc` is the product of all vectors; `prefix[i]` that of the vectors before `i`.
-    let mut inv = acc.invert();
+    let mut inv = exponent::invert(&acc);
     for i in (0..values.len()).rev() {
         let inv_i = inv.mul(&prefix[i]);
         inv = inv.mul(&values[i]);

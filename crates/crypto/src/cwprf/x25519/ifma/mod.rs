@@ -13,6 +13,7 @@
 //! about three multiplications per vector: affine it is.
 
 mod elligator;
+mod exponent;
 mod field;
 mod hash_to_field;
 mod ladder;
@@ -69,6 +70,13 @@ fn decode(packed: &[u8]) -> Vec<Fe8> {
     lanes::pack(&limbs, PAD_U)
 }
 
+/// `u^3 + A u^2 + u`, the right-hand side of the curve equation.
+#[inline]
+#[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+fn curve_rhs(u: &Fe8) -> Fe8 {
+    u.mul(&u.square().add(&u.mul_small(A)).add(&Fe8::one()))
+}
+
 /// For each packed element: canonical (`u < p`) and on the curve, i.e.
 /// `u^3 + A u^2 + u` is a non-zero square (Legendre symbol in lanes).
 #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
@@ -77,9 +85,17 @@ fn on_curve(packed: &[u8], us: &[Fe8]) -> Vec<bool> {
     for bytes in packed.chunks_exact(32) {
         valid.push(lanes::is_canonical(bytes.try_into().expect("32 bytes")));
     }
-    for (v, u) in us.iter().enumerate() {
-        let rhs = u.mul(&u.square().add(&u.mul_small(A)).add(&Fe8::one()));
-        let squares = rhs.is_nonzero_square();
+    // Two vectors at a time: their exponentiations interleave (see `exponent`).
+    let mut squares = Vec::with_capacity(us.len());
+    let mut pairs = us.chunks_exact(2);
+    for pair in &mut pairs {
+        let rhs: [Fe8; 2] = core::array::from_fn(|i| curve_rhs(&pair[i]));
+        squares.extend(exponent::is_nonzero_square(&rhs));
+    }
+    for u in pairs.remainder() {
+        squares.extend(exponent::is_nonzero_square(&[curve_rhs(u)]));
+    }
+    for (v, squares) in squares.iter().enumerate() {
         for (j, valid) in valid.iter_mut().skip(v * LANES).take(LANES).enumerate() {
             *valid &= (squares >> j) & 1 == 1;
         }
