@@ -19,7 +19,8 @@
 //! wrong result, not a slow one. Hence the reduction is not lazy across additions:
 //! [`Fe8::add`] and [`Fe8::sub`] carry their result, which is cheap next to a product.
 //! [`Fe8::canonical`] gives the unique representative below `p`, needed for output,
-//! comparisons and signs.
+//! comparisons and signs. The one exception is [`Fe8Unreduced`], a product before its
+//! final carry, which the ladder uses for values that are only added or subtracted.
 //!
 //! Every function is straight-line code on all lanes: no branch or memory index depends
 //! on a lane's value. Conditional moves are blends under a lane mask.
@@ -57,7 +58,7 @@ pub(super) const SQRT_M1: [u64; 5] = [
 #[derive(Clone, Copy)]
 pub(super) struct Fe8([__m512i; 5]);
 
-/// Lane `i` of every vector, as an array of eight `u64`.
+/// The eight 64-bit lanes of a vector.
 #[inline]
 #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
 fn to_u64s(v: __m512i) -> [u64; 8] {
@@ -96,13 +97,14 @@ fn normalize(mut r: [__m512i; 5]) -> Fe8 {
     Fe8(r)
 }
 
-/// Folds the ten columns of a product (each below `9 * 2^52`, column 9 below 2^52) into
-/// five limbs below 2^56 (not normalized: see [`Fe8Unreduced`]). Column `k + 5` has weight `2^260 * 2^(52 k)`, i.e. 608 times
-/// column `k`; it is split into its low 52 bits `u` (multiplied by 608 with IFMA, the
-/// high half landing in column `k + 1`) and the rest `v = t >> 52` (at most 2^5, so
-/// `608 v` is tiny and added to column `k + 1`). Column 9 is below 2^52 (its only term
-/// is the high half of `a_4 b_4 < 2^96`), so the high half of `608 t_9` (below 2^2) is
-/// the only part that wraps around a second time, onto column 0.
+/// Folds the ten columns of a product (each below `9 * 2^52`, column 9 below 2^44) into
+/// five limbs below 2^56 (not normalized: see [`Fe8Unreduced`]). Column `k + 5` has
+/// weight `2^260 * 2^(52 k)`, i.e. 608 times column `k`; it is split into its low 52
+/// bits `u` (multiplied by 608 with IFMA, the high half landing in column `k + 1`) and
+/// the rest `v = t >> 52` (below 2^4, so `608 v` is tiny and added to column `k + 1`).
+/// Column 9 is below 2^44 (its only term is the high half of `a_4 b_4 < 2^96`), so the
+/// high half of `608 t_9` (below 2^2) is the only part that wraps around a second time,
+/// onto column 0.
 #[inline]
 #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
 fn reduce_columns(t: [__m512i; 10]) -> [__m512i; 5] {
