@@ -1,24 +1,26 @@
 //! RFC 9380 `hash_to_field` for GF(2^255 - 19) with `expand_message_xmd` and SHA-512
-//! (Sec. 5.2 and 5.3.1; `L = 48`, two elements per message), one item at a time: only
-//! the field arithmetic after it runs in lanes.
+//! (Sec. 5.2 and 5.3.1; `L = 48`, two elements per message), for eight messages at
+//! once (SHA-512 in lanes, `sha512x8`).
 
 use sha2_011::{Digest, Sha512};
+
+use super::sha512x8::{self, BLOCK};
 
 /// `L = ceil((ceil(log2(p)) + k) / 8)` bytes per field element for `k = 128`.
 const L: usize = 48;
 /// Bytes requested from `expand_message_xmd`: two field elements.
 const LEN_IN_BYTES: usize = 2 * L;
-/// SHA-512's input block size (`s_in_bytes`).
-const BLOCK: usize = 128;
 
 /// The per-tag part of `expand_message_xmd`, computed once per chunk: `DST'` and the
-/// hash state after the all-zero block `Z_pad` (the first block of every `msg'`).
+/// SHA-512 chaining value after the all-zero block `Z_pad` (the first block of every
+/// `msg'`).
 pub(super) struct Expander {
     dst_prime: Vec<u8>,
-    after_z_pad: Sha512,
+    after_z_pad: [u64; 8],
 }
 
 impl Expander {
+    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
     pub(super) fn new(dst: &[u8]) -> Self {
         let mut dst_prime = if dst.len() > 255 {
             Sha512::new()
@@ -32,42 +34,47 @@ impl Expander {
         dst_prime.push(dst_prime.len() as u8);
         Expander {
             dst_prime,
-            after_z_pad: Sha512::new().chain_update([0u8; BLOCK]),
+            after_z_pad: sha512x8::absorb_block(&[0u8; BLOCK]),
         }
     }
 
-    /// The two field elements of `msg`, each as four little-endian 64-bit words of a
-    /// value below 2^256 congruent to it mod p (not reduced further).
-    pub(super) fn hash_to_field(&self, msg: &[u8]) -> [[u64; 4]; 2] {
-        let b0 = self
-            .after_z_pad
-            .clone()
-            .chain_update(msg)
-            .chain_update((LEN_IN_BYTES as u16).to_be_bytes())
-            .chain_update([0u8])
-            .chain_update(&self.dst_prime)
-            .finalize();
-        let b1 = Sha512::new()
-            .chain_update(b0)
-            .chain_update([1u8])
-            .chain_update(&self.dst_prime)
-            .finalize();
-        let mut mixed = [0u8; 64];
+    /// The two field elements of each of eight messages, each as four little-endian
+    /// 64-bit words of a value below 2^256 congruent to it mod p (not reduced further).
+    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+    pub(super) fn hash_to_field(&self, msgs: &[&[u8]; 8]) -> [[[u64; 4]; 2]; 8] {
+        let dst = &self.dst_prime[..];
+        let [hi, lo] = (LEN_IN_BYTES as u16).to_be_bytes();
+        let b0_suffix = [hi, lo, 0];
+        let b0 = sha512x8::finish(
+            &self.after_z_pad,
+            BLOCK,
+            &msgs.map(|m| [m, &b0_suffix, dst]),
+        );
+        let b1 = sha512x8::finish(
+            &sha512x8::IV,
+            0,
+            &core::array::from_fn(|j| [&b0[j][..], &[1], dst]),
+        );
+        let mut mixed = [[0u8; 64]; 8];
         for ((m, x), y) in mixed.iter_mut().zip(&b0).zip(&b1) {
-            *m = x ^ y;
+            for ((m, x), y) in m.iter_mut().zip(x).zip(y) {
+                *m = x ^ y;
+            }
         }
-        let b2 = Sha512::new()
-            .chain_update(mixed)
-            .chain_update([2u8])
-            .chain_update(&self.dst_prime)
-            .finalize();
-        let mut uniform = [0u8; 128];
-        uniform[..64].copy_from_slice(&b1);
-        uniform[64..].copy_from_slice(&b2);
-        [
-            reduce_384(uniform[..L].try_into().expect("48 bytes")),
-            reduce_384(uniform[L..LEN_IN_BYTES].try_into().expect("48 bytes")),
-        ]
+        let b2 = sha512x8::finish(
+            &sha512x8::IV,
+            0,
+            &core::array::from_fn(|j| [&mixed[j][..], &[2], dst]),
+        );
+        core::array::from_fn(|j| {
+            let mut uniform = [0u8; LEN_IN_BYTES];
+            uniform[..64].copy_from_slice(&b1[j]);
+            uniform[64..].copy_from_slice(&b2[j][..LEN_IN_BYTES - 64]);
+            [
+                reduce_384(uniform[..L].try_into().expect("48 bytes")),
+                reduce_384(uniform[L..].try_into().expect("48 bytes")),
+            ]
+        })
     }
 }
 

@@ -5,8 +5,8 @@
 //! (checked once by [`available`] when the backend is chosen); everything inside is
 //! safe code compiled for those features.
 //!
-//! Per chunk, the work is: the scalar SHA-512 expansion (hashing only), the field work
-//! in lanes, and one batched inversion per phase (`lanes::invert_all`). `F_k(H(x))`
+//! Per chunk, the work is: the SHA-512 expansion (hashing only, also in lanes), the
+//! field work in lanes, and one batched inversion per phase (`lanes::invert_all`). `F_k(H(x))`
 //! inverts twice: once to make `H(x)` affine and once after the ladder. Feeding the
 //! projective `H(x)` to the ladder instead would save the first inversion but cost one
 //! multiplication in each of the 255 ladder steps, while the batched inversion costs
@@ -18,6 +18,7 @@ mod field;
 mod hash_to_field;
 mod ladder;
 mod lanes;
+mod sha512x8;
 #[cfg(test)]
 pub(super) mod tests;
 
@@ -109,10 +110,13 @@ fn hash_to_u<I: AsRef<[u8]>>(dst: &[u8], items: &[I]) -> Vec<Fe8> {
     let expander = hash_to_field::Expander::new(dst);
     let mut u0 = Vec::with_capacity(items.len());
     let mut u1 = Vec::with_capacity(items.len());
-    for item in items {
-        let [a, b] = expander.hash_to_field(item.as_ref());
-        u0.push(lanes::limbs_from_words(a));
-        u1.push(lanes::limbs_from_words(b));
+    for group in items.chunks(LANES) {
+        let msgs: [&[u8]; LANES] =
+            core::array::from_fn(|j| group.get(j).map_or(&[][..], |m| m.as_ref()));
+        for [a, b] in expander.hash_to_field(&msgs).iter().take(group.len()) {
+            u0.push(lanes::limbs_from_words(*a));
+            u1.push(lanes::limbs_from_words(*b));
+        }
     }
     let (u0, u1) = (lanes::pack(&u0, [0; 5]), lanes::pack(&u1, [0; 5]));
     let mut xs = Vec::with_capacity(u0.len());

@@ -229,3 +229,48 @@ fn oversized_dst_is_hashed_first() {
     let expect = EdwardsPoint::hash_to_curve::<Sha512>(&[b"item"], &[&short[..]]).to_montgomery();
     assert_eq!(hash_lanes(&long_dst, &items), expect.as_bytes());
 }
+
+#[test]
+fn sha512_lanes_match_sha2() {
+    if !ifma_or_skip() {
+        return;
+    }
+    use sha2_011::Digest;
+    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+    fn run(prefix: &[u8; 128], msgs: &[Vec<u8>]) -> [[u8; 64]; 8] {
+        let start = sha512x8::absorb_block(prefix);
+        let tails: [[&[u8]; 3]; 8] = core::array::from_fn(|j| {
+            let m = &msgs[j][..];
+            let (a, b) = (m.len() / 3, 2 * m.len() / 3);
+            [&m[..a], &m[a..b], &m[b..]]
+        });
+        sha512x8::finish(&start, 128, &tails)
+    }
+    let mut rng = SessionRng::from_seed([24; 32]);
+    // Lengths around the padding boundaries (112 and 128 bytes), lanes of unequal length.
+    let lengths = [
+        0usize, 1, 17, 110, 111, 112, 113, 127, 128, 129, 200, 238, 239, 240, 241, 255, 256, 257,
+        300, 383, 384, 400, 500, 64,
+    ];
+    for group in lengths.chunks(8) {
+        let mut prefix = [0u8; 128];
+        rng.fill(&mut prefix);
+        let msgs: Vec<Vec<u8>> = group
+            .iter()
+            .map(|&len| {
+                let mut m = vec![0u8; len];
+                rng.fill(&mut m);
+                m
+            })
+            .collect();
+        // SAFETY: checked by `ifma_or_skip`.
+        let got = unsafe { run(&prefix, &msgs) };
+        for (j, m) in msgs.iter().enumerate() {
+            let expect = Sha512::new()
+                .chain_update(prefix)
+                .chain_update(m)
+                .finalize();
+            assert_eq!(got[j][..], expect[..], "length {}", m.len());
+        }
+    }
+}
