@@ -136,3 +136,28 @@ pub(super) fn hash_to_curve_u(u0: &Fe8, u1: &Fe8) -> (Fe8, Fe8) {
     }
     (x, z)
 }
+
+#[cfg(test)]
+mod tests {
+    use rug::Integer;
+
+    use super::*;
+    use crate::cwprf::x25519::ifma::tests::{field_prime, to_integer};
+
+    #[test]
+    fn constants_are_the_rfc_9380_ones() {
+        let p = field_prime();
+        let two = Integer::from(2);
+        let c2 = two
+            .clone()
+            .pow_mod(&(Integer::from(&p + 3) / 8u32), &p)
+            .unwrap();
+        assert_eq!(to_integer(&C2), c2);
+        let sqrt_m1 = two.pow_mod(&(Integer::from(&p - 1) / 4u32), &p).unwrap();
+        assert_eq!(to_integer(&SQRT_M1), sqrt_m1);
+        assert_eq!(
+            Integer::from(&sqrt_m1 * &sqrt_m1) % &p,
+            Integer::from(&p - 1)
+        );
+    }
+}

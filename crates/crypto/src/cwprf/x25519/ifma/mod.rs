@@ -2,15 +2,15 @@
 //! elements at once with AVX-512 IFMA, for one chunk of a batch.
 //!
 //! Each entry point is an `unsafe fn` whose only requirement is the CPU features
-//! (checked once by [`available`] when the backend is chosen); everything inside is
-//! safe code compiled for those features.
+//! (checked once by [`available`] when the backend is chosen). Inside, the only other
+//! `unsafe` is the transmute between a vector and its eight 64-bit lanes.
 //!
-//! Per chunk, the work is: the SHA-512 expansion (hashing only, also in lanes), the
-//! field work in lanes, and one batched inversion per phase (`lanes::invert_all`). `F_k(H(x))`
-//! inverts twice: once to make `H(x)` affine and once after the ladder. Feeding the
-//! projective `H(x)` to the ladder instead would save the first inversion but cost one
-//! multiplication in each of the 255 ladder steps, while the batched inversion costs
-//! about three multiplications per vector: affine it is.
+//! Per chunk, the work is: SHA-512 for `expand_message_xmd` (hashing only), the field
+//! work, and one batched inversion per phase (`lanes::invert_all`), all in lanes.
+//! `F_k(H(x))` inverts twice: once to make `H(x)` affine and once after the ladder.
+//! Feeding the projective `H(x)` to the ladder instead would save the first inversion
+//! but cost one multiplication in each of the 255 ladder steps, while the batched
+//! inversion costs about three multiplications per vector: affine it is.
 
 mod elligator;
 mod exponent;
@@ -52,11 +52,17 @@ fn ladder_and_store(k: &ClampedScalar, bases: &[Fe8], out: &mut [u8]) {
         xs.push(x);
         zs.push(z);
     }
+    lanes::store(&affine(xs, zs), out);
+}
+
+/// `x / z` for every pair (0 where `z` is 0), with one batched inversion.
+#[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+fn affine(mut xs: Vec<Fe8>, mut zs: Vec<Fe8>) -> Vec<Fe8> {
     lanes::invert_all(&mut zs);
     for (x, z) in xs.iter_mut().zip(&zs) {
         *x = x.mul(z);
     }
-    lanes::store(&xs, out);
+    xs
 }
 
 /// The packed u-coordinates as vectors (RFC 7748 decoding: bit 255 ignored).
@@ -126,11 +132,7 @@ fn hash_to_u<I: AsRef<[u8]>>(dst: &[u8], items: &[I]) -> Vec<Fe8> {
         xs.push(x);
         zs.push(z);
     }
-    lanes::invert_all(&mut zs);
-    for (x, z) in xs.iter_mut().zip(&zs) {
-        *x = x.mul(z);
-    }
-    xs
+    affine(xs, zs)
 }
 
 /// RFC 7748 `X25519(k, u)` for every packed u, without any validation.
