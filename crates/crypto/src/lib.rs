@@ -5,7 +5,10 @@
 //! encodings ([`filter`]), semi-honest oblivious transfer with IKNP extension ([`ot`])
 //! and the session randomness every party draws from ([`rng`]).
 //! It does no I/O and knows nothing about protocols.
-#![forbid(unsafe_code)]
+// No unsafe code, except where a module opts out explicitly: the AVX-512 IFMA backend
+// of the X25519 cwPRF (`cwprf::x25519::ifma`), whose functions may only be called once
+// the CPU features are detected.
+#![deny(unsafe_code)]
 
 pub mod ahe;
 pub mod bls;
