@@ -108,9 +108,11 @@ fn map_finish(u: &Fe8, s: &MapStart, root: &Fe8) -> MapPoint {
 /// `W = xd_p xd_q`, `a = xn_p xd_q`, `b = xn_q xd_p`, `D = b - a`:
 /// `X = (y_q - y_p)^2 W^3 - (A W + a + b) D^2` and `Z = D^2 W`.
 ///
-/// It needs `x_p != x_q`. For two independent hash outputs that fails with probability
-/// about 2^-252 (and finding such an item means inverting SHA-512 on the map's
-/// preimages); then `Z = 0`, the hashed u is 0 and so is `F(H(x))`.
+/// The chord rule needs `x_p != x_q`; for two hash outputs that fails with probability
+/// about 2^-252, and the lanes where it does are completed anyway, as curve25519-dalek's
+/// complete Edwards addition would: `p = q` takes the doubling of `p`, and `p = -q`
+/// already gives `Z = 0`, the point at infinity (whose u is 0; `F(H(x))` is then 0,
+/// where the scalar path's aws-lc call refuses the all-zero result and panics).
 #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
 fn add_u(p: &MapPoint, q: &MapPoint) -> (Fe8, Fe8) {
     let w = p.xd.mul(&q.xd);
@@ -120,7 +122,10 @@ fn add_u(p: &MapPoint, q: &MapPoint) -> (Fe8, Fe8) {
     let dy2 = q.y.sub(&p.y).square();
     let w3 = w.square().mul(&w);
     let s = w.mul_small(A).add(&a).add(&b);
-    (dy2.mul(&w3).sub(&s.mul(&d2)), d2.mul(&w))
+    let (x, z) = (dy2.mul(&w3).sub(&s.mul(&d2)), d2.mul(&w));
+    let equal = d2.is_zero() & q.y.equals(&p.y);
+    let (x2, z2) = double(&p.xn, &p.xd);
+    (Fe8::select(equal, &x, &x2), Fe8::select(equal, &z, &z2))
 }
 
 /// `8 (map(u0) + map(u1))` as projective `(X : Z)`: the sum, then three x-only
@@ -139,10 +144,68 @@ pub(super) fn hash_to_curve_u(u0: &Fe8, u1: &Fe8) -> (Fe8, Fe8) {
 
 #[cfg(test)]
 mod tests {
+    use curve25519_dalek::montgomery::MontgomeryPoint;
+    use curve25519_dalek::scalar::Scalar;
     use rug::Integer;
 
+    use super::super::lanes;
     use super::*;
-    use crate::cwprf::x25519::ifma::tests::{field_prime, to_integer};
+    use crate::cwprf::x25519::ifma::tests::{field_prime, ifma_or_skip, to_integer};
+    use crate::rng::SessionRng;
+
+    /// `(x : z)` as canonical bytes of `x / z` (0 for `z = 0`), lane by lane.
+    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+    fn affine_bytes(x: &Fe8, z: &Fe8) -> Vec<u8> {
+        let mut zs = [*z];
+        lanes::invert_all(&mut zs);
+        let mut out = vec![0u8; 32 * 8];
+        lanes::store(&[x.mul(&zs[0])], &mut out);
+        out
+    }
+
+    /// For eight field elements: `8 (Q + Q)`, `Q + (-Q)` and `Q` itself, with
+    /// `Q = map(u)`, as affine bytes.
+    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+    fn equal_and_opposite(us: &[[u64; 5]; 8]) -> [Vec<u8>; 3] {
+        let u = Fe8::from_lanes(us);
+        let (x, z) = hash_to_curve_u(&u, &u);
+        let start = map_start(&u);
+        let [root] = exponent::pow_p_minus_5_over_8(&[start.base]);
+        let q = map_finish(&u, &start, &root);
+        let minus_q = MapPoint {
+            xn: q.xn,
+            xd: q.xd,
+            y: q.y.neg(),
+        };
+        let (xo, zo) = add_u(&q, &minus_q);
+        [
+            affine_bytes(&x, &z),
+            affine_bytes(&xo, &zo),
+            affine_bytes(&q.xn, &q.xd),
+        ]
+    }
+
+    #[test]
+    fn equal_and_opposite_points_are_added_completely() {
+        if !ifma_or_skip() {
+            return;
+        }
+        let mut rng = SessionRng::from_seed([25; 32]);
+        let mut us = [[0u64; 5]; 8];
+        for lane in us.iter_mut() {
+            let mut bytes = [0u8; 32];
+            rng.fill(&mut bytes);
+            *lane = lanes::limbs_from_u_bytes(&bytes);
+        }
+        // SAFETY: checked by `ifma_or_skip`.
+        let [sum, opposite, q] = unsafe { equal_and_opposite(&us) };
+        assert_eq!(opposite, vec![0u8; 32 * 8]);
+        for j in 0..8 {
+            let u_q = MontgomeryPoint(q[32 * j..32 * j + 32].try_into().unwrap());
+            let expect = u_q * Scalar::from(16u8);
+            assert_eq!(&sum[32 * j..32 * j + 32], expect.as_bytes(), "lane {j}");
+        }
+    }
 
     #[test]
     fn constants_are_the_rfc_9380_ones() {

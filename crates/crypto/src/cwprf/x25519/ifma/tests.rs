@@ -113,7 +113,11 @@ fn ladder_matches_aws_lc_on_random_inputs() {
         return;
     }
     let mut rng = SessionRng::from_seed([21; 32]);
-    for n in [0usize, 1, 2, 7, 8, 9, 15, 16, 17, 63, 100, 257] {
+    // 34 keys, 3,118 u-coordinates in all.
+    let sizes = [
+        0usize, 1, 2, 7, 8, 9, 15, 16, 17, 63, 100, 257, 1, 3, 5, 31, 1024,
+    ];
+    for n in sizes.iter().chain(&sizes).copied() {
         let mut key = [0u8; 32];
         rng.fill(&mut key);
         // Random bytes: canonical or not, curve or twist, bit 255 set or not.
@@ -161,7 +165,8 @@ fn hash_matches_dalek_edwards_suite() {
         return;
     }
     let mut rng = SessionRng::from_seed([23; 32]);
-    for n in [0usize, 1, 5, 8, 13, 64, 130] {
+    // 1,245 items of 0 to 69 bytes.
+    for n in [0usize, 1, 5, 8, 13, 64, 130, 1024] {
         let items: Vec<Vec<u8>> = (0..n)
             .map(|i| {
                 let mut item = vec![0u8; i % 70];
