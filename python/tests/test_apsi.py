@@ -350,3 +350,19 @@ def test_a_cli_judge_authorizes_a_python_client(tmp_path: pathlib.Path, rng: ran
     server = privset.ApsiServer(y, judge_public=tmp_path / "j.pub", partial=0.2)
     found, _ = privset.local.run_pair(client, server)
     assert sorted(found.intersection) == expected(x, y)
+
+
+def test_a_judge_whose_policy_refers_to_it_is_collected() -> None:
+    import gc
+    import weakref
+
+    class Desk:
+        judge: Any = None
+
+    desk = Desk()
+    # The policy holds the desk itself (a default argument, not the test's variable).
+    desk.judge = privset.ApsiJudge(privset.JudgeKey.generate(), lambda cid, items, d=desk: d is not None)
+    gone = weakref.ref(desk)
+    del desk
+    gc.collect()
+    assert gone() is None

@@ -21,6 +21,7 @@ use privset_run::apsi::{self as files, PolicySpec};
 use privset_run::{Failure, Metered};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
+use pyo3::{PyTraverseError, PyVisit};
 
 use crate::errors::{self, IntoPy};
 use crate::input::{Input, InputData};
@@ -513,6 +514,19 @@ impl ApsiParty {
 
 #[pymethods]
 impl ApsiParty {
+    /// Lets Python's garbage collector see a judge's policy callable, so a cycle through
+    /// it (a policy that refers to its own judge) can be collected.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        if let Spec::Judge {
+            policy: PolicySource::Python { callable, .. },
+            ..
+        } = &*self.spec
+        {
+            visit.call(callable.as_ref())?;
+        }
+        Ok(())
+    }
+
     /// The judge. `policy`: an `Input` (the allowlist), a str (`allow:FILE.csv` or
     /// `exec:COMMAND`, as `privset judge serve --policy`) or a callable
     /// `policy(client_id: bytes, items: list[bytes]) -> bool | str`.

@@ -61,14 +61,15 @@ pub(super) struct Fe8([__m512i; 5]);
 /// The eight 64-bit lanes of a vector.
 #[inline]
 #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-fn to_u64s(v: __m512i) -> [u64; 8] {
+pub(super) fn to_u64s(v: __m512i) -> [u64; 8] {
     // SAFETY: both types are 64 bytes of plain integers; every bit pattern is valid.
     unsafe { core::mem::transmute::<__m512i, [u64; 8]>(v) }
 }
 
+/// A vector of eight 64-bit lanes.
 #[inline]
 #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-fn from_u64s(v: [u64; 8]) -> __m512i {
+pub(super) fn from_u64s(v: [u64; 8]) -> __m512i {
     // SAFETY: as in `to_u64s`.
     unsafe { core::mem::transmute::<[u64; 8], __m512i>(v) }
 }

@@ -8,6 +8,8 @@
 
 use core::arch::x86_64::*;
 
+use super::field::{from_u64s, to_u64s};
+
 /// Bytes of a SHA-512 block.
 pub(super) const BLOCK: usize = 128;
 
@@ -108,20 +110,6 @@ pub(super) const IV: [u64; 8] = [
     0x1f83d9abfb41bd6b,
     0x5be0cd19137e2179,
 ];
-
-#[inline]
-#[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-fn from_u64s(v: [u64; 8]) -> __m512i {
-    // SAFETY: both types are 64 bytes of plain integers; every bit pattern is valid.
-    unsafe { core::mem::transmute::<[u64; 8], __m512i>(v) }
-}
-
-#[inline]
-#[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-fn to_u64s(v: __m512i) -> [u64; 8] {
-    // SAFETY: as in `from_u64s`.
-    unsafe { core::mem::transmute::<__m512i, [u64; 8]>(v) }
-}
 
 /// `x ^ y ^ z`.
 #[inline]
