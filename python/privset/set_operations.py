@@ -6,7 +6,8 @@ The **receiver** holds Y and gets the output; the **sender** holds X (and, for
 psi-card-sum, a value per item). Either may listen or connect. Settings both must agree
 on: ``group`` ("ristretto255" default, "p256", "p256-compressed", "x25519"),
 ``mqrpmt`` ("cwprf" default, "poprf") and ``last_message`` ("bloom" default, "list",
-"gcs"; "poprf" needs "list").
+"gcs"; "ordered" for psi only, the classic DH-PSI: no OT, fewer bytes; "poprf" needs
+"list").
 
 Identifiers are any iterable of str / bytes / int, a pandas Series, a DataFrame with
 ``id_column=``, or a ``pathlib.Path`` to a CSV file; compared as bytes after trimming

@@ -130,3 +130,14 @@ def test_open_share_rejects_mismatched_shares() -> None:
     wrong = next(i for i in theirs if i != share.index)
     with pytest.raises(privset.InputError, match="do not open"):
         privset.open_share(share.share, theirs[wrong])
+
+
+@pytest.mark.parametrize("group", ["ristretto255", "x25519"])
+def test_ordered_psi_is_dh_psi_and_psi_only(rng: random.Random, group: str) -> None:
+    y, x = sets(rng, 60, 45, 20)
+    r = privset.local.psi(y, x, group=group, last_message="ordered")
+    assert sorted(r.intersection) == sorted(set(x) & set(y))
+    assert r.receiver.last_message == "ordered"
+    for op in ("psi-card", "psu", "psi-share"):
+        with pytest.raises(privset.ConfigurationError, match="ordered"):
+            local(op, y, x, None, last_message="ordered")

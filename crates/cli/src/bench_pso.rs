@@ -32,7 +32,7 @@ pub struct PsoBenchArgs {
     /// mqRPMT constructions (cwprf, poprf; poprf runs only with list and prime-order groups).
     #[arg(long, value_delimiter = ',', default_value = "cwprf")]
     pub mqrpmt: Vec<String>,
-    /// Last-message encodings (list, bloom, gcs).
+    /// Last-message encodings (list, bloom, gcs; ordered for psi).
     #[arg(long, value_delimiter = ',', default_value = "bloom")]
     pub last_message: Vec<String>,
     /// Threads per party (RAYON_NUM_THREADS); seed 001 Tables 2-7 are single-threaded.
@@ -211,6 +211,9 @@ fn run_pair_rows(
 }
 
 fn combination_runs(op: &str, group: &str, mqrpmt: &str, last: &str) -> bool {
+    if last == "ordered" {
+        return op == "psi" && mqrpmt == "cwprf";
+    }
     if mqrpmt == "poprf" {
         return last == "list" && group != "x25519" && op != "private-id";
     }

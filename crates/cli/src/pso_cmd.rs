@@ -54,6 +54,9 @@ pub enum LastMessageArg {
     Bloom,
     /// Golomb-compressed set: order-hiding too, and smaller than Bloom.
     Gcs,
+    /// psi only: a short tag per receiver item in the receiver's order (DH-PSI; no OT,
+    /// fewer bytes, same leakage).
+    Ordered,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -116,6 +119,7 @@ impl PsoArgs {
                 LastMessageArg::List => LastMessage::List,
                 LastMessageArg::Bloom => LastMessage::Filter(FilterKind::Bloom),
                 LastMessageArg::Gcs => LastMessage::Filter(FilterKind::Gcs),
+                LastMessageArg::Ordered => LastMessage::Ordered,
             },
             max_value: self.value_bound,
             max_peer_items: self.max_peer_items,

@@ -572,3 +572,79 @@ fn psi_tags_grow_with_the_sets() {
     assert_eq!(transfer::tag_len(1 << 20, 1 << 20), 11);
     assert_eq!(transfer::tag_len(u64::MAX, u64::MAX), 21);
 }
+
+#[test]
+fn ordered_psi_matches_plaintext_and_is_refused_elsewhere() {
+    let mut rng = SessionRng::from_os();
+    for cwprf in CwPrfId::ALL {
+        for (ys, xs) in edge_cases(&mut rng) {
+            check(
+                &config(
+                    Operation::Psi,
+                    cwprf,
+                    Construction::Cwprf,
+                    LastMessage::Ordered,
+                ),
+                &ys,
+                &xs,
+            );
+        }
+    }
+    let (ys, xs) = random_sets(&mut rng, 100_000, 1, 1);
+    let ordered = config(
+        Operation::Psi,
+        CwPrfId::X25519,
+        Construction::Cwprf,
+        LastMessage::Ordered,
+    );
+    check(&ordered, &ys, &xs);
+    let (ys, xs) = random_sets(&mut rng, 1, 100_000, 1);
+    check(&ordered, &ys, &xs);
+    // Any other operation (it would show the receiver which items match) and the
+    // permuted OPRF are refused before anything is sent.
+    let d = receiver_set(&[1, 2]);
+    for op in Operation::ALL
+        .into_iter()
+        .filter(|&op| op != Operation::Psi)
+    {
+        let c = config(op, RISTRETTO, Construction::Cwprf, LastMessage::Ordered);
+        assert!(matches!(
+            pso::new_party(PsoRole::Receiver, &c, d.clone(), [0; 32]).err(),
+            Some(ProtocolError::Config(_))
+        ));
+    }
+    let c = config(
+        Operation::Psi,
+        RISTRETTO,
+        Construction::Poprf,
+        LastMessage::Ordered,
+    );
+    assert!(matches!(
+        pso::new_party(PsoRole::Receiver, &c, d, [0; 32]).err(),
+        Some(ProtocolError::Config(_))
+    ));
+}
+
+#[test]
+fn ordered_psi_rejects_short_tags_and_mismatched_settings() {
+    let c = config(
+        Operation::Psi,
+        RISTRETTO,
+        Construction::Cwprf,
+        LastMessage::Ordered,
+    );
+    // Sender -> receiver is B->A: hello (0), S1 (1), S2 = the tags (2).
+    let e = run_tampered(Operation::Psi, &c, &c, &mut |d, i, m| {
+        if d == Direction::BtoA && i == 2 {
+            m.truncate(m.len() - 1);
+        }
+        HookAction::Deliver
+    });
+    assert!(matches!(e, ProtocolError::PeerMisbehaved(_)), "{e}");
+    // No OT: the ordered sender and a filter receiver disagree at the hello.
+    let other = config(Operation::Psi, RISTRETTO, Construction::Cwprf, BLOOM);
+    let e = run_tampered(Operation::Psi, &other, &c, &mut |_, _, _| {
+        HookAction::Deliver
+    });
+    assert!(matches!(e, ProtocolError::Incompatible(_)), "{e}");
+}

@@ -185,7 +185,7 @@ impl PsoParty {
                 "last_message",
                 last_message,
                 LastMessage::from_name(last_message),
-                "list, bloom, gcs",
+                "list, bloom, gcs, ordered",
             )?,
             max_value: value_bound,
             max_peer_items,

@@ -8,6 +8,10 @@
 //!   mask with `s^-1`, obtaining `{H(y)^k}` in an order it cannot link to `Y`, and sets
 //!   `e_i = [H(x_i)^k in {H(y)^k}]`.
 //!
+//! With the ordered last message (psi only, [`LastMessage::Ordered`]) the client returns
+//! a tag of each re-evaluated server element in the server's own order instead, and the
+//! server learns which of its own items are in the client's set ([`Server::own_indicator`]).
+//!
 //! The client's side is the same function in both cases (evaluate its own items, and
 //! evaluate and shuffle or filter the server's); only the server's test differs, which is
 //! why one [`Server`] and one [`Client`] serve both.
@@ -20,7 +24,7 @@ use privset_crypto::rng::SessionRng;
 use rayon::prelude::*;
 use zeroize::Zeroizing;
 
-use super::{Construction, LastMessage};
+use super::{Construction, LastMessage, transfer};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::wire::Reader;
 
@@ -77,6 +81,11 @@ impl<C: CwPrf> Server<C> {
         n2: usize,
         filter_key: &[u8; 32],
     ) -> Result<Vec<bool>, ProtocolError> {
+        if last == LastMessage::Ordered {
+            return Err(ProtocolError::ApiMisuse(
+                "the ordered last message gives bits for the server's own items: use own_indicator",
+            ));
+        }
         let set = read_set::<C>(r, last, n1, n2, filter_key)?;
         match self.construction {
             Construction::Cwprf => Ok(membership::<C>(absorbed, &set)),
@@ -98,6 +107,36 @@ impl<C: CwPrf> Server<C> {
             }
         }
     }
+}
+
+impl<C: CwPrf> Server<C> {
+    /// With [`LastMessage::Ordered`] (psi only): reads the `n1` tags of the server's own
+    /// re-evaluated items, in its own order, and returns for each of its items whether it
+    /// is among the absorbed client elements (whose tags the server computes itself).
+    pub fn own_indicator(
+        &self,
+        absorbed: &[u8],
+        r: &mut Reader<'_>,
+        n1: usize,
+        n2: usize,
+        tag_key: &[u8; 32],
+    ) -> Result<Vec<bool>, ProtocolError> {
+        let len = tag_len(n1, n2);
+        let tags = r.take(crate::wire::checked_len(n1, len, "ordered tags")?)?;
+        let theirs: HashSet<Vec<u8>> = absorbed
+            .par_chunks_exact(C::ELEMENT_LEN)
+            .map(|e| transfer::item_tag(tag_key, e, len))
+            .collect();
+        Ok(tags
+            .par_chunks_exact(len)
+            .map(|t| theirs.contains(t))
+            .collect())
+    }
+}
+
+/// Bytes of one tag of the ordered last message.
+fn tag_len(n1: usize, n2: usize) -> usize {
+    transfer::tag_len(n1 as u64, n2 as u64)
 }
 
 /// The mqRPMT client (the sender of every operation): learns nothing.
@@ -148,6 +187,15 @@ impl<C: CwPrf> Client<C> {
                 }
                 out
             }
+            LastMessage::Ordered => {
+                // In the server's order: it tests its own items (psi only).
+                let len = tag_len(n1, n2);
+                let mut out = vec![0u8; n1.saturating_mul(len)];
+                out.par_chunks_mut(len.max(1))
+                    .zip(doubled.par_chunks_exact(C::ELEMENT_LEN))
+                    .for_each(|(o, e)| o.copy_from_slice(&transfer::item_tag(filter_key, e, len)));
+                out
+            }
             LastMessage::Filter(kind) => {
                 let params = FilterParams::new(kind, n1, n2);
                 let encoded = filter::encode(&params, filter_key, &doubled, C::ELEMENT_LEN);
@@ -180,6 +228,7 @@ fn read_set<'a, C: CwPrf>(
     filter_key: &[u8; 32],
 ) -> Result<ReceivedSet<'a>, ProtocolError> {
     Ok(match last {
+        LastMessage::Ordered => unreachable!("indicator() refuses the ordered last message"),
         LastMessage::List => ReceivedSet::List(r.take(packed_len::<C>(n1, "server's set")?)?),
         LastMessage::Filter(kind) => {
             let params = FilterParams::new(kind, n1, n2);
@@ -220,6 +269,7 @@ pub fn packed_len<C: CwPrf>(n: usize, what: &'static str) -> Result<usize, Proto
 /// Largest encoding of the server's set as the client returns it.
 pub fn set_max_len<C: CwPrf>(last: LastMessage, n1: usize, n2: usize) -> usize {
     match last {
+        LastMessage::Ordered => n1.saturating_mul(tag_len(n1, n2)),
         LastMessage::List => n1.saturating_mul(C::ELEMENT_LEN),
         LastMessage::Filter(kind) => FilterParams::new(kind, n1, n2)
             .max_encoded_len()

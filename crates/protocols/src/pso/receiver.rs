@@ -8,7 +8,7 @@ use privset_crypto::ot::{self, OtReceiverKeys, OtReceiverSetup};
 use super::core::{Core, DeferredWork, Session, bad_ot, impl_pso_party};
 use super::mqrpmt::{self, Server};
 use super::transfer::{self, SumModulus, TAG_KEY};
-use super::{Operation, PsoConfig, PsoRole, ShareRow, kind};
+use super::{LastMessage, Operation, PsoConfig, PsoRole, ShareRow, kind};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::input::Dataset;
 use crate::wire::{HEADER_LEN, Reader};
@@ -74,7 +74,7 @@ impl<C: CwPrf> Receiver<C> {
                 }
                 let server = Server::<C>::new(self.core.config.construction, &mut self.core.rng);
                 let mut r1 = Vec::new();
-                let ot = self.operation().uses_ot().then(|| {
+                let ot = self.core.config.uses_ot().then(|| {
                     let (setup, first) =
                         OtReceiverSetup::new(&mut self.core.rng, &session.ctx.transcript);
                     r1.extend_from_slice(&first);
@@ -124,6 +124,24 @@ impl<C: CwPrf> Receiver<C> {
                 let n1 = self.core.input.ids.len();
                 let n2 = session.peer.items as usize;
                 let filter_key = session.ctx.derive_key(mqrpmt::FILTER_KEY);
+                if self.core.config.last_message == LastMessage::Ordered {
+                    // psi as DH-PSI: the bits are for our own items; no OT follows.
+                    let mine = server.own_indicator(&absorbed, &mut r, n1, n2, &filter_key)?;
+                    r.finish()?;
+                    let ids = &self.core.input.ids;
+                    let found: Vec<Vec<u8>> = ids
+                        .iter()
+                        .zip(&mine)
+                        .filter(|(_, hit)| **hit)
+                        .map(|(y, _)| y.clone())
+                        .collect();
+                    let mut out = self.core.empty_output(session.peer.items);
+                    out.cardinality = Some(found.len() as u64);
+                    out.items = Some(found);
+                    self.core.finish(out);
+                    self.state = State::Done;
+                    return Ok(());
+                }
                 let e = server.indicator(
                     &absorbed,
                     &mut r,

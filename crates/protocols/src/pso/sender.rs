@@ -77,7 +77,7 @@ impl<C: CwPrf> Sender<C> {
             State::AwaitR1 { session, client } => {
                 let frame = self.core.open(message, kind::R1)?;
                 let mut r = Reader::new(frame.body, "R1");
-                let base_first = match self.operation().uses_ot() {
+                let base_first = match self.core.config.uses_ot() {
                     true => Some(r.take(ot::BASE_FIRST_LEN)?),
                     false => None,
                 };
@@ -225,7 +225,7 @@ impl<C: CwPrf> Sender<C> {
         match &self.state {
             State::AwaitHello => super::hello::MAX_LEN,
             State::AwaitR1 { session, .. } => {
-                let base = if self.operation().uses_ot() {
+                let base = if self.core.config.uses_ot() {
                     ot::BASE_FIRST_LEN
                 } else {
                     0
