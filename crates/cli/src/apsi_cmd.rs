@@ -14,8 +14,9 @@ use privset_protocols::apsi::authorize::{self, JudgeConfig};
 use privset_protocols::apsi::intersect::{self, ServerConfig};
 use privset_protocols::apsi::{DEFAULT_MAX_PEER_ITEMS, Mode, PartialFraction};
 use privset_run::apsi::{
-    AuthorizeReport, IntersectReport, PolicySpec, read_ids, read_public_key, read_secret_key,
-    read_signatures, write_public_key, write_secret_key, write_signatures,
+    AuthorizeReport, IntersectReport, JudgeOutcome, PolicySpec, ServerOutcome, read_ids,
+    read_public_key, read_secret_key, read_signatures, write_public_key, write_secret_key,
+    write_signatures,
 };
 
 use crate::connect::TlsArgs;
@@ -236,29 +237,21 @@ trait Session: Party {
 
 impl Session for authorize::Judge {
     fn summary(self: Box<Self>) -> serde_json::Value {
-        match self.into_output() {
-            Some(out) => serde_json::json!({
-                "client_id": String::from_utf8_lossy(&out.client_id),
-                "items": out.items,
-                "shown": out.shown,
-                "accepted": out.rejected.is_none(),
-                "reason": out.rejected,
-            }),
-            None => serde_json::Value::Null,
-        }
+        outcome_json(self.into_output().as_ref().map(JudgeOutcome::from))
     }
 }
 
 impl Session for intersect::Server {
     fn summary(self: Box<Self>) -> serde_json::Value {
-        match self.into_output() {
-            Some(out) => serde_json::json!({
-                "client_id": String::from_utf8_lossy(&out.client_id),
-                "items": out.items,
-            }),
-            None => serde_json::Value::Null,
-        }
+        outcome_json(self.into_output().as_ref().map(ServerOutcome::from))
     }
+}
+
+/// A session's outcome in the log line (null when it ended without one).
+fn outcome_json(outcome: Option<impl serde::Serialize>) -> serde_json::Value {
+    outcome
+        .and_then(|o| serde_json::to_value(o).ok())
+        .unwrap_or(serde_json::Value::Null)
 }
 
 /// Accepts sessions on one listener, one after another (each uses every core), until

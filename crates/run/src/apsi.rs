@@ -270,11 +270,11 @@ impl AuthorizeReport {
     }
 }
 
-/// What the judge reports for one Authorize session.
+/// What the judge knows after one Authorize session: who asked, for how many items, how
+/// many it saw, and its verdict. Part of [`JudgeReport`] and of `privset judge serve`'s
+/// session log.
 #[derive(serde::Serialize, Debug, Clone)]
-pub struct JudgeReport {
-    pub protocol: &'static str,
-    pub mode: &'static str,
+pub struct JudgeOutcome {
     pub client_id: String,
     /// Items the client asked to have signed.
     pub items: u64,
@@ -283,6 +283,27 @@ pub struct JudgeReport {
     pub accepted: bool,
     /// The policy's reason for a rejection.
     pub reason: Option<String>,
+}
+
+impl From<&JudgeOutput> for JudgeOutcome {
+    fn from(out: &JudgeOutput) -> Self {
+        Self {
+            client_id: lossy(&out.client_id),
+            items: out.items,
+            shown: out.shown,
+            accepted: out.rejected.is_none(),
+            reason: out.rejected.clone(),
+        }
+    }
+}
+
+/// What the judge reports for one Authorize session.
+#[derive(serde::Serialize, Debug, Clone)]
+pub struct JudgeReport {
+    pub protocol: &'static str,
+    pub mode: &'static str,
+    #[serde(flatten)]
+    pub outcome: JudgeOutcome,
     #[serde(flatten)]
     pub run: Metered,
 }
@@ -292,11 +313,7 @@ impl JudgeReport {
         Self {
             protocol: "apsi-judge",
             mode: mode.name(),
-            client_id: lossy(&out.client_id),
-            items: out.items,
-            shown: out.shown,
-            accepted: out.rejected.is_none(),
-            reason: out.rejected.clone(),
+            outcome: out.into(),
             run,
         }
     }
@@ -342,13 +359,30 @@ impl IntersectReport {
     }
 }
 
-/// What the server of Intersect reports for one run: who asked and its own set size.
+/// What the server of Intersect knows after one run: who asked, and its own set size.
+/// Part of [`ServerReport`] and of `privset apsi serve`'s session log.
+#[derive(serde::Serialize, Debug, Clone)]
+pub struct ServerOutcome {
+    pub client_id: String,
+    pub items: u64,
+}
+
+impl From<&ServerOutput> for ServerOutcome {
+    fn from(out: &ServerOutput) -> Self {
+        Self {
+            client_id: lossy(&out.client_id),
+            items: out.items,
+        }
+    }
+}
+
+/// What the server of Intersect reports for one run.
 #[derive(serde::Serialize, Debug, Clone)]
 pub struct ServerReport {
     pub protocol: &'static str,
     pub mode: &'static str,
-    pub client_id: String,
-    pub items: u64,
+    #[serde(flatten)]
+    pub outcome: ServerOutcome,
     #[serde(flatten)]
     pub run: Metered,
 }
@@ -358,8 +392,7 @@ impl ServerReport {
         Self {
             protocol: "apsi-server",
             mode: mode.name(),
-            client_id: lossy(&out.client_id),
-            items: out.items,
+            outcome: out.into(),
             run,
         }
     }
