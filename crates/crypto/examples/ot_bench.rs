@@ -1,4 +1,4 @@
-//! Times 2^20 random OTs (Chou-Orlandi base OTs + IKNP extension), both parties in one
+//! Times 2^20 random OTs (Chou-Orlandi base OTs + SoftSpokenOT extension), both parties in one
 //! process, with every core and then on one thread; then the chosen-message masking of
 //! 8-byte values with `pad`.
 //!
@@ -71,7 +71,7 @@ fn main() {
     let all = run(count);
     let sent: usize = all.bytes.iter().sum();
     println!(
-        "bytes: A {} + B {} + u-matrix {} = {} ({:.2} bytes/OT)",
+        "bytes: A {} + B {} + extension {} = {} ({:.2} bytes/OT)",
         all.bytes[0],
         all.bytes[1],
         all.bytes[2],

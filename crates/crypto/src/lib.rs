@@ -2,7 +2,7 @@
 //!
 //! This crate holds primitives only: prime-order groups with RFC 9380 hash-to-group
 //! ([`group`]), commutative weak PRFs over them and X25519 ([`cwprf`]), additively homomorphic encryption ([`ahe`]), compact order-hiding set
-//! encodings ([`filter`]), semi-honest oblivious transfer with IKNP extension ([`ot`])
+//! encodings ([`filter`]), semi-honest oblivious transfer with SoftSpokenOT extension ([`ot`])
 //! and the session randomness every party draws from ([`rng`]).
 //! It does no I/O and knows nothing about protocols.
 // No unsafe code, except where a module opts out explicitly: the AVX-512 IFMA backend

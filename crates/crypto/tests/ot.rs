@@ -1,10 +1,10 @@
-//! Semi-honest OT (Chou-Orlandi base OTs + IKNP extension): correctness of the random
+//! Semi-honest OT (Chou-Orlandi base OTs + SoftSpokenOT extension): correctness of the random
 //! OTs, chosen-message OT over `pad`, refusal of malformed messages, context binding
 //! and deterministic replay.
 
 use privset_crypto::ot::{
     BASE_FIRST_LEN, BASE_REPLY_LEN, KAPPA, MAX_COUNT, OtError, OtReceiverKeys, OtReceiverSetup,
-    OtSenderKeys, OtSenderSetup, extension_message_len, pad,
+    OtSenderKeys, OtSenderSetup, SUBSPACE_BITS, extension_message_len, pad,
 };
 use privset_crypto::rng::SessionRng;
 
@@ -83,7 +83,7 @@ fn random_ot_keys_match_the_choice() {
 
 #[test]
 fn constant_choices_work() {
-    // All-zero and all-one r exercise the u-matrix with r = 0 and r = all ones.
+    // All-zero and all-one choices exercise the corrections with c = 0 and c = all ones.
     for bit in [false, true] {
         let choices = vec![bit; 300];
         let Run {
@@ -227,14 +227,16 @@ fn wrong_lengths_are_refused() {
 
 #[test]
 fn message_lengths() {
-    assert_eq!(extension_message_len(0), 0);
-    assert_eq!(extension_message_len(1), KAPPA);
-    assert_eq!(extension_message_len(8), KAPPA);
-    assert_eq!(extension_message_len(9), 2 * KAPPA);
-    assert_eq!(extension_message_len(1 << 20), 16 << 20);
+    // 4096 bytes of GGM level sums, then 16 corrections of ceil(count / 8) bytes.
+    let fixed = 4096;
+    assert_eq!(extension_message_len(0), fixed);
+    assert_eq!(extension_message_len(1), fixed + KAPPA / SUBSPACE_BITS);
+    assert_eq!(extension_message_len(8), fixed + 16);
+    assert_eq!(extension_message_len(9), fixed + 32);
+    assert_eq!(extension_message_len(1 << 20), fixed + (2 << 20));
     assert_eq!(extension_message_len(usize::MAX), usize::MAX);
     let Run { u, .. } = run(&[]);
-    assert!(u.is_empty());
+    assert_eq!(u.len(), fixed);
 }
 
 /// p = 2^255 - 19 little-endian: a non-canonical field element.

@@ -25,7 +25,7 @@ use crate::group::PrimeGroup;
 use crate::group::ristretto::Ristretto255;
 use crate::rng::SessionRng;
 
-/// Bytes of a base-OT key (a PRG seed for one IKNP column).
+/// Bytes of a base-OT key (one GGM level's mask in the extension).
 pub(super) const SEED_LEN: usize = 16;
 pub(super) type Seed = [u8; SEED_LEN];
 

@@ -1,23 +1,19 @@
-//! IKNP matrix work shared by both extension parties: the column PRG, the blockwise
-//! column-to-row switch and the correlation-robust row hash.
+//! Matrix work shared by both extension parties: the blockwise column-to-row switch and
+//! the correlation-robust row hash.
 //!
 //! Columns are kept internally with a stride padded to a whole number of 128-row blocks
 //! (16 bytes), so every block transposes as a full 128 x 128 matrix; only the first
 //! `ceil(count / 8)` bytes of a column ever cross the wire, and rows at or beyond
 //! `count` (padding) are never hashed.
 
-use rand_chacha::ChaCha20Rng;
-use rand_core::{RngCore, SeedableRng};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 use zeroize::Zeroize;
 
 use super::KAPPA;
-use super::base::Seed;
 use super::transpose::transpose128;
 
-const PRG_TAG: &[u8] = b"privset/ot/iknp/prg/v1";
-const ROW_TAG: &[u8] = b"privset/ot/iknp/row/v1";
+const ROW_TAG: &[u8] = b"privset/ot/row/v2";
 const CTX_TAG: &[u8] = b"privset/ot/ctx/v1";
 
 /// Rows per transposition block (= bits per column word).
@@ -40,20 +36,6 @@ pub(super) fn column_len(count: usize) -> usize {
 /// Bytes of one column as stored: `ceil(count / 128) * 16`.
 pub(super) fn column_stride(count: usize) -> usize {
     count.div_ceil(BLOCK) * (BLOCK / 8)
-}
-
-/// Fills `out` with the ChaCha20 keystream keyed by `SHA-256(PRG_TAG || seed)`. Filling
-/// a shorter `out` gives a prefix of a longer one, which both parties rely on (the
-/// receiver expands one seed of each pair only as far as the wire columns).
-pub(super) fn prg_fill(seed: &Seed, out: &mut [u8]) {
-    let mut key: [u8; 32] = Sha256::new()
-        .chain_update(PRG_TAG)
-        .chain_update(seed)
-        .finalize()
-        .into();
-    let mut prg = ChaCha20Rng::from_seed(key);
-    key.zeroize();
-    prg.fill_bytes(out);
 }
 
 /// The row hash `H'(i, x) = SHA-256(ROW_TAG padded to 32 bytes || ctx digest || i || x)`

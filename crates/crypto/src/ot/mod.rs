@@ -1,4 +1,4 @@
-//! Semi-honest oblivious transfer: 128 Chou-Orlandi base OTs extended with IKNP.
+//! Semi-honest oblivious transfer: 128 Chou-Orlandi base OTs extended with SoftSpokenOT.
 //!
 //! Sans-IO: every step takes and returns byte messages; moving them is the caller's job.
 //! The output is `count` *random* OTs: the sender gets two 32-byte keys per OT, the
@@ -17,24 +17,32 @@
 //! tag, truncated to 16-byte seeds. Received points must be canonical, non-identity
 //! encodings ([`OtError::InvalidPoint`]).
 //!
-//! **Extension** ([IKNP 2003], semi-honest). The extension receiver has choice bits
-//! `r` (`count` of them); the extension sender draws a secret `s` of 128 bits. With
-//! `G` a PRG (ChaCha20 keyed by `SHA-256(tag || seed)`), the receiver computes the
-//! columns `t^j = G(k_j^0)` and sends `u^j = t^j ⊕ G(k_j^1) ⊕ r`. The sender computes
-//! `q^j = G(k_j^{s_j}) ⊕ s_j·u^j`, which is `t^j ⊕ s_j·r`. Read as rows (one bit per
-//! column, found by a blockwise bit-matrix transposition), `q_i = t_i ⊕ r_i·s`. The
-//! sender's keys for OT `i` are `H'(i, q_i)` and `H'(i, q_i ⊕ s)`; the receiver's is
-//! `H'(i, t_i)`, equal to the one selected by `r_i`. `H'` is SHA-256 with a domain tag,
-//! the context and the index `i`, modelled as a (tweakable) correlation-robust hash,
-//! which is what makes keys that differ by the fixed offset `s` look independent.
+//! **Extension** ([SoftSpokenOT], semi-honest, `k` = [`SUBSPACE_BITS`] = 8; with `k = 1`
+//! it is exactly [IKNP 2003]). The extension receiver has choice bits `c` (`count` of
+//! them); the extension sender's 128 base-OT choices form a secret offset `s`, cut into
+//! 16 slices `Δ_b` of 8 bits. For each slice the receiver grows a GGM tree of 256 leaf
+//! seeds from a random root and sends, for each level, the xor of its even children and
+//! the xor of its odd children, each masked with one of the two seeds of that level's
+//! base OT; the sender, who holds the seed of its choice, rebuilds every leaf except leaf
+//! `Δ_b` ([`ggm`]). Each leaf `x` stretches into a column `r_x` (AES-128-CTR); the
+//! receiver's columns for the slice are `t_{b,i} = ⊕_{x: bit i of x} r_x` and it sends
+//! `d_b = c ⊕ ⊕_x r_x`; the sender's are `q_{b,i} = v'_{b,i} ⊕ Δ_{b,i}·(u'_b ⊕ d_b)`
+//! from its sums with a stand-in for leaf `Δ_b` ([`subspace`]), which equals `t_{b,i} ⊕ Δ_{b,i}·c`.
+//! Read as rows (one bit per column, found by a blockwise bit-matrix transposition),
+//! `q_i = t_i ⊕ c_i·s`: IKNP's correlation, at `128 / k` = 16 bits per OT on the wire
+//! instead of 128, for `2^k / k` = 32 times IKNP's (small) PRG work. The sender's keys for
+//! OT `i` are `H'(i, q_i)` and `H'(i, q_i ⊕ s)`; the receiver's is `H'(i, t_i)`, equal to
+//! the one selected by `c_i`. `H'` is SHA-256 with a domain tag, the context and the
+//! index `i`, modelled as a (tweakable) correlation-robust hash, which is what makes keys
+//! that differ by the fixed offset `s` look independent.
 //!
 //! **Why the base-OT roles are swapped.** The extension sender must end up knowing the
-//! offset `s` and each column `q^j = t^j ⊕ s_j·r` without learning `r` or `t^j`: it is
-//! the one who *obliviously receives* one of two seeds per column, with choice `s_j`.
-//! The extension receiver knows `r` and must be able to build both candidates, `t^j`
-//! and `t^j ⊕ r`: it holds both seeds, so it is the base-OT *sender*. 128 public-key
-//! OTs with random choices thus become `count` OTs with the receiver's chosen bits at
-//! the cost of symmetric crypto only.
+//! offset `s` and each column `q = t ⊕ s_j·c` without learning `c` or `t`: it is the one
+//! who *obliviously receives* one of two seeds per base OT, with choice `s_j`. The
+//! extension receiver knows `c` and must be able to build every column: it holds both
+//! seeds, so it is the base-OT *sender*. 128 public-key OTs with random choices thus
+//! become `count` OTs with the receiver's chosen bits at the cost of symmetric crypto
+//! only.
 //!
 //! # Messages
 //!
@@ -42,49 +50,55 @@
 //! |------|-----------|-------|----------|
 //! | 1 | receiver → sender | [`BASE_FIRST_LEN`] = 32 (`A`) | [`OtReceiverSetup::new`] |
 //! | 2 | sender → receiver | [`BASE_REPLY_LEN`] = 4096 (`B_1..B_128`) | [`OtSenderSetup::respond`] |
-//! | 3 | receiver → sender | [`extension_message_len`]`(count)` = `128 · ceil(count/8)` (`u^1..u^128`) | [`OtReceiverSetup::extend`] |
+//! | 3 | receiver → sender | [`extension_message_len`]`(count)` = `4096 + 16 · ceil(count/8)` | [`OtReceiverSetup::extend`] |
 //!
-//! then the sender finishes with [`OtSenderSetup::extend`]. The u-matrix is 16 bytes per
-//! OT (column `j` is `ceil(count/8)` bytes, bit `i` of OT `i` in byte `i/8`, bit
-//! `i mod 8`); the fixed cost is 4128 bytes. Steps 1 and 2 do not depend on the choices
-//! or on `count`, so they can run ahead of the inputs. Both `extend` methods consume
-//! their setup: one set of base OTs is extended exactly once, since two u-matrices from
-//! the same seeds would reveal the xor of the two choice vectors.
+//! then the sender finishes with [`OtSenderSetup::extend`]. Message 3 is the 128 masked
+//! level sums (32 bytes per base OT, base OT `16b + i` serving level `7 - i` of tree `b`)
+//! and then the 16 corrections `d_0..d_15`, `ceil(count/8)` bytes each (bit of OT `i` in
+//! byte `i/8`, bit `i mod 8`): 2 bytes per OT, and a fixed cost of 8224 bytes. Steps 1
+//! and 2 do not depend on the choices or on `count`, so they can run ahead of the
+//! inputs. Both `extend` methods consume their setup: one set of base OTs is extended
+//! exactly once, since two extensions from the same seeds would reveal the xor of the
+//! two choice vectors.
 //!
 //! # Security (semi-honest only)
 //!
 //! Both parties are assumed to follow the protocol; nothing checks that they do. In
-//! particular a malicious receiver can use a different `r` in different columns and
-//! learn bits of `s` (the attack the KOS consistency check prevents), so this must not
-//! be used where either party may deviate. Under that assumption:
+//! particular a malicious receiver can use a different `c` in different slices and
+//! learn bits of `s` (the attack SoftSpokenOT's and KOS's consistency checks prevent),
+//! so this must not be used where either party may deviate. Under that assumption:
 //!
-//! * the **sender** learns nothing about `r`: each `u^j` is masked by the output of a
-//!   seed it never received (`G(k_j^1)` if `s_j = 0`, `G(k_j^0)` inside `t^j` if
-//!   `s_j = 1`), and `A` is independent of everything;
+//! * the **sender** learns nothing about `c`: each correction `d_b` is masked by
+//!   `r_{Δ_b}`, the stream of the one leaf it cannot rebuild (its seed is a GGM node
+//!   whose masked level sums it cannot open), and `A` is independent of everything;
 //! * the **receiver** learns `H'(i, t_i)` only: `B_j` hides `s_j` perfectly, the unchosen
 //!   base key needs CDH, and the unchosen extended key is `H'(i, t_i ⊕ s)` for a 128-bit
-//!   `s` it has no information about.
+//!   `s` it has no information about. The correlation is IKNP's, so the semi-honest
+//!   argument and the hash are IKNP's ([SoftSpokenOT], Sec. 4).
 //!
 //! Everything is bound to the caller's `ctx` (the session transcript id): parties with
 //! different contexts get unrelated keys, and keys never repeat across sessions.
-//! Secrets (`a`, the `b_j`, `s`, the base seeds, the column matrices and the output keys)
-//! are zeroized when dropped or when no longer needed, as far as the libraries allow
-//! (the ChaCha20 state of the PRG is not).
+//! Secrets (`a`, the `b_j`, `s`, the base seeds, the GGM roots and leaves, the column
+//! matrices and the output keys) are zeroized when dropped or when no longer needed, as
+//! far as the libraries allow (aws-lc's AES key schedules are not).
 //!
 //! [Chou-Orlandi 2015]: https://eprint.iacr.org/2015/267
 //! [IKNP 2003]: https://www.iacr.org/archive/crypto2003/27290145/27290145.pdf
+//! [SoftSpokenOT]: https://eprint.iacr.org/2022/192
 
 mod base;
 mod extension;
+mod ggm;
+mod subspace;
+#[cfg(test)]
+mod tests;
 mod transpose;
 
 use sha2::{Digest, Sha256};
 use zeroize::{Zeroize, Zeroizing};
 
-use self::base::{BaseSender, Seed};
-use self::extension::{
-    RowHash, column_len, column_stride, ctx_digest, for_each_row_block, prg_fill,
-};
+use self::base::{BaseSender, SEED_LEN, Seed};
+use self::extension::{RowHash, column_len, column_stride, ctx_digest, for_each_row_block};
 use crate::rng::SessionRng;
 
 /// Number of base OTs, the computational security parameter of the extension.
@@ -95,15 +109,27 @@ pub const BASE_FIRST_LEN: usize = 32;
 pub const BASE_REPLY_LEN: usize = KAPPA * 32;
 /// Bytes of one output key.
 pub const KEY_LEN: usize = 32;
+/// Bits of the offset one GGM tree covers (SoftSpokenOT's `k`): the extension sends
+/// `128 / k` bits per OT and does `2^k / k` times IKNP's PRG work. 8 makes the wire cost
+/// 2 bytes per OT for about 30 ns of AES per OT and party.
+pub const SUBSPACE_BITS: usize = 8;
+/// Bytes of the masked GGM level sums that open the extension message: two seeds per
+/// base OT.
+const LEVEL_SUMS_LEN: usize = KAPPA * 2 * SEED_LEN;
 /// Most OTs one extension produces: far beyond what fits in memory (the sender keeps
 /// 64 bytes per OT), and it keeps every size computation free of overflow.
 pub const MAX_COUNT: usize = 1 << 30;
 
-/// Exact length of the extension message (the u-matrix) for `count` OTs: 128 columns of
-/// `ceil(count / 8)` bytes, i.e. 16 bytes per OT. Saturates instead of overflowing for
-/// counts beyond [`MAX_COUNT`], which the extension steps refuse anyway.
+/// Exact length of the extension message for `count` OTs: 4096 bytes of level sums,
+/// then `128 / k` = 16 corrections of `ceil(count / 8)` bytes, i.e. 2 bytes per OT.
+/// Saturates instead of overflowing for counts beyond [`MAX_COUNT`], which the extension
+/// steps refuse anyway.
 pub fn extension_message_len(count: usize) -> usize {
-    KAPPA.saturating_mul(column_len(count))
+    message_len(count, SUBSPACE_BITS)
+}
+
+fn message_len(count: usize, k: usize) -> usize {
+    LEVEL_SUMS_LEN.saturating_add((KAPPA / k).saturating_mul(column_len(count)))
 }
 
 /// Why an OT message was refused. Every received message is fully checked (length, then
@@ -141,6 +167,8 @@ fn check_count(count: usize) -> Result<(), OtError> {
 pub struct OtReceiverSetup {
     ctx: [u8; 32],
     base: BaseSender,
+    /// The secret the GGM roots are derived from ([`Self::root`]).
+    tree_key: Zeroizing<[u8; 32]>,
 }
 
 impl OtReceiverSetup {
@@ -148,13 +176,30 @@ impl OtReceiverSetup {
     /// bytes) for the sender's [`OtSenderSetup::respond`].
     pub fn new(rng: &mut SessionRng, ctx: &[u8]) -> (Self, [u8; BASE_FIRST_LEN]) {
         let (base, first) = BaseSender::new(rng);
+        let mut tree_key = Zeroizing::new([0u8; 32]);
+        rng.fill(&mut tree_key[..]);
         (
             Self {
                 ctx: ctx_digest(ctx),
                 base,
+                tree_key,
             },
             first,
         )
+    }
+
+    /// The root of GGM tree `b`: `SHA-256(ROOT_TAG || tree key || b)`, truncated.
+    fn root(&self, b: usize) -> Seed {
+        let mut digest: [u8; 32] = Sha256::new()
+            .chain_update(ROOT_TAG)
+            .chain_update(&self.tree_key[..])
+            .chain_update((b as u64).to_be_bytes())
+            .finalize()
+            .into();
+        let mut root = [0u8; SEED_LEN];
+        root.copy_from_slice(&digest[..SEED_LEN]);
+        digest.zeroize();
+        root
     }
 
     /// Step 2, after the sender's base reply and once the choice bits are known.
@@ -166,28 +211,61 @@ impl OtReceiverSetup {
         base_reply: &[u8],
         choices: &[bool],
     ) -> Result<(OtReceiverKeys, Vec<u8>), OtError> {
+        self.extend_with(base_reply, choices, SUBSPACE_BITS)
+    }
+
+    /// [`Self::extend`] with `k` bits of the offset per GGM tree (`k` divides 128, at
+    /// most 8; `k = 1` is IKNP).
+    fn extend_with(
+        self,
+        base_reply: &[u8],
+        choices: &[bool],
+        k: usize,
+    ) -> Result<(OtReceiverKeys, Vec<u8>), OtError> {
+        debug_assert!(KAPPA.is_multiple_of(k) && k <= 8);
         let count = choices.len();
         check_count(count)?;
         let seeds = self.base.keys(&self.ctx, base_reply)?;
 
         let (len, stride) = (column_len(count), column_stride(count));
-        // r packed like a column: OT i in byte i/8, bit i mod 8; padding bits zero.
+        // c packed like a column: OT i in byte i/8, bit i mod 8; padding bits zero.
         let mut r = Zeroizing::new(vec![0u8; stride]);
         for (i, &c) in choices.iter().enumerate() {
             r[i / 8] |= u8::from(c) << (i % 8);
         }
-        let mut message = vec![0u8; KAPPA * len];
+        let mut message = vec![0u8; message_len(count, k)];
+        let (level_sums, corrections) = message.split_at_mut(LEVEL_SUMS_LEN);
+        let trees: Vec<Zeroizing<Vec<Seed>>> = (0..KAPPA / k)
+            .map(|b| {
+                let (leaves, sums) = ggm::expand(&self.root(b), k);
+                for (l, [even, odd]) in sums.iter().enumerate() {
+                    // Level l decides leaf bit k - 1 - l, so it is served by base OT
+                    // b·k + (k - 1 - l), whose choice is that bit of the sender's offset.
+                    let j = b * k + (k - 1 - l);
+                    let [k0, k1] = &seeds[j];
+                    let out = &mut level_sums[j * 2 * SEED_LEN..(j + 1) * 2 * SEED_LEN];
+                    // Opened with seed d, a half gives the children with bit 1 - d: the
+                    // ones off the path that choice d follows.
+                    xor_pair(&mut out[..SEED_LEN], odd, k0);
+                    xor_pair(&mut out[SEED_LEN..], even, k1);
+                }
+                leaves
+            })
+            .collect();
+        drop(seeds);
+
         let mut t = Zeroizing::new(vec![0u8; KAPPA * stride]);
         if count > 0 {
             use rayon::prelude::*;
-            t.par_chunks_mut(stride)
-                .zip(message.par_chunks_mut(len))
-                .zip(seeds.par_iter())
-                .for_each(|((t_j, u_j), [k0, k1])| {
-                    prg_fill(k0, t_j);
-                    prg_fill(k1, u_j);
-                    for ((u, t), r) in u_j.iter_mut().zip(t_j.iter()).zip(r.iter()) {
-                        *u ^= t ^ r;
+            t.par_chunks_mut(k * stride)
+                .zip(corrections.par_chunks_mut(len))
+                .zip(trees.par_iter())
+                .for_each(|((t_b, d_b), leaves)| {
+                    let mut u = Zeroizing::new(vec![0u8; stride]);
+                    let mut v: Vec<&mut [u8]> = t_b.chunks_mut(stride).collect();
+                    subspace::column_sums(leaves, &mut u, &mut v);
+                    for ((d, u), r) in d_b.iter_mut().zip(u.iter()).zip(r.iter()) {
+                        *d = u ^ r;
                     }
                 });
         }
@@ -291,8 +369,19 @@ impl OtSenderSetup {
     /// `choices.len()`, agreed through the protocol: the length only pins it down to a
     /// multiple of 8, and keys past the receiver's count would match nothing.
     pub fn extend(self, extension_message: &[u8], count: usize) -> Result<OtSenderKeys, OtError> {
+        self.extend_with(extension_message, count, SUBSPACE_BITS)
+    }
+
+    /// [`Self::extend`] with `k` bits of the offset per GGM tree, as the receiver used.
+    fn extend_with(
+        self,
+        extension_message: &[u8],
+        count: usize,
+        k: usize,
+    ) -> Result<OtSenderKeys, OtError> {
+        debug_assert!(KAPPA.is_multiple_of(k) && k <= 8);
         check_count(count)?;
-        let expected = extension_message_len(count);
+        let expected = message_len(count, k);
         if extension_message.len() != expected {
             return Err(OtError::WrongLength {
                 what: "extension message",
@@ -302,19 +391,47 @@ impl OtSenderSetup {
         }
         let s = *self.s;
         let (len, stride) = (column_len(count), column_stride(count));
+        let (level_sums, corrections) = extension_message.split_at(LEVEL_SUMS_LEN);
         let mut q = Zeroizing::new(vec![0u8; KAPPA * stride]);
         if count > 0 {
             use rayon::prelude::*;
-            q.par_chunks_mut(stride)
-                .zip(extension_message.par_chunks(len))
-                .zip(self.seeds.par_iter())
+            q.par_chunks_mut(k * stride)
+                .zip(corrections.par_chunks(len))
                 .enumerate()
-                .for_each(|(j, ((q_j, u_j), seed))| {
-                    prg_fill(seed, q_j);
-                    // All ones if s_j = 1: xor u^j in without branching on s.
-                    let mask = 0u8.wrapping_sub(((s >> j) & 1) as u8);
-                    for (q, u) in q_j.iter_mut().zip(u_j) {
-                        *q ^= u & mask;
+                .for_each(|(b, (q_b, d_b))| {
+                    // Δ_b, the leaf this party cannot rebuild: its base-OT choices.
+                    let point = ((s >> (b * k)) & ((1 << k) - 1)) as usize;
+                    let off_path: Zeroizing<Vec<Seed>> = Zeroizing::new(
+                        (0..k)
+                            .map(|l| {
+                                let j = b * k + (k - 1 - l);
+                                let pair = &level_sums[j * 2 * SEED_LEN..(j + 1) * 2 * SEED_LEN];
+                                let (half0, half1) = pair.split_at(SEED_LEN);
+                                // The half its seed opens, chosen without a branch on s_j.
+                                let take1 = 0u8.wrapping_sub(((s >> j) & 1) as u8);
+                                let mut sum = [0u8; SEED_LEN];
+                                for (p, out) in sum.iter_mut().enumerate() {
+                                    *out = ((half0[p] & !take1) | (half1[p] & take1))
+                                        ^ self.seeds[j][p];
+                                }
+                                sum
+                            })
+                            .collect(),
+                    );
+                    let leaves = ggm::expand_punctured(&off_path, point);
+                    let mut u = Zeroizing::new(vec![0u8; stride]);
+                    let mut v: Vec<&mut [u8]> = q_b.chunks_mut(stride).collect();
+                    // Leaf Δ_b is the zero seed here; its stream cancels (see `subspace`).
+                    subspace::column_sums(&leaves, &mut u, &mut v);
+                    // q_{b,i} = v'_i xor Δ_i·(u' xor d_b) = t_{b,i} xor Δ_i·c.
+                    for (u, d) in u.iter_mut().zip(d_b) {
+                        *u ^= d;
+                    }
+                    for (i, column) in v.iter_mut().enumerate() {
+                        let mask = 0u8.wrapping_sub(((point >> i) & 1) as u8);
+                        for (q, u) in column.iter_mut().zip(u.iter()) {
+                            *q ^= u & mask;
+                        }
                     }
                 });
         }
@@ -370,6 +487,14 @@ impl std::fmt::Debug for OtSenderKeys {
 }
 
 const PAD_TAG: &[u8] = b"privset/ot/pad/v1";
+const ROOT_TAG: &[u8] = b"privset/ot/ggm/root/v1";
+
+/// `out = a ⊕ b`, seed-sized.
+fn xor_pair(out: &mut [u8], a: &Seed, b: &Seed) {
+    for ((o, x), y) in out.iter_mut().zip(a).zip(b) {
+        *o = x ^ y;
+    }
+}
 
 /// Fills `out` with pseudorandom bytes derived from an OT key, to be xored onto a
 /// message of `out.len()` bytes (any length, e.g. an 8-byte integer or a 40-byte

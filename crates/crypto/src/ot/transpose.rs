@@ -1,7 +1,8 @@
-//! 128 x 128 bit-matrix transposition, the inner step of the IKNP column-to-row switch.
+//! 128 x 128 bit-matrix transposition, the inner step of the OT extension's
+//! column-to-row switch.
 //!
-//! IKNP produces 128 *columns* (one per base OT, `count` bits each) but every OT needs its
-//! *row* (one bit from each column). Transposing bit by bit would cost 128 shifts and
+//! The extension produces 128 *columns* (one per base OT, `count` bits each) but every
+//! OT needs its *row* (one bit from each column). Transposing bit by bit would cost 128 shifts and
 //! masks per bit; instead the matrix is cut into 128 x 128 blocks, each held as 128
 //! `u128` words, and transposed in place with Eklundh's recursive block swap: seven
 //! rounds (block widths 64, 32, ..., 1), each swapping the off-diagonal sub-blocks of
