@@ -1,7 +1,8 @@
 //! Per-element cost of each cwPRF on one thread: `F_k(H(x))` for own items and
 //! `F_k(e)` for received elements (validation included), as the mqRPMT uses them.
 //!
-//! `RAYON_NUM_THREADS=1 cargo run -p privset-crypto --release --example cwprf_bench`
+//! `RAYON_NUM_THREADS=1 cargo run -p privset-crypto --release --example cwprf_bench [GROUP]`
+//! (one group only when named, e.g. `x25519`: handy under `perf stat`).
 
 use std::time::Instant;
 
@@ -33,9 +34,19 @@ fn bench<C: CwPrf>(name: &str, n: usize) {
 
 fn main() {
     let n = 20_000;
+    let only = std::env::args().nth(1);
+    let wanted = |name: &str| only.as_deref().is_none_or(|o| o == name);
     println!("per element, {n} elements, threads: RAYON_NUM_THREADS or all cores");
-    bench::<Ristretto255>("ristretto255", n);
-    bench::<X25519>("x25519", n);
-    bench::<P256Uncompressed>("p256", n / 10);
-    bench::<P256>("p256-compressed", n / 10);
+    if wanted("ristretto255") {
+        bench::<Ristretto255>("ristretto255", n);
+    }
+    if wanted("x25519") {
+        bench::<X25519>("x25519", n);
+    }
+    if wanted("p256") {
+        bench::<P256Uncompressed>("p256", n / 10);
+    }
+    if wanted("p256-compressed") {
+        bench::<P256>("p256-compressed", n / 10);
+    }
 }
