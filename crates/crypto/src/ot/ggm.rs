@@ -68,12 +68,14 @@ pub(super) fn expand(
         let mut next = Zeroizing::new(Vec::with_capacity(2 * level.len()));
         let mut sum = [[0u8; SEED_LEN]; 2];
         for node in level.iter() {
-            let pair = children(node);
+            let mut pair = children(node);
             xor_into(&mut sum[0], &pair[0]);
             xor_into(&mut sum[1], &pair[1]);
             next.extend_from_slice(&pair);
+            pair.zeroize();
         }
         sums.push(sum);
+        sum.zeroize();
         level = next;
     }
     (level, sums)
@@ -106,9 +108,10 @@ pub(super) fn expand_punctured(off_path: &[Seed], point: usize) -> Zeroizing<Vec
         }
         // The path node's child off the path (bit 1 - bit) is the revealed xor minus
         // every other child on that side; its child on the path stays zero.
-        let side = masked(&sum[1], 0u8.wrapping_sub(1 - bit as u8));
+        let mut side = masked(&sum[1], 0u8.wrapping_sub(1 - bit as u8));
         let mut missing = masked(&sum[0], 0u8.wrapping_sub(bit as u8));
         xor_into(&mut missing, &side);
+        side.zeroize();
         xor_into(&mut missing, off);
         let target = 2 * path + (1 - bit);
         for (p, node) in next.iter_mut().enumerate() {
@@ -144,6 +147,23 @@ mod tests {
                     } else {
                         assert_eq!(a, b, "depth {depth} point {point} leaf {x}");
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn punctured_tree_of_depth_8() {
+        let (leaves, sums) = expand(&[5; SEED_LEN], 8);
+        for point in [0usize, 1, 0x80, 0xa5, 0xfe, 0xff] {
+            let off_path: Vec<Seed> = (0..8).map(|l| sums[l][1 - ((point >> (7 - l)) & 1)]).collect();
+            let got = expand_punctured(&off_path, point);
+            for x in 0..256 {
+                if x == point {
+                    assert_eq!(got[x], [0u8; SEED_LEN]);
+                    assert!(!got.contains(&leaves[x]), "the missing leaf leaked");
+                } else {
+                    assert_eq!(got[x], leaves[x], "point {point} leaf {x}");
                 }
             }
         }

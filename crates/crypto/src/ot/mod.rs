@@ -52,14 +52,18 @@
 //! | 2 | sender → receiver | [`BASE_REPLY_LEN`] = 4096 (`B_1..B_128`) | [`OtSenderSetup::respond`] |
 //! | 3 | receiver → sender | [`extension_message_len`]`(count)` = `4096 + 16 · ceil(count/8)` | [`OtReceiverSetup::extend`] |
 //!
-//! then the sender finishes with [`OtSenderSetup::extend`]. Message 3 is the 128 masked
-//! level sums (32 bytes per base OT, base OT `16b + i` serving level `7 - i` of tree `b`)
-//! and then the 16 corrections `d_0..d_15`, `ceil(count/8)` bytes each (bit of OT `i` in
-//! byte `i/8`, bit `i mod 8`): 2 bytes per OT, and a fixed cost of 8224 bytes. Steps 1
-//! and 2 do not depend on the choices or on `count`, so they can run ahead of the
-//! inputs. Both `extend` methods consume their setup: one set of base OTs is extended
-//! exactly once, since two extensions from the same seeds would reveal the xor of the
-//! two choice vectors.
+//! then the sender finishes with [`OtSenderSetup::extend`]. Message 3 is, for each base
+//! OT `j = 8b + i` in order (it serves level `7 - i` of tree `b`, the level that decides
+//! bit `i` of a leaf index), 16 bytes `odd ⊕ k_j^0` then 16 bytes `even ⊕ k_j^1`, where
+//! `odd` and `even` are the xors of that level's odd and even children; then the 16
+//! corrections `d_0..d_15`, `ceil(count/8)` bytes each (bit of OT `i` in byte `i/8`, bit
+//! `i mod 8`): 2 bytes per OT. The three messages have a fixed cost of 8224 bytes in all
+//! (4128 from the receiver before the corrections, 4096 from the sender). A GGM node's
+//! children are the two halves of `SHA-256(tag || node)`; a leaf's stream is AES-128-CTR
+//! under the leaf seed with a big-endian counter from zero. Steps 1 and 2 do not depend
+//! on the choices or on `count`, so they can run ahead of the inputs. Both `extend`
+//! methods consume their setup: one set of base OTs is extended exactly once, since two
+//! extensions from the same seeds would reveal the xor of the two choice vectors.
 //!
 //! # Security (semi-honest only)
 //!
@@ -80,7 +84,7 @@
 //! different contexts get unrelated keys, and keys never repeat across sessions.
 //! Secrets (`a`, the `b_j`, `s`, the base seeds, the GGM roots and leaves, the column
 //! matrices and the output keys) are zeroized when dropped or when no longer needed, as
-//! far as the libraries allow (aws-lc's AES key schedules are not).
+//! far as the libraries allow (aws-lc-rs wipes its AES key schedules itself).
 //!
 //! [Chou-Orlandi 2015]: https://eprint.iacr.org/2015/267
 //! [IKNP 2003]: https://www.iacr.org/archive/crypto2003/27290145/27290145.pdf
@@ -189,21 +193,21 @@ impl OtReceiverSetup {
     }
 
     /// The root of GGM tree `b`: `SHA-256(ROOT_TAG || tree key || b)`, truncated.
-    fn root(&self, b: usize) -> Seed {
+    fn root(&self, b: usize) -> Zeroizing<Seed> {
         let mut digest: [u8; 32] = Sha256::new()
             .chain_update(ROOT_TAG)
             .chain_update(&self.tree_key[..])
             .chain_update((b as u64).to_be_bytes())
             .finalize()
             .into();
-        let mut root = [0u8; SEED_LEN];
+        let mut root = Zeroizing::new([0u8; SEED_LEN]);
         root.copy_from_slice(&digest[..SEED_LEN]);
         digest.zeroize();
         root
     }
 
     /// Step 2, after the sender's base reply and once the choice bits are known.
-    /// Returns the receiver's keys and the extension message (u-matrix) to send, of
+    /// Returns the receiver's keys and the extension message (level sums and corrections) to send, of
     /// [`extension_message_len`]`(choices.len())` bytes. The sender must be told
     /// `choices.len()` (normally the protocol fixes it).
     pub fn extend(
@@ -273,8 +277,8 @@ impl OtReceiverSetup {
         let row_hash = RowHash::new(&self.ctx);
         let mut keys = Zeroizing::new(vec![[0u8; KEY_LEN]; count]);
         for_each_row_block(&t, stride, &mut keys, |first, rows, out| {
-            for (k, (key, row)) in out.iter_mut().zip(rows).enumerate() {
-                *key = row_hash.hash(first + k, *row);
+            for (offset, (key, row)) in out.iter_mut().zip(rows).enumerate() {
+                *key = row_hash.hash(first + offset, *row);
             }
         });
         r.truncate(len);
@@ -389,7 +393,7 @@ impl OtSenderSetup {
                 got: extension_message.len(),
             });
         }
-        let s = *self.s;
+        let s: &u128 = &self.s;
         let (len, stride) = (column_len(count), column_stride(count));
         let (level_sums, corrections) = extension_message.split_at(LEVEL_SUMS_LEN);
         let mut q = Zeroizing::new(vec![0u8; KAPPA * stride]);
@@ -400,7 +404,7 @@ impl OtSenderSetup {
                 .enumerate()
                 .for_each(|(b, (q_b, d_b))| {
                     // Δ_b, the leaf this party cannot rebuild: its base-OT choices.
-                    let point = ((s >> (b * k)) & ((1 << k) - 1)) as usize;
+                    let point = ((*s >> (b * k)) & ((1 << k) - 1)) as usize;
                     let off_path: Zeroizing<Vec<Seed>> = Zeroizing::new(
                         (0..k)
                             .map(|l| {
@@ -408,7 +412,7 @@ impl OtSenderSetup {
                                 let pair = &level_sums[j * 2 * SEED_LEN..(j + 1) * 2 * SEED_LEN];
                                 let (half0, half1) = pair.split_at(SEED_LEN);
                                 // The half its seed opens, chosen without a branch on s_j.
-                                let take1 = 0u8.wrapping_sub(((s >> j) & 1) as u8);
+                                let take1 = 0u8.wrapping_sub(((*s >> j) & 1) as u8);
                                 let mut sum = [0u8; SEED_LEN];
                                 for (p, out) in sum.iter_mut().enumerate() {
                                     *out = ((half0[p] & !take1) | (half1[p] & take1))
@@ -439,10 +443,10 @@ impl OtSenderSetup {
         let row_hash = RowHash::new(&self.ctx);
         let mut keys = Zeroizing::new(vec![[[0u8; KEY_LEN]; 2]; count]);
         for_each_row_block(&q, stride, &mut keys, |first, rows, out| {
-            for (k, (pair, row)) in out.iter_mut().zip(rows).enumerate() {
+            for (offset, (pair, row)) in out.iter_mut().zip(rows).enumerate() {
                 *pair = [
-                    row_hash.hash(first + k, *row),
-                    row_hash.hash(first + k, *row ^ s),
+                    row_hash.hash(first + offset, *row),
+                    row_hash.hash(first + offset, *row ^ *s),
                 ];
             }
         });

@@ -20,7 +20,8 @@ fn setups(r_seed: u8, s_seed: u8) -> (OtReceiverSetup, OtSenderSetup, Vec<u8>) {
 #[test]
 fn every_depth_gives_matching_keys() {
     for k in [1usize, 2, 4, 8] {
-        for count in [1usize, 127, 129, 5000, 40_000] {
+        // Around a byte, a 128-row block and a 4096-byte stream segment (32768 OTs).
+        for count in [0usize, 1, 8, 127, 128, 129, 256, 5000, 32_768, 32_769] {
             // Several sender seeds: different offsets, so different punctured leaves.
             for s_seed in [2u8, 3, 4] {
                 let choices = random_choices(count, count as u8 ^ k as u8);
@@ -45,18 +46,42 @@ fn every_depth_gives_matching_keys() {
 }
 
 #[test]
-fn a_tampered_correction_breaks_only_its_ot() {
+fn a_tampered_correction_breaks_exactly_its_ot() {
     let count = 1000;
     let choices = random_choices(count, 5);
-    let (r, s, reply) = setups(1, 2);
-    let (receiver, mut message) = r.extend(&reply, &choices).unwrap();
-    // Flip OT 77's bit in the correction of tree 3: if the sender's slice 3 is
-    // non-zero, OT 77's keys no longer match; no other OT changes.
-    message[LEVEL_SUMS_LEN + 3 * count.div_ceil(8) + 77 / 8] ^= 1 << (77 % 8);
-    let sender = s.extend(&message, count).unwrap();
-    for (i, &c) in choices.iter().enumerate() {
-        if i != 77 {
-            assert_eq!(receiver.key(i), sender.key(i, c), "OT {i}");
+    for s_seed in [2u8, 3, 4, 9] {
+        let (r, s, reply) = setups(1, s_seed);
+        // Tree 3 covers bits 24..32 of the offset: a flipped correction bit moves OT 77's
+        // q row by that slice, so its keys break exactly when the slice is non-zero.
+        let slice = (*s.s >> 24) & 0xff;
+        let (receiver, mut message) = r.extend(&reply, &choices).unwrap();
+        message[LEVEL_SUMS_LEN + 3 * count.div_ceil(8) + 77 / 8] ^= 1 << (77 % 8);
+        let sender = s.extend(&message, count).unwrap();
+        for (i, &c) in choices.iter().enumerate() {
+            let matches = receiver.key(i) == sender.key(i, c);
+            assert_eq!(matches, i != 77 || slice == 0, "OT {i}, slice {slice:#x}");
+        }
+    }
+}
+
+#[test]
+fn level_sums_ignore_the_choices_and_corrections_carry_them() {
+    let count = 300;
+    let (a, b) = (random_choices(count, 1), random_choices(count, 2));
+    let (r, _, reply) = setups(1, 2);
+    let (_, msg_a) = r.extend(&reply, &a).unwrap();
+    let (r, _, reply) = setups(1, 2);
+    let (_, msg_b) = r.extend(&reply, &b).unwrap();
+    assert_eq!(msg_a[..LEVEL_SUMS_LEN], msg_b[..LEVEL_SUMS_LEN]);
+    let len = count.div_ceil(8);
+    for (t, (ca, cb)) in msg_a[LEVEL_SUMS_LEN..]
+        .chunks(len)
+        .zip(msg_b[LEVEL_SUMS_LEN..].chunks(len))
+        .enumerate()
+    {
+        for i in 0..count {
+            let bit = |m: &[u8]| (m[i / 8] >> (i % 8)) & 1 == 1;
+            assert_eq!(bit(ca) ^ bit(cb), a[i] ^ b[i], "tree {t} OT {i}");
         }
     }
 }
