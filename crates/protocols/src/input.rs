@@ -100,11 +100,18 @@ pub fn build_dataset(
         column_names: column_names.to_vec(),
         ..Dataset::default()
     };
-    // identifier -> (index in ds, first line)
-    let mut seen: HashMap<Vec<u8>, (usize, u64)> = HashMap::new();
+    // identifier -> (index in ds, first line). The identifiers are this party's own
+    // input, so a fast seeded hash (foldhash) is enough; std's SipHash took 1.6% of a
+    // whole psi-card run's CPU at 2^18 rows.
+    let rows = rows.into_iter();
+    let mut seen: HashMap<Vec<u8>, (usize, u64), foldhash::fast::RandomState> =
+        HashMap::with_capacity_and_hasher(rows.size_hint().0, Default::default());
     let mut segment_index: HashMap<String, u32> = HashMap::new();
     let mut segment_of = Vec::new();
     let mut any_segment = false;
+    // Identifiers kept so far; they stay in `seen` until the end, then move (not copy)
+    // into `ds.ids` at their index.
+    let mut kept = 0usize;
     for row in rows {
         if row.values.len() != column_names.len() {
             return Err(InputError::Other(format!(
@@ -146,8 +153,8 @@ pub fn build_dataset(
                 }
             }
             Entry::Vacant(e) => {
-                let index = ds.ids.len();
-                ds.ids.push(e.key().clone());
+                let index = kept;
+                kept += 1;
                 e.insert((index, row.line));
                 for (c, v) in values.into_iter().enumerate() {
                     ds.columns[c].push(v);
@@ -165,6 +172,10 @@ pub fn build_dataset(
                 }
             }
         }
+    }
+    ds.ids = vec![Vec::new(); kept];
+    for (id, (index, _)) in seen {
+        ds.ids[index] = id;
     }
     if any_segment {
         ds.segment_of = Some(segment_of);

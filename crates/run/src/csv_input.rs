@@ -62,14 +62,19 @@ pub fn read_dataset(
         .collect::<Result<Vec<_>, _>>()?;
     let segment_col = cols.segment.map(find).transpose()?;
     let mut rows = Vec::new();
-    for record in reader.byte_records() {
-        let record = record.map_err(|e| {
+    // One record buffer for the whole file.
+    let mut record = csv::ByteRecord::new();
+    loop {
+        let more = reader.read_byte_record(&mut record).map_err(|e| {
             let failure = Failure::input(format!("{}: {e}", path.display()));
             match e.position() {
                 Some(p) => failure.at_line(p.line()),
                 None => failure,
             }
         })?;
+        if !more {
+            break;
+        }
         let line = record.position().map_or(0, |p| p.line());
         let cell = |i: usize| record.get(i).unwrap_or_default();
         let id = identifier(cell(id_col), line).map_err(|e| e.in_file(path))?;

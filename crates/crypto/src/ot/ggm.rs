@@ -156,7 +156,9 @@ mod tests {
     fn punctured_tree_of_depth_8() {
         let (leaves, sums) = expand(&[5; SEED_LEN], 8);
         for point in [0usize, 1, 0x80, 0xa5, 0xfe, 0xff] {
-            let off_path: Vec<Seed> = (0..8).map(|l| sums[l][1 - ((point >> (7 - l)) & 1)]).collect();
+            let off_path: Vec<Seed> = (0..8)
+                .map(|l| sums[l][1 - ((point >> (7 - l)) & 1)])
+                .collect();
             let got = expand_punctured(&off_path, point);
             for x in 0..256 {
                 if x == point {

@@ -58,7 +58,9 @@ pub(super) fn ladder(k: &ClampedScalar, u: &Fe8) -> (Fe8, Fe8) {
     let (mut x2, mut z2) = (Fe8::one().unreduced(), Fe8::zero().unreduced());
     let (mut x3, mut z3) = (u.unreduced(), Fe8::one().unreduced());
     let mut swap = 0u64;
-    for t in (0..255).rev() {
+    // Bits 2..=0 of a clamped scalar are zero: their steps would only double (x2 : z2)
+    // and compute an (x3 : z3) nobody reads, so they are three doublings after the loop.
+    for t in (3..255).rev() {
         let bit = k.bit(t);
         swap ^= bit;
         let mask = _mm512_set1_epi64(swap.wrapping_neg() as i64);
@@ -83,5 +85,9 @@ pub(super) fn ladder(k: &ClampedScalar, u: &Fe8) -> (Fe8, Fe8) {
     let mask = _mm512_set1_epi64(swap.wrapping_neg() as i64);
     Fe8Unreduced::conditional_swap(&mut x2, &mut x3, mask);
     Fe8Unreduced::conditional_swap(&mut z2, &mut z3, mask);
-    (x2.normalize(), z2.normalize())
+    let (mut x, mut z) = (x2.normalize(), z2.normalize());
+    for _ in 0..3 {
+        (x, z) = double(&x, &z);
+    }
+    (x, z)
 }

@@ -199,26 +199,34 @@ pub(super) fn finish(
     prefix_len: usize,
     tails: &[[&[u8]; 3]; 8],
 ) -> [[u8; 64]; 8] {
-    let mut padded: [Vec<u8>; 8] = Default::default();
-    for (p, parts) in padded.iter_mut().zip(tails) {
+    // Every lane padded to the same number of blocks, in one buffer: lane j's message
+    // and padding are at [j * span, (j + 1) * span); lanes whose padded message is
+    // shorter than `span` stop being updated after their last block.
+    let lens: [usize; 8] = core::array::from_fn(|j| tails[j].iter().map(|p| p.len()).sum());
+    let blocks_of = |len: usize| (len + 17).div_ceil(BLOCK);
+    let blocks = lens.iter().map(|&len| blocks_of(len)).max().unwrap_or(0);
+    let span = blocks * BLOCK;
+    let mut padded = vec![0u8; 8 * span];
+    for (j, (parts, &len)) in tails.iter().zip(&lens).enumerate() {
+        let lane = &mut padded[j * span..(j + 1) * span];
+        let mut at = 0;
         for part in parts {
-            p.extend_from_slice(part);
+            lane[at..at + part.len()].copy_from_slice(part);
+            at += part.len();
         }
-        let bits = ((prefix_len + p.len()) as u128) * 8;
-        p.push(0x80);
-        while p.len() % BLOCK != BLOCK - 16 {
-            p.push(0);
-        }
-        p.extend_from_slice(&bits.to_be_bytes());
+        lane[len] = 0x80;
+        let end = blocks_of(len) * BLOCK;
+        let bits = ((prefix_len + len) as u128) * 8;
+        lane[end - 16..end].copy_from_slice(&bits.to_be_bytes());
     }
-    let blocks = padded.iter().map(|p| p.len() / BLOCK).max().unwrap_or(0);
     let mut state = start.map(|v| _mm512_set1_epi64(v as i64));
     for i in 0..blocks {
         let mut chunk = [[0u8; BLOCK]; 8];
         let mut active: __mmask8 = 0;
-        for (j, (c, p)) in chunk.iter_mut().zip(&padded).enumerate() {
-            if let Some(block) = p.get(i * BLOCK..(i + 1) * BLOCK) {
-                c.copy_from_slice(block);
+        for (j, (c, &len)) in chunk.iter_mut().zip(&lens).enumerate() {
+            if i < blocks_of(len) {
+                let at = j * span + i * BLOCK;
+                c.copy_from_slice(&padded[at..at + BLOCK]);
                 active |= 1 << j;
             }
         }
