@@ -509,14 +509,14 @@ fn malformed_messages_are_rejected_with_typed_errors() {
 #[test]
 fn private_id_rejects_a_bad_union() {
     let c = config(Operation::PrivateId, RISTRETTO, Construction::Cwprf, BLOOM);
-    // R4 is the receiver's fifth message (hello, R1, R2, R3, R4).
+    // R5 is the receiver's sixth message (hello, R1, R2, R3, R4, R5).
     let set_len = |m: &mut Vec<u8>| {
         let len = (m.len() - HEADER) as u32;
         m[28..32].copy_from_slice(&len.to_be_bytes());
     };
     // Only the first identifier: the sender's 30 identifiers cannot all be there.
     let e = run_tampered(Operation::PrivateId, &c, &c, &mut |d, i, m| {
-        if d == Direction::AtoB && i == 4 {
+        if d == Direction::AtoB && i == 5 {
             m.truncate(HEADER + 16);
             set_len(m);
         }
@@ -531,7 +531,7 @@ fn private_id_rejects_a_bad_union() {
     );
     // Two identifiers swapped: not sorted.
     let e = run_tampered(Operation::PrivateId, &c, &c, &mut |d, i, m| {
-        if d == Direction::AtoB && i == 4 {
+        if d == Direction::AtoB && i == 5 {
             let (a, b) = m[HEADER..HEADER + 32].split_at_mut(16);
             a.swap_with_slice(b);
         }

@@ -425,6 +425,10 @@ pub mod kind {
     pub const R3: u8 = 6;
     pub const S3: u8 = 7;
     pub const R4: u8 = 8;
+    /// Private-ID only (its PSU phase has two more messages each way).
+    pub const S4: u8 = 9;
+    pub const R5: u8 = 10;
+    pub const S5: u8 = 11;
 
     /// Receiver messages are R1, R2, ...; sender messages S1, S2, ... (docs/wire.md
     /// gives each operation's layouts).
@@ -438,6 +442,9 @@ pub mod kind {
             R3 => "R3",
             S3 => "S3",
             R4 => "R4",
+            S4 => "S4",
+            R5 => "R5",
+            S5 => "S5",
             _ => "unknown",
         }
     }

@@ -12,17 +12,27 @@
 //!
 //! ```text
 //! receiver (X, k1, blind b1, PSU key a)              sender (Y, k2, blind b2, PSU key b)
+//!  (computes H(x)^b1)                                 (computes H(y)^b2 meanwhile)
+//!                                     <------------ S1: H(y)^b2
 //!  R1: H(x)^b1 ------------------------------------>
-//!                                     <------------ S1: H(x)^(b1 k2), H(y)^b2
-//!  ID(x) = (H(x)^(b1 k2))^(k1/b1)
-//!  R2: [OT base A], H(y)^(b2 k1), ID(x)^a  --------->  ID(y) = (H(y)^(b2 k1))^(k2/b2)
-//!                                     <------------ S2: [OT base reply], ID(y)^b shuffled,
-//!                                                       {ID(x)^(ab)} (list or filter)
+//!  H(y)^(b2 k1), meanwhile                           S2: H(x)^(b1 k2)
+//!                                     <------------
+//!  R2: [OT base A], H(y)^(b2 k1) ------------------>
+//!  ID(x) = (H(x)^(b1 k2))^(k1/b1), ID(x)^a           ID(y) = (H(y)^(b2 k1))^(k2/b2), ID(y)^b
+//!  R3: ID(x)^a ------------------------------------>
+//!                                     <------------ S3: [OT base reply], ID(y)^b shuffled
+//!  ID(y)^(ba), meanwhile                             S4: {ID(x)^(ab)} (list or filter)
+//!                                     <------------
 //!  e_i = [ID(y_i)^(ba) in the set]
-//!  R3: OT extension on e ------------------------->
-//!                                     <------------ S3: Hash(ID(y_i)) one-sided to e_i = 0
-//!  R4: sorted union of identifiers ---------------->
+//!  R4: OT extension on e ------------------------->
+//!                                     <------------ S5: Hash(ID(y_i)) one-sided to e_i = 0
+//!  R5: sorted union of identifiers ---------------->
 //! ```
+//!
+//! Every phase of one party's exponentiations runs while the other party computes its
+//! own (the "meanwhile" lines), so the run takes about half the time of the ten
+//! exponentiations per pair back to back. A party never sends a large message while the
+//! other may be sending one too: R1 waits for S1, and S3 waits for R3.
 //!
 //! Needs a prime-order group (blinds are inverted). Ten exponentiations per pair of
 //! items, against the paper's VOLE-based OPRF plus four (Table 7); docs/pso/private-id.md
@@ -110,17 +120,57 @@ pub struct Receiver<C: CwPrf> {
 
 enum State<C: CwPrf> {
     AwaitHello,
+    /// R1 computed, held back until S1 has arrived: the two first large messages never
+    /// travel at the same time (blocking transports cannot deadlock).
     AwaitS1 {
         session: Session,
         keys: Keys<C>,
+        r1: Vec<u8>,
+    },
+    /// R1 sent; evaluating the sender's requests (S1) is deferred work, done while the
+    /// sender answers R1.
+    Reply {
+        session: Session,
+        keys: Keys<C>,
+        requests: Vec<u8>,
     },
     AwaitS2 {
+        session: Session,
+        keys: Keys<C>,
+        reply: Vec<u8>,
+    },
+    /// R2 sent; unblinding the answers and keying them for the PSU (R3) is deferred
+    /// work, done while the sender unblinds its own identifiers.
+    Identify {
+        session: Session,
+        keys: Keys<C>,
+        ot: Box<OtReceiverSetup>,
+        answers: Vec<u8>,
+    },
+    AwaitS3 {
         session: Session,
         psu_key: Zeroizing<C::Key>,
         ot: Box<OtReceiverSetup>,
         own: Vec<[u8; ID_LEN]>,
     },
-    AwaitS3 {
+    /// S3 received; absorbing the sender's PSU elements is deferred work, done while the
+    /// sender encodes its set (S4).
+    Absorb {
+        session: Session,
+        psu_key: Zeroizing<C::Key>,
+        ot: Box<OtReceiverSetup>,
+        own: Vec<[u8; ID_LEN]>,
+        s3: Vec<u8>,
+    },
+    AwaitS4 {
+        session: Session,
+        server: Server<C>,
+        ot: Box<OtReceiverSetup>,
+        ot_reply: Vec<u8>,
+        own: Vec<[u8; ID_LEN]>,
+        absorbed: Vec<u8>,
+    },
+    AwaitS5 {
         session: Session,
         ot_keys: OtReceiverKeys,
         own: Vec<[u8; ID_LEN]>,
@@ -145,48 +195,69 @@ impl<C: CwPrf> Receiver<C> {
                 let session = self.core.on_hello::<C>(frame.body)?;
                 let keys = Keys::<C>::new(&mut self.core);
                 let r1 = C::hash_eval_batch(&session.dst, &self.core.input.ids, &keys.blind);
-                self.core.channel.push(kind::R1, &r1);
-                State::AwaitS1 { session, keys }
+                State::AwaitS1 { session, keys, r1 }
             }
-            State::AwaitS1 { session, keys } => {
+            State::AwaitS1 { session, keys, r1 } => {
                 let frame = self.core.open(message, kind::S1)?;
                 let n2 = session.peer.items as usize;
-                let mut r = Reader::new(frame.body, "S1");
-                let answered = r.take(mqrpmt::packed_len::<C>(n1, "S1 answers")?)?;
-                let requests = r.take(mqrpmt::packed_len::<C>(n2, "S1 requests")?)?;
-                r.finish()?;
-                let unblind = keys.unblind();
-                let own = identifiers::<C>(&eval::<C>(answered, &unblind, "S1 answers")?);
-                let psu_first =
-                    eval::<C>(answered, &compose::<C>(&unblind, &keys.psu), "S1 answers")?;
-                let reply = eval::<C>(requests, &keys.prf, "S1 requests")?;
-                let (ot, first) = OtReceiverSetup::new(&mut self.core.rng, &session.ctx.transcript);
-                let mut r2 = Vec::with_capacity(first.len() + reply.len() + psu_first.len());
-                r2.extend_from_slice(&first);
-                r2.extend_from_slice(&reply);
-                r2.extend_from_slice(&psu_first);
-                self.core.channel.push(kind::R2, &r2);
-                State::AwaitS2 {
+                crate::wire::expect_len("S1", frame.body, mqrpmt::packed_len::<C>(n2, "S1")?)?;
+                self.core.channel.push(kind::R1, &r1);
+                State::Reply {
                     session,
-                    psu_key: keys.psu.clone(),
-                    ot: Box::new(ot),
-                    own,
+                    keys,
+                    requests: frame.body.to_vec(),
                 }
             }
             State::AwaitS2 {
+                session,
+                keys,
+                reply,
+            } => {
+                let frame = self.core.open(message, kind::S2)?;
+                crate::wire::expect_len("S2", frame.body, mqrpmt::packed_len::<C>(n1, "S2")?)?;
+                let (ot, first) = OtReceiverSetup::new(&mut self.core.rng, &session.ctx.transcript);
+                let mut r2 = Vec::with_capacity(first.len() + reply.len());
+                r2.extend_from_slice(&first);
+                r2.extend_from_slice(&reply);
+                self.core.channel.push(kind::R2, &r2);
+                State::Identify {
+                    session,
+                    keys,
+                    ot: Box::new(ot),
+                    answers: frame.body.to_vec(),
+                }
+            }
+            State::AwaitS3 {
                 session,
                 psu_key,
                 ot,
                 own,
             } => {
-                let frame = self.core.open(message, kind::S2)?;
+                let frame = self.core.open(message, kind::S3)?;
                 let n2 = session.peer.items as usize;
-                let mut r = Reader::new(frame.body, "S2");
-                let reply = r.take(ot::BASE_REPLY_LEN)?;
-                let server = Server::<C>::with_key(self.core.config.construction, psu_key);
+                let expected =
+                    ot::BASE_REPLY_LEN.saturating_add(mqrpmt::packed_len::<C>(n2, "S3 elements")?);
+                crate::wire::expect_len("S3", frame.body, expected)?;
+                State::Absorb {
+                    session,
+                    psu_key,
+                    ot,
+                    own,
+                    s3: frame.body.to_vec(),
+                }
+            }
+            State::AwaitS4 {
+                session,
+                server,
+                ot,
+                ot_reply,
+                own,
+                absorbed,
+            } => {
+                let frame = self.core.open(message, kind::S4)?;
+                let n2 = session.peer.items as usize;
                 let filter_key = session.ctx.derive_key(mqrpmt::FILTER_KEY);
-                let theirs = r.take(mqrpmt::packed_len::<C>(n2, "S2 elements")?)?;
-                let absorbed = server.absorb_client_elements(theirs)?;
+                let mut r = Reader::new(frame.body, "S4");
                 let e = server.indicator(
                     &absorbed,
                     &mut r,
@@ -196,34 +267,39 @@ impl<C: CwPrf> Receiver<C> {
                     &filter_key,
                 )?;
                 r.finish()?;
-                let (ot_keys, extension) = ot.extend(reply, &e).map_err(bad_ot)?;
-                self.core.channel.push(kind::R3, &extension);
-                State::AwaitS3 {
+                let (ot_keys, extension) = ot.extend(&ot_reply, &e).map_err(bad_ot)?;
+                self.core.channel.push(kind::R4, &extension);
+                State::AwaitS5 {
                     session,
                     ot_keys,
                     own,
                 }
             }
-            State::AwaitS3 {
+            State::AwaitS5 {
                 session,
                 ot_keys,
                 own,
             } => {
-                let frame = self.core.open(message, kind::S3)?;
+                let frame = self.core.open(message, kind::S5)?;
                 let n2 = session.peer.items as usize;
                 let expected = n2.saturating_mul(ID_LEN);
-                crate::wire::expect_len("S3", frame.body, expected)?;
+                crate::wire::expect_len("S5", frame.body, expected)?;
                 let mut union = own.clone();
                 for (_, id) in transfer::receive_one_sided(&ot_keys, false, ID_LEN, frame.body) {
                     union.push(id.try_into().expect("ID_LEN-byte slots"));
                 }
                 union.sort_unstable();
                 union.dedup();
-                self.core.channel.push(kind::R4, union.as_flattened());
+                self.core.channel.push(kind::R5, union.as_flattened());
                 let mut out = self.core.empty_output(session.peer.items);
                 out.private_id = Some(PrivateIdTable { own, union });
                 self.core.finish(out);
                 State::Done
+            }
+            State::Reply { .. } | State::Identify { .. } | State::Absorb { .. } => {
+                return Err(ProtocolError::ApiMisuse(
+                    "message before the deferred work was done",
+                ));
             }
             State::Done | State::Failed => {
                 return Err(ProtocolError::ApiMisuse("message after the end of the run"));
@@ -237,39 +313,112 @@ impl<C: CwPrf> Receiver<C> {
         let elements = |n: usize| n.saturating_mul(C::ELEMENT_LEN);
         match &self.state {
             State::AwaitHello => super::hello::MAX_LEN,
-            State::AwaitS1 { session, .. } => HEADER_LEN
-                .saturating_add(elements(n1))
-                .saturating_add(elements(session.peer.items as usize)),
-            State::AwaitS2 { session, .. } => HEADER_LEN
+            State::AwaitS1 { session, .. } => {
+                HEADER_LEN.saturating_add(elements(session.peer.items as usize))
+            }
+            State::AwaitS2 { .. } => HEADER_LEN.saturating_add(elements(n1)),
+            State::AwaitS3 { session, .. } => HEADER_LEN
                 .saturating_add(ot::BASE_REPLY_LEN)
-                .saturating_add(elements(session.peer.items as usize))
-                .saturating_add(mqrpmt::set_max_len::<C>(
-                    self.core.config.last_message,
-                    n1,
-                    session.peer.items as usize,
-                )),
-            State::AwaitS3 { session, .. } => {
+                .saturating_add(elements(session.peer.items as usize)),
+            State::AwaitS4 { session, .. } => HEADER_LEN.saturating_add(mqrpmt::set_max_len::<C>(
+                self.core.config.last_message,
+                n1,
+                session.peer.items as usize,
+            )),
+            State::AwaitS5 { session, .. } => {
                 HEADER_LEN.saturating_add((session.peer.items as usize).saturating_mul(ID_LEN))
             }
-            State::Done | State::Failed => 0,
+            State::Reply { .. }
+            | State::Identify { .. }
+            | State::Absorb { .. }
+            | State::Done
+            | State::Failed => 0,
         }
     }
 
     fn describe(&self) -> String {
         match &self.state {
             State::AwaitHello => "waiting for the sender's hello".into(),
-            State::AwaitS1 { .. } => {
+            State::AwaitS1 { .. } => "distributed OPRF: waiting for the sender's requests".into(),
+            State::Reply { .. } => "distributed OPRF: evaluating the sender's requests".into(),
+            State::AwaitS2 { .. } => {
                 "distributed OPRF: waiting for the sender's evaluations".into()
             }
-            State::AwaitS2 { .. } => "PSU: waiting for the sender's evaluated identifiers".into(),
-            State::AwaitS3 { .. } => "PSU: waiting for the transferred identifiers".into(),
+            State::Identify { .. } => "distributed OPRF: unblinding our identifiers".into(),
+            State::AwaitS3 { .. } => "PSU: waiting for the sender's identifiers".into(),
+            State::Absorb { .. } => "PSU: evaluating the sender's identifiers".into(),
+            State::AwaitS4 { .. } => "PSU: waiting for the sender's set".into(),
+            State::AwaitS5 { .. } => "PSU: waiting for the transferred identifiers".into(),
             State::Done => "done".into(),
             State::Failed => "failed".into(),
         }
     }
 }
 
-impl<C: CwPrf> DeferredWork for Receiver<C> {}
+impl<C: CwPrf> DeferredWork for Receiver<C> {
+    fn has_work(&self) -> bool {
+        matches!(
+            self.state,
+            State::Reply { .. } | State::Identify { .. } | State::Absorb { .. }
+        )
+    }
+
+    fn work(&mut self) -> Result<(), ProtocolError> {
+        self.state = match std::mem::replace(&mut self.state, State::Failed) {
+            State::Reply {
+                session,
+                keys,
+                requests,
+            } => {
+                let reply = eval::<C>(&requests, &keys.prf, "S1")?;
+                State::AwaitS2 {
+                    session,
+                    keys,
+                    reply,
+                }
+            }
+            State::Identify {
+                session,
+                keys,
+                ot,
+                answers,
+            } => {
+                let unblind = keys.unblind();
+                let own = identifiers::<C>(&eval::<C>(&answers, &unblind, "S2")?);
+                let psu_first = eval::<C>(&answers, &compose::<C>(&unblind, &keys.psu), "S2")?;
+                self.core.channel.push(kind::R3, &psu_first);
+                State::AwaitS3 {
+                    session,
+                    psu_key: keys.psu.clone(),
+                    ot,
+                    own,
+                }
+            }
+            State::Absorb {
+                session,
+                psu_key,
+                ot,
+                own,
+                s3,
+            } => {
+                let (ot_reply, theirs) = s3.split_at(ot::BASE_REPLY_LEN);
+                let server = Server::<C>::with_key(self.core.config.construction, psu_key);
+                let absorbed = server.absorb_client_elements(theirs)?;
+                State::AwaitS4 {
+                    session,
+                    server,
+                    ot,
+                    ot_reply: ot_reply.to_vec(),
+                    own,
+                    absorbed,
+                }
+            }
+            other => other,
+        };
+        Ok(())
+    }
+}
+
 impl_pso_party!(Receiver);
 
 /// The private-ID sender: runs the PSU as its sender and receives the union.
@@ -288,13 +437,33 @@ enum SenderState<C: CwPrf> {
         session: Session,
         keys: Keys<C>,
     },
+    /// S3 computed, held back until R3 has arrived (the receiver sends R3 right after
+    /// computing it: both sending at once could deadlock a blocking transport).
     AwaitR3 {
+        session: Session,
+        psu_key: Zeroizing<C::Key>,
+        ot: OtSenderSetup,
+        own: Vec<[u8; ID_LEN]>,
+        order: Vec<u32>,
+        s3: Vec<u8>,
+    },
+    /// S3 sent; encoding the receiver's PSU elements into the set (S4) is deferred
+    /// work, done while the receiver absorbs S3.
+    Encode {
+        session: Session,
+        psu_key: Zeroizing<C::Key>,
+        ot: OtSenderSetup,
+        own: Vec<[u8; ID_LEN]>,
+        order: Vec<u32>,
+        psu_first: Vec<u8>,
+    },
+    AwaitR4 {
         session: Session,
         ot: OtSenderSetup,
         own: Vec<[u8; ID_LEN]>,
         order: Vec<u32>,
     },
-    AwaitR4 {
+    AwaitR5 {
         session: Session,
         own: Vec<[u8; ID_LEN]>,
     },
@@ -317,29 +486,24 @@ impl<C: CwPrf> Sender<C> {
                 let frame = self.core.open(message, kind::HELLO)?;
                 let session = self.core.on_hello::<C>(frame.body)?;
                 let keys = Keys::<C>::new(&mut self.core);
+                // Computed while the receiver computes its own blinded hashes (R1).
+                let s1 = C::hash_eval_batch(&session.dst, &self.core.input.ids, &keys.blind);
+                self.core.channel.push(kind::S1, &s1);
                 SenderState::AwaitR1 { session, keys }
             }
             SenderState::AwaitR1 { session, keys } => {
                 let frame = self.core.open(message, kind::R1)?;
                 let n1 = session.peer.items as usize;
-                let expected = mqrpmt::packed_len::<C>(n1, "R1")?;
-                crate::wire::expect_len("R1", frame.body, expected)?;
-                let mut s1 = eval::<C>(frame.body, &keys.prf, "R1")?;
-                s1.extend_from_slice(&C::hash_eval_batch(
-                    &session.dst,
-                    &self.core.input.ids,
-                    &keys.blind,
-                ));
-                self.core.channel.push(kind::S1, &s1);
+                crate::wire::expect_len("R1", frame.body, mqrpmt::packed_len::<C>(n1, "R1")?)?;
+                let s2 = eval::<C>(frame.body, &keys.prf, "R1")?;
+                self.core.channel.push(kind::S2, &s2);
                 SenderState::AwaitR2 { session, keys }
             }
             SenderState::AwaitR2 { session, keys } => {
                 let frame = self.core.open(message, kind::R2)?;
-                let n1 = session.peer.items as usize;
                 let mut r = Reader::new(frame.body, "R2");
                 let first = r.take(ot::BASE_FIRST_LEN)?;
                 let answered = r.take(mqrpmt::packed_len::<C>(n2, "R2 answers")?)?;
-                let psu_first = r.take(mqrpmt::packed_len::<C>(n1, "R2 PSU elements")?)?;
                 r.finish()?;
                 let unblind = keys.unblind();
                 let own = identifiers::<C>(&eval::<C>(answered, &unblind, "R2 answers")?);
@@ -347,48 +511,62 @@ impl<C: CwPrf> Sender<C> {
                     eval::<C>(answered, &compose::<C>(&unblind, &keys.psu), "R2 answers")?;
                 // Fig. 7 step 0: the receiver sees indicator bits in a random order.
                 let order = self.core.rng.permutation(n2);
-                let mut s2 = Vec::new();
                 let (ot, reply) =
                     OtSenderSetup::respond(&mut self.core.rng, &session.ctx.transcript, first)
                         .map_err(bad_ot)?;
-                s2.extend_from_slice(&reply);
+                let mut s3 = Vec::with_capacity(reply.len() + psu_own.len());
+                s3.extend_from_slice(&reply);
                 for &i in &order {
                     let i = i as usize;
-                    s2.extend_from_slice(&psu_own[i * C::ELEMENT_LEN..(i + 1) * C::ELEMENT_LEN]);
+                    s3.extend_from_slice(&psu_own[i * C::ELEMENT_LEN..(i + 1) * C::ELEMENT_LEN]);
                 }
-                let filter_key = session.ctx.derive_key(mqrpmt::FILTER_KEY);
-                let client = Client::<C>::with_key(keys.psu.clone());
-                s2.extend_from_slice(&client.encode_server_set(
-                    psu_first,
-                    n2,
-                    self.core.config.last_message,
-                    &filter_key,
-                    &mut self.core.rng,
-                )?);
-                self.core.channel.push(kind::S2, &s2);
                 SenderState::AwaitR3 {
                     session,
+                    psu_key: keys.psu.clone(),
                     ot,
                     own,
                     order,
+                    s3,
                 }
             }
             SenderState::AwaitR3 {
+                session,
+                psu_key,
+                ot,
+                own,
+                order,
+                s3,
+            } => {
+                let frame = self.core.open(message, kind::R3)?;
+                let n1 = session.peer.items as usize;
+                let expected = mqrpmt::packed_len::<C>(n1, "R3")?;
+                crate::wire::expect_len("R3", frame.body, expected)?;
+                self.core.channel.push(kind::S3, &s3);
+                SenderState::Encode {
+                    session,
+                    psu_key,
+                    ot,
+                    own,
+                    order,
+                    psu_first: frame.body.to_vec(),
+                }
+            }
+            SenderState::AwaitR4 {
                 session,
                 ot,
                 own,
                 order,
             } => {
-                let frame = self.core.open(message, kind::R3)?;
+                let frame = self.core.open(message, kind::R4)?;
                 let ot_keys = ot.extend(frame.body, n2).map_err(bad_ot)?;
-                let s3 = transfer::send_one_sided(&ot_keys, false, ID_LEN, |i| {
+                let s5 = transfer::send_one_sided(&ot_keys, false, ID_LEN, |i| {
                     own[order[i] as usize].to_vec()
                 });
-                self.core.channel.push(kind::S3, &s3);
-                SenderState::AwaitR4 { session, own }
+                self.core.channel.push(kind::S5, &s5);
+                SenderState::AwaitR5 { session, own }
             }
-            SenderState::AwaitR4 { session, own } => {
-                let frame = self.core.open(message, kind::R4)?;
+            SenderState::AwaitR5 { session, own } => {
+                let frame = self.core.open(message, kind::R5)?;
                 let union = read_union(
                     frame.body,
                     (session.peer.items as usize).saturating_add(n2),
@@ -398,6 +576,11 @@ impl<C: CwPrf> Sender<C> {
                 out.private_id = Some(PrivateIdTable { own, union });
                 self.core.finish(out);
                 SenderState::Done
+            }
+            SenderState::Encode { .. } => {
+                return Err(ProtocolError::ApiMisuse(
+                    "message before the deferred work was done",
+                ));
             }
             SenderState::Done | SenderState::Failed => {
                 return Err(ProtocolError::ApiMisuse("message after the end of the run"));
@@ -411,20 +594,19 @@ impl<C: CwPrf> Sender<C> {
         let elements = |n: usize| n.saturating_mul(C::ELEMENT_LEN);
         match &self.state {
             SenderState::AwaitHello => super::hello::MAX_LEN,
-            SenderState::AwaitR1 { session, .. } => {
+            SenderState::AwaitR1 { session, .. } | SenderState::AwaitR3 { session, .. } => {
                 HEADER_LEN.saturating_add(elements(session.peer.items as usize))
             }
-            SenderState::AwaitR2 { session, .. } => HEADER_LEN
+            SenderState::AwaitR2 { .. } => HEADER_LEN
                 .saturating_add(ot::BASE_FIRST_LEN)
-                .saturating_add(elements(n2))
-                .saturating_add(elements(session.peer.items as usize)),
-            SenderState::AwaitR3 { .. } => HEADER_LEN.saturating_add(ot::extension_message_len(n2)),
-            SenderState::AwaitR4 { session, .. } => HEADER_LEN.saturating_add(
+                .saturating_add(elements(n2)),
+            SenderState::AwaitR4 { .. } => HEADER_LEN.saturating_add(ot::extension_message_len(n2)),
+            SenderState::AwaitR5 { session, .. } => HEADER_LEN.saturating_add(
                 (session.peer.items as usize)
                     .saturating_add(n2)
                     .saturating_mul(ID_LEN),
             ),
-            SenderState::Done | SenderState::Failed => 0,
+            SenderState::Encode { .. } | SenderState::Done | SenderState::Failed => 0,
         }
     }
 
@@ -437,11 +619,52 @@ impl<C: CwPrf> Sender<C> {
             SenderState::AwaitR2 { .. } => {
                 "distributed OPRF: waiting for the receiver's evaluations".into()
             }
-            SenderState::AwaitR3 { .. } => "PSU: waiting for the OT extension".into(),
-            SenderState::AwaitR4 { .. } => "waiting for the union identifiers".into(),
+            SenderState::AwaitR3 { .. } => "PSU: waiting for the receiver's identifiers".into(),
+            SenderState::Encode { .. } => "PSU: encoding the receiver's identifiers".into(),
+            SenderState::AwaitR4 { .. } => "PSU: waiting for the OT extension".into(),
+            SenderState::AwaitR5 { .. } => "waiting for the union identifiers".into(),
             SenderState::Done => "done".into(),
             SenderState::Failed => "failed".into(),
         }
+    }
+}
+
+impl<C: CwPrf> DeferredWork for Sender<C> {
+    fn has_work(&self) -> bool {
+        matches!(self.state, SenderState::Encode { .. })
+    }
+
+    fn work(&mut self) -> Result<(), ProtocolError> {
+        self.state = match std::mem::replace(&mut self.state, SenderState::Failed) {
+            SenderState::Encode {
+                session,
+                psu_key,
+                ot,
+                own,
+                order,
+                psu_first,
+            } => {
+                let n2 = self.core.input.ids.len();
+                let filter_key = session.ctx.derive_key(mqrpmt::FILTER_KEY);
+                let client = Client::<C>::with_key(psu_key);
+                let s4 = client.encode_server_set(
+                    &psu_first,
+                    n2,
+                    self.core.config.last_message,
+                    &filter_key,
+                    &mut self.core.rng,
+                )?;
+                self.core.channel.push(kind::S4, &s4);
+                SenderState::AwaitR4 {
+                    session,
+                    ot,
+                    own,
+                    order,
+                }
+            }
+            other => other,
+        };
+        Ok(())
     }
 }
 
@@ -454,7 +677,7 @@ fn read_union(
 ) -> Result<Vec<[u8; ID_LEN]>, ProtocolError> {
     if !body.len().is_multiple_of(ID_LEN) || body.len() / ID_LEN > max_items {
         return Err(PeerMisbehaved::Malformed(format!(
-            "R4 of {} bytes is not a union of at most {max_items} identifiers",
+            "R5 of {} bytes is not a union of at most {max_items} identifiers",
             body.len()
         ))
         .into());
@@ -465,13 +688,13 @@ fn read_union(
         .collect();
     if union.windows(2).any(|w| w[0] >= w[1]) {
         return Err(PeerMisbehaved::Malformed(
-            "R4: union identifiers are not sorted and distinct".into(),
+            "R5: union identifiers are not sorted and distinct".into(),
         )
         .into());
     }
     if own.iter().any(|id| union.binary_search(id).is_err()) {
         return Err(PeerMisbehaved::Inconsistent(
-            "R4: the union lacks one of this party's identifiers".into(),
+            "R5: the union lacks one of this party's identifiers".into(),
         )
         .into());
     }
@@ -479,7 +702,6 @@ fn read_union(
 }
 
 /// `Party` for the sender, whose state enum has a different name.
-impl<C: CwPrf> DeferredWork for Sender<C> {}
 
 mod sender_party {
     use super::super::core::impl_pso_party;
