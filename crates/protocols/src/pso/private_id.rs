@@ -702,7 +702,6 @@ fn read_union(
 }
 
 /// `Party` for the sender, whose state enum has a different name.
-
 mod sender_party {
     use super::super::core::impl_pso_party;
     use super::{Sender, SenderState as State};
