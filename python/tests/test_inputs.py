@@ -58,7 +58,7 @@ def test_lengths_and_types_are_checked() -> None:
         (lambda: privset.PiSum.p2(["a"], [1], he_modulus_bits=1000), "Paillier modulus_bits must be >= 1024"),
         (lambda: privset.PiSum.p2(["a"]), "P2 needs at least one value column"),
         (lambda: privset.Psi.receiver(["a"], mqrpmt="poprf"), "--mqrpmt poprf sends the permuted list"),
-        (lambda: privset.PrivateId.receiver(["a"], group="x25519"), "needs a prime-order group"),
+        (lambda: privset.PrivateId.receiver(["a"], mqrpmt="poprf", last_message="list"), "private-id runs its distributional PSU on the cwPRF mqRPMT"),
         (lambda: privset.PsiCardSum.sender(["a"]), "the sender needs exactly one value column"),
         (lambda: privset.Psi.receiver(["a"]).run(timeout=1), "give exactly one of listen=, peer= or exchange_dir="),
         (lambda: privset.Psi.receiver(["a"]).run(peer="127.0.0.1:9"), "TCP links use mutual TLS"),

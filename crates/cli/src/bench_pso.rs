@@ -217,7 +217,7 @@ fn combination_runs(op: &str, group: &str, mqrpmt: &str, last: &str) -> bool {
     if mqrpmt == "poprf" {
         return last == "list" && group != "x25519" && op != "private-id";
     }
-    !(op == "private-id" && group == "x25519")
+    true
 }
 
 fn check(

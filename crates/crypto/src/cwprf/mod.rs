@@ -10,15 +10,16 @@
 //!   weak pseudorandom *permutations*, which the permuted OPRF of seed 001 Fig. 5 needs;
 //!   [`CwPrf::invert_key`] says so.
 //! * [`x25519::X25519`], the fast mode of seed 001 Sec. 7.5: `F_k(u)` is the X25519
-//!   function on Montgomery u-coordinates. It is not a permutation of a prime-order group
-//!   (the keys are clamped), so it has no inverse and serves Fig. 3 only.
+//!   function on Montgomery u-coordinates. Its keys are clamped, so not every key has an
+//!   inverse key: it serves Fig. 3, and private-ID's blinded OPRF through
+//!   [`CwPrf::unblinding_key`] (which may decline a blind), but not the permuted OPRF.
 //!
 //! Elements travel packed and fixed-width ([`CwPrf::ELEMENT_LEN`] bytes each); received
 //! bytes are validated by [`CwPrf::eval_batch`] before use.
 
 pub mod x25519;
 
-use zeroize::Zeroize;
+use zeroize::{Zeroize, Zeroizing};
 
 use crate::group::{GroupError, GroupId, PrimeGroup};
 use crate::rng::SessionRng;
@@ -101,9 +102,11 @@ pub trait CwPrf: Send + Sync + 'static {
     /// permutation (prime-order groups); `None` otherwise.
     fn invert_key(key: &Self::Key) -> Option<Self::Key>;
 
-    /// The key of `F_a ∘ F_b` when it is itself a key of the family (prime-order
-    /// groups: `a * b`); `None` otherwise.
-    fn compose_keys(a: &Self::Key, b: &Self::Key) -> Option<Self::Key>;
+    /// The key `u` with `F_u(F_blind(z)) = F_key(z)` for every output `z` of the hash
+    /// and of the function (prime-order groups: `key / blind`), when the family has one
+    /// for this blind. X25519 has one for about half of all blinds; the caller draws
+    /// another blind when this is `None` (private-ID's distributed OPRF).
+    fn unblinding_key(blind: &Self::Key, key: &Self::Key) -> Option<Self::Key>;
 
     /// `F_k(H(item))` for every item, packed, in input order, on every core. `dst` is
     /// the session's domain-separation tag for `H`.
@@ -130,8 +133,9 @@ impl<G: PrimeGroup> CwPrf for G {
         Some(G::invert_scalar(key))
     }
 
-    fn compose_keys(a: &G::Scalar, b: &G::Scalar) -> Option<G::Scalar> {
-        Some(G::mul_scalars(a, b))
+    fn unblinding_key(blind: &G::Scalar, key: &G::Scalar) -> Option<G::Scalar> {
+        let inverse = Zeroizing::new(G::invert_scalar(blind));
+        Some(G::mul_scalars(&inverse, key))
     }
 
     fn hash_eval_batch<I: AsRef<[u8]> + Sync>(dst: &[u8], items: &[I], key: &G::Scalar) -> Vec<u8> {

@@ -331,12 +331,6 @@ pub fn validate(role: PsoRole, config: &PsoConfig, input: &Dataset) -> Result<()
             ));
         }
     }
-    if config.operation == Operation::PrivateId && !config.cwprf.is_permutation() {
-        return Err(ProtocolError::Config(format!(
-            "private-id's distributed OPRF blinds and un-blinds, which needs a prime-order group; {} is not one",
-            config.cwprf.name()
-        )));
-    }
     let needs_values = config.operation == Operation::PsiCardSum && role == PsoRole::Sender;
     if needs_values && input.columns.len() != 1 {
         return Err(InputError::Other(format!(

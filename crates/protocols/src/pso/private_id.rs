@@ -34,9 +34,10 @@
 //! exponentiations per pair back to back. A party never sends a large message while the
 //! other may be sending one too: R1 waits for S1, and S3 waits for R3.
 //!
-//! Needs a prime-order group (blinds are inverted). Ten exponentiations per pair of
-//! items, against the paper's VOLE-based OPRF plus four (Table 7); docs/pso/private-id.md
-//! compares.
+//! Removing a blind needs the key `k / b` ([`CwPrf::unblinding_key`]): every prime-order
+//! group has it, and X25519 for about half of all blinds, so a party draws its blind
+//! until it has one. Ten exponentiations per pair of items, against the paper's
+//! VOLE-based OPRF plus four (Table 7); docs/pso/private-id.md compares.
 
 use privset_crypto::cwprf::CwPrf;
 use privset_crypto::ot::{self, OtReceiverKeys, OtReceiverSetup, OtSenderSetup};
@@ -71,15 +72,6 @@ fn identifiers<C: CwPrf>(packed: &[u8]) -> Vec<[u8; ID_LEN]> {
         .collect()
 }
 
-/// `F_{a∘b}`, for keys of a prime-order group (checked by `validate`).
-fn compose<C: CwPrf>(a: &C::Key, b: &C::Key) -> C::Key {
-    C::compose_keys(a, b).expect("validate() allows private-id only for prime-order groups")
-}
-
-fn invert<C: CwPrf>(k: &C::Key) -> C::Key {
-    C::invert_key(k).expect("validate() allows private-id only for prime-order groups")
-}
-
 fn eval<C: CwPrf>(
     packed: &[u8],
     key: &C::Key,
@@ -89,26 +81,39 @@ fn eval<C: CwPrf>(
         .map_err(|source| PeerMisbehaved::InvalidElement { what, source }.into())
 }
 
-/// Secret keys of one private-ID party: its OPRF key share, its blind and its PSU key.
+/// Blinds drawn before giving up on finding one with an unblinding key: X25519 finds one
+/// for about half of all blinds (a failure here has probability about 2^-128).
+const BLIND_DRAWS: usize = 128;
+
+/// Secret keys of one private-ID party: its OPRF key share, its blind (with the key that
+/// removes it and applies the share) and its PSU key.
 struct Keys<C: CwPrf> {
     prf: Zeroizing<C::Key>,
     blind: Zeroizing<C::Key>,
+    /// `F_unblind(F_blind(z)) = F_prf(z)`: turns `H(z)^(blind * k_other)` into the
+    /// identifier element `H(z)^(k1 k2)` in one evaluation.
+    unblind: Zeroizing<C::Key>,
     psu: Zeroizing<C::Key>,
 }
 
 impl<C: CwPrf> Keys<C> {
-    fn new(core: &mut Core) -> Self {
-        Self {
-            prf: Zeroizing::new(C::random_key(&mut core.rng)),
-            blind: Zeroizing::new(C::random_key(&mut core.rng)),
-            psu: Zeroizing::new(C::random_key(&mut core.rng)),
+    fn new(core: &mut Core) -> Result<Self, ProtocolError> {
+        let prf = Zeroizing::new(C::random_key(&mut core.rng));
+        for _ in 0..BLIND_DRAWS {
+            let blind = Zeroizing::new(C::random_key(&mut core.rng));
+            if let Some(unblind) = C::unblinding_key(&blind, &prf) {
+                return Ok(Self {
+                    prf,
+                    blind,
+                    unblind: Zeroizing::new(unblind),
+                    psu: Zeroizing::new(C::random_key(&mut core.rng)),
+                });
+            }
         }
-    }
-
-    /// Un-blinds `H(z)^(blind * k_other)` into the identifier element `H(z)^(k1 k2)`.
-    fn unblind(&self) -> Zeroizing<C::Key> {
-        let inverse = Zeroizing::new(invert::<C>(&self.blind));
-        Zeroizing::new(compose::<C>(&inverse, &self.prf))
+        Err(ProtocolError::Config(format!(
+            "private-id: no blind of {} has an unblinding key ({BLIND_DRAWS} draws)",
+            C::ID.name()
+        )))
     }
 }
 
@@ -193,7 +198,7 @@ impl<C: CwPrf> Receiver<C> {
             State::AwaitHello => {
                 let frame = self.core.open(message, kind::HELLO)?;
                 let session = self.core.on_hello::<C>(frame.body)?;
-                let keys = Keys::<C>::new(&mut self.core);
+                let keys = Keys::<C>::new(&mut self.core)?;
                 let r1 = C::hash_eval_batch(&session.dst, &self.core.input.ids, &keys.blind);
                 State::AwaitS1 { session, keys, r1 }
             }
@@ -383,9 +388,9 @@ impl<C: CwPrf> DeferredWork for Receiver<C> {
                 ot,
                 answers,
             } => {
-                let unblind = keys.unblind();
-                let own = identifiers::<C>(&eval::<C>(&answers, &unblind, "S2")?);
-                let psu_first = eval::<C>(&answers, &compose::<C>(&unblind, &keys.psu), "S2")?;
+                let elements = eval::<C>(&answers, &keys.unblind, "S2")?;
+                let own = identifiers::<C>(&elements);
+                let psu_first = eval::<C>(&elements, &keys.psu, "identifier elements")?;
                 self.core.channel.push(kind::R3, &psu_first);
                 State::AwaitS3 {
                     session,
@@ -421,6 +426,16 @@ impl<C: CwPrf> DeferredWork for Receiver<C> {
 
 impl_pso_party!(Receiver);
 
+/// What the sender's PSU phase carries from S3 to the one-sided OT (S5).
+struct SenderPsu {
+    session: Session,
+    ot: OtSenderSetup,
+    /// This party's identifiers, in input order.
+    own: Vec<[u8; ID_LEN]>,
+    /// The order its PSU elements were sent in (S3), which the OT follows.
+    order: Vec<u32>,
+}
+
 /// The private-ID sender: runs the PSU as its sender and receives the union.
 pub struct Sender<C: CwPrf> {
     core: Core,
@@ -440,28 +455,19 @@ enum SenderState<C: CwPrf> {
     /// S3 computed, held back until R3 has arrived (the receiver sends R3 right after
     /// computing it: both sending at once could deadlock a blocking transport).
     AwaitR3 {
-        session: Session,
+        psu: SenderPsu,
         psu_key: Zeroizing<C::Key>,
-        ot: OtSenderSetup,
-        own: Vec<[u8; ID_LEN]>,
-        order: Vec<u32>,
         s3: Vec<u8>,
     },
     /// S3 sent; encoding the receiver's PSU elements into the set (S4) is deferred
     /// work, done while the receiver absorbs S3.
     Encode {
-        session: Session,
+        psu: SenderPsu,
         psu_key: Zeroizing<C::Key>,
-        ot: OtSenderSetup,
-        own: Vec<[u8; ID_LEN]>,
-        order: Vec<u32>,
         psu_first: Vec<u8>,
     },
     AwaitR4 {
-        session: Session,
-        ot: OtSenderSetup,
-        own: Vec<[u8; ID_LEN]>,
-        order: Vec<u32>,
+        psu: SenderPsu,
     },
     AwaitR5 {
         session: Session,
@@ -485,7 +491,7 @@ impl<C: CwPrf> Sender<C> {
             SenderState::AwaitHello => {
                 let frame = self.core.open(message, kind::HELLO)?;
                 let session = self.core.on_hello::<C>(frame.body)?;
-                let keys = Keys::<C>::new(&mut self.core);
+                let keys = Keys::<C>::new(&mut self.core)?;
                 // Computed while the receiver computes its own blinded hashes (R1).
                 let s1 = C::hash_eval_batch(&session.dst, &self.core.input.ids, &keys.blind);
                 self.core.channel.push(kind::S1, &s1);
@@ -505,10 +511,9 @@ impl<C: CwPrf> Sender<C> {
                 let first = r.take(ot::BASE_FIRST_LEN)?;
                 let answered = r.take(mqrpmt::packed_len::<C>(n2, "R2 answers")?)?;
                 r.finish()?;
-                let unblind = keys.unblind();
-                let own = identifiers::<C>(&eval::<C>(answered, &unblind, "R2 answers")?);
-                let psu_own =
-                    eval::<C>(answered, &compose::<C>(&unblind, &keys.psu), "R2 answers")?;
+                let elements = eval::<C>(answered, &keys.unblind, "R2 answers")?;
+                let own = identifiers::<C>(&elements);
+                let psu_own = eval::<C>(&elements, &keys.psu, "identifier elements")?;
                 // Fig. 7 step 0: the receiver sees indicator bits in a random order.
                 let order = self.core.rng.permutation(n2);
                 let (ot, reply) =
@@ -521,42 +526,35 @@ impl<C: CwPrf> Sender<C> {
                     s3.extend_from_slice(&psu_own[i * C::ELEMENT_LEN..(i + 1) * C::ELEMENT_LEN]);
                 }
                 SenderState::AwaitR3 {
-                    session,
+                    psu: SenderPsu {
+                        session,
+                        ot,
+                        own,
+                        order,
+                    },
                     psu_key: keys.psu.clone(),
-                    ot,
-                    own,
-                    order,
                     s3,
                 }
             }
-            SenderState::AwaitR3 {
-                session,
-                psu_key,
-                ot,
-                own,
-                order,
-                s3,
-            } => {
+            SenderState::AwaitR3 { psu, psu_key, s3 } => {
                 let frame = self.core.open(message, kind::R3)?;
-                let n1 = session.peer.items as usize;
+                let n1 = psu.session.peer.items as usize;
                 let expected = mqrpmt::packed_len::<C>(n1, "R3")?;
                 crate::wire::expect_len("R3", frame.body, expected)?;
                 self.core.channel.push(kind::S3, &s3);
                 SenderState::Encode {
-                    session,
+                    psu,
                     psu_key,
-                    ot,
-                    own,
-                    order,
                     psu_first: frame.body.to_vec(),
                 }
             }
-            SenderState::AwaitR4 {
-                session,
-                ot,
-                own,
-                order,
-            } => {
+            SenderState::AwaitR4 { psu } => {
+                let SenderPsu {
+                    session,
+                    ot,
+                    own,
+                    order,
+                } = psu;
                 let frame = self.core.open(message, kind::R4)?;
                 let ot_keys = ot.extend(frame.body, n2).map_err(bad_ot)?;
                 let s5 = transfer::send_one_sided(&ot_keys, false, ID_LEN, |i| {
@@ -594,8 +592,11 @@ impl<C: CwPrf> Sender<C> {
         let elements = |n: usize| n.saturating_mul(C::ELEMENT_LEN);
         match &self.state {
             SenderState::AwaitHello => super::hello::MAX_LEN,
-            SenderState::AwaitR1 { session, .. } | SenderState::AwaitR3 { session, .. } => {
+            SenderState::AwaitR1 { session, .. } => {
                 HEADER_LEN.saturating_add(elements(session.peer.items as usize))
+            }
+            SenderState::AwaitR3 { psu, .. } => {
+                HEADER_LEN.saturating_add(elements(psu.session.peer.items as usize))
             }
             SenderState::AwaitR2 { .. } => HEADER_LEN
                 .saturating_add(ot::BASE_FIRST_LEN)
@@ -637,15 +638,12 @@ impl<C: CwPrf> DeferredWork for Sender<C> {
     fn work(&mut self) -> Result<(), ProtocolError> {
         self.state = match std::mem::replace(&mut self.state, SenderState::Failed) {
             SenderState::Encode {
-                session,
+                psu,
                 psu_key,
-                ot,
-                own,
-                order,
                 psu_first,
             } => {
                 let n2 = self.core.input.ids.len();
-                let filter_key = session.ctx.derive_key(mqrpmt::FILTER_KEY);
+                let filter_key = psu.session.ctx.derive_key(mqrpmt::FILTER_KEY);
                 let client = Client::<C>::with_key(psu_key);
                 let s4 = client.encode_server_set(
                     &psu_first,
@@ -655,12 +653,7 @@ impl<C: CwPrf> DeferredWork for Sender<C> {
                     &mut self.core.rng,
                 )?;
                 self.core.channel.push(kind::S4, &s4);
-                SenderState::AwaitR4 {
-                    session,
-                    ot,
-                    own,
-                    order,
-                }
+                SenderState::AwaitR4 { psu }
             }
             other => other,
         };

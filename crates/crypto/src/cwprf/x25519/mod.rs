@@ -6,9 +6,16 @@
 //! multiplications commute, so `X25519(k1, X25519(k2, u)) = X25519(k2, X25519(k1, u))`.
 //! Clamping makes every key a multiple of the cofactor 8, so outputs lie in the
 //! prime-order subgroup (order `l`, about 2^252), where `u -> X25519(k, u)` for a random
-//! key is the DDH weak PRF of seed 001 Sec. 4.2 written in x-only form. It is not a
-//! permutation of that group with a computable inverse (clamped keys are not uniform
-//! mod `l`), so this mode serves the cwPRF mqRPMT (Fig. 3) and not the permuted OPRF.
+//! key is the DDH weak PRF of seed 001 Sec. 4.2 written in x-only form.
+//!
+//! Inverse keys. On that subgroup a clamped key `k` acts as `k mod l`, so `F_k` is a
+//! permutation there, inverted by `k^-1 mod l`; but that inverse is a key only when some
+//! clamped scalar (a multiple of 8 in `[2^254, 2^255)`) is congruent to it, which holds
+//! for about half of all keys. [`CwPrf::unblinding_key`] finds the clamped scalar for
+//! `key / blind` when there is one ([`clamped_key_for`]); private-ID draws blinds until
+//! there is, which conditions the blind on an event of probability about 1/2 (at most
+//! one bit of its 251). The permuted OPRF, which inverts fixed keys, stays on
+//! prime-order groups.
 //!
 //! Hashing. The paper hashes straight to 32 bytes, since every string is the
 //! u-coordinate of a point on the curve *or on its quadratic twist*. We do not: the
@@ -39,8 +46,9 @@ mod scalar;
 #[cfg(test)]
 mod tests;
 
+use curve25519_dalek::Scalar;
 use rayon::prelude::*;
-use zeroize::{Zeroize, ZeroizeOnDrop};
+use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
 use super::{CwPrf, CwPrfId};
 use crate::group::{BATCH_CHUNK, GroupError};
@@ -58,6 +66,37 @@ pub struct X25519;
 /// An X25519 private key (32 random bytes; clamped by the function itself).
 #[derive(Clone, Zeroize, ZeroizeOnDrop)]
 pub struct X25519Key([u8; 32]);
+
+impl X25519Key {
+    /// The scalar this key multiplies by (RFC 7748 clamping), reduced mod `l`: how it
+    /// acts on the prime-order subgroup.
+    fn clamped_scalar(&self) -> Scalar {
+        let mut bytes = Zeroizing::new(self.0);
+        bytes[0] &= 248;
+        bytes[31] &= 127;
+        bytes[31] |= 64;
+        Scalar::from_bytes_mod_order(*bytes)
+    }
+}
+
+/// The key whose clamped scalar acts as `s` on the prime-order subgroup, if there is
+/// one. A clamped scalar is `8 t` with `2^251 <= t < 2^252`; it acts as `s` exactly when
+/// `t = s / 8 mod l` (there is one `t` below `l`, and `l < 2^253` leaves no other in
+/// range), so the key exists when that `t` has bit 251 as its highest bit. The result is
+/// already clamped, which the X25519 function then leaves unchanged.
+fn clamped_key_for(s: &Scalar) -> Option<X25519Key> {
+    let t = Zeroizing::new(s * Scalar::from(8u64).invert());
+    let t = Zeroizing::new(t.to_bytes());
+    if t[31] >> 3 != 1 {
+        return None;
+    }
+    let mut k = [0u8; 32];
+    for (i, byte) in k.iter_mut().enumerate() {
+        let low = if i == 0 { 0 } else { t[i - 1] >> 5 };
+        *byte = (t[i] << 3) | low;
+    }
+    Some(X25519Key(k))
+}
 
 /// Which implementation computes a chunk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -195,8 +234,10 @@ impl CwPrf for X25519 {
         None
     }
 
-    fn compose_keys(_a: &X25519Key, _b: &X25519Key) -> Option<X25519Key> {
-        None
+    fn unblinding_key(blind: &X25519Key, key: &X25519Key) -> Option<X25519Key> {
+        let blind = Zeroizing::new(blind.clamped_scalar());
+        let acting = Zeroizing::new(key.clamped_scalar() * blind.invert());
+        clamped_key_for(&acting)
     }
 
     fn hash_eval_batch<I: AsRef<[u8]> + Sync>(dst: &[u8], items: &[I], key: &X25519Key) -> Vec<u8> {

@@ -55,6 +55,57 @@ fn commutes_and_differs_per_key() {
 }
 
 #[test]
+fn clamped_key_for_is_clamped_and_acts_as_its_scalar() {
+    let mut rng = SessionRng::from_seed([3; 32]);
+    let mut found = 0;
+    for _ in 0..200 {
+        let mut wide = [0u8; 64];
+        rng.fill(&mut wide);
+        let s = Scalar::from_bytes_mod_order_wide(&wide);
+        if let Some(key) = clamped_key_for(&s) {
+            found += 1;
+            assert_eq!(key.0[0] & 7, 0, "a multiple of the cofactor");
+            assert_eq!(key.0[31] >> 6, 1, "bit 254 set, bit 255 clear");
+            assert_eq!(key.clamped_scalar(), s);
+        }
+    }
+    // About half of all scalars have a clamped representative (200 draws: 5.6 standard
+    // deviations either side).
+    assert!((60..=140).contains(&found), "{found} of 200");
+}
+
+/// `F_u(F_k2(F_b(H(x)))) = F_k2(F_k(H(x)))` for the unblinding key `u` of `(b, k)`, on
+/// both backends: the identity private-ID's distributed OPRF rests on.
+#[test]
+fn the_unblinding_key_removes_the_blind() {
+    let mut rng = SessionRng::from_seed([5; 32]);
+    let items = items(40);
+    let other = X25519::random_key(&mut rng);
+    let mut found = 0;
+    for _ in 0..24 {
+        let key = X25519::random_key(&mut rng);
+        let blind = X25519::random_key(&mut rng);
+        let Some(unblind) = X25519::unblinding_key(&blind, &key) else {
+            continue;
+        };
+        found += 1;
+        for backend in backends() {
+            let expected = X25519::eval_with(
+                backend,
+                &X25519::hash_eval_with(backend, b"dst", &items, &key),
+                &other,
+            )
+            .unwrap();
+            let blinded = X25519::hash_eval_with(backend, b"dst", &items, &blind);
+            let answered = X25519::eval_with(backend, &blinded, &other).unwrap();
+            let unblinded = X25519::eval_with(backend, &answered, &unblind).unwrap();
+            assert_eq!(unblinded, expected, "{backend:?}");
+        }
+    }
+    assert!(found >= 4, "{found} of 24 blinds had an unblinding key");
+}
+
+#[test]
 fn backends_agree_on_every_batch_size() {
     let mut rng = SessionRng::from_seed([9; 32]);
     let key = X25519::random_key(&mut rng);
