@@ -21,7 +21,7 @@
 use crate::error::{PeerMisbehaved, ProtocolError};
 
 pub const MAGIC: [u8; 4] = *b"PSET";
-pub const WIRE_VERSION: u8 = 2;
+pub const WIRE_VERSION: u8 = 3;
 pub const HEADER_LEN: usize = 32;
 pub const SESSION_ID_LEN: usize = 16;
 /// Message kind of an alert frame: the body is a UTF-8 reason.

@@ -526,14 +526,14 @@ fn malformed_messages_are_rejected_with_typed_errors() {
 #[test]
 fn private_id_rejects_a_bad_union() {
     let c = config(Operation::PrivateId, RISTRETTO, Construction::Cwprf, BLOOM);
-    // R5 is the receiver's sixth message (hello, R1, R2, R3, R4, R5).
+    // The union (R4) is the receiver's fifth message (hello, R1, R2, R3, R4).
     let set_len = |m: &mut Vec<u8>| {
         let len = (m.len() - HEADER) as u32;
         m[28..32].copy_from_slice(&len.to_be_bytes());
     };
     // Only the first identifier: the sender's 30 identifiers cannot all be there.
     let e = run_tampered(Operation::PrivateId, &c, &c, &mut |d, i, m| {
-        if d == Direction::AtoB && i == 5 {
+        if d == Direction::AtoB && i == 4 {
             m.truncate(HEADER + 16);
             set_len(m);
         }
@@ -548,7 +548,7 @@ fn private_id_rejects_a_bad_union() {
     );
     // Two identifiers swapped: not sorted.
     let e = run_tampered(Operation::PrivateId, &c, &c, &mut |d, i, m| {
-        if d == Direction::AtoB && i == 5 {
+        if d == Direction::AtoB && i == 4 {
             let (a, b) = m[HEADER..HEADER + 32].split_at_mut(16);
             a.swap_with_slice(b);
         }
@@ -561,6 +561,52 @@ fn private_id_rejects_a_bad_union() {
         ),
         "{e}"
     );
+}
+
+/// Every private-ID message one byte short (the frame length fixed up, so that the
+/// party's own checks see it), and each list of elements with its first one zeroed: a
+/// typed peer error, never a panic or a wrong answer.
+#[test]
+fn private_id_rejects_every_malformed_message() {
+    use Direction::{AtoB, BtoA};
+    let gcs = LastMessage::Filter(FilterKind::Gcs);
+    for cwprf in [RISTRETTO, CwPrfId::X25519] {
+        let c = config(Operation::PrivateId, cwprf, Construction::Cwprf, gcs);
+        // Receiver (A to B): hello, R1, R2, R3, R4; sender (B to A): hello, S1 .. S4.
+        for (direction, index) in [1, 2, 3, 4]
+            .into_iter()
+            .flat_map(|i| [(AtoB, i), (BtoA, i)])
+        {
+            let e = run_tampered(Operation::PrivateId, &c, &c, &mut |d, i, m| {
+                if d == direction && i == index {
+                    m.pop();
+                    let len = (m.len() - HEADER) as u32;
+                    m[28..32].copy_from_slice(&len.to_be_bytes());
+                }
+                HookAction::Deliver
+            });
+            assert!(
+                matches!(e, ProtocolError::PeerMisbehaved(_)),
+                "{cwprf:?} {direction:?} {index}: {e}"
+            );
+        }
+        // R1, S1, S2 are elements only; R2 starts with the 32-byte OT point.
+        for (direction, index, at) in [(AtoB, 1, 0), (BtoA, 1, 0), (BtoA, 2, 0), (AtoB, 2, 32)] {
+            let e = run_tampered(Operation::PrivateId, &c, &c, &mut |d, i, m| {
+                if d == direction && i == index {
+                    m[HEADER + at..HEADER + at + 32].fill(0);
+                }
+                HookAction::Deliver
+            });
+            assert!(
+                matches!(
+                    e,
+                    ProtocolError::PeerMisbehaved(PeerMisbehaved::InvalidElement { .. })
+                ),
+                "{cwprf:?} {direction:?} {index}: {e}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -418,11 +418,9 @@ pub mod kind {
     pub const S2: u8 = 5;
     pub const R3: u8 = 6;
     pub const S3: u8 = 7;
+    /// Private-ID only (its OT payload and the union).
     pub const R4: u8 = 8;
-    /// Private-ID only (its PSU phase has two more messages each way).
     pub const S4: u8 = 9;
-    pub const R5: u8 = 10;
-    pub const S5: u8 = 11;
 
     /// Receiver messages are R1, R2, ...; sender messages S1, S2, ... (docs/wire.md
     /// gives each operation's layouts).
@@ -437,8 +435,6 @@ pub mod kind {
             S3 => "S3",
             R4 => "R4",
             S4 => "S4",
-            R5 => "R5",
-            S5 => "S5",
             _ => "unknown",
         }
     }

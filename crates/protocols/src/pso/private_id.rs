@@ -1,43 +1,50 @@
 //! Private-ID (seed 001 Sec. 6.2, Fig. 8): a distributed OPRF gives every item the
-//! identifier `G_{k1,k2}(z) = Hash(H(z)^(k1 k2))`, then a distributional PSU on the two
-//! identifier sets (the cwPRF mqRPMT applied to the identifier elements themselves, no
-//! second hash-to-group, as the paper's Sec. 6.2 suggests) gives the receiver the union,
-//! which it sends to the sender. Each party ends with an identifier for each of its own
-//! items and the sorted identifiers of `X ∪ Y`; identical items get identical
-//! identifiers, and nothing else is revealed (neither learns which of its items the other
-//! holds).
+//! identifier `G_{k1,k2}(z) = Hash(H(z)^(k1 k2))`, and a PSU of the two sets gives the
+//! receiver the union's identifiers, which it sends to the sender. Each party ends with
+//! an identifier for each of its own items and the sorted identifiers of `X ∪ Y`;
+//! identical items get identical identifiers, and nothing else is revealed (neither
+//! learns which of its items the other holds).
 //!
 //! The distributed OPRF: each party asks the other to raise its *blinded* hashes to the
-//! other's key, and removes the blind itself, so the evaluator never sees a result.
+//! other's key share, and removes the blind itself, so the evaluator never sees a result.
+//! The PSU is the cwPRF mqRPMT of Fig. 3 whose keys are the two blinds: its first
+//! messages *are* the OPRF requests (the receiver's `H(x)^b1`, the sender's shuffled
+//! `H(y)^b2`), so the PSU adds only the sender's set `{H(x)^(b1 b2)}` and the OT.
 //!
 //! ```text
-//! receiver (X, k1, blind b1, PSU key a)              sender (Y, k2, blind b2, PSU key b)
-//!  (computes H(x)^b1)                                 (computes H(y)^b2 meanwhile)
-//!                                     <------------ S1: H(y)^b2
+//! receiver (X, share k1, blind b1)                 sender (Y shuffled, share k2, blind b2)
+//!  (computes H(x)^b1)                               (computes H(y)^b2 meanwhile)
+//!                                     <------------ S1: H(y)^b2, shuffled order
 //!  R1: H(x)^b1 ------------------------------------>
-//!  H(y)^(b2 k1), meanwhile                           S2: H(x)^(b1 k2)
+//!  (S1^k1, meanwhile)                                S2: H(x)^(b1 k2)
 //!                                     <------------
 //!  R2: [OT base A], H(y)^(b2 k1) ------------------>
-//!  ID(x) = (H(x)^(b1 k2))^(k1/b1), ID(x)^a           ID(y) = (H(y)^(b2 k1))^(k2/b2), ID(y)^b
-//!  R3: ID(x)^a ------------------------------------>
-//!                                     <------------ S3: [OT base reply], ID(y)^b shuffled
-//!  ID(y)^(ba), meanwhile                             S4: {ID(x)^(ab)} (list or filter)
-//!                                     <------------
-//!  e_i = [ID(y_i)^(ba) in the set]
-//!  R4: OT extension on e ------------------------->
-//!                                     <------------ S5: Hash(ID(y_i)) one-sided to e_i = 0
-//!  R5: sorted union of identifiers ---------------->
+//!  (ID(x) = S2^(k1/b1),                              (the set {H(x)^(b1 b2)}, then
+//!   S1^b1 = H(y)^(b2 b1), meanwhile)                  ID(y) = R2^(k2/b2), meanwhile)
+//!                                     <------------ S3: [OT base reply], the set (list or filter)
+//!  e_j = [H(y_j)^(b2 b1) in the set]
+//!  R3: OT extension on e -------------------------->
+//!                                     <------------ S4: Hash(ID(y_j)) one-sided to e_j = 0
+//!  R4: sorted union of identifiers ---------------->
 //! ```
 //!
-//! Every phase of one party's exponentiations runs while the other party computes its
-//! own (the "meanwhile" lines), so the run takes about half the time of the ten
-//! exponentiations per pair back to back. A party never sends a large message while the
-//! other may be sending one too: R1 waits for S1, and S3 waits for R3.
+//! Eight exponentiations per pair of items, four per party, the two parties' running
+//! side by side in every phase (the parentheses), so a run takes about the time of four.
+//! Large messages alternate: R1 waits for S1, R2 for S2, and S3 for R2, so blocking
+//! transports cannot deadlock.
+//!
+//! Why the fusion is sound (semi-honest, DDH, random oracle): with `b1` and `b2` as its
+//! keys, S1, R1 and S3 are exactly a Fig. 3 mqRPMT run in which the receiver is the
+//! server; R2 and S2 add each party's OPRF answers under a key share independent of the
+//! blinds. The sender's view is R1, R2 and OT messages; the receiver's is S1, S2, S3 and
+//! the OT payload of the identifiers it is entitled to. A party that separately ran the
+//! paper's dOPRF and then the mqRPMT on the identifier elements would see the same
+//! messages plus one more list of `n` PSU elements.
 //!
 //! Removing a blind needs the key `k / b` ([`CwPrf::unblinding_key`]): every prime-order
 //! group has it, and X25519 for about half of all blinds, so a party draws its blind
-//! until it has one. Ten exponentiations per pair of items, against the paper's
-//! VOLE-based OPRF plus four (Table 7); docs/pso/private-id.md compares.
+//! until it has one. The paper's dOPRF is VOLE-based (symmetric-key); docs/pso/private-id.md
+//! compares.
 
 use privset_crypto::cwprf::CwPrf;
 use privset_crypto::ot::{self, OtReceiverKeys, OtReceiverSetup, OtSenderSetup};
@@ -47,7 +54,7 @@ use zeroize::Zeroizing;
 use super::core::{Core, DeferredWork, Session, bad_ot, impl_pso_party};
 use super::mqrpmt::{self, Client, Server};
 use super::transfer;
-use super::{PrivateIdTable, PsoConfig, PsoRole, kind};
+use super::{Construction, PrivateIdTable, PsoConfig, PsoRole, kind};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::input::Dataset;
 use crate::wire::{HEADER_LEN, Reader};
@@ -85,15 +92,14 @@ fn eval<C: CwPrf>(
 /// for about half of all blinds (a failure here has probability about 2^-128).
 const BLIND_DRAWS: usize = 128;
 
-/// Secret keys of one private-ID party: its OPRF key share, its blind (with the key that
-/// removes it and applies the share) and its PSU key.
+/// Secret keys of one private-ID party: its OPRF key share and its blind, which is also
+/// its mqRPMT key, with the key that removes the blind and applies the share.
 struct Keys<C: CwPrf> {
     prf: Zeroizing<C::Key>,
     blind: Zeroizing<C::Key>,
     /// `F_unblind(F_blind(z)) = F_prf(z)`: turns `H(z)^(blind * k_other)` into the
     /// identifier element `H(z)^(k1 k2)` in one evaluation.
     unblind: Zeroizing<C::Key>,
-    psu: Zeroizing<C::Key>,
 }
 
 impl<C: CwPrf> Keys<C> {
@@ -106,7 +112,6 @@ impl<C: CwPrf> Keys<C> {
                     prf,
                     blind,
                     unblind: Zeroizing::new(unblind),
-                    psu: Zeroizing::new(C::random_key(&mut core.rng)),
                 });
             }
         }
@@ -117,7 +122,7 @@ impl<C: CwPrf> Keys<C> {
     }
 }
 
-/// The private-ID receiver: runs the PSU as its receiver and sends the union back.
+/// The private-ID receiver: the mqRPMT server of the PSU; sends the union back.
 pub struct Receiver<C: CwPrf> {
     core: Core,
     state: State<C>,
@@ -132,9 +137,9 @@ enum State<C: CwPrf> {
         keys: Keys<C>,
         r1: Vec<u8>,
     },
-    /// R1 sent; evaluating the sender's requests (S1) is deferred work, done while the
+    /// R1 sent; answering the sender's requests (S1) is deferred work, done while the
     /// sender answers R1.
-    Reply {
+    Answer {
         session: Session,
         keys: Keys<C>,
         requests: Vec<u8>,
@@ -142,40 +147,26 @@ enum State<C: CwPrf> {
     AwaitS2 {
         session: Session,
         keys: Keys<C>,
-        reply: Vec<u8>,
+        requests: Vec<u8>,
+        answers: Vec<u8>,
     },
-    /// R2 sent; unblinding the answers and keying them for the PSU (R3) is deferred
-    /// work, done while the sender unblinds its own identifiers.
+    /// R2 sent; unblinding our identifiers and re-evaluating the sender's PSU elements
+    /// are deferred work, done while the sender encodes its set and unblinds its own.
     Identify {
         session: Session,
         keys: Keys<C>,
         ot: Box<OtReceiverSetup>,
-        answers: Vec<u8>,
+        requests: Vec<u8>,
+        answered: Vec<u8>,
     },
     AwaitS3 {
         session: Session,
-        psu_key: Zeroizing<C::Key>,
-        ot: Box<OtReceiverSetup>,
-        own: Vec<[u8; ID_LEN]>,
-    },
-    /// S3 received; absorbing the sender's PSU elements is deferred work, done while the
-    /// sender encodes its set (S4).
-    Absorb {
-        session: Session,
-        psu_key: Zeroizing<C::Key>,
-        ot: Box<OtReceiverSetup>,
-        own: Vec<[u8; ID_LEN]>,
-        s3: Vec<u8>,
-    },
-    AwaitS4 {
-        session: Session,
         server: Server<C>,
         ot: Box<OtReceiverSetup>,
-        ot_reply: Vec<u8>,
-        own: Vec<[u8; ID_LEN]>,
         absorbed: Vec<u8>,
+        own: Vec<[u8; ID_LEN]>,
     },
-    AwaitS5 {
+    AwaitS4 {
         session: Session,
         ot_keys: OtReceiverKeys,
         own: Vec<[u8; ID_LEN]>,
@@ -207,7 +198,7 @@ impl<C: CwPrf> Receiver<C> {
                 let n2 = session.peer.items as usize;
                 crate::wire::expect_len("S1", frame.body, mqrpmt::packed_len::<C>(n2, "S1")?)?;
                 self.core.channel.push(kind::R1, &r1);
-                State::Reply {
+                State::Answer {
                     session,
                     keys,
                     requests: frame.body.to_vec(),
@@ -216,53 +207,36 @@ impl<C: CwPrf> Receiver<C> {
             State::AwaitS2 {
                 session,
                 keys,
-                reply,
+                requests,
+                answers,
             } => {
                 let frame = self.core.open(message, kind::S2)?;
                 crate::wire::expect_len("S2", frame.body, mqrpmt::packed_len::<C>(n1, "S2")?)?;
                 let (ot, first) = OtReceiverSetup::new(&mut self.core.rng, &session.ctx.transcript);
-                let mut r2 = Vec::with_capacity(first.len() + reply.len());
+                let mut r2 = Vec::with_capacity(first.len() + answers.len());
                 r2.extend_from_slice(&first);
-                r2.extend_from_slice(&reply);
+                r2.extend_from_slice(&answers);
                 self.core.channel.push(kind::R2, &r2);
                 State::Identify {
                     session,
                     keys,
                     ot: Box::new(ot),
-                    answers: frame.body.to_vec(),
+                    requests,
+                    answered: frame.body.to_vec(),
                 }
             }
             State::AwaitS3 {
                 session,
-                psu_key,
+                server,
                 ot,
+                absorbed,
                 own,
             } => {
                 let frame = self.core.open(message, kind::S3)?;
                 let n2 = session.peer.items as usize;
-                let expected =
-                    ot::BASE_REPLY_LEN.saturating_add(mqrpmt::packed_len::<C>(n2, "S3 elements")?);
-                crate::wire::expect_len("S3", frame.body, expected)?;
-                State::Absorb {
-                    session,
-                    psu_key,
-                    ot,
-                    own,
-                    s3: frame.body.to_vec(),
-                }
-            }
-            State::AwaitS4 {
-                session,
-                server,
-                ot,
-                ot_reply,
-                own,
-                absorbed,
-            } => {
-                let frame = self.core.open(message, kind::S4)?;
-                let n2 = session.peer.items as usize;
                 let filter_key = session.ctx.derive_key(mqrpmt::FILTER_KEY);
-                let mut r = Reader::new(frame.body, "S4");
+                let mut r = Reader::new(frame.body, "S3");
+                let ot_reply = r.take(ot::BASE_REPLY_LEN)?;
                 let e = server.indicator(
                     &absorbed,
                     &mut r,
@@ -272,36 +246,35 @@ impl<C: CwPrf> Receiver<C> {
                     &filter_key,
                 )?;
                 r.finish()?;
-                let (ot_keys, extension) = ot.extend(&ot_reply, &e).map_err(bad_ot)?;
-                self.core.channel.push(kind::R4, &extension);
-                State::AwaitS5 {
+                let (ot_keys, extension) = ot.extend(ot_reply, &e).map_err(bad_ot)?;
+                self.core.channel.push(kind::R3, &extension);
+                State::AwaitS4 {
                     session,
                     ot_keys,
                     own,
                 }
             }
-            State::AwaitS5 {
+            State::AwaitS4 {
                 session,
                 ot_keys,
                 own,
             } => {
-                let frame = self.core.open(message, kind::S5)?;
+                let frame = self.core.open(message, kind::S4)?;
                 let n2 = session.peer.items as usize;
-                let expected = n2.saturating_mul(ID_LEN);
-                crate::wire::expect_len("S5", frame.body, expected)?;
+                crate::wire::expect_len("S4", frame.body, n2.saturating_mul(ID_LEN))?;
                 let mut union = own.clone();
                 for (_, id) in transfer::receive_one_sided(&ot_keys, false, ID_LEN, frame.body) {
                     union.push(id.try_into().expect("ID_LEN-byte slots"));
                 }
                 union.sort_unstable();
                 union.dedup();
-                self.core.channel.push(kind::R5, union.as_flattened());
+                self.core.channel.push(kind::R4, union.as_flattened());
                 let mut out = self.core.empty_output(session.peer.items);
                 out.private_id = Some(PrivateIdTable { own, union });
                 self.core.finish(out);
                 State::Done
             }
-            State::Reply { .. } | State::Identify { .. } | State::Absorb { .. } => {
+            State::Answer { .. } | State::Identify { .. } => {
                 return Err(ProtocolError::ApiMisuse(
                     "message before the deferred work was done",
                 ));
@@ -324,20 +297,15 @@ impl<C: CwPrf> Receiver<C> {
             State::AwaitS2 { .. } => HEADER_LEN.saturating_add(elements(n1)),
             State::AwaitS3 { session, .. } => HEADER_LEN
                 .saturating_add(ot::BASE_REPLY_LEN)
-                .saturating_add(elements(session.peer.items as usize)),
-            State::AwaitS4 { session, .. } => HEADER_LEN.saturating_add(mqrpmt::set_max_len::<C>(
-                self.core.config.last_message,
-                n1,
-                session.peer.items as usize,
-            )),
-            State::AwaitS5 { session, .. } => {
+                .saturating_add(mqrpmt::set_max_len::<C>(
+                    self.core.config.last_message,
+                    n1,
+                    session.peer.items as usize,
+                )),
+            State::AwaitS4 { session, .. } => {
                 HEADER_LEN.saturating_add((session.peer.items as usize).saturating_mul(ID_LEN))
             }
-            State::Reply { .. }
-            | State::Identify { .. }
-            | State::Absorb { .. }
-            | State::Done
-            | State::Failed => 0,
+            State::Answer { .. } | State::Identify { .. } | State::Done | State::Failed => 0,
         }
     }
 
@@ -345,15 +313,13 @@ impl<C: CwPrf> Receiver<C> {
         match &self.state {
             State::AwaitHello => "waiting for the sender's hello".into(),
             State::AwaitS1 { .. } => "distributed OPRF: waiting for the sender's requests".into(),
-            State::Reply { .. } => "distributed OPRF: evaluating the sender's requests".into(),
-            State::AwaitS2 { .. } => {
-                "distributed OPRF: waiting for the sender's evaluations".into()
+            State::Answer { .. } => "distributed OPRF: answering the sender's requests".into(),
+            State::AwaitS2 { .. } => "distributed OPRF: waiting for the sender's answers".into(),
+            State::Identify { .. } => {
+                "unblinding our identifiers, evaluating the sender's PSU elements".into()
             }
-            State::Identify { .. } => "distributed OPRF: unblinding our identifiers".into(),
-            State::AwaitS3 { .. } => "PSU: waiting for the sender's identifiers".into(),
-            State::Absorb { .. } => "PSU: evaluating the sender's identifiers".into(),
-            State::AwaitS4 { .. } => "PSU: waiting for the sender's set".into(),
-            State::AwaitS5 { .. } => "PSU: waiting for the transferred identifiers".into(),
+            State::AwaitS3 { .. } => "PSU: waiting for the sender's set".into(),
+            State::AwaitS4 { .. } => "PSU: waiting for the transferred identifiers".into(),
             State::Done => "done".into(),
             State::Failed => "failed".into(),
         }
@@ -362,60 +328,41 @@ impl<C: CwPrf> Receiver<C> {
 
 impl<C: CwPrf> DeferredWork for Receiver<C> {
     fn has_work(&self) -> bool {
-        matches!(
-            self.state,
-            State::Reply { .. } | State::Identify { .. } | State::Absorb { .. }
-        )
+        matches!(self.state, State::Answer { .. } | State::Identify { .. })
     }
 
     fn work(&mut self) -> Result<(), ProtocolError> {
         self.state = match std::mem::replace(&mut self.state, State::Failed) {
-            State::Reply {
+            State::Answer {
                 session,
                 keys,
                 requests,
             } => {
-                let reply = eval::<C>(&requests, &keys.prf, "S1")?;
+                let answers = eval::<C>(&requests, &keys.prf, "S1")?;
                 State::AwaitS2 {
                     session,
                     keys,
-                    reply,
+                    requests,
+                    answers,
                 }
             }
             State::Identify {
                 session,
                 keys,
                 ot,
-                answers,
+                requests,
+                answered,
             } => {
-                let elements = eval::<C>(&answers, &keys.unblind, "S2")?;
-                let own = identifiers::<C>(&elements);
-                let psu_first = eval::<C>(&elements, &keys.psu, "identifier elements")?;
-                self.core.channel.push(kind::R3, &psu_first);
+                let own = identifiers::<C>(&eval::<C>(&answered, &keys.unblind, "S2")?);
+                // S1 was checked when it was answered: this cannot fail.
+                let server = Server::<C>::with_key(Construction::Cwprf, keys.blind);
+                let absorbed = server.absorb_client_elements(&requests)?;
                 State::AwaitS3 {
-                    session,
-                    psu_key: keys.psu.clone(),
-                    ot,
-                    own,
-                }
-            }
-            State::Absorb {
-                session,
-                psu_key,
-                ot,
-                own,
-                s3,
-            } => {
-                let (ot_reply, theirs) = s3.split_at(ot::BASE_REPLY_LEN);
-                let server = Server::<C>::with_key(self.core.config.construction, psu_key);
-                let absorbed = server.absorb_client_elements(theirs)?;
-                State::AwaitS4 {
                     session,
                     server,
                     ot,
-                    ot_reply: ot_reply.to_vec(),
-                    own,
                     absorbed,
+                    own,
                 }
             }
             other => other,
@@ -426,17 +373,8 @@ impl<C: CwPrf> DeferredWork for Receiver<C> {
 
 impl_pso_party!(Receiver);
 
-/// What the sender's PSU phase carries from S3 to the one-sided OT (S5).
-struct SenderPsu {
-    session: Session,
-    ot: OtSenderSetup,
-    /// This party's identifiers, in input order.
-    own: Vec<[u8; ID_LEN]>,
-    /// The order its PSU elements were sent in (S3), which the OT follows.
-    order: Vec<u32>,
-}
-
-/// The private-ID sender: runs the PSU as its sender and receives the union.
+/// The private-ID sender: the mqRPMT client of the PSU and the OT sender; receives the
+/// union.
 pub struct Sender<C: CwPrf> {
     core: Core,
     state: SenderState<C>,
@@ -447,29 +385,42 @@ enum SenderState<C: CwPrf> {
     AwaitR1 {
         session: Session,
         keys: Keys<C>,
+        /// The order S1 was sent in, which the receiver's answers and the OT follow.
+        order: Vec<u32>,
     },
+    /// S2 sent; encoding the receiver's requests into the PSU set is deferred work, done
+    /// while the receiver answers S1.
+    Encode {
+        session: Session,
+        keys: Keys<C>,
+        order: Vec<u32>,
+        requests: Vec<u8>,
+    },
+    /// The set computed, held back until R2 has arrived (the receiver sends R2 as soon
+    /// as S2 arrives: both sending at once could deadlock a blocking transport).
     AwaitR2 {
         session: Session,
         keys: Keys<C>,
+        order: Vec<u32>,
+        set: Vec<u8>,
     },
-    /// S3 computed, held back until R3 has arrived (the receiver sends R3 right after
-    /// computing it: both sending at once could deadlock a blocking transport).
+    /// S3 sent; unblinding our identifiers is deferred work, done while the receiver
+    /// tests its PSU elements against the set.
+    Identify {
+        session: Session,
+        unblind: Zeroizing<C::Key>,
+        ot: OtSenderSetup,
+        order: Vec<u32>,
+        answered: Vec<u8>,
+    },
     AwaitR3 {
-        psu: SenderPsu,
-        psu_key: Zeroizing<C::Key>,
-        s3: Vec<u8>,
-    },
-    /// S3 sent; encoding the receiver's PSU elements into the set (S4) is deferred
-    /// work, done while the receiver absorbs S3.
-    Encode {
-        psu: SenderPsu,
-        psu_key: Zeroizing<C::Key>,
-        psu_first: Vec<u8>,
+        session: Session,
+        ot: OtSenderSetup,
+        order: Vec<u32>,
+        /// This party's identifiers, in input order.
+        own: Vec<[u8; ID_LEN]>,
     },
     AwaitR4 {
-        psu: SenderPsu,
-    },
-    AwaitR5 {
         session: Session,
         own: Vec<[u8; ID_LEN]>,
     },
@@ -492,79 +443,79 @@ impl<C: CwPrf> Sender<C> {
                 let frame = self.core.open(message, kind::HELLO)?;
                 let session = self.core.on_hello::<C>(frame.body)?;
                 let keys = Keys::<C>::new(&mut self.core)?;
+                // Fig. 7 step 0: the receiver sees its indicator bits in a random order.
+                let order = self.core.rng.permutation(n2);
+                let ids = &self.core.input.ids;
+                let shuffled: Vec<&[u8]> =
+                    order.iter().map(|&i| ids[i as usize].as_ref()).collect();
                 // Computed while the receiver computes its own blinded hashes (R1).
-                let s1 = C::hash_eval_batch(&session.dst, &self.core.input.ids, &keys.blind);
+                let s1 = C::hash_eval_batch(&session.dst, &shuffled, &keys.blind);
                 self.core.channel.push(kind::S1, &s1);
-                SenderState::AwaitR1 { session, keys }
+                SenderState::AwaitR1 {
+                    session,
+                    keys,
+                    order,
+                }
             }
-            SenderState::AwaitR1 { session, keys } => {
+            SenderState::AwaitR1 {
+                session,
+                keys,
+                order,
+            } => {
                 let frame = self.core.open(message, kind::R1)?;
                 let n1 = session.peer.items as usize;
                 crate::wire::expect_len("R1", frame.body, mqrpmt::packed_len::<C>(n1, "R1")?)?;
                 let s2 = eval::<C>(frame.body, &keys.prf, "R1")?;
                 self.core.channel.push(kind::S2, &s2);
-                SenderState::AwaitR2 { session, keys }
+                SenderState::Encode {
+                    session,
+                    keys,
+                    order,
+                    requests: frame.body.to_vec(),
+                }
             }
-            SenderState::AwaitR2 { session, keys } => {
+            SenderState::AwaitR2 {
+                session,
+                keys,
+                order,
+                set,
+            } => {
                 let frame = self.core.open(message, kind::R2)?;
                 let mut r = Reader::new(frame.body, "R2");
                 let first = r.take(ot::BASE_FIRST_LEN)?;
                 let answered = r.take(mqrpmt::packed_len::<C>(n2, "R2 answers")?)?;
                 r.finish()?;
-                let elements = eval::<C>(answered, &keys.unblind, "R2 answers")?;
-                let own = identifiers::<C>(&elements);
-                let psu_own = eval::<C>(&elements, &keys.psu, "identifier elements")?;
-                // Fig. 7 step 0: the receiver sees indicator bits in a random order.
-                let order = self.core.rng.permutation(n2);
                 let (ot, reply) =
                     OtSenderSetup::respond(&mut self.core.rng, &session.ctx.transcript, first)
                         .map_err(bad_ot)?;
-                let mut s3 = Vec::with_capacity(reply.len() + psu_own.len());
+                let mut s3 = Vec::with_capacity(reply.len() + set.len());
                 s3.extend_from_slice(&reply);
-                for &i in &order {
-                    let i = i as usize;
-                    s3.extend_from_slice(&psu_own[i * C::ELEMENT_LEN..(i + 1) * C::ELEMENT_LEN]);
-                }
-                SenderState::AwaitR3 {
-                    psu: SenderPsu {
-                        session,
-                        ot,
-                        own,
-                        order,
-                    },
-                    psu_key: keys.psu.clone(),
-                    s3,
-                }
-            }
-            SenderState::AwaitR3 { psu, psu_key, s3 } => {
-                let frame = self.core.open(message, kind::R3)?;
-                let n1 = psu.session.peer.items as usize;
-                let expected = mqrpmt::packed_len::<C>(n1, "R3")?;
-                crate::wire::expect_len("R3", frame.body, expected)?;
+                s3.extend_from_slice(&set);
                 self.core.channel.push(kind::S3, &s3);
-                SenderState::Encode {
-                    psu,
-                    psu_key,
-                    psu_first: frame.body.to_vec(),
+                SenderState::Identify {
+                    session,
+                    unblind: keys.unblind,
+                    ot,
+                    order,
+                    answered: answered.to_vec(),
                 }
             }
-            SenderState::AwaitR4 { psu } => {
-                let SenderPsu {
-                    session,
-                    ot,
-                    own,
-                    order,
-                } = psu;
-                let frame = self.core.open(message, kind::R4)?;
+            SenderState::AwaitR3 {
+                session,
+                ot,
+                order,
+                own,
+            } => {
+                let frame = self.core.open(message, kind::R3)?;
                 let ot_keys = ot.extend(frame.body, n2).map_err(bad_ot)?;
-                let s5 = transfer::send_one_sided(&ot_keys, false, ID_LEN, |i| {
-                    own[order[i] as usize].to_vec()
+                let s4 = transfer::send_one_sided(&ot_keys, false, ID_LEN, |j| {
+                    own[order[j] as usize].to_vec()
                 });
-                self.core.channel.push(kind::S5, &s5);
-                SenderState::AwaitR5 { session, own }
+                self.core.channel.push(kind::S4, &s4);
+                SenderState::AwaitR4 { session, own }
             }
-            SenderState::AwaitR5 { session, own } => {
-                let frame = self.core.open(message, kind::R5)?;
+            SenderState::AwaitR4 { session, own } => {
+                let frame = self.core.open(message, kind::R4)?;
                 let union = read_union(
                     frame.body,
                     (session.peer.items as usize).saturating_add(n2),
@@ -575,7 +526,7 @@ impl<C: CwPrf> Sender<C> {
                 self.core.finish(out);
                 SenderState::Done
             }
-            SenderState::Encode { .. } => {
+            SenderState::Encode { .. } | SenderState::Identify { .. } => {
                 return Err(ProtocolError::ApiMisuse(
                     "message before the deferred work was done",
                 ));
@@ -595,19 +546,19 @@ impl<C: CwPrf> Sender<C> {
             SenderState::AwaitR1 { session, .. } => {
                 HEADER_LEN.saturating_add(elements(session.peer.items as usize))
             }
-            SenderState::AwaitR3 { psu, .. } => {
-                HEADER_LEN.saturating_add(elements(psu.session.peer.items as usize))
-            }
             SenderState::AwaitR2 { .. } => HEADER_LEN
                 .saturating_add(ot::BASE_FIRST_LEN)
                 .saturating_add(elements(n2)),
-            SenderState::AwaitR4 { .. } => HEADER_LEN.saturating_add(ot::extension_message_len(n2)),
-            SenderState::AwaitR5 { session, .. } => HEADER_LEN.saturating_add(
+            SenderState::AwaitR3 { .. } => HEADER_LEN.saturating_add(ot::extension_message_len(n2)),
+            SenderState::AwaitR4 { session, .. } => HEADER_LEN.saturating_add(
                 (session.peer.items as usize)
                     .saturating_add(n2)
                     .saturating_mul(ID_LEN),
             ),
-            SenderState::Encode { .. } | SenderState::Done | SenderState::Failed => 0,
+            SenderState::Encode { .. }
+            | SenderState::Identify { .. }
+            | SenderState::Done
+            | SenderState::Failed => 0,
         }
     }
 
@@ -617,13 +568,13 @@ impl<C: CwPrf> Sender<C> {
             SenderState::AwaitR1 { .. } => {
                 "distributed OPRF: waiting for the receiver's requests".into()
             }
+            SenderState::Encode { .. } => "PSU: encoding the receiver's requests".into(),
             SenderState::AwaitR2 { .. } => {
-                "distributed OPRF: waiting for the receiver's evaluations".into()
+                "distributed OPRF: waiting for the receiver's answers".into()
             }
-            SenderState::AwaitR3 { .. } => "PSU: waiting for the receiver's identifiers".into(),
-            SenderState::Encode { .. } => "PSU: encoding the receiver's identifiers".into(),
-            SenderState::AwaitR4 { .. } => "PSU: waiting for the OT extension".into(),
-            SenderState::AwaitR5 { .. } => "waiting for the union identifiers".into(),
+            SenderState::Identify { .. } => "distributed OPRF: unblinding our identifiers".into(),
+            SenderState::AwaitR3 { .. } => "PSU: waiting for the OT extension".into(),
+            SenderState::AwaitR4 { .. } => "waiting for the union identifiers".into(),
             SenderState::Done => "done".into(),
             SenderState::Failed => "failed".into(),
         }
@@ -632,28 +583,55 @@ impl<C: CwPrf> Sender<C> {
 
 impl<C: CwPrf> DeferredWork for Sender<C> {
     fn has_work(&self) -> bool {
-        matches!(self.state, SenderState::Encode { .. })
+        matches!(
+            self.state,
+            SenderState::Encode { .. } | SenderState::Identify { .. }
+        )
     }
 
     fn work(&mut self) -> Result<(), ProtocolError> {
+        let n2 = self.core.input.ids.len();
         self.state = match std::mem::replace(&mut self.state, SenderState::Failed) {
             SenderState::Encode {
-                psu,
-                psu_key,
-                psu_first,
+                session,
+                keys,
+                order,
+                requests,
             } => {
-                let n2 = self.core.input.ids.len();
-                let filter_key = psu.session.ctx.derive_key(mqrpmt::FILTER_KEY);
-                let client = Client::<C>::with_key(psu_key);
-                let s4 = client.encode_server_set(
-                    &psu_first,
+                let filter_key = session.ctx.derive_key(mqrpmt::FILTER_KEY);
+                let client = Client::<C>::with_key(keys.blind.clone());
+                let set = client.encode_server_set(
+                    &requests,
                     n2,
                     self.core.config.last_message,
                     &filter_key,
                     &mut self.core.rng,
                 )?;
-                self.core.channel.push(kind::S4, &s4);
-                SenderState::AwaitR4 { psu }
+                SenderState::AwaitR2 {
+                    session,
+                    keys,
+                    order,
+                    set,
+                }
+            }
+            SenderState::Identify {
+                session,
+                unblind,
+                ot,
+                order,
+                answered,
+            } => {
+                let shuffled = identifiers::<C>(&eval::<C>(&answered, &unblind, "R2 answers")?);
+                let mut own = vec![[0u8; ID_LEN]; n2];
+                for (id, &i) in shuffled.into_iter().zip(&order) {
+                    own[i as usize] = id;
+                }
+                SenderState::AwaitR3 {
+                    session,
+                    ot,
+                    order,
+                    own,
+                }
             }
             other => other,
         };
