@@ -39,30 +39,22 @@ pub fn drive(
     };
     loop {
         report(party);
-        // 1. Send everything the party has.
-        while let Some(message) = party.poll_outgoing() {
-            match transport.send(&message) {
-                Ok(()) => {}
-                Err(TransportError::PeerClosed) => {
-                    // Peer gone. Harmless only if we are done anyway.
-                    while party.poll_outgoing().is_some() {}
-                    if party.is_finished() {
-                        report(party);
-                        return Ok(());
-                    }
-                    return Err(TransportError::PeerClosed.into());
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-        // 2. Work that needed only the messages just sent out of the way (the peer
-        //    computes meanwhile).
+        // 1. Send everything the party has; 2. meanwhile, work that needed only those
+        //    messages out of the way (the peer computes meanwhile too).
+        let outgoing: Vec<Vec<u8>> = std::iter::from_fn(|| party.poll_outgoing()).collect();
         if party.has_deferred_work() {
-            if let Err(err) = party.do_deferred_work() {
+            let (sent, worked) = send_while_working(party, transport, &outgoing);
+            if let Err(err) = worked {
                 let _ = transport.send(&party.alert(&err));
                 return Err(err.into());
             }
+            if let Some(done) = finish_sending(party, sent) {
+                return done.inspect(|()| report(party));
+            }
             continue;
+        }
+        if let Some(done) = finish_sending(party, send_all(transport, &outgoing)) {
+            return done.inspect(|()| report(party));
         }
         // 3. Done?
         if party.is_finished() {
@@ -90,5 +82,55 @@ pub fn drive(
             }
             return Err(err.into());
         }
+    }
+}
+
+/// Sends `messages` in order, stopping at the first failure.
+fn send_all(transport: &mut dyn Transport, messages: &[Vec<u8>]) -> Result<(), TransportError> {
+    messages.iter().try_for_each(|m| transport.send(m))
+}
+
+/// Sends `messages` on this thread while the party's deferred work runs on another.
+///
+/// A large message leaves only as fast as the peer reads it, and a peer busy with its
+/// own computation reads nothing: sending first and working after would hold our
+/// computation back until the peer's ended, serialising what the protocol overlaps.
+fn send_while_working(
+    party: &mut dyn Party,
+    transport: &mut dyn Transport,
+    messages: &[Vec<u8>],
+) -> (Result<(), TransportError>, Result<(), ProtocolError>) {
+    if messages.is_empty() {
+        return (Ok(()), party.do_deferred_work());
+    }
+    std::thread::scope(|scope| {
+        let worker = scope.spawn(|| party.do_deferred_work());
+        let sent = send_all(transport, messages);
+        let worked = match worker.join() {
+            Ok(result) => result,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        (sent, worked)
+    })
+}
+
+/// What a failed send means: nothing (`None`, go on) if it succeeded; success if the
+/// peer closed once our party had finished (it needed nothing more from us); otherwise
+/// the error.
+fn finish_sending(
+    party: &mut dyn Party,
+    sent: Result<(), TransportError>,
+) -> Option<Result<(), RunError>> {
+    match sent {
+        Ok(()) => None,
+        Err(TransportError::PeerClosed) => {
+            while party.poll_outgoing().is_some() {}
+            if party.is_finished() {
+                Some(Ok(()))
+            } else {
+                Some(Err(TransportError::PeerClosed.into()))
+            }
+        }
+        Err(e) => Some(Err(e.into())),
     }
 }

@@ -6,7 +6,10 @@ use crate::error::ProtocolError;
 ///
 /// Call order, which every driver follows:
 /// 1. take every message from [`Party::poll_outgoing`] and send it, in order;
-/// 2. if [`Party::has_deferred_work`], call [`Party::do_deferred_work`] and go to 1;
+/// 2. if [`Party::has_deferred_work`], call [`Party::do_deferred_work`] and go to 1 (a
+///    driver may do this on another thread while step 1's messages are still leaving:
+///    a peer busy computing reads nothing, and waiting for it would serialise the two
+///    parties' work);
 /// 3. if [`Party::is_finished`], stop: the concrete type's `into_output` gives the result;
 /// 4. otherwise receive one message of at most [`Party::max_incoming_len`] bytes (a
 ///    transport must refuse a longer one *before* allocating for it), feed it to
