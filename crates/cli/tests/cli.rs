@@ -722,7 +722,11 @@ fn set_operation_input_and_flag_errors_are_clear() {
     assert_eq!(o.status.code(), Some(2));
     let o = base("psi", "sender", &["--mqrpmt", "poprf"]);
     assert!(stderr(&o).contains("last-message"), "{}", stderr(&o));
-    let o = base("private-id", "sender", &["--mqrpmt", "poprf"]);
+    let o = base(
+        "private-id",
+        "sender",
+        &["--mqrpmt", "poprf", "--last-message", "list"],
+    );
     assert!(stderr(&o).contains("private-id"), "{}", stderr(&o));
     let o = base(
         "psi-card-sum",
