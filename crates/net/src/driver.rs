@@ -42,19 +42,21 @@ pub fn drive(
         // 1. Send everything the party has; 2. meanwhile, work that needed only those
         //    messages out of the way (the peer computes meanwhile too).
         let outgoing: Vec<Vec<u8>> = std::iter::from_fn(|| party.poll_outgoing()).collect();
-        if party.has_deferred_work() {
-            let (sent, worked) = send_while_working(party, transport, &outgoing);
-            if let Err(err) = worked {
-                let _ = transport.send(&party.alert(&err));
-                return Err(err.into());
-            }
-            if let Some(done) = finish_sending(party, sent) {
-                return done.inspect(|()| report(party));
-            }
-            continue;
+        let deferred = party.has_deferred_work();
+        let (sent, worked) = if deferred {
+            send_while_working(party, transport, &outgoing)
+        } else {
+            (send_all(transport, &outgoing), Ok(()))
+        };
+        if let Err(err) = worked {
+            let _ = transport.send(&party.alert(&err));
+            return Err(err.into());
         }
-        if let Some(done) = finish_sending(party, send_all(transport, &outgoing)) {
+        if let Some(done) = finish_sending(party, sent) {
             return done.inspect(|()| report(party));
+        }
+        if deferred {
+            continue;
         }
         // 3. Done?
         if party.is_finished() {
