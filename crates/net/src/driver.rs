@@ -1,10 +1,12 @@
-//! The one driver loop: runs a sans-IO [`Party`] over any [`Transport`], following the
-//! call order documented on `Party`.
+//! The one driver loop: runs a sans-IO [`Party`] over a transport per peer (one for a
+//! two-party session), following the call order documented on `Party`.
+
+use std::collections::BTreeMap;
 
 use privset_protocols::error::{PeerMisbehaved, ProtocolError};
-use privset_protocols::party::Party;
+use privset_protocols::party::{Outgoing, Party, PartyId};
 
-use crate::{Transport, TransportError};
+use crate::{ByteCounters, Transport, TransportError};
 
 /// Why a run stopped: the protocol (a party's own verdict) or the transport.
 #[derive(Debug, thiserror::Error)]
@@ -18,15 +20,84 @@ pub enum RunError {
     Transport(#[from] TransportError),
 }
 
-/// Runs `party` to completion over `transport`.
-///
-/// `on_status` is called with [`Party::status`] whenever it changes, for progress
-/// displays. On a [`ProtocolError`] the party's alert is sent (best effort) so the peer
-/// stops with our reason rather than a timeout. If the peer closes the connection once
-/// our party has finished (it needed nothing more from us), the run succeeded.
+/// The transports of one party to its peers, by participant.
+pub trait Links: Send {
+    /// The transport to `peer`.
+    fn link(&mut self, peer: PartyId) -> Result<&mut dyn Transport, TransportError>;
+}
+
+/// One transport that carries every message: a two-party link, whoever the peer is.
+struct OneLink<'a>(&'a mut (dyn Transport + Send));
+
+impl Links for OneLink<'_> {
+    fn link(&mut self, _peer: PartyId) -> Result<&mut dyn Transport, TransportError> {
+        Ok(self.0)
+    }
+}
+
+/// A transport per peer: what a participant of an n-party session drives over.
+#[derive(Default)]
+pub struct LinkSet {
+    links: BTreeMap<PartyId, Box<dyn Transport + Send>>,
+}
+
+impl LinkSet {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds (or replaces) the transport to `peer`.
+    pub fn insert(&mut self, peer: PartyId, transport: Box<dyn Transport + Send>) {
+        self.links.insert(peer, transport);
+    }
+
+    /// The peers linked so far, in index order.
+    pub fn peers(&self) -> impl Iterator<Item = PartyId> + '_ {
+        self.links.keys().copied()
+    }
+
+    /// Bytes moved over every link together.
+    pub fn counters(&self) -> ByteCounters {
+        self.links
+            .values()
+            .map(|t| t.counters())
+            .fold(ByteCounters::default(), |a, c| ByteCounters {
+                sent: a.sent + c.sent,
+                received: a.received + c.received,
+            })
+    }
+}
+
+impl Links for LinkSet {
+    fn link(&mut self, peer: PartyId) -> Result<&mut dyn Transport, TransportError> {
+        match self.links.get_mut(&peer) {
+            Some(t) => Ok(t.as_mut()),
+            None => Err(TransportError::Config(format!(
+                "no link to participant {peer}"
+            ))),
+        }
+    }
+}
+
+/// Runs a two-party `party` to completion over `transport` (see [`drive_links`]).
 pub fn drive(
     party: &mut dyn Party,
-    transport: &mut dyn Transport,
+    transport: &mut (dyn Transport + Send),
+    on_status: &mut dyn FnMut(&str),
+) -> Result<(), RunError> {
+    drive_links(party, &mut OneLink(transport), on_status)
+}
+
+/// Runs `party` to completion, sending each message over the link to its recipient and
+/// receiving from the link of the participant it awaits.
+///
+/// `on_status` is called with [`Party::status`] whenever it changes, for progress
+/// displays. On a [`ProtocolError`] the party's alerts are sent (best effort) so the
+/// peers stop with our reason rather than a timeout. If a peer closes its connection
+/// once our party has finished (it needed nothing more from us), the run succeeded.
+pub fn drive_links(
+    party: &mut dyn Party,
+    links: &mut dyn Links,
     on_status: &mut dyn FnMut(&str),
 ) -> Result<(), RunError> {
     let mut last_status = String::new();
@@ -41,15 +112,15 @@ pub fn drive(
         report(party);
         // 1. Send everything the party has; 2. meanwhile, work that needed only those
         //    messages out of the way (the peer computes meanwhile too).
-        let outgoing: Vec<Vec<u8>> = std::iter::from_fn(|| party.poll_outgoing()).collect();
+        let outgoing: Vec<Outgoing> = std::iter::from_fn(|| party.poll_outgoing()).collect();
         let deferred = party.has_deferred_work();
         let (sent, worked) = if deferred {
-            send_while_working(party, transport, &outgoing)
+            send_while_working(party, links, &outgoing)
         } else {
-            (send_all(transport, &outgoing), Ok(()))
+            (send_all(links, &outgoing), Ok(()))
         };
         if let Err(err) = worked {
-            let _ = transport.send(&party.alert(&err));
+            send_alerts(party, links, &err, None);
             return Err(err.into());
         }
         if let Some(done) = finish_sending(party, sent) {
@@ -63,33 +134,55 @@ pub fn drive(
             report(party);
             return Ok(());
         }
-        // 4. Receive one message and feed it.
+        // 4. Receive one message from the participant awaited and feed it.
+        let Some(from) = party.awaiting() else {
+            return Err(ProtocolError::ApiMisuse(
+                "the party is neither finished nor waiting for anyone",
+            )
+            .into());
+        };
         let max = party.max_incoming_len();
-        let message = match transport.recv(max) {
+        let message = match links.link(from)?.recv(max) {
             Ok(m) => m,
             Err(TransportError::TooLarge { len, max }) => {
                 // The peer broke the size the protocol allows: tell it, then stop.
                 let why = PeerMisbehaved::Malformed(format!(
                     "message of {len} bytes exceeds the {max} bytes allowed next"
                 ));
-                let _ = transport.send(&party.alert(&why.into()));
+                send_alerts(party, links, &why.into(), None);
                 return Err(TransportError::TooLarge { len, max }.into());
             }
             Err(e) => return Err(e.into()),
         };
-        if let Err(err) = party.handle_message(&message) {
-            // The peer already stopped if it sent an alert; answering it is pointless.
-            if !matches!(err, ProtocolError::PeerAborted(_)) {
-                let _ = transport.send(&party.alert(&err));
-            }
+        if let Err(err) = party.handle_message(from, &message) {
+            // A peer that sent an alert already stopped; the others still wait.
+            let aborted = matches!(err, ProtocolError::PeerAborted(_)).then_some(from);
+            send_alerts(party, links, &err, aborted);
             return Err(err.into());
         }
     }
 }
 
-/// Sends `messages` in order, stopping at the first failure.
-fn send_all(transport: &mut dyn Transport, messages: &[Vec<u8>]) -> Result<(), TransportError> {
-    messages.iter().try_for_each(|m| transport.send(m))
+/// Sends the party's alerts (best effort), except to `skip` (a peer that stopped).
+fn send_alerts(
+    party: &dyn Party,
+    links: &mut dyn Links,
+    err: &ProtocolError,
+    skip: Option<PartyId>,
+) {
+    for alert in party.alerts(err).into_iter().filter(|a| Some(a.to) != skip) {
+        if let Ok(link) = links.link(alert.to) {
+            let _ = link.send(&alert.bytes);
+        }
+    }
+}
+
+/// Sends `messages` in order, each over its recipient's link, stopping at the first
+/// failure.
+fn send_all(links: &mut dyn Links, messages: &[Outgoing]) -> Result<(), TransportError> {
+    messages
+        .iter()
+        .try_for_each(|m| links.link(m.to)?.send(&m.bytes))
 }
 
 /// Sends `messages` on this thread while the party's deferred work runs on another.
@@ -99,15 +192,15 @@ fn send_all(transport: &mut dyn Transport, messages: &[Vec<u8>]) -> Result<(), T
 /// computation back until the peer's ended, serialising what the protocol overlaps.
 fn send_while_working(
     party: &mut dyn Party,
-    transport: &mut dyn Transport,
-    messages: &[Vec<u8>],
+    links: &mut dyn Links,
+    messages: &[Outgoing],
 ) -> (Result<(), TransportError>, Result<(), ProtocolError>) {
     if messages.is_empty() {
         return (Ok(()), party.do_deferred_work());
     }
     std::thread::scope(|scope| {
         let worker = scope.spawn(|| party.do_deferred_work());
-        let sent = send_all(transport, messages);
+        let sent = send_all(links, messages);
         let worked = match worker.join() {
             Ok(result) => result,
             Err(panic) => std::panic::resume_unwind(panic),
@@ -115,7 +208,6 @@ fn send_while_working(
         (sent, worked)
     })
 }
-
 /// What a failed send means: nothing (`None`, go on) if it succeeded; success if the
 /// peer closed once our party had finished (it needed nothing more from us); otherwise
 /// the error.

@@ -28,9 +28,9 @@ pub mod tls;
 
 pub use cancel::Cancel;
 pub use dir::{DirOptions, ExchangeDir};
-pub use driver::{RunError, drive};
+pub use driver::{LinkSet, Links, RunError, drive, drive_links};
 pub use error::TransportError;
-pub use memory::{MemoryTransport, pair, run_pair, run_pair_with};
+pub use memory::{MemoryTransport, pair, run_pair, run_pair_with, run_parties, run_parties_with};
 pub use socket::ConnectOptions;
 pub use tcp::PlainTcpTransport;
 pub use tls::{TlsFiles, TlsTransport};

@@ -2,18 +2,19 @@
 //!
 //! * [`pair`]: two connected [`MemoryTransport`]s over std channels, to run two parties
 //!   on two threads with the real [`crate::drive`] loop.
-//! * [`run_pair`] / [`run_pair_with`]: a single-threaded, lock-step harness in the
-//!   spirit of quinn's test `Pair`: it shuttles messages between two parties until both
-//!   finish, detects deadlock, and lets a hook tamper with, truncate, drop, duplicate or
-//!   reorder any message. Deterministic, so negative tests are exact.
+//! * [`run_parties`] / [`run_parties_with`]: a single-threaded, lock-step harness in the
+//!   spirit of quinn's test `Pair` for any number of parties: it shuttles messages until
+//!   every party finishes, detects deadlock, and lets a hook tamper with, truncate, drop,
+//!   duplicate or reorder any message on any link. Deterministic, so negative tests are
+//!   exact. [`run_pair`] / [`run_pair_with`] are its two-party form.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::Duration;
 
 use privset_protocols::error::{PeerMisbehaved, ProtocolError};
-use privset_protocols::party::Party;
+use privset_protocols::party::{Outgoing, Party, PartyId};
 
 use crate::error::secs;
 use crate::{ByteCounters, Transport, TransportError};
@@ -115,7 +116,7 @@ pub enum Direction {
     BtoA,
 }
 
-/// What [`run_pair_with`] does with a message after the hook saw (and maybe changed) it.
+/// What the harness does with a message after the hook saw (and maybe changed) it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HookAction {
     /// Deliver it (as modified by the hook).
@@ -124,7 +125,7 @@ pub enum HookAction {
     Drop,
     /// Deliver it twice in a row.
     Duplicate,
-    /// Hold it back and deliver it right after the same sender's next message (swaps two
+    /// Hold it back and deliver it right after the same link's next message (swaps two
     /// consecutive messages). Delivered last if no further message comes.
     DeliverAfterNext,
 }
@@ -164,6 +165,24 @@ impl PairError {
     }
 }
 
+/// Why [`run_parties`] stopped without every party finishing.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HarnessError {
+    /// Participant `party` failed with `error`. Its alerts were delivered to the peers
+    /// waiting for it; `peer_errors` are their reactions (normally
+    /// [`ProtocolError::PeerAborted`]).
+    #[error("participant {party} failed: {error}")]
+    Failed {
+        party: PartyId,
+        error: ProtocolError,
+        peer_errors: Vec<(PartyId, ProtocolError)>,
+    },
+    /// No party can move: each waits for a message that will never come.
+    #[error("deadlock: no message in flight and no party can move ({})", statuses.join("; "))]
+    Deadlock { statuses: Vec<String> },
+}
+
 /// Runs both parties to completion in lock step, delivering every message unchanged.
 /// Returns each side's byte counters (message bytes sent/received).
 // A test harness: the error is returned once per run, and tests match on its fields.
@@ -175,19 +194,6 @@ pub fn run_pair(
     run_pair_with(a, b, &mut |_, _, _| HookAction::Deliver)
 }
 
-/// One party and its bookkeeping in the harness.
-struct Slot<'p> {
-    party: &'p mut dyn Party,
-    side: Side,
-    /// Messages on their way *to* this party.
-    inbox: VecDeque<Vec<u8>>,
-    /// Index of this party's next outgoing message.
-    sent_index: u32,
-    /// A message held back by [`HookAction::DeliverAfterNext`], bound for the peer.
-    held: Option<Vec<u8>>,
-    counters: ByteCounters,
-}
-
 /// Like [`run_pair`], but every message passes through `hook(direction, index, message)`
 /// first, where `index` counts that sender's messages from 0. The hook may modify the
 /// bytes (tamper, truncate, extend) and chooses what happens to them.
@@ -197,50 +203,120 @@ pub fn run_pair_with(
     b: &mut dyn Party,
     hook: &mut dyn FnMut(Direction, u32, &mut Vec<u8>) -> HookAction,
 ) -> Result<(ByteCounters, ByteCounters), PairError> {
-    let mut slots = [new_slot(a, Side::A), new_slot(b, Side::B)];
+    let a_id = a.id();
+    let side = |p: PartyId| if p == a_id { Side::A } else { Side::B };
+    let mut parties: [&mut dyn Party; 2] = [&mut *a, &mut *b];
+    let result = run_parties_with(&mut parties, &mut |from, _to, index, message| {
+        let direction = match side(from) {
+            Side::A => Direction::AtoB,
+            Side::B => Direction::BtoA,
+        };
+        hook(direction, index, message)
+    });
+    match result {
+        Ok(counters) => Ok((counters[0], counters[1])),
+        Err(HarnessError::Failed {
+            party,
+            error,
+            mut peer_errors,
+        }) => Err(PairError::Failed {
+            side: side(party),
+            error,
+            peer_error: peer_errors.pop().map(|(_, e)| e),
+        }),
+        Err(HarnessError::Deadlock { mut statuses }) => {
+            let b_status = statuses.pop().unwrap_or_default();
+            let a_status = statuses.pop().unwrap_or_default();
+            Err(PairError::Deadlock { a_status, b_status })
+        }
+    }
+}
+
+/// Runs every party of a session to completion in lock step, delivering every message
+/// unchanged. Returns each party's byte counters, in the order given.
+#[allow(clippy::result_large_err)]
+pub fn run_parties(parties: &mut [&mut dyn Party]) -> Result<Vec<ByteCounters>, HarnessError> {
+    run_parties_with(parties, &mut |_, _, _, _| HookAction::Deliver)
+}
+
+/// One party and its bookkeeping in the harness.
+struct Slot<'a, 'p> {
+    party: &'a mut &'p mut dyn Party,
+    /// Messages on their way *to* this party, per sender, in order.
+    inbox: BTreeMap<PartyId, VecDeque<Vec<u8>>>,
+    /// Per recipient: index of this party's next message to it, and a message held back
+    /// by [`HookAction::DeliverAfterNext`].
+    sent: BTreeMap<PartyId, (u32, Option<Vec<u8>>)>,
+    counters: ByteCounters,
+}
+
+/// Like [`run_parties`], but every message passes through `hook(from, to, index,
+/// message)` first, where `index` counts the messages on that link (from `from` to `to`)
+/// from 0. The hook may modify the bytes and chooses what happens to them; a reorder
+/// holds a message back behind the same link's next one.
+///
+/// A single-threaded, lock-step harness in the spirit of quinn's test `Pair`: it
+/// shuttles messages until every party finishes, detects deadlock, and is
+/// deterministic, so negative tests are exact.
+#[allow(clippy::result_large_err)]
+pub fn run_parties_with(
+    parties: &mut [&mut dyn Party],
+    hook: &mut dyn FnMut(PartyId, PartyId, u32, &mut Vec<u8>) -> HookAction,
+) -> Result<Vec<ByteCounters>, HarnessError> {
+    let mut slots: Vec<Slot<'_, '_>> = parties
+        .iter_mut()
+        .map(|party| Slot {
+            party,
+            inbox: BTreeMap::new(),
+            sent: BTreeMap::new(),
+            counters: ByteCounters::default(),
+        })
+        .collect();
+    let position: BTreeMap<PartyId, usize> = slots
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.party.id(), i))
+        .collect();
     loop {
         let mut progress = false;
-        // Collect outgoing messages, through the hook, into the peer's inbox.
-        for i in 0..2 {
-            while let Some(mut message) = slots[i].party.poll_outgoing() {
+        // Collect outgoing messages, through the hook, into the recipients' inboxes.
+        for i in 0..slots.len() {
+            let from = slots[i].party.id();
+            while let Some(Outgoing { to, bytes }) = slots[i].party.poll_outgoing() {
                 progress = true;
-                let dir = if i == 0 {
-                    Direction::AtoB
-                } else {
-                    Direction::BtoA
-                };
-                let index = slots[i].sent_index;
-                slots[i].sent_index += 1;
+                let mut message = bytes;
                 slots[i].counters.sent += message.len() as u64;
-                let action = hook(dir, index, &mut message);
-                let held = slots[i].held.take();
-                let inbox = &mut slots[1 - i].inbox;
+                let (index, held) = slots[i].sent.entry(to).or_default();
+                let n = *index;
+                *index += 1;
+                let action = hook(from, to, n, &mut message);
+                let mut deliver = Vec::new();
                 match action {
-                    HookAction::Deliver => inbox.push_back(message),
+                    HookAction::Deliver => deliver.push(message),
                     HookAction::Drop => {}
                     HookAction::Duplicate => {
-                        inbox.push_back(message.clone());
-                        inbox.push_back(message);
+                        deliver.push(message.clone());
+                        deliver.push(message);
                     }
                     HookAction::DeliverAfterNext => {
                         // Release any older held message first, then hold this one.
-                        if let Some(h) = held {
-                            inbox.push_back(h);
-                        }
-                        slots[i].held = Some(message);
-                        continue;
+                        deliver.extend(held.replace(message));
                     }
                 }
-                if let Some(h) = held {
-                    slots[1 - i].inbox.push_back(h);
+                if action != HookAction::DeliverAfterNext {
+                    deliver.extend(held.take());
                 }
+                let Some(&j) = position.get(&to) else {
+                    continue;
+                };
+                slots[j].inbox.entry(from).or_default().extend(deliver);
             }
         }
-        if slots[0].party.is_finished() && slots[1].party.is_finished() {
-            return Ok((slots[0].counters, slots[1].counters));
+        if slots.iter().all(|s| s.party.is_finished()) {
+            return Ok(slots.iter().map(|s| s.counters).collect());
         }
         // Let each party do its deferred work, or deliver it one message.
-        for i in 0..2 {
+        for i in 0..slots.len() {
             if slots[i].party.is_finished() {
                 continue;
             }
@@ -248,7 +324,11 @@ pub fn run_pair_with(
                 progress = true;
                 slots[i].party.do_deferred_work()
             } else {
-                let Some(message) = slots[i].inbox.pop_front() else {
+                let Some(from) = slots[i].party.awaiting() else {
+                    continue;
+                };
+                let Some(message) = slots[i].inbox.get_mut(&from).and_then(VecDeque::pop_front)
+                else {
                     continue;
                 };
                 progress = true;
@@ -261,58 +341,62 @@ pub fn run_pair_with(
                     ))
                     .into())
                 } else {
-                    slots[i].party.handle_message(&message)
+                    slots[i].party.handle_message(from, &message)
                 }
             };
             if let Err(error) = result {
-                let alert = slots[i].party.alert(&error);
-                let peer = &mut slots[1 - i].party;
-                let peer_error = if peer.is_finished() {
-                    None
-                } else {
-                    peer.handle_message(&alert).err()
-                };
-                return Err(PairError::Failed {
-                    side: slots[i].side,
+                let party = slots[i].party.id();
+                let mut peer_errors = Vec::new();
+                for alert in slots[i].party.alerts(&error) {
+                    let Some(&j) = position.get(&alert.to) else {
+                        continue;
+                    };
+                    let peer = &mut slots[j].party;
+                    if !peer.is_finished()
+                        && peer.awaiting() == Some(party)
+                        && let Err(e) = peer.handle_message(party, &alert.bytes)
+                    {
+                        peer_errors.push((alert.to, e));
+                    }
+                }
+                return Err(HarnessError::Failed {
+                    party,
                     error,
-                    peer_error,
+                    peer_errors,
                 });
             }
         }
         if !progress {
             // Nothing was sent or delivered: release held messages, or give up.
             let mut released = false;
-            for i in 0..2 {
-                if let Some(h) = slots[i].held.take() {
-                    slots[1 - i].inbox.push_back(h);
-                    released = true;
+            for i in 0..slots.len() {
+                let from = slots[i].party.id();
+                let held: Vec<(PartyId, Vec<u8>)> = slots[i]
+                    .sent
+                    .iter_mut()
+                    .filter_map(|(&to, (_, h))| h.take().map(|m| (to, m)))
+                    .collect();
+                for (to, m) in held {
+                    if let Some(&j) = position.get(&to) {
+                        slots[j].inbox.entry(from).or_default().push_back(m);
+                        released = true;
+                    }
                 }
             }
             if !released {
-                return Err(PairError::Deadlock {
-                    a_status: status(&slots[0]),
-                    b_status: status(&slots[1]),
+                return Err(HarnessError::Deadlock {
+                    statuses: slots.iter().map(status).collect(),
                 });
             }
         }
     }
 }
 
-fn new_slot(party: &mut dyn Party, side: Side) -> Slot<'_> {
-    Slot {
-        party,
-        side,
-        inbox: VecDeque::new(),
-        sent_index: 0,
-        held: None,
-        counters: ByteCounters::default(),
-    }
-}
-
-fn status(slot: &Slot<'_>) -> String {
+fn status(slot: &Slot<'_, '_>) -> String {
+    let id = slot.party.id();
     if slot.party.is_finished() {
-        "finished".into()
+        format!("{id}: finished")
     } else {
-        format!("waiting, {}", slot.party.status())
+        format!("{id}: waiting, {}", slot.party.status())
     }
 }

@@ -73,10 +73,10 @@ fn killed_party_resumes_with_identical_results_and_counters() {
         let mut b = PingPong::new(false, 2);
         for _ in 0..2 {
             while let Some(m) = b.poll_outgoing() {
-                t.send(&m).unwrap();
+                t.send(&m.bytes).unwrap();
             }
             let m = t.recv(b.max_incoming_len()).unwrap();
-            b.handle_message(&m).unwrap();
+            b.handle_message(0, &m).unwrap();
         }
         assert!(!dir.join(message_file_name("b", 1)).exists());
     }

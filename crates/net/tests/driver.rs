@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use privset_net::{ByteCounters, Transport, TransportError, drive};
 use privset_protocols::error::ProtocolError;
-use privset_protocols::party::Party;
+use privset_protocols::party::{Outgoing, Party, PartyId};
 
 /// Long enough never to fire when the driver overlaps; the test fails when it does.
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -46,10 +46,16 @@ struct Talker {
 }
 
 impl Party for Talker {
-    fn poll_outgoing(&mut self) -> Option<Vec<u8>> {
-        self.message.take()
+    fn id(&self) -> PartyId {
+        0
     }
-    fn handle_message(&mut self, _: &[u8]) -> Result<(), ProtocolError> {
+    fn poll_outgoing(&mut self) -> Option<Outgoing> {
+        self.message.take().map(|bytes| Outgoing { to: 1, bytes })
+    }
+    fn awaiting(&self) -> Option<PartyId> {
+        None
+    }
+    fn handle_message(&mut self, _: PartyId, _: &[u8]) -> Result<(), ProtocolError> {
         Err(ProtocolError::ApiMisuse("the talker expects nothing"))
     }
     fn max_incoming_len(&self) -> usize {
@@ -68,7 +74,7 @@ impl Party for Talker {
     fn status(&self) -> String {
         "talking".into()
     }
-    fn alert(&self, _: &ProtocolError) -> Vec<u8> {
+    fn alerts(&self, _: &ProtocolError) -> Vec<Outgoing> {
         Vec::new()
     }
 }
@@ -80,10 +86,16 @@ struct Listener {
 }
 
 impl Party for Listener {
-    fn poll_outgoing(&mut self) -> Option<Vec<u8>> {
+    fn id(&self) -> PartyId {
+        1
+    }
+    fn poll_outgoing(&mut self) -> Option<Outgoing> {
         None
     }
-    fn handle_message(&mut self, message: &[u8]) -> Result<(), ProtocolError> {
+    fn awaiting(&self) -> Option<PartyId> {
+        self.received.is_none().then_some(0)
+    }
+    fn handle_message(&mut self, _: PartyId, message: &[u8]) -> Result<(), ProtocolError> {
         self.received = Some(message.to_vec());
         Ok(())
     }
@@ -108,7 +120,7 @@ impl Party for Listener {
     fn status(&self) -> String {
         "listening".into()
     }
-    fn alert(&self, _: &ProtocolError) -> Vec<u8> {
+    fn alerts(&self, _: &ProtocolError) -> Vec<Outgoing> {
         Vec::new()
     }
 }

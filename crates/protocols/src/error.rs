@@ -47,6 +47,15 @@ pub enum PeerMisbehaved {
     WrongProtocol { got: String, expected: String },
     #[error("unexpected message {got} (expected {expected})")]
     UnexpectedMessage { got: String, expected: String },
+    #[error(
+        "message from participant {sender} to {recipient} arrived on the link from {expected_sender} to {expected_recipient} (misrouted, or both parties play the same role)"
+    )]
+    Misrouted {
+        sender: u8,
+        recipient: u8,
+        expected_sender: u8,
+        expected_recipient: u8,
+    },
     #[error("message belongs to another session (replayed or misrouted)")]
     WrongSession,
     #[error("message sequence number {got}, expected {expected} (replayed, dropped or reordered)")]

@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 pub mod apsi;
+pub mod engine;
 pub mod error;
 pub mod input;
 pub mod party;
@@ -18,5 +19,6 @@ pub mod pso;
 pub mod session;
 pub mod wire;
 
+pub use engine::{Engine, Message, Protocol, Roster, Session, Topology};
 pub use error::{InputError, PeerMisbehaved, ProtocolError};
-pub use party::Party;
+pub use party::{Outgoing, OutputParty, Party, PartyId};

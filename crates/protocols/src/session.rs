@@ -1,12 +1,13 @@
-//! What every two-party protocol does the same way: the hello salts, the session id
-//! and domain-separation tags derived from them, and framing with sequence numbers.
+//! What every session has, whatever its protocol: the participants' hello salts, the
+//! session id and domain-separation tags derived from them, and framing with sequence
+//! numbers, one [`Channel`] per pair of participants that talk.
 
 use std::collections::VecDeque;
 
 use sha2::{Digest, Sha256};
 
 use crate::error::{PeerMisbehaved, ProtocolError};
-use crate::wire::{self, Frame, ProtocolId, SESSION_ID_LEN, SessionId};
+use crate::wire::{self, Frame, Header, PartyId, ProtocolId, SESSION_ID_LEN, SessionId};
 
 /// Bytes each party contributes to the per-session salt.
 pub const SALT_LEN: usize = 32;
@@ -15,23 +16,23 @@ pub const SALT_LEN: usize = 32;
 #[derive(Clone, Debug)]
 pub struct SessionContext {
     pub id: SessionId,
-    /// SHA-256 over the protocol name and both salts (the party holding the first
-    /// role's salt first); every tag and public key of the session derives from it.
+    /// SHA-256 over the protocol name, the number of participants and every
+    /// participant's salt in participant order; every tag and public key of the session
+    /// derives from it.
     pub transcript: [u8; 32],
 }
 
 impl SessionContext {
-    /// `salt_first` is the salt of the protocol's first role (P1, sender, ...).
-    pub fn new(
-        protocol: ProtocolId,
-        salt_first: &[u8; SALT_LEN],
-        salt_second: &[u8; SALT_LEN],
-    ) -> Self {
+    /// `salts[i]` is participant `i`'s salt (participant 0 plays the protocol's first
+    /// role: P1, the receiver, the client).
+    pub fn new(protocol: ProtocolId, salts: &[[u8; SALT_LEN]]) -> Self {
         let mut h = Sha256::new();
         h.update(b"privset/v1/session/");
         h.update(protocol.name().as_bytes());
-        h.update(salt_first);
-        h.update(salt_second);
+        h.update((salts.len() as u32).to_be_bytes());
+        for salt in salts {
+            h.update(salt);
+        }
         let transcript: [u8; 32] = h.finalize().into();
         let mut id = [0u8; SESSION_ID_LEN];
         id.copy_from_slice(&transcript[..SESSION_ID_LEN]);
@@ -61,10 +62,12 @@ impl SessionContext {
     }
 }
 
-/// Framing state of one party: outgoing queue with sequence numbers, and the checks on
-/// incoming frames (session id, sequence).
+/// Framing state between this party and one peer: outgoing queue with sequence
+/// numbers, and the checks on incoming frames (session id, sender, recipient, sequence).
 pub struct Channel {
     protocol: ProtocolId,
+    me: PartyId,
+    peer: PartyId,
     session: SessionId,
     established: bool,
     next_out: u32,
@@ -73,14 +76,32 @@ pub struct Channel {
 }
 
 impl Channel {
-    pub fn new(protocol: ProtocolId) -> Self {
+    pub fn new(protocol: ProtocolId, me: PartyId, peer: PartyId) -> Self {
         Self {
             protocol,
+            me,
+            peer,
             session: [0; SESSION_ID_LEN],
             established: false,
             next_out: 0,
             next_in: 0,
             outgoing: VecDeque::new(),
+        }
+    }
+
+    /// The participant at the other end.
+    pub fn peer(&self) -> PartyId {
+        self.peer
+    }
+
+    fn header(&self, kind: u8) -> Header<'_> {
+        Header {
+            protocol: self.protocol,
+            kind,
+            sender: self.me,
+            recipient: self.peer,
+            session: &self.session,
+            seq: self.next_out,
         }
     }
 
@@ -90,9 +111,15 @@ impl Channel {
         self.established = true;
     }
 
-    pub fn push(&mut self, kind: u8, body: &[u8]) {
-        let frame = wire::encode_frame(self.protocol, kind, &self.session, self.next_out, body);
+    /// The frame of the next message to the peer (its sequence number taken).
+    pub fn frame(&mut self, kind: u8, body: &[u8]) -> Vec<u8> {
+        let frame = wire::encode_frame(self.header(kind), body);
         self.next_out += 1;
+        frame
+    }
+
+    pub fn push(&mut self, kind: u8, body: &[u8]) {
+        let frame = self.frame(kind, body);
         self.outgoing.push_back(frame);
     }
 
@@ -104,9 +131,19 @@ impl Channel {
         !self.outgoing.is_empty()
     }
 
-    /// Parses an incoming frame and checks its session id and sequence number.
+    /// Parses an incoming frame and checks its sender, recipient, session id and
+    /// sequence number.
     pub fn open<'a>(&mut self, bytes: &'a [u8]) -> Result<Frame<'a>, ProtocolError> {
         let frame = wire::decode_frame(self.protocol, bytes)?;
+        if frame.sender != self.peer || frame.recipient != self.me {
+            return Err(PeerMisbehaved::Misrouted {
+                sender: frame.sender,
+                recipient: frame.recipient,
+                expected_sender: self.peer,
+                expected_recipient: self.me,
+            }
+            .into());
+        }
         if frame.session != self.session {
             return Err(PeerMisbehaved::WrongSession.into());
         }
@@ -122,12 +159,7 @@ impl Channel {
     }
 
     pub fn alert(&self, error: &ProtocolError) -> Vec<u8> {
-        wire::alert_frame(
-            self.protocol,
-            &self.session,
-            self.next_out,
-            &error.to_string(),
-        )
+        wire::alert_frame(self.header(wire::KIND_ALERT), &error.to_string())
     }
 
     pub fn is_established(&self) -> bool {

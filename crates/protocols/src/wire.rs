@@ -3,29 +3,40 @@
 //! ```text
 //! offset size field
 //!      0    4 magic "PSET"
-//!      4    1 wire version (1)
+//!      4    1 wire version (4)
 //!      5    1 protocol id (see ProtocolId)
-//!      6    1 message kind (protocol-specific; 0xFF = alert)
-//!      7    1 reserved, 0
-//!      8   16 session id (all zero in the two hello messages)
-//!     24    4 sequence number of this sender's message, from 0, big-endian
-//!     28    4 body length, big-endian
-//!     32    n body
+//!      6    1 message kind (0 = hello, 0xFE = roster, 0xFF = alert, others per protocol)
+//!      7    1 sender: the participant index of the party that wrote the frame
+//!      8    1 recipient: the participant index it is for
+//!      9   16 session id (all zero in hello and roster messages)
+//!     25    4 sequence number of this sender's message to this recipient, from 0, big-endian
+//!     29    4 body length, big-endian
+//!     33    n body
 //! ```
 //!
-//! The session id is derived from both parties' hello salts, so a frame from another
-//! run is rejected; the sequence number rejects replayed, dropped or reordered frames.
+//! The session id is derived from every participant's hello salt, so a frame from
+//! another run is rejected; the sequence number (one counter per direction of each pair
+//! of participants) rejects replayed, dropped or reordered frames; sender and recipient
+//! reject a frame delivered to the wrong participant.
 //! Bodies are concatenations of fixed-width fields and packed vectors; their layout is
 //! given per message in docs/wire.md.
 
 use crate::error::{PeerMisbehaved, ProtocolError};
 
 pub const MAGIC: [u8; 4] = *b"PSET";
-pub const WIRE_VERSION: u8 = 3;
-pub const HEADER_LEN: usize = 32;
+pub const WIRE_VERSION: u8 = 4;
+pub const HEADER_LEN: usize = 33;
 pub const SESSION_ID_LEN: usize = 16;
+/// Message kind of a hello (the engine's: salt, then the protocol's settings).
+pub const KIND_HELLO: u8 = 0;
+/// Message kind of a roster: a star's hub gives every spoke all participants' salts.
+pub const KIND_ROSTER: u8 = 0xFE;
 /// Message kind of an alert frame: the body is a UTF-8 reason.
 pub const KIND_ALERT: u8 = 0xFF;
+
+/// A participant's index in a session (0 = the protocol's first role). At most 255
+/// participants take part in one session.
+pub type PartyId = u8;
 /// Longest alert reason accepted.
 pub const MAX_ALERT_LEN: usize = 4096;
 
@@ -92,26 +103,35 @@ impl ProtocolId {
 #[derive(Debug)]
 pub struct Frame<'a> {
     pub kind: u8,
+    pub sender: PartyId,
+    pub recipient: PartyId,
     pub session: SessionId,
     pub seq: u32,
     pub body: &'a [u8],
 }
 
+/// Where a frame goes: protocol, kind, sender, recipient, session and sequence number.
+#[derive(Clone, Copy, Debug)]
+pub struct Header<'a> {
+    pub protocol: ProtocolId,
+    pub kind: u8,
+    pub sender: PartyId,
+    pub recipient: PartyId,
+    pub session: &'a SessionId,
+    pub seq: u32,
+}
+
 /// Builds a frame.
-pub fn encode_frame(
-    protocol: ProtocolId,
-    kind: u8,
-    session: &SessionId,
-    seq: u32,
-    body: &[u8],
-) -> Vec<u8> {
+pub fn encode_frame(header: Header<'_>, body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_LEN + body.len());
     out.extend_from_slice(&MAGIC);
     out.push(WIRE_VERSION);
-    out.push(protocol.code());
-    out.push(kind);
-    out.push(0);
-    out.extend_from_slice(session);
+    out.push(header.protocol.code());
+    out.push(header.kind);
+    out.push(header.sender);
+    out.push(header.recipient);
+    out.extend_from_slice(header.session);
+    let seq = header.seq;
     out.extend_from_slice(&seq.to_be_bytes());
     let len = u32::try_from(body.len()).expect("message body larger than 4 GiB");
     out.extend_from_slice(&len.to_be_bytes());
@@ -119,19 +139,18 @@ pub fn encode_frame(
     out
 }
 
-/// An alert frame carrying `reason` (truncated to [`MAX_ALERT_LEN`] bytes).
-pub fn alert_frame(protocol: ProtocolId, session: &SessionId, seq: u32, reason: &str) -> Vec<u8> {
+/// An alert frame carrying `reason` (truncated to [`MAX_ALERT_LEN`] bytes); `header`'s
+/// kind is replaced by [`KIND_ALERT`].
+pub fn alert_frame(header: Header<'_>, reason: &str) -> Vec<u8> {
     let mut end = reason.len().min(MAX_ALERT_LEN);
     while !reason.is_char_boundary(end) {
         end -= 1;
     }
-    encode_frame(
-        protocol,
-        KIND_ALERT,
-        session,
-        seq,
-        &reason.as_bytes()[..end],
-    )
+    let header = Header {
+        kind: KIND_ALERT,
+        ..header
+    };
+    encode_frame(header, &reason.as_bytes()[..end])
 }
 
 /// Parses and checks a frame header: magic, version, protocol, declared length.
@@ -165,10 +184,11 @@ pub fn decode_frame(protocol: ProtocolId, bytes: &[u8]) -> Result<Frame<'_>, Pro
         .into());
     }
     let kind = bytes[6];
+    let (sender, recipient) = (bytes[7], bytes[8]);
     let mut session = [0u8; SESSION_ID_LEN];
-    session.copy_from_slice(&bytes[8..24]);
-    let seq = u32::from_be_bytes(bytes[24..28].try_into().unwrap());
-    let len = u32::from_be_bytes(bytes[28..32].try_into().unwrap()) as usize;
+    session.copy_from_slice(&bytes[9..25]);
+    let seq = u32::from_be_bytes(bytes[25..29].try_into().unwrap());
+    let len = u32::from_be_bytes(bytes[29..33].try_into().unwrap()) as usize;
     let body = &bytes[HEADER_LEN..];
     if body.len() != len {
         return Err(PeerMisbehaved::WrongLength {
@@ -184,6 +204,8 @@ pub fn decode_frame(protocol: ProtocolId, bytes: &[u8]) -> Result<Frame<'_>, Pro
     }
     Ok(Frame {
         kind,
+        sender,
+        recipient,
         session,
         seq,
         body,
@@ -280,9 +302,21 @@ mod tests {
     #[test]
     fn frame_round_trip_and_rejections() {
         let s = [3u8; 16];
-        let f = encode_frame(ProtocolId::PiSum, 2, &s, 7, b"hello");
+        let header = Header {
+            protocol: ProtocolId::PiSum,
+            kind: 2,
+            sender: 4,
+            recipient: 9,
+            session: &s,
+            seq: 7,
+        };
+        let f = encode_frame(header, b"hello");
+        assert_eq!(f.len(), HEADER_LEN + 5);
         let d = decode_frame(ProtocolId::PiSum, &f).unwrap();
-        assert_eq!((d.kind, d.session, d.seq, d.body), (2, s, 7, &b"hello"[..]));
+        assert_eq!(
+            (d.kind, d.sender, d.recipient, d.session, d.seq, d.body),
+            (2, 4, 9, s, 7, &b"hello"[..])
+        );
         assert!(decode_frame(ProtocolId::PiSum, &f[..f.len() - 1]).is_err());
         assert!(decode_frame(ProtocolId::PiSum, &f[..10]).is_err());
         let mut bad = f.clone();
@@ -297,7 +331,7 @@ mod tests {
             decode_frame(ProtocolId::PiSum, &bad).unwrap_err(),
             ProtocolError::PeerMisbehaved(PeerMisbehaved::Version { got: 9, .. })
         ));
-        let a = alert_frame(ProtocolId::PiSum, &s, 0, "nope");
+        let a = alert_frame(header, "nope");
         assert_eq!(
             decode_frame(ProtocolId::PiSum, &a).unwrap_err(),
             ProtocolError::PeerAborted("nope".into())

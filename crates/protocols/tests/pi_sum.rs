@@ -11,6 +11,7 @@ use privset_crypto::rng::SessionRng;
 use privset_net::memory::{Direction, HookAction, PairError, run_pair, run_pair_with};
 use privset_protocols::input::Dataset;
 use privset_protocols::pi_sum::{self, PiSumConfig, PiSumOutput, Role, ZEncoding};
+use privset_protocols::wire::HEADER_LEN;
 use privset_protocols::{PeerMisbehaved, ProtocolError};
 
 /// Small, fast Paillier parameters for tests (the default 3072-bit key is exercised by
@@ -357,7 +358,7 @@ fn tampered_truncated_replayed_and_invalid_messages_are_rejected() {
     // The identity element injected into round 1.
     let (e, _) = run_tampered(&mut |d, i, m| {
         if d == Direction::AtoB && i == 1 {
-            m[32..64].fill(0);
+            m[HEADER_LEN..HEADER_LEN + 32].fill(0);
         }
         HookAction::Deliver
     });

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use privset_protocols::error::{PeerMisbehaved, ProtocolError};
-use privset_protocols::party::Party;
-use privset_protocols::wire::{self, HEADER_LEN, ProtocolId};
+use privset_protocols::party::{Outgoing, Party, PartyId};
+use privset_protocols::wire::{self, HEADER_LEN, Header, ProtocolId};
 
 pub const KIND_PING: u8 = 1;
 pub const BODY_LEN: usize = 12;
@@ -68,14 +68,25 @@ impl PingPong {
             let counter = turn * self.burst + i;
             let mut body = counter.to_be_bytes().to_vec();
             body.extend_from_slice(&self.tag(counter).to_be_bytes());
-            self.outbox.push_back(wire::encode_frame(
-                ProtocolId::PiSum,
-                KIND_PING,
-                &SESSION,
-                self.send_seq,
-                &body,
-            ));
+            self.outbox
+                .push_back(wire::encode_frame(self.header(KIND_PING), &body));
             self.send_seq += 1;
+        }
+    }
+
+    /// The initiator is participant 0, the responder 1.
+    fn me(&self) -> PartyId {
+        if self.initiator { 0 } else { 1 }
+    }
+
+    fn header(&self, kind: u8) -> Header<'static> {
+        Header {
+            protocol: ProtocolId::PiSum,
+            kind,
+            sender: self.me(),
+            recipient: 1 - self.me(),
+            session: &SESSION,
+            seq: self.send_seq,
         }
     }
 
@@ -135,10 +146,17 @@ impl PingPong {
 }
 
 impl Party for PingPong {
-    fn poll_outgoing(&mut self) -> Option<Vec<u8>> {
-        self.outbox.pop_front()
+    fn id(&self) -> PartyId {
+        self.me()
     }
-    fn handle_message(&mut self, message: &[u8]) -> Result<(), ProtocolError> {
+    fn poll_outgoing(&mut self) -> Option<Outgoing> {
+        let to = 1 - self.me();
+        self.outbox.pop_front().map(|bytes| Outgoing { to, bytes })
+    }
+    fn awaiting(&self) -> Option<PartyId> {
+        (!self.is_finished()).then_some(1 - self.me())
+    }
+    fn handle_message(&mut self, _from: PartyId, message: &[u8]) -> Result<(), ProtocolError> {
         if self.failed {
             return Err(ProtocolError::ApiMisuse("party already failed"));
         }
@@ -167,13 +185,11 @@ impl Party for PingPong {
             self.expected_total()
         )
     }
-    fn alert(&self, error: &ProtocolError) -> Vec<u8> {
-        wire::alert_frame(
-            ProtocolId::PiSum,
-            &SESSION,
-            self.send_seq,
-            &error.to_string(),
-        )
+    fn alerts(&self, error: &ProtocolError) -> Vec<Outgoing> {
+        vec![Outgoing {
+            to: 1 - self.me(),
+            bytes: wire::alert_frame(self.header(wire::KIND_ALERT), &error.to_string()),
+        }]
     }
 }
 

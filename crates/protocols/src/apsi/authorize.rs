@@ -97,7 +97,7 @@ impl Client {
     ) -> Result<Self, ProtocolError> {
         validate_client_id(&config.client_id)?;
         validate_items(&items)?;
-        let mut core = Core::start(PROTOCOL, seed);
+        let mut core = Core::start(PROTOCOL, 0, seed);
         let mut hello = Hello::new(
             Role::Client,
             config.mode(),
@@ -377,7 +377,7 @@ impl Judge {
         policy: Box<dyn Policy>,
         seed: [u8; 32],
     ) -> Self {
-        let mut core = Core::start(PROTOCOL, seed);
+        let mut core = Core::start(PROTOCOL, 1, seed);
         let mode = if config.partial.is_some() {
             Mode::Partial
         } else {

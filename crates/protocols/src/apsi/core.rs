@@ -76,6 +76,8 @@ impl PartialFraction {
 }
 
 pub(crate) struct Core {
+    /// 0 for the client, 1 for the judge or server.
+    pub me: crate::party::PartyId,
     pub channel: Channel,
     pub rng: SessionRng,
     pub salt: [u8; SALT_LEN],
@@ -85,12 +87,13 @@ pub(crate) struct Core {
 }
 
 impl Core {
-    pub fn start(protocol: ProtocolId, seed: [u8; 32]) -> Self {
+    pub fn start(protocol: ProtocolId, me: crate::party::PartyId, seed: [u8; 32]) -> Self {
         let mut rng = SessionRng::from_seed(seed);
         let mut salt = [0u8; SALT_LEN];
         rng.fill(&mut salt);
         Self {
-            channel: Channel::new(protocol),
+            me,
+            channel: Channel::new(protocol, me, 1 - me),
             rng,
             salt,
             ctx: None,
@@ -106,7 +109,7 @@ impl Core {
         client_salt: &[u8; SALT_LEN],
         other_salt: &[u8; SALT_LEN],
     ) -> SessionContext {
-        let ctx = SessionContext::new(protocol, client_salt, other_salt);
+        let ctx = SessionContext::new(protocol, &[*client_salt, *other_salt]);
         self.channel.establish(ctx.id);
         self.ctx = Some(ctx.clone());
         ctx
@@ -178,11 +181,19 @@ macro_rules! impl_apsi_party {
     (@impl $ty:ty, $($deferred:item)*) => {
         impl crate::party::Party for $ty {
             $($deferred)*
-            fn poll_outgoing(&mut self) -> Option<Vec<u8>> {
-                self.core.channel.pop()
+            fn id(&self) -> crate::party::PartyId {
+                self.core.me
+            }
+            fn poll_outgoing(&mut self) -> Option<crate::party::Outgoing> {
+                let to = 1 - self.core.me;
+                self.core.channel.pop().map(|bytes| crate::party::Outgoing { to, bytes })
+            }
+            fn awaiting(&self) -> Option<crate::party::PartyId> {
+                (!self.is_finished()).then_some(1 - self.core.me)
             }
             fn handle_message(
                 &mut self,
+                _from: crate::party::PartyId,
                 message: &[u8],
             ) -> Result<(), crate::error::ProtocolError> {
                 if self.core.failed {
@@ -205,8 +216,9 @@ macro_rules! impl_apsi_party {
             fn status(&self) -> String {
                 self.describe()
             }
-            fn alert(&self, error: &crate::error::ProtocolError) -> Vec<u8> {
-                self.core.channel.alert(error)
+            fn alerts(&self, error: &crate::error::ProtocolError) -> Vec<crate::party::Outgoing> {
+                let to = 1 - self.core.me;
+                vec![crate::party::Outgoing { to, bytes: self.core.channel.alert(error) }]
             }
         }
     };

@@ -116,7 +116,7 @@ impl Client {
                 "the signatures carry no key-consistency token (authorized with it off); run with key consistency off or authorize again".into(),
             ));
         }
-        let mut core = Core::start(PROTOCOL, seed);
+        let mut core = Core::start(PROTOCOL, 0, seed);
         let mut hello = Hello::new(Role::Client, signatures.mode, core.salt, kc);
         hello.client_id = signatures.client_id.clone();
         hello.judge_fingerprint = Some(judge_key.fingerprint());
@@ -347,7 +347,7 @@ impl Server {
         seed: [u8; 32],
     ) -> Result<Self, ProtocolError> {
         validate_items(&items)?;
-        let mut core = Core::start(PROTOCOL, seed);
+        let mut core = Core::start(PROTOCOL, 1, seed);
         // Random order: the tags (and OPRF requests) must not reveal the input order.
         core.rng.shuffle(&mut items);
         let kc = config.key_consistency && config.mode == Mode::Partial;

@@ -125,6 +125,8 @@ pub fn take_column<'a, H: HeChoice>(
 /// its session randomness, its framing state, its hello, its secret exponent and, at
 /// the end, its output.
 pub struct PartyCore<G: PrimeGroup> {
+    /// 0 for P1, 1 for P2.
+    pub me: crate::party::PartyId,
     pub config: PiSumConfig,
     pub input: Dataset,
     pub rng: SessionRng,
@@ -144,9 +146,11 @@ impl<G: PrimeGroup> PartyCore<G> {
         rng.fill(&mut salt);
         let key = G::random_scalar(&mut rng);
         let hello = Hello::new(role, &config, &input, salt);
-        let mut channel = Channel::new(PROTOCOL);
+        let me = role.code() - 1;
+        let mut channel = Channel::new(PROTOCOL, me, 1 - me);
         channel.push(kind::HELLO, &hello.encode());
         Self {
+            me,
             config,
             input,
             rng,

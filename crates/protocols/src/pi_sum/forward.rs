@@ -63,7 +63,7 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
         self.core
             .hello
             .check_peer(&peer, self.core.config.max_peer_items)?;
-        let ctx = SessionContext::new(PROTOCOL, &self.core.hello.salt, &peer.salt);
+        let ctx = SessionContext::new(PROTOCOL, &[self.core.hello.salt, peer.salt]);
         self.core.channel.establish(ctx.id);
         let dst = ctx.hash_dst(PROTOCOL, G::ID.suite());
         let order = common::segment_order(
@@ -194,11 +194,27 @@ enum ZSet<'a> {
 }
 
 impl<G: PrimeGroup, H: HeChoice> Party for P1<G, H> {
-    fn poll_outgoing(&mut self) -> Option<Vec<u8>> {
-        self.core.channel.pop()
+    fn id(&self) -> crate::party::PartyId {
+        self.core.me
     }
 
-    fn handle_message(&mut self, message: &[u8]) -> Result<(), ProtocolError> {
+    fn poll_outgoing(&mut self) -> Option<crate::party::Outgoing> {
+        let to = 1 - self.core.me;
+        self.core
+            .channel
+            .pop()
+            .map(|bytes| crate::party::Outgoing { to, bytes })
+    }
+
+    fn awaiting(&self) -> Option<crate::party::PartyId> {
+        (!self.is_finished()).then_some(1 - self.core.me)
+    }
+
+    fn handle_message(
+        &mut self,
+        _from: crate::party::PartyId,
+        message: &[u8],
+    ) -> Result<(), ProtocolError> {
         let state = std::mem::replace(&mut self.state, P1State::Failed);
         let frame = self.core.channel.open(message)?;
         self.state = match state {
@@ -276,8 +292,12 @@ impl<G: PrimeGroup, H: HeChoice> Party for P1<G, H> {
         }
     }
 
-    fn alert(&self, error: &ProtocolError) -> Vec<u8> {
-        self.core.channel.alert(error)
+    fn alerts(&self, error: &ProtocolError) -> Vec<crate::party::Outgoing> {
+        let to = 1 - self.core.me;
+        vec![crate::party::Outgoing {
+            to,
+            bytes: self.core.channel.alert(error),
+        }]
     }
 }
 
@@ -331,7 +351,7 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
         self.core
             .hello
             .check_peer(&peer, self.core.config.max_peer_items)?;
-        let ctx = SessionContext::new(PROTOCOL, &peer.salt, &self.core.hello.salt);
+        let ctx = SessionContext::new(PROTOCOL, &[peer.salt, self.core.hello.salt]);
         self.core.channel.establish(ctx.id);
         let dst = ctx.hash_dst(PROTOCOL, G::ID.suite());
         let (pk, sk) = H::keygen(&H::params(&self.core.config), &mut self.core.rng);
@@ -465,11 +485,27 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
 }
 
 impl<G: PrimeGroup, H: HeChoice> Party for P2<G, H> {
-    fn poll_outgoing(&mut self) -> Option<Vec<u8>> {
-        self.core.channel.pop()
+    fn id(&self) -> crate::party::PartyId {
+        self.core.me
     }
 
-    fn handle_message(&mut self, message: &[u8]) -> Result<(), ProtocolError> {
+    fn poll_outgoing(&mut self) -> Option<crate::party::Outgoing> {
+        let to = 1 - self.core.me;
+        self.core
+            .channel
+            .pop()
+            .map(|bytes| crate::party::Outgoing { to, bytes })
+    }
+
+    fn awaiting(&self) -> Option<crate::party::PartyId> {
+        (!self.is_finished()).then_some(1 - self.core.me)
+    }
+
+    fn handle_message(
+        &mut self,
+        _from: crate::party::PartyId,
+        message: &[u8],
+    ) -> Result<(), ProtocolError> {
         let state = std::mem::replace(&mut self.state, P2State::Failed);
         let frame = self.core.channel.open(message)?;
         self.state = match state {
@@ -539,8 +575,12 @@ impl<G: PrimeGroup, H: HeChoice> Party for P2<G, H> {
         }
     }
 
-    fn alert(&self, error: &ProtocolError) -> Vec<u8> {
-        self.core.channel.alert(error)
+    fn alerts(&self, error: &ProtocolError) -> Vec<crate::party::Outgoing> {
+        let to = 1 - self.core.me;
+        vec![crate::party::Outgoing {
+            to,
+            bytes: self.core.channel.alert(error),
+        }]
     }
 }
 

@@ -37,7 +37,8 @@ impl Core {
         let mut salt = [0u8; 32];
         rng.fill(&mut salt);
         let hello = Hello::new(role, &config, &input, salt);
-        let mut channel = Channel::new(config.operation.protocol());
+        let me = role.code() - 1;
+        let mut channel = Channel::new(config.operation.protocol(), me, 1 - me);
         channel.push(kind::HELLO, &hello.encode());
         Self {
             role,
@@ -62,7 +63,7 @@ impl Core {
             PsoRole::Receiver => (&self.hello.salt, &peer.salt),
             PsoRole::Sender => (&peer.salt, &self.hello.salt),
         };
-        let ctx = SessionContext::new(self.protocol(), first, second);
+        let ctx = SessionContext::new(self.protocol(), &[*first, *second]);
         self.channel.establish(ctx.id);
         let dst = ctx.hash_dst(self.protocol(), C::ID.suite());
         Ok(Session { ctx, peer, dst })
@@ -111,11 +112,22 @@ pub trait DeferredWork {
 macro_rules! impl_pso_party {
     ($ty:ident) => {
         impl<C: privset_crypto::cwprf::CwPrf> crate::party::Party for $ty<C> {
-            fn poll_outgoing(&mut self) -> Option<Vec<u8>> {
-                self.core.channel.pop()
+            fn id(&self) -> crate::party::PartyId {
+                self.core.role.code() - 1
+            }
+            fn poll_outgoing(&mut self) -> Option<crate::party::Outgoing> {
+                let to = 2 - self.core.role.code();
+                self.core
+                    .channel
+                    .pop()
+                    .map(|bytes| crate::party::Outgoing { to, bytes })
+            }
+            fn awaiting(&self) -> Option<crate::party::PartyId> {
+                (!self.is_finished()).then_some(2 - self.core.role.code())
             }
             fn handle_message(
                 &mut self,
+                _from: crate::party::PartyId,
                 message: &[u8],
             ) -> Result<(), crate::error::ProtocolError> {
                 let result = self.step(message);
@@ -143,8 +155,12 @@ macro_rules! impl_pso_party {
             fn status(&self) -> String {
                 self.describe()
             }
-            fn alert(&self, error: &crate::error::ProtocolError) -> Vec<u8> {
-                self.core.channel.alert(error)
+            fn alerts(&self, error: &crate::error::ProtocolError) -> Vec<crate::party::Outgoing> {
+                let to = 2 - self.core.role.code();
+                vec![crate::party::Outgoing {
+                    to,
+                    bytes: self.core.channel.alert(error),
+                }]
             }
         }
         impl<C: privset_crypto::cwprf::CwPrf> crate::pso::PsoParty for $ty<C> {
