@@ -239,6 +239,9 @@ pub fn run_parties(parties: &mut [&mut dyn Party]) -> Result<Vec<ByteCounters>, 
     run_parties_with(parties, &mut |_, _, _, _| HookAction::Deliver)
 }
 
+/// The hook of [`run_parties_with`]: `(from, to, index on that link, message)`.
+pub type LinkHook<'a> = dyn FnMut(PartyId, PartyId, u32, &mut Vec<u8>) -> HookAction + 'a;
+
 /// One party and its bookkeeping in the harness.
 struct Slot<'a, 'p> {
     party: &'a mut &'p mut dyn Party,
@@ -261,7 +264,7 @@ struct Slot<'a, 'p> {
 #[allow(clippy::result_large_err)]
 pub fn run_parties_with(
     parties: &mut [&mut dyn Party],
-    hook: &mut dyn FnMut(PartyId, PartyId, u32, &mut Vec<u8>) -> HookAction,
+    hook: &mut LinkHook<'_>,
 ) -> Result<Vec<ByteCounters>, HarnessError> {
     let mut slots: Vec<Slot<'_, '_>> = parties
         .iter_mut()
