@@ -9,7 +9,7 @@ use privset_crypto::filter::FilterKind;
 use privset_crypto::group::GroupId;
 use privset_protocols::input::DuplicatePolicy;
 use privset_protocols::pso::{
-    self, Construction, LastMessage, Operation, PsoConfig, PsoOutput, PsoRole,
+    self, Construction, LastMessage, Operation, PsoConfig, PsoOutput, PsoRole, Rows,
 };
 use privset_run::csv_input::{self, Columns};
 use privset_run::report::{self, PsoReport};
@@ -185,7 +185,7 @@ pub fn run(operation: Operation, args: &PsoArgs) -> Result<PsoReport, Failure> {
         args.prices.prices(),
     )?;
     let output = party
-        .output()
+        .into_output()
         .ok_or_else(|| Failure::other("the run ended without an output"))?;
     let rows = match &args.output_rows {
         Some(path) => write_rows(path, &args.id_column, &output, own_ids.as_deref())?,
@@ -215,30 +215,33 @@ fn write_rows(
     let cannot =
         |e: &dyn std::fmt::Display| Failure::other(format!("cannot write {}: {e}", path.display()));
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    let mut records: Vec<Vec<String>> = Vec::new();
-    let header: Vec<String>;
-    if let Some(items) = &output.items {
-        header = vec![id_column.to_string()];
-        records.extend(items.iter().map(|i| vec![text(i)]));
-    } else if let Some(shares) = &output.shares {
-        header = vec!["index".into(), "share".into()];
-        records.extend(
+    let (header, records): (Vec<String>, Vec<Vec<String>>) = match (output.rows(), own_ids) {
+        (Some(Rows::Items(items)), _) => (
+            vec![id_column.to_string()],
+            items.iter().map(|i| vec![text(i)]).collect(),
+        ),
+        (Some(Rows::Shares(shares)), _) => (
+            vec!["index".into(), "share".into()],
             shares
                 .iter()
-                .map(|s| vec![s.index.to_string(), hex::encode(&s.share)]),
-        );
-    } else if let (Some(table), Some(ids)) = (&output.private_id, own_ids) {
+                .map(|s| vec![s.index.to_string(), hex::encode(&s.share)])
+                .collect(),
+        ),
         // Both parties' files have the same rows in the same order: join on private_id.
-        header = vec!["private_id".into(), id_column.to_string()];
-        records.extend(report::private_id_rows(table).into_iter().map(|(id, own)| {
-            vec![
-                hex::encode(id),
-                own.map(|i| text(&ids[i])).unwrap_or_default(),
-            ]
-        }));
-    } else {
-        return Ok(None);
-    }
+        (Some(Rows::PrivateId(table)), Some(ids)) => (
+            vec!["private_id".into(), id_column.to_string()],
+            report::private_id_rows(table)
+                .into_iter()
+                .map(|(id, own)| {
+                    vec![
+                        hex::encode(id),
+                        own.map(|i| text(&ids[i])).unwrap_or_default(),
+                    ]
+                })
+                .collect(),
+        ),
+        (Some(Rows::PrivateId(_)), None) | (None, _) => return Ok(None),
+    };
     let mut w = csv::Writer::from_path(path).map_err(|e| cannot(&e))?;
     w.write_record(&header).map_err(|e| cannot(&e))?;
     for r in &records {

@@ -63,7 +63,7 @@ fn run(config: &PsoConfig, ys: &[u64], xs: &[(u64, u64)]) -> (PsoOutput, PsoOutp
     )
     .unwrap();
     run_pair(r.as_mut(), s.as_mut()).unwrap();
-    (r.output().unwrap(), s.output().unwrap())
+    (r.into_output().unwrap(), s.into_output().unwrap())
 }
 
 /// Random sets: `n1` receiver items, `n2` sender items, `overlap` of them shared.
@@ -106,18 +106,27 @@ fn check(config: &PsoConfig, ys: &[u64], xs: &[(u64, u64)]) {
         ys.len(),
         xs.len()
     );
-    assert_eq!(r.peer_items, xs.len() as u64, "{ctx}");
-    assert_eq!(s.peer_items, ys.len() as u64, "{ctx}");
+    assert_eq!(r.peer_items(), xs.len() as u64, "{ctx}");
+    assert_eq!(s.peer_items(), ys.len() as u64, "{ctx}");
+    let sender_sees_only_the_size = PsoOutput::PeerSize {
+        peer_items: ys.len() as u64,
+    };
     match config.operation {
         Operation::Psi => {
-            assert_eq!(as_set(r.items.as_ref().unwrap()), inter, "{ctx}");
-            assert_eq!(r.cardinality, Some(card), "{ctx}");
-            assert_eq!(s.items, None);
-            assert_eq!(s.cardinality, None);
+            let PsoOutput::Intersection { items, .. } = &r else {
+                panic!("{ctx}: receiver output {r:?}");
+            };
+            assert_eq!(as_set(items), inter, "{ctx}");
+            assert_eq!(items.len() as u64, card, "{ctx}: no duplicates");
+            assert_eq!(r.cardinality(), Some(card), "{ctx}");
+            assert_eq!(s, sender_sees_only_the_size, "{ctx}");
         }
         Operation::PsiCard => {
-            assert_eq!(r.cardinality, Some(card), "{ctx}");
-            assert_eq!(s.cardinality, None);
+            assert!(
+                matches!(r, PsoOutput::Cardinality { cardinality, .. } if cardinality == card),
+                "{ctx}: {r:?}"
+            );
+            assert_eq!(s, sender_sees_only_the_size, "{ctx}");
         }
         Operation::PsiCardSum => {
             let sum: u128 = xs
@@ -125,29 +134,48 @@ fn check(config: &PsoConfig, ys: &[u64], xs: &[(u64, u64)]) {
                 .filter(|p| yset.contains(&id(p.0)))
                 .map(|p| p.1 as u128)
                 .sum();
-            assert_eq!(r.cardinality, Some(card), "{ctx}");
-            assert_eq!(s.cardinality, Some(card), "{ctx}");
-            assert_eq!(s.sum, Some(sum), "{ctx}");
-            assert_eq!(r.sum, None);
+            assert!(
+                matches!(r, PsoOutput::Cardinality { cardinality, .. } if cardinality == card),
+                "{ctx}: {r:?}"
+            );
+            assert_eq!(
+                s,
+                PsoOutput::CardinalitySum {
+                    cardinality: card,
+                    sum,
+                    peer_items: ys.len() as u64
+                },
+                "{ctx}"
+            );
+            assert_eq!(r.sum(), None);
         }
         Operation::Psu => {
             let union: HashSet<Vec<u8>> = yset.union(&xset).cloned().collect();
-            let got = r.items.as_ref().unwrap();
+            let PsoOutput::Union { items: got, .. } = &r else {
+                panic!("{ctx}: receiver output {r:?}");
+            };
             assert_eq!(got.len(), union.len(), "{ctx}: no duplicates in the union");
             assert_eq!(as_set(got), union, "{ctx}");
-            assert_eq!(s.items, None);
+            assert_eq!(s, sender_sees_only_the_size, "{ctx}");
         }
         Operation::PsiShare => {
-            assert_eq!(r.cardinality, Some(card), "{ctx}");
-            let theirs: HashMap<u64, Vec<u8>> = s
-                .shares
-                .unwrap()
+            let PsoOutput::ReceiverShares {
+                cardinality, rows, ..
+            } = r
+            else {
+                panic!("{ctx}: receiver output {r:?}");
+            };
+            let PsoOutput::SenderShares { rows: sender_rows, .. } = s else {
+                panic!("{ctx}: sender output {s:?}");
+            };
+            assert_eq!(cardinality, card, "{ctx}");
+            let theirs: HashMap<u64, Vec<u8>> = sender_rows
                 .into_iter()
                 .map(|row| (row.index, row.share))
                 .collect();
             assert_eq!(theirs.len(), xs.len());
             let mut opened = HashSet::new();
-            for row in r.shares.unwrap() {
+            for row in rows {
                 let other = &theirs[&row.index];
                 let joined: Vec<u8> = row.share.iter().zip(other).map(|(a, b)| a ^ b).collect();
                 opened.insert(transfer::decode_item(&joined).unwrap().to_vec());
@@ -155,8 +183,11 @@ fn check(config: &PsoConfig, ys: &[u64], xs: &[(u64, u64)]) {
             assert_eq!(opened, inter, "{ctx}");
         }
         Operation::PrivateId => {
-            let rt = r.private_id.unwrap();
-            let st = s.private_id.unwrap();
+            let (PsoOutput::PrivateId { table: rt, .. }, PsoOutput::PrivateId { table: st, .. }) =
+                (&r, &s)
+            else {
+                panic!("{ctx}: outputs {r:?} {s:?}");
+            };
             assert_eq!(rt.union, st.union, "{ctx}: both get the same union");
             let union: HashSet<Vec<u8>> = yset.union(&xset).cloned().collect();
             assert_eq!(rt.union.len(), union.len(), "{ctx}");
@@ -529,7 +560,7 @@ fn private_id_rejects_a_bad_union() {
     // The union (R4) is the receiver's fifth message (hello, R1, R2, R3, R4).
     let set_len = |m: &mut Vec<u8>| {
         let len = (m.len() - HEADER) as u32;
-        m[28..32].copy_from_slice(&len.to_be_bytes());
+        m[HEADER - 4..HEADER].copy_from_slice(&len.to_be_bytes());
     };
     // Only the first identifier: the sender's 30 identifiers cannot all be there.
     let e = run_tampered(Operation::PrivateId, &c, &c, &mut |d, i, m| {
@@ -581,7 +612,7 @@ fn private_id_rejects_every_malformed_message() {
                 if d == direction && i == index {
                     m.pop();
                     let len = (m.len() - HEADER) as u32;
-                    m[28..32].copy_from_slice(&len.to_be_bytes());
+                    m[HEADER - 4..HEADER].copy_from_slice(&len.to_be_bytes());
                 }
                 HookAction::Deliver
             });

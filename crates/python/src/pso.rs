@@ -9,7 +9,7 @@ use privset_crypto::cwprf::CwPrfId;
 use privset_protocols::Party;
 use privset_protocols::pso::{
     self, Construction, LastMessage, Operation, PsoConfig, PsoOutput, PsoParty as Machine, PsoRole,
-    transfer,
+    Rows, transfer,
 };
 use privset_run::report::{self, PsoReport};
 use privset_run::{Failure, Metered};
@@ -40,7 +40,7 @@ pub(crate) struct Outcome {
 }
 
 impl Playable for Spec {
-    type Machine = Box<dyn Machine>;
+    type Machine = Machine;
     type Outcome = Outcome;
 
     fn names(&self) -> (&'static str, &'static str) {
@@ -64,13 +64,8 @@ impl Playable for Spec {
     }
 
     fn outcome(&self, machine: Self::Machine, run: Metered) -> Result<Outcome, Failure> {
-        let output = machine.output().ok_or_else(play::no_output)?;
-        let rows = output
-            .items
-            .as_ref()
-            .map(Vec::len)
-            .or(output.shares.as_ref().map(Vec::len))
-            .or(output.private_id.as_ref().map(|t| t.union.len()));
+        let output = machine.into_output().ok_or_else(play::no_output)?;
+        let rows = output.rows().map(|r| r.len());
         let items = self.input.dataset.ids.len();
         let report = PsoReport::new(&self.config, self.role, &output, items, rows, None, run);
         Ok(Outcome { report, output })
@@ -98,34 +93,37 @@ fn to_python<'py>(
     let output = outcome.output;
     let tuple = |items: Vec<Bound<'py, PyAny>>| PyTuple::new(py, items);
     let bytes = |b: &[u8]| PyBytes::new(py, b).into_any();
-    let rows = if let Some(items) = &output.items {
-        let list = PyList::empty(py);
-        for item in items {
-            list.append((input.row_of(item), bytes(item)))?;
+    let rows = match output.rows() {
+        Some(Rows::Items(items)) => {
+            let list = PyList::empty(py);
+            for item in items {
+                list.append((input.row_of(item), bytes(item)))?;
+            }
+            Some(("items", list))
         }
-        Some(("items", list))
-    } else if let Some(shares) = &output.shares {
-        let list = PyList::empty(py);
-        for s in shares {
-            list.append((s.index, bytes(&s.share)))?;
+        Some(Rows::Shares(shares)) => {
+            let list = PyList::empty(py);
+            for s in shares {
+                list.append((s.index, bytes(&s.share)))?;
+            }
+            Some(("shares", list))
         }
-        Some(("shares", list))
-    } else if let Some(table) = &output.private_id {
-        let ids = &input.dataset.ids;
-        let list = PyList::empty(py);
-        for (id, own) in report::private_id_rows(table) {
-            let own = own.map(|i| ids[i].as_slice());
-            list.append(tuple(vec![
-                hex::encode(id).into_pyobject(py)?.into_any(),
-                own.and_then(|b| input.row_of(b))
-                    .into_pyobject(py)?
-                    .into_any(),
-                own.map(bytes).into_pyobject(py)?.into_any(),
-            ])?)?;
+        Some(Rows::PrivateId(table)) => {
+            let ids = &input.dataset.ids;
+            let list = PyList::empty(py);
+            for (id, own) in report::private_id_rows(table) {
+                let own = own.map(|i| ids[i].as_slice());
+                list.append(tuple(vec![
+                    hex::encode(id).into_pyobject(py)?.into_any(),
+                    own.and_then(|b| input.row_of(b))
+                        .into_pyobject(py)?
+                        .into_any(),
+                    own.map(bytes).into_pyobject(py)?.into_any(),
+                ])?)?;
+            }
+            Some(("private_id", list))
         }
-        Some(("private_id", list))
-    } else {
-        None
+        None => None,
     };
     Ok((json, rows))
 }

@@ -1,91 +1,79 @@
-//! What every set-operation party holds whatever its role: settings, input, session
-//! randomness, framing state, hello and, at the end, output.
+//! What every set-operation party keeps besides its protocol state: its role, settings
+//! and input, its hello, and what the session agreed (the peer's hello, the hash tag).
 
 use privset_crypto::cwprf::CwPrf;
-use privset_crypto::rng::SessionRng;
 
 use super::hello::Hello;
-use super::{PsoConfig, PsoOutput, PsoRole, kind};
+use super::{PsoConfig, PsoRole};
+use crate::engine::Roster;
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::input::Dataset;
-use crate::session::{Channel, SessionContext, expect_kind};
-use crate::wire::{Frame, ProtocolId};
+use crate::session::SessionContext;
+use crate::wire::PartyId;
 
-pub struct Core {
+/// The receiver is participant 0, the sender participant 1.
+pub const RECEIVER: PartyId = 0;
+pub const SENDER: PartyId = 1;
+
+pub struct Common {
     pub role: PsoRole,
     pub config: PsoConfig,
     pub input: Dataset,
-    pub rng: SessionRng,
-    pub channel: Channel,
     pub hello: Hello,
-    pub output: Option<PsoOutput>,
+    /// The peer's hello, once checked.
+    peer: Option<Hello>,
+    /// Domain-separation tag of the hash into the cwPRF's domain (set by `start`).
+    dst: Vec<u8>,
 }
 
-/// What both parties derive once the hellos are exchanged.
-pub struct Session {
-    pub ctx: SessionContext,
-    pub peer: Hello,
-    /// Domain-separation tag of the hash into the cwPRF's domain.
-    pub dst: Vec<u8>,
-}
-
-impl Core {
-    /// Derives everything from `seed` (so a re-created party replays byte for byte) and
-    /// queues the hello.
-    pub fn start(role: PsoRole, config: PsoConfig, input: Dataset, seed: [u8; 32]) -> Self {
-        let mut rng = SessionRng::from_seed(seed);
-        let mut salt = [0u8; 32];
-        rng.fill(&mut salt);
-        let hello = Hello::new(role, &config, &input, salt);
-        let me = role.code() - 1;
-        let mut channel = Channel::new(config.operation.protocol(), me, 1 - me);
-        channel.push(kind::HELLO, &hello.encode());
+impl Common {
+    pub fn new(role: PsoRole, config: PsoConfig, input: Dataset) -> Self {
+        let hello = Hello::new(role, &config, &input);
         Self {
             role,
             config,
             input,
-            rng,
-            channel,
             hello,
-            output: None,
+            peer: None,
+            dst: Vec::new(),
         }
     }
 
-    pub fn protocol(&self) -> ProtocolId {
-        self.config.operation.protocol()
-    }
-
-    /// Checks the peer's hello and establishes the session.
-    pub fn on_hello<C: CwPrf>(&mut self, body: &[u8]) -> Result<Session, ProtocolError> {
-        let peer = Hello::decode(body)?;
-        self.hello.check_peer(&peer, self.config.max_peer_items)?;
-        let (first, second) = match self.role {
-            PsoRole::Receiver => (&self.hello.salt, &peer.salt),
-            PsoRole::Sender => (&peer.salt, &self.hello.salt),
+    pub fn roster(&self) -> Roster {
+        let me = match self.role {
+            PsoRole::Receiver => RECEIVER,
+            PsoRole::Sender => SENDER,
         };
-        let ctx = SessionContext::new(self.protocol(), &[*first, *second]);
-        self.channel.establish(ctx.id);
-        let dst = ctx.hash_dst(self.protocol(), C::ID.suite());
-        Ok(Session { ctx, peer, dst })
+        Roster::pair(self.config.operation.protocol(), ["receiver", "sender"], me)
     }
 
-    /// Opens a frame and checks it is of the `expected` kind.
-    pub fn open<'a>(
-        &mut self,
-        message: &'a [u8],
-        expected: u8,
-    ) -> Result<Frame<'a>, ProtocolError> {
-        let frame = self.channel.open(message)?;
-        expect_kind(&frame, expected, kind::name)?;
-        Ok(frame)
+    /// Checks the peer's hello against ours.
+    pub fn check_hello(&mut self, settings: &[u8]) -> Result<(), ProtocolError> {
+        let peer = Hello::decode(settings)?;
+        self.hello.check_peer(&peer, self.config.max_peer_items)?;
+        self.peer = Some(peer);
+        Ok(())
     }
 
-    pub fn finish(&mut self, output: PsoOutput) {
-        self.output = Some(output);
+    /// The session is established: derives the hash tag of the cwPRF `C`.
+    pub fn start<C: CwPrf>(&mut self, ctx: &SessionContext) {
+        self.dst = ctx.hash_dst(self.config.operation.protocol(), C::ID.suite());
     }
 
-    pub fn empty_output(&self, peer_items: u64) -> PsoOutput {
-        PsoOutput::empty(self.config.operation, self.role, peer_items)
+    /// The peer's hello (the engine calls the protocol only after checking it).
+    pub fn peer(&self) -> &Hello {
+        self.peer
+            .as_ref()
+            .expect("the peer's hello precedes the protocol")
+    }
+
+    /// The peer's set size.
+    pub fn peer_items(&self) -> u64 {
+        self.peer().items
+    }
+
+    pub fn dst(&self) -> &[u8] {
+        &self.dst
     }
 }
 
@@ -94,80 +82,8 @@ pub fn bad_ot(source: privset_crypto::ot::OtError) -> ProtocolError {
     PeerMisbehaved::InvalidOt(source).into()
 }
 
-/// Work a party defers until its outgoing messages have left (see
-/// `Party::has_deferred_work`); most parties have none.
-pub trait DeferredWork {
-    fn has_work(&self) -> bool {
-        false
-    }
-    fn work(&mut self) -> Result<(), ProtocolError> {
-        Ok(())
-    }
+/// A message arrived when the protocol state expects none (the engine prevents this;
+/// kept as an error rather than a panic).
+pub fn no_message_now() -> ProtocolError {
+    ProtocolError::ApiMisuse("a message while the party expects none")
 }
-
-/// Implements [`crate::Party`] and [`super::PsoParty`] for a party type with a `core:
-/// Core` field, a `state` whose `Failed` variant marks a spent party, and the methods
-/// `step(&mut self, message) -> Result<(), ProtocolError>`, `max_len(&self) -> usize`,
-/// `describe(&self) -> String`, and implementing [`DeferredWork`].
-macro_rules! impl_pso_party {
-    ($ty:ident) => {
-        impl<C: privset_crypto::cwprf::CwPrf> crate::party::Party for $ty<C> {
-            fn id(&self) -> crate::party::PartyId {
-                self.core.role.code() - 1
-            }
-            fn poll_outgoing(&mut self) -> Option<crate::party::Outgoing> {
-                let to = 2 - self.core.role.code();
-                self.core
-                    .channel
-                    .pop()
-                    .map(|bytes| crate::party::Outgoing { to, bytes })
-            }
-            fn awaiting(&self) -> Option<crate::party::PartyId> {
-                (!self.is_finished()).then_some(2 - self.core.role.code())
-            }
-            fn handle_message(
-                &mut self,
-                _from: crate::party::PartyId,
-                message: &[u8],
-            ) -> Result<(), crate::error::ProtocolError> {
-                let result = self.step(message);
-                if result.is_err() {
-                    self.state = State::Failed;
-                }
-                result
-            }
-            fn max_incoming_len(&self) -> usize {
-                self.max_len()
-            }
-            fn has_deferred_work(&self) -> bool {
-                crate::pso::core::DeferredWork::has_work(self)
-            }
-            fn do_deferred_work(&mut self) -> Result<(), crate::error::ProtocolError> {
-                let result = crate::pso::core::DeferredWork::work(self);
-                if result.is_err() {
-                    self.state = State::Failed;
-                }
-                result
-            }
-            fn is_finished(&self) -> bool {
-                self.core.output.is_some() && !self.core.channel.has_outgoing()
-            }
-            fn status(&self) -> String {
-                self.describe()
-            }
-            fn alerts(&self, error: &crate::error::ProtocolError) -> Vec<crate::party::Outgoing> {
-                let to = 2 - self.core.role.code();
-                vec![crate::party::Outgoing {
-                    to,
-                    bytes: self.core.channel.alert(error),
-                }]
-            }
-        }
-        impl<C: privset_crypto::cwprf::CwPrf> crate::pso::PsoParty for $ty<C> {
-            fn output(&self) -> Option<crate::pso::PsoOutput> {
-                self.core.output.clone()
-            }
-        }
-    };
-}
-pub(crate) use impl_pso_party;

@@ -1,5 +1,6 @@
-//! The hello of every set operation: settings, set size, salt share, and what the
-//! sender's payloads will look like. Mismatched settings end the run with
+//! The settings every set-operation party announces in its hello (the engine adds the
+//! salt): construction, set size, and what the sender's payloads will look like.
+//! Mismatched settings end the run with
 //! `ProtocolError::Incompatible` naming the setting, before any set element is sent.
 
 use privset_crypto::cwprf::CwPrfId;
@@ -7,19 +8,16 @@ use privset_crypto::cwprf::CwPrfId;
 use super::{Construction, LastMessage, MAX_ITEM_LEN, PsoConfig, PsoRole};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::input::Dataset;
-use crate::session::SALT_LEN;
 use crate::wire::Reader;
 
-/// Upper bound of an encoded hello frame.
-pub const MAX_LEN: usize = crate::wire::HEADER_LEN + 128;
+/// Upper bound of the encoded settings.
+pub const MAX_LEN: usize = 64;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hello {
-    pub role: u8,
     pub cwprf: CwPrfId,
     pub construction: Construction,
     pub last_message: LastMessage,
-    pub salt: [u8; SALT_LEN],
     pub items: u64,
     /// Sender: the longest identifier in bytes (psu and psi-share transfer identifiers
     /// in fixed-width slots of this size); 0 otherwise.
@@ -29,16 +27,14 @@ pub struct Hello {
 }
 
 impl Hello {
-    pub fn new(role: PsoRole, config: &PsoConfig, input: &Dataset, salt: [u8; SALT_LEN]) -> Self {
+    pub fn new(role: PsoRole, config: &PsoConfig, input: &Dataset) -> Self {
         let sender = role == PsoRole::Sender;
         let op = config.operation;
         let transfers_items = matches!(op, super::Operation::Psu | super::Operation::PsiShare);
         Hello {
-            role: role.code(),
             cwprf: config.cwprf,
             construction: config.construction,
             last_message: config.last_message,
-            salt,
             items: input.ids.len() as u64,
             max_item_len: if sender && transfers_items {
                 input.ids.iter().map(|i| i.len()).max().unwrap_or(0) as u32
@@ -54,12 +50,10 @@ impl Hello {
     }
 
     pub fn encode(&self) -> Vec<u8> {
-        let mut b = Vec::with_capacity(64);
-        b.push(self.role);
+        let mut b = Vec::with_capacity(MAX_LEN);
         b.push(self.cwprf.code());
         b.push(self.construction.code());
         b.push(self.last_message.code());
-        b.extend_from_slice(&self.salt);
         b.extend_from_slice(&self.items.to_be_bytes());
         b.extend_from_slice(&self.max_item_len.to_be_bytes());
         b.extend_from_slice(&self.max_value.to_be_bytes());
@@ -68,7 +62,6 @@ impl Hello {
 
     pub fn decode(body: &[u8]) -> Result<Self, ProtocolError> {
         let mut r = Reader::new(body, "hello");
-        let role = r.u8()?;
         let code = r.u8()?;
         let cwprf = CwPrfId::from_code(code).ok_or_else(|| {
             PeerMisbehaved::Malformed(format!("hello names unknown group {code}"))
@@ -81,7 +74,6 @@ impl Hello {
         let last_message = LastMessage::from_code(code).ok_or_else(|| {
             PeerMisbehaved::Malformed(format!("hello names unknown last-message encoding {code}"))
         })?;
-        let salt = r.array::<SALT_LEN>()?;
         let items = r.u64()?;
         let max_item_len = r.u32()?;
         let max_value = r.u64()?;
@@ -93,30 +85,23 @@ impl Hello {
             .into());
         }
         Ok(Hello {
-            role,
             cwprf,
             construction,
             last_message,
-            salt,
             items,
             max_item_len,
             max_value,
         })
     }
 
-    /// Checks that `peer` is the other role with the same settings, within `limit` items.
+    /// Checks that `peer` has the same settings, within `limit` items (the engine
+    /// checked that it plays the other role).
     pub fn check_peer(&self, peer: &Hello, limit: u64) -> Result<(), ProtocolError> {
         let mismatch = |what: &str, mine: &str, theirs: &str| {
             Err(ProtocolError::Incompatible(format!(
                 "{what}: this party uses {mine}, the peer uses {theirs}"
             )))
         };
-        if peer.role == self.role || !matches!(peer.role, 1 | 2) {
-            return Err(ProtocolError::Incompatible(
-                "both parties claim the same role; one must be receiver and the other sender"
-                    .into(),
-            ));
-        }
         if peer.cwprf != self.cwprf {
             return mismatch("group", self.cwprf.name(), peer.cwprf.name());
         }

@@ -44,9 +44,10 @@ use privset_crypto::group::p256::{P256, P256Uncompressed};
 use privset_crypto::group::ristretto::Ristretto255;
 use privset_crypto::rng::SEED_LEN;
 
+use crate::engine::Engine;
 use crate::error::{InputError, ProtocolError};
 use crate::input::Dataset;
-use crate::party::Party;
+use crate::party::OutputParty;
 use crate::wire::ProtocolId;
 
 /// Longest identifier accepted by the operations that transfer identifiers (psu,
@@ -261,46 +262,131 @@ pub struct PrivateIdTable {
     pub union: Vec<[u8; private_id::ID_LEN]>,
 }
 
-/// What one party learns. Fields a party is not entitled to are `None`.
+/// What one set-operation party learns: one variant per operation and role, each
+/// holding exactly what that party is entitled to (every party learns the peer's set
+/// size).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PsoOutput {
-    pub operation: Operation,
-    pub role: PsoRole,
-    /// The peer's set size (revealed by every operation).
-    pub peer_items: u64,
-    /// `|X ∩ Y|` (psi, psi-card, psi-share: receiver; card-sum: both).
-    pub cardinality: Option<u64>,
-    /// Sum of the sender's values over the intersection (card-sum: sender).
-    pub sum: Option<u128>,
-    /// psi: the intersection, psu: the union (receiver), as identifiers.
-    pub items: Option<Vec<Vec<u8>>>,
-    /// psi-share: this party's share rows (receiver: intersection positions only;
-    /// sender: every position).
-    pub shares: Option<Vec<ShareRow>>,
-    /// private-ID table.
-    pub private_id: Option<PrivateIdTable>,
+pub enum PsoOutput {
+    /// psi, receiver: `X ∩ Y`, in its own input order.
+    Intersection {
+        items: Vec<Vec<u8>>,
+        peer_items: u64,
+    },
+    /// psi-card (and psi-card-sum), receiver: `|X ∩ Y|`.
+    Cardinality { cardinality: u64, peer_items: u64 },
+    /// psi-card-sum, sender: `|X ∩ Y|` and the sum of its values over the intersection.
+    CardinalitySum {
+        cardinality: u64,
+        sum: u128,
+        peer_items: u64,
+    },
+    /// psu, receiver: `X ∪ Y` (its own items first, in input order).
+    Union {
+        items: Vec<Vec<u8>>,
+        peer_items: u64,
+    },
+    /// psi-share, receiver: `|X ∩ Y|` and its share of each intersection element.
+    ReceiverShares {
+        cardinality: u64,
+        rows: Vec<ShareRow>,
+        peer_items: u64,
+    },
+    /// psi-share, sender: its share at every position (the receiver's hold the rest).
+    SenderShares {
+        rows: Vec<ShareRow>,
+        peer_items: u64,
+    },
+    /// private-id, both: the identifier table.
+    PrivateId {
+        table: PrivateIdTable,
+        peer_items: u64,
+    },
+    /// psi, psi-card and psu, sender: the receiver's set size only.
+    PeerSize { peer_items: u64 },
+}
+
+/// The row table of an output, as the front ends write or return it.
+#[derive(Clone, Copy, Debug)]
+pub enum Rows<'a> {
+    /// Identifiers: the intersection (psi) or the union (psu).
+    Items(&'a [Vec<u8>]),
+    /// psi-share rows.
+    Shares(&'a [ShareRow]),
+    /// The private-ID table.
+    PrivateId(&'a PrivateIdTable),
+}
+
+impl Rows<'_> {
+    /// Rows in the table (for private-ID, one per union identifier).
+    pub fn len(&self) -> usize {
+        match self {
+            Rows::Items(items) => items.len(),
+            Rows::Shares(rows) => rows.len(),
+            Rows::PrivateId(table) => table.union.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 impl PsoOutput {
-    pub(crate) fn empty(operation: Operation, role: PsoRole, peer_items: u64) -> Self {
-        Self {
-            operation,
-            role,
-            peer_items,
-            cardinality: None,
-            sum: None,
-            items: None,
-            shares: None,
-            private_id: None,
+    /// The peer's set size (revealed by every operation).
+    pub fn peer_items(&self) -> u64 {
+        match self {
+            PsoOutput::Intersection { peer_items, .. }
+            | PsoOutput::Cardinality { peer_items, .. }
+            | PsoOutput::CardinalitySum { peer_items, .. }
+            | PsoOutput::Union { peer_items, .. }
+            | PsoOutput::ReceiverShares { peer_items, .. }
+            | PsoOutput::SenderShares { peer_items, .. }
+            | PsoOutput::PrivateId { peer_items, .. }
+            | PsoOutput::PeerSize { peer_items } => *peer_items,
+        }
+    }
+
+    /// `|X ∩ Y|`, for the parties that learn it.
+    pub fn cardinality(&self) -> Option<u64> {
+        match self {
+            PsoOutput::Intersection { items, .. } => Some(items.len() as u64),
+            PsoOutput::Cardinality { cardinality, .. }
+            | PsoOutput::CardinalitySum { cardinality, .. }
+            | PsoOutput::ReceiverShares { cardinality, .. } => Some(*cardinality),
+            PsoOutput::Union { .. }
+            | PsoOutput::SenderShares { .. }
+            | PsoOutput::PrivateId { .. }
+            | PsoOutput::PeerSize { .. } => None,
+        }
+    }
+
+    /// The sum over the intersection (psi-card-sum sender).
+    pub fn sum(&self) -> Option<u128> {
+        match self {
+            PsoOutput::CardinalitySum { sum, .. } => Some(*sum),
+            _ => None,
+        }
+    }
+
+    /// The output's row table, if it has one.
+    pub fn rows(&self) -> Option<Rows<'_>> {
+        match self {
+            PsoOutput::Intersection { items, .. } | PsoOutput::Union { items, .. } => {
+                Some(Rows::Items(items))
+            }
+            PsoOutput::ReceiverShares { rows, .. } | PsoOutput::SenderShares { rows, .. } => {
+                Some(Rows::Shares(rows))
+            }
+            PsoOutput::PrivateId { table, .. } => Some(Rows::PrivateId(table)),
+            PsoOutput::Cardinality { .. }
+            | PsoOutput::CardinalitySum { .. }
+            | PsoOutput::PeerSize { .. } => None,
         }
     }
 }
 
-/// A party of any set operation.
-pub trait PsoParty: Party {
-    /// The output, once [`Party::is_finished`].
-    fn output(&self) -> Option<PsoOutput>;
-}
+/// A party of any set operation, its output taken once it finished.
+pub type PsoParty = Box<dyn OutputParty<PsoOutput>>;
 
 /// Checks a party's settings and input before anything is sent.
 pub fn validate(role: PsoRole, config: &PsoConfig, input: &Dataset) -> Result<(), ProtocolError> {
@@ -381,37 +467,38 @@ pub fn new_party(
     config: &PsoConfig,
     input: Dataset,
     seed: [u8; SEED_LEN],
-) -> Result<Box<dyn PsoParty>, ProtocolError> {
+) -> Result<PsoParty, ProtocolError> {
     validate(role, config, &input)?;
     fn build<C: CwPrf>(
         role: PsoRole,
         config: &PsoConfig,
         input: Dataset,
         seed: [u8; SEED_LEN],
-    ) -> Box<dyn PsoParty> {
-        let config = config.clone();
-        match (config.operation, role) {
+    ) -> Result<PsoParty, ProtocolError> {
+        let common = core::Common::new(role, config.clone(), input);
+        Ok(match (config.operation, role) {
             (Operation::PrivateId, PsoRole::Receiver) => {
-                Box::new(private_id::Receiver::<C>::new(config, input, seed))
+                Box::new(Engine::new(private_id::Receiver::<C>::new(common), seed)?)
             }
             (Operation::PrivateId, PsoRole::Sender) => {
-                Box::new(private_id::Sender::<C>::new(config, input, seed))
+                Box::new(Engine::new(private_id::Sender::<C>::new(common), seed)?)
             }
-            (_, PsoRole::Receiver) => Box::new(receiver::Receiver::<C>::new(config, input, seed)),
-            (_, PsoRole::Sender) => Box::new(sender::Sender::<C>::new(config, input, seed)),
-        }
+            (_, PsoRole::Receiver) => {
+                Box::new(Engine::new(receiver::Receiver::<C>::new(common), seed)?)
+            }
+            (_, PsoRole::Sender) => Box::new(Engine::new(sender::Sender::<C>::new(common), seed)?),
+        })
     }
-    Ok(match config.cwprf {
+    match config.cwprf {
         CwPrfId::Group(GroupId::Ristretto255) => build::<Ristretto255>(role, config, input, seed),
         CwPrfId::Group(GroupId::P256) => build::<P256Uncompressed>(role, config, input, seed),
         CwPrfId::Group(GroupId::P256Compressed) => build::<P256>(role, config, input, seed),
         CwPrfId::X25519 => build::<X25519>(role, config, input, seed),
-    })
+    }
 }
 
-/// Message kinds of the Fig. 7 operations.
+/// Message kinds of the Fig. 7 operations (0, 0xFE and 0xFF are the engine's).
 pub mod kind {
-    pub const HELLO: u8 = 1;
     pub const R1: u8 = 2;
     pub const S1: u8 = 3;
     pub const R2: u8 = 4;
@@ -426,7 +513,6 @@ pub mod kind {
     /// gives each operation's layouts).
     pub fn name(kind: u8) -> &'static str {
         match kind {
-            HELLO => "hello",
             R1 => "R1",
             S1 => "S1",
             R2 => "R2",

@@ -48,16 +48,17 @@
 
 use privset_crypto::cwprf::CwPrf;
 use privset_crypto::ot::{self, OtReceiverKeys, OtReceiverSetup, OtSenderSetup};
+use privset_crypto::rng::SessionRng;
 use sha2::{Digest, Sha256};
 use zeroize::Zeroizing;
 
-use super::core::{Core, DeferredWork, Session, bad_ot, impl_pso_party};
+use super::core::{Common, RECEIVER, SENDER, bad_ot, no_message_now};
 use super::mqrpmt::{self, Client, Server};
 use super::transfer;
-use super::{Construction, PrivateIdTable, PsoConfig, PsoRole, kind};
+use super::{Construction, PrivateIdTable, PsoOutput, kind};
+use crate::engine::{Message, Protocol, Roster, Session};
 use crate::error::{PeerMisbehaved, ProtocolError};
-use crate::input::Dataset;
-use crate::wire::{HEADER_LEN, Reader};
+use crate::wire::{PartyId, Reader};
 
 /// Bytes of a private identifier.
 pub const ID_LEN: usize = 16;
@@ -103,10 +104,10 @@ struct Keys<C: CwPrf> {
 }
 
 impl<C: CwPrf> Keys<C> {
-    fn new(core: &mut Core) -> Result<Self, ProtocolError> {
-        let prf = Zeroizing::new(C::random_key(&mut core.rng));
+    fn new(rng: &mut SessionRng) -> Result<Self, ProtocolError> {
+        let prf = Zeroizing::new(C::random_key(rng));
         for _ in 0..BLIND_DRAWS {
-            let blind = Zeroizing::new(C::random_key(&mut core.rng));
+            let blind = Zeroizing::new(C::random_key(rng));
             if let Some(unblind) = C::unblinding_key(&blind, &prf) {
                 return Ok(Self {
                     prf,
@@ -124,28 +125,27 @@ impl<C: CwPrf> Keys<C> {
 
 /// The private-ID receiver: the mqRPMT server of the PSU; sends the union back.
 pub struct Receiver<C: CwPrf> {
-    core: Core,
+    common: Common,
     state: State<C>,
+    output: Option<PsoOutput>,
 }
 
 enum State<C: CwPrf> {
-    AwaitHello,
+    /// Before the session is established.
+    Start,
     /// R1 computed, held back until S1 has arrived: the two first large messages never
     /// travel at the same time (blocking transports cannot deadlock).
     AwaitS1 {
-        session: Session,
         keys: Keys<C>,
         r1: Vec<u8>,
     },
     /// R1 sent; answering the sender's requests (S1) is deferred work, done while the
     /// sender answers R1.
     Answer {
-        session: Session,
         keys: Keys<C>,
         requests: Vec<u8>,
     },
     AwaitS2 {
-        session: Session,
         keys: Keys<C>,
         requests: Vec<u8>,
         answers: Vec<u8>,
@@ -153,201 +153,194 @@ enum State<C: CwPrf> {
     /// R2 sent; unblinding our identifiers and re-evaluating the sender's PSU elements
     /// are deferred work, done while the sender encodes its set and unblinds its own.
     Identify {
-        session: Session,
         keys: Keys<C>,
         ot: Box<OtReceiverSetup>,
         requests: Vec<u8>,
         answered: Vec<u8>,
     },
     AwaitS3 {
-        session: Session,
         server: Server<C>,
         ot: Box<OtReceiverSetup>,
         absorbed: Vec<u8>,
         own: Vec<[u8; ID_LEN]>,
     },
     AwaitS4 {
-        session: Session,
         ot_keys: OtReceiverKeys,
         own: Vec<[u8; ID_LEN]>,
     },
     Done,
-    Failed,
 }
 
 impl<C: CwPrf> Receiver<C> {
-    pub(crate) fn new(config: PsoConfig, input: Dataset, seed: [u8; 32]) -> Self {
+    pub(crate) fn new(common: Common) -> Self {
         Self {
-            core: Core::start(PsoRole::Receiver, config, input, seed),
-            state: State::AwaitHello,
+            common,
+            state: State::Start,
+            output: None,
         }
     }
 
-    fn step(&mut self, message: &[u8]) -> Result<(), ProtocolError> {
-        let n1 = self.core.input.ids.len();
-        self.state = match std::mem::replace(&mut self.state, State::Failed) {
-            State::AwaitHello => {
-                let frame = self.core.open(message, kind::HELLO)?;
-                let session = self.core.on_hello::<C>(frame.body)?;
-                let keys = Keys::<C>::new(&mut self.core)?;
-                let r1 = C::hash_eval_batch(&session.dst, &self.core.input.ids, &keys.blind);
-                State::AwaitS1 { session, keys, r1 }
-            }
-            State::AwaitS1 { session, keys, r1 } => {
-                let frame = self.core.open(message, kind::S1)?;
-                let n2 = session.peer.items as usize;
-                crate::wire::expect_len("S1", frame.body, mqrpmt::packed_len::<C>(n2, "S1")?)?;
-                self.core.channel.push(kind::R1, &r1);
+    fn on_message(
+        &mut self,
+        s: &mut Session<'_>,
+        message: Message<'_>,
+    ) -> Result<State<C>, ProtocolError> {
+        let n1 = self.common.input.ids.len();
+        let n2 = self.common.peer_items() as usize;
+        Ok(match std::mem::replace(&mut self.state, State::Done) {
+            State::AwaitS1 { keys, r1 } => {
+                let requests = message.expect(kind::S1)?;
+                crate::wire::expect_len("S1", requests, mqrpmt::packed_len::<C>(n2, "S1")?)?;
+                s.send(SENDER, kind::R1, &r1);
                 State::Answer {
-                    session,
                     keys,
-                    requests: frame.body.to_vec(),
+                    requests: requests.to_vec(),
                 }
             }
             State::AwaitS2 {
-                session,
                 keys,
                 requests,
                 answers,
             } => {
-                let frame = self.core.open(message, kind::S2)?;
-                crate::wire::expect_len("S2", frame.body, mqrpmt::packed_len::<C>(n1, "S2")?)?;
-                let (ot, first) = OtReceiverSetup::new(&mut self.core.rng, &session.ctx.transcript);
+                let answered = message.expect(kind::S2)?;
+                crate::wire::expect_len("S2", answered, mqrpmt::packed_len::<C>(n1, "S2")?)?;
+                let (ot, first) = OtReceiverSetup::new(s.rng, &s.ctx.transcript);
                 let mut r2 = Vec::with_capacity(first.len() + answers.len());
                 r2.extend_from_slice(&first);
                 r2.extend_from_slice(&answers);
-                self.core.channel.push(kind::R2, &r2);
+                s.send(SENDER, kind::R2, &r2);
                 State::Identify {
-                    session,
                     keys,
                     ot: Box::new(ot),
                     requests,
-                    answered: frame.body.to_vec(),
+                    answered: answered.to_vec(),
                 }
             }
             State::AwaitS3 {
-                session,
                 server,
                 ot,
                 absorbed,
                 own,
             } => {
-                let frame = self.core.open(message, kind::S3)?;
-                let n2 = session.peer.items as usize;
-                let filter_key = session.ctx.derive_key(mqrpmt::FILTER_KEY);
-                let mut r = Reader::new(frame.body, "S3");
+                let filter_key = s.ctx.derive_key(mqrpmt::FILTER_KEY);
+                let mut r = Reader::new(message.expect(kind::S3)?, "S3");
                 let ot_reply = r.take(ot::BASE_REPLY_LEN)?;
                 let e = server.indicator(
                     &absorbed,
                     &mut r,
-                    self.core.config.last_message,
+                    self.common.config.last_message,
                     n1,
                     n2,
                     &filter_key,
                 )?;
                 r.finish()?;
                 let (ot_keys, extension) = ot.extend(ot_reply, &e).map_err(bad_ot)?;
-                self.core.channel.push(kind::R3, &extension);
-                State::AwaitS4 {
-                    session,
-                    ot_keys,
-                    own,
-                }
+                s.send(SENDER, kind::R3, &extension);
+                State::AwaitS4 { ot_keys, own }
             }
-            State::AwaitS4 {
-                session,
-                ot_keys,
-                own,
-            } => {
-                let frame = self.core.open(message, kind::S4)?;
-                let n2 = session.peer.items as usize;
-                crate::wire::expect_len("S4", frame.body, n2.saturating_mul(ID_LEN))?;
+            State::AwaitS4 { ot_keys, own } => {
+                let transferred = message.expect(kind::S4)?;
+                crate::wire::expect_len("S4", transferred, n2.saturating_mul(ID_LEN))?;
                 let mut union = own.clone();
-                for (_, id) in transfer::receive_one_sided(&ot_keys, false, ID_LEN, frame.body) {
+                for (_, id) in transfer::receive_one_sided(&ot_keys, false, ID_LEN, transferred) {
                     union.push(id.try_into().expect("ID_LEN-byte slots"));
                 }
                 union.sort_unstable();
                 union.dedup();
-                self.core.channel.push(kind::R4, union.as_flattened());
-                let mut out = self.core.empty_output(session.peer.items);
-                out.private_id = Some(PrivateIdTable { own, union });
-                self.core.finish(out);
+                s.send(SENDER, kind::R4, union.as_flattened());
+                self.output = Some(PsoOutput::PrivateId {
+                    table: PrivateIdTable { own, union },
+                    peer_items: n2 as u64,
+                });
                 State::Done
             }
-            State::Answer { .. } | State::Identify { .. } => {
-                return Err(ProtocolError::ApiMisuse(
-                    "message before the deferred work was done",
-                ));
+            State::Start | State::Answer { .. } | State::Identify { .. } | State::Done => {
+                return Err(no_message_now());
             }
-            State::Done | State::Failed => {
-                return Err(ProtocolError::ApiMisuse("message after the end of the run"));
-            }
-        };
-        Ok(())
-    }
-
-    fn max_len(&self) -> usize {
-        let n1 = self.core.input.ids.len();
-        let elements = |n: usize| n.saturating_mul(C::ELEMENT_LEN);
-        match &self.state {
-            State::AwaitHello => super::hello::MAX_LEN,
-            State::AwaitS1 { session, .. } => {
-                HEADER_LEN.saturating_add(elements(session.peer.items as usize))
-            }
-            State::AwaitS2 { .. } => HEADER_LEN.saturating_add(elements(n1)),
-            State::AwaitS3 { session, .. } => HEADER_LEN
-                .saturating_add(ot::BASE_REPLY_LEN)
-                .saturating_add(mqrpmt::set_max_len::<C>(
-                    self.core.config.last_message,
-                    n1,
-                    session.peer.items as usize,
-                )),
-            State::AwaitS4 { session, .. } => {
-                HEADER_LEN.saturating_add((session.peer.items as usize).saturating_mul(ID_LEN))
-            }
-            State::Answer { .. } | State::Identify { .. } | State::Done | State::Failed => 0,
-        }
-    }
-
-    fn describe(&self) -> String {
-        match &self.state {
-            State::AwaitHello => "waiting for the sender's hello".into(),
-            State::AwaitS1 { .. } => "distributed OPRF: waiting for the sender's requests".into(),
-            State::Answer { .. } => "distributed OPRF: answering the sender's requests".into(),
-            State::AwaitS2 { .. } => "distributed OPRF: waiting for the sender's answers".into(),
-            State::Identify { .. } => {
-                "unblinding our identifiers, evaluating the sender's PSU elements".into()
-            }
-            State::AwaitS3 { .. } => "PSU: waiting for the sender's set".into(),
-            State::AwaitS4 { .. } => "PSU: waiting for the transferred identifiers".into(),
-            State::Done => "done".into(),
-            State::Failed => "failed".into(),
-        }
+        })
     }
 }
 
-impl<C: CwPrf> DeferredWork for Receiver<C> {
-    fn has_work(&self) -> bool {
+impl<C: CwPrf> Protocol for Receiver<C> {
+    type Output = PsoOutput;
+
+    fn roster(&self) -> Roster {
+        self.common.roster()
+    }
+
+    fn kind_name(kind: u8) -> &'static str {
+        kind::name(kind)
+    }
+
+    fn hello(&self) -> Vec<u8> {
+        self.common.hello.encode()
+    }
+
+    fn max_hello_len(&self) -> usize {
+        super::hello::MAX_LEN
+    }
+
+    fn check_hello(&mut self, _from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
+        self.common.check_hello(settings)
+    }
+
+    /// Blinds our items (the OPRF requests, also the PSU's first message) while the
+    /// sender blinds its own.
+    fn start(&mut self, s: &mut Session<'_>) -> Result<(), ProtocolError> {
+        self.common.start::<C>(s.ctx);
+        let keys = Keys::<C>::new(s.rng)?;
+        let r1 = C::hash_eval_batch(self.common.dst(), &self.common.input.ids, &keys.blind);
+        self.state = State::AwaitS1 { keys, r1 };
+        Ok(())
+    }
+
+    fn handle(&mut self, s: &mut Session<'_>, message: Message<'_>) -> Result<(), ProtocolError> {
+        self.state = self.on_message(s, message)?;
+        Ok(())
+    }
+
+    fn awaiting(&self) -> Option<PartyId> {
+        match self.state {
+            State::AwaitS1 { .. }
+            | State::AwaitS2 { .. }
+            | State::AwaitS3 { .. }
+            | State::AwaitS4 { .. } => Some(SENDER),
+            State::Start | State::Answer { .. } | State::Identify { .. } | State::Done => None,
+        }
+    }
+
+    fn max_message_len(&self) -> usize {
+        let n1 = self.common.input.ids.len();
+        let n2 = self.common.peer_items() as usize;
+        let elements = |n: usize| n.saturating_mul(C::ELEMENT_LEN);
+        match &self.state {
+            State::AwaitS1 { .. } => elements(n2),
+            State::AwaitS2 { .. } => elements(n1),
+            State::AwaitS3 { .. } => ot::BASE_REPLY_LEN.saturating_add(mqrpmt::set_max_len::<C>(
+                self.common.config.last_message,
+                n1,
+                n2,
+            )),
+            State::AwaitS4 { .. } => n2.saturating_mul(ID_LEN),
+            State::Start | State::Answer { .. } | State::Identify { .. } | State::Done => 0,
+        }
+    }
+
+    fn has_deferred_work(&self) -> bool {
         matches!(self.state, State::Answer { .. } | State::Identify { .. })
     }
 
-    fn work(&mut self) -> Result<(), ProtocolError> {
-        self.state = match std::mem::replace(&mut self.state, State::Failed) {
-            State::Answer {
-                session,
-                keys,
-                requests,
-            } => {
+    fn do_deferred_work(&mut self, _s: &mut Session<'_>) -> Result<(), ProtocolError> {
+        self.state = match std::mem::replace(&mut self.state, State::Done) {
+            State::Answer { keys, requests } => {
                 let answers = eval::<C>(&requests, &keys.prf, "S1")?;
                 State::AwaitS2 {
-                    session,
                     keys,
                     requests,
                     answers,
                 }
             }
             State::Identify {
-                session,
                 keys,
                 ot,
                 requests,
@@ -358,7 +351,6 @@ impl<C: CwPrf> DeferredWork for Receiver<C> {
                 let server = Server::<C>::with_key(Construction::Cwprf, keys.blind);
                 let absorbed = server.absorb_client_elements(&requests)?;
                 State::AwaitS3 {
-                    session,
                     server,
                     ot,
                     absorbed,
@@ -369,21 +361,43 @@ impl<C: CwPrf> DeferredWork for Receiver<C> {
         };
         Ok(())
     }
-}
 
-impl_pso_party!(Receiver);
+    fn is_done(&self) -> bool {
+        matches!(self.state, State::Done)
+    }
+
+    fn status(&self) -> String {
+        match &self.state {
+            State::Start => "starting".into(),
+            State::AwaitS1 { .. } => "distributed OPRF: waiting for the sender's requests".into(),
+            State::Answer { .. } => "distributed OPRF: answering the sender's requests".into(),
+            State::AwaitS2 { .. } => "distributed OPRF: waiting for the sender's answers".into(),
+            State::Identify { .. } => {
+                "unblinding our identifiers, evaluating the sender's PSU elements".into()
+            }
+            State::AwaitS3 { .. } => "PSU: waiting for the sender's set".into(),
+            State::AwaitS4 { .. } => "PSU: waiting for the transferred identifiers".into(),
+            State::Done => "done".into(),
+        }
+    }
+
+    fn into_output(self) -> Option<PsoOutput> {
+        self.output
+    }
+}
 
 /// The private-ID sender: the mqRPMT client of the PSU and the OT sender; receives the
 /// union.
 pub struct Sender<C: CwPrf> {
-    core: Core,
+    common: Common,
     state: SenderState<C>,
+    output: Option<PsoOutput>,
 }
 
 enum SenderState<C: CwPrf> {
-    AwaitHello,
+    /// Before the session is established.
+    Start,
     AwaitR1 {
-        session: Session,
         keys: Keys<C>,
         /// The order S1 was sent in, which the receiver's answers and the OT follow.
         order: Vec<u32>,
@@ -391,7 +405,6 @@ enum SenderState<C: CwPrf> {
     /// S2 sent; encoding the receiver's requests into the PSU set is deferred work, done
     /// while the receiver answers S1.
     Encode {
-        session: Session,
         keys: Keys<C>,
         order: Vec<u32>,
         requests: Vec<u8>,
@@ -399,7 +412,6 @@ enum SenderState<C: CwPrf> {
     /// The set computed, held back until R2 has arrived (the receiver sends R2 as soon
     /// as S2 arrives: both sending at once could deadlock a blocking transport).
     AwaitR2 {
-        session: Session,
         keys: Keys<C>,
         order: Vec<u32>,
         set: Vec<u8>,
@@ -407,164 +419,217 @@ enum SenderState<C: CwPrf> {
     /// S3 sent; unblinding our identifiers is deferred work, done while the receiver
     /// tests its PSU elements against the set.
     Identify {
-        session: Session,
         unblind: Zeroizing<C::Key>,
         ot: OtSenderSetup,
         order: Vec<u32>,
         answered: Vec<u8>,
     },
     AwaitR3 {
-        session: Session,
         ot: OtSenderSetup,
         order: Vec<u32>,
         /// This party's identifiers, in input order.
         own: Vec<[u8; ID_LEN]>,
     },
     AwaitR4 {
-        session: Session,
         own: Vec<[u8; ID_LEN]>,
     },
     Done,
-    Failed,
 }
 
 impl<C: CwPrf> Sender<C> {
-    pub(crate) fn new(config: PsoConfig, input: Dataset, seed: [u8; 32]) -> Self {
+    pub(crate) fn new(common: Common) -> Self {
         Self {
-            core: Core::start(PsoRole::Sender, config, input, seed),
-            state: SenderState::AwaitHello,
+            common,
+            state: SenderState::Start,
+            output: None,
         }
     }
 
-    fn step(&mut self, message: &[u8]) -> Result<(), ProtocolError> {
-        let n2 = self.core.input.ids.len();
-        self.state = match std::mem::replace(&mut self.state, SenderState::Failed) {
-            SenderState::AwaitHello => {
-                let frame = self.core.open(message, kind::HELLO)?;
-                let session = self.core.on_hello::<C>(frame.body)?;
-                let keys = Keys::<C>::new(&mut self.core)?;
-                // Fig. 7 step 0: the receiver sees its indicator bits in a random order.
-                let order = self.core.rng.permutation(n2);
-                let ids = &self.core.input.ids;
-                let shuffled: Vec<&[u8]> =
-                    order.iter().map(|&i| ids[i as usize].as_ref()).collect();
-                // Computed while the receiver computes its own blinded hashes (R1).
-                let s1 = C::hash_eval_batch(&session.dst, &shuffled, &keys.blind);
-                self.core.channel.push(kind::S1, &s1);
-                SenderState::AwaitR1 {
-                    session,
-                    keys,
-                    order,
+    fn on_message(
+        &mut self,
+        s: &mut Session<'_>,
+        message: Message<'_>,
+    ) -> Result<SenderState<C>, ProtocolError> {
+        let n1 = self.common.peer_items() as usize;
+        let n2 = self.common.input.ids.len();
+        Ok(
+            match std::mem::replace(&mut self.state, SenderState::Done) {
+                SenderState::AwaitR1 { keys, order } => {
+                    let requests = message.expect(kind::R1)?;
+                    crate::wire::expect_len("R1", requests, mqrpmt::packed_len::<C>(n1, "R1")?)?;
+                    let s2 = eval::<C>(requests, &keys.prf, "R1")?;
+                    s.send(RECEIVER, kind::S2, &s2);
+                    SenderState::Encode {
+                        keys,
+                        order,
+                        requests: requests.to_vec(),
+                    }
                 }
-            }
-            SenderState::AwaitR1 {
-                session,
+                SenderState::AwaitR2 { keys, order, set } => {
+                    let mut r = Reader::new(message.expect(kind::R2)?, "R2");
+                    let first = r.take(ot::BASE_FIRST_LEN)?;
+                    let answered = r.take(mqrpmt::packed_len::<C>(n2, "R2 answers")?)?;
+                    r.finish()?;
+                    let (ot, reply) =
+                        OtSenderSetup::respond(s.rng, &s.ctx.transcript, first).map_err(bad_ot)?;
+                    let mut s3 = Vec::with_capacity(reply.len() + set.len());
+                    s3.extend_from_slice(&reply);
+                    s3.extend_from_slice(&set);
+                    s.send(RECEIVER, kind::S3, &s3);
+                    SenderState::Identify {
+                        unblind: keys.unblind,
+                        ot,
+                        order,
+                        answered: answered.to_vec(),
+                    }
+                }
+                SenderState::AwaitR3 { ot, order, own } => {
+                    let ot_keys = ot.extend(message.expect(kind::R3)?, n2).map_err(bad_ot)?;
+                    let s4 = transfer::send_one_sided(&ot_keys, false, ID_LEN, |j| {
+                        own[order[j] as usize].to_vec()
+                    });
+                    s.send(RECEIVER, kind::S4, &s4);
+                    SenderState::AwaitR4 { own }
+                }
+                SenderState::AwaitR4 { own } => {
+                    let union = read_union(message.expect(kind::R4)?, n1.saturating_add(n2), &own)?;
+                    self.output = Some(PsoOutput::PrivateId {
+                        table: PrivateIdTable { own, union },
+                        peer_items: n1 as u64,
+                    });
+                    SenderState::Done
+                }
+                SenderState::Start
+                | SenderState::Encode { .. }
+                | SenderState::Identify { .. }
+                | SenderState::Done => return Err(no_message_now()),
+            },
+        )
+    }
+}
+
+impl<C: CwPrf> Protocol for Sender<C> {
+    type Output = PsoOutput;
+
+    fn roster(&self) -> Roster {
+        self.common.roster()
+    }
+
+    fn kind_name(kind: u8) -> &'static str {
+        kind::name(kind)
+    }
+
+    fn hello(&self) -> Vec<u8> {
+        self.common.hello.encode()
+    }
+
+    fn max_hello_len(&self) -> usize {
+        super::hello::MAX_LEN
+    }
+
+    fn check_hello(&mut self, _from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
+        self.common.check_hello(settings)
+    }
+
+    /// Blinds our items in a random order (Fig. 7 step 0: the receiver sees its
+    /// indicator bits in that order) while the receiver blinds its own.
+    fn start(&mut self, s: &mut Session<'_>) -> Result<(), ProtocolError> {
+        self.common.start::<C>(s.ctx);
+        let keys = Keys::<C>::new(s.rng)?;
+        let ids = &self.common.input.ids;
+        let order = s.rng.permutation(ids.len());
+        let shuffled: Vec<&[u8]> = order.iter().map(|&i| ids[i as usize].as_ref()).collect();
+        let s1 = C::hash_eval_batch(self.common.dst(), &shuffled, &keys.blind);
+        s.send(RECEIVER, kind::S1, &s1);
+        self.state = SenderState::AwaitR1 { keys, order };
+        Ok(())
+    }
+
+    fn handle(&mut self, s: &mut Session<'_>, message: Message<'_>) -> Result<(), ProtocolError> {
+        self.state = self.on_message(s, message)?;
+        Ok(())
+    }
+
+    fn awaiting(&self) -> Option<PartyId> {
+        match self.state {
+            SenderState::AwaitR1 { .. }
+            | SenderState::AwaitR2 { .. }
+            | SenderState::AwaitR3 { .. }
+            | SenderState::AwaitR4 { .. } => Some(RECEIVER),
+            SenderState::Start
+            | SenderState::Encode { .. }
+            | SenderState::Identify { .. }
+            | SenderState::Done => None,
+        }
+    }
+
+    fn max_message_len(&self) -> usize {
+        let n1 = self.common.peer_items() as usize;
+        let n2 = self.common.input.ids.len();
+        let elements = |n: usize| n.saturating_mul(C::ELEMENT_LEN);
+        match &self.state {
+            SenderState::AwaitR1 { .. } => elements(n1),
+            SenderState::AwaitR2 { .. } => ot::BASE_FIRST_LEN.saturating_add(elements(n2)),
+            SenderState::AwaitR3 { .. } => ot::extension_message_len(n2),
+            SenderState::AwaitR4 { .. } => n1.saturating_add(n2).saturating_mul(ID_LEN),
+            SenderState::Start
+            | SenderState::Encode { .. }
+            | SenderState::Identify { .. }
+            | SenderState::Done => 0,
+        }
+    }
+
+    fn has_deferred_work(&self) -> bool {
+        matches!(
+            self.state,
+            SenderState::Encode { .. } | SenderState::Identify { .. }
+        )
+    }
+
+    fn do_deferred_work(&mut self, s: &mut Session<'_>) -> Result<(), ProtocolError> {
+        let n2 = self.common.input.ids.len();
+        self.state = match std::mem::replace(&mut self.state, SenderState::Done) {
+            SenderState::Encode {
                 keys,
                 order,
+                requests,
             } => {
-                let frame = self.core.open(message, kind::R1)?;
-                let n1 = session.peer.items as usize;
-                crate::wire::expect_len("R1", frame.body, mqrpmt::packed_len::<C>(n1, "R1")?)?;
-                let s2 = eval::<C>(frame.body, &keys.prf, "R1")?;
-                self.core.channel.push(kind::S2, &s2);
-                SenderState::Encode {
-                    session,
-                    keys,
-                    order,
-                    requests: frame.body.to_vec(),
-                }
+                let filter_key = s.ctx.derive_key(mqrpmt::FILTER_KEY);
+                let client = Client::<C>::with_key(keys.blind.clone());
+                let set = client.encode_server_set(
+                    &requests,
+                    n2,
+                    self.common.config.last_message,
+                    &filter_key,
+                    s.rng,
+                )?;
+                SenderState::AwaitR2 { keys, order, set }
             }
-            SenderState::AwaitR2 {
-                session,
-                keys,
-                order,
-                set,
-            } => {
-                let frame = self.core.open(message, kind::R2)?;
-                let mut r = Reader::new(frame.body, "R2");
-                let first = r.take(ot::BASE_FIRST_LEN)?;
-                let answered = r.take(mqrpmt::packed_len::<C>(n2, "R2 answers")?)?;
-                r.finish()?;
-                let (ot, reply) =
-                    OtSenderSetup::respond(&mut self.core.rng, &session.ctx.transcript, first)
-                        .map_err(bad_ot)?;
-                let mut s3 = Vec::with_capacity(reply.len() + set.len());
-                s3.extend_from_slice(&reply);
-                s3.extend_from_slice(&set);
-                self.core.channel.push(kind::S3, &s3);
-                SenderState::Identify {
-                    session,
-                    unblind: keys.unblind,
-                    ot,
-                    order,
-                    answered: answered.to_vec(),
-                }
-            }
-            SenderState::AwaitR3 {
-                session,
+            SenderState::Identify {
+                unblind,
                 ot,
                 order,
-                own,
+                answered,
             } => {
-                let frame = self.core.open(message, kind::R3)?;
-                let ot_keys = ot.extend(frame.body, n2).map_err(bad_ot)?;
-                let s4 = transfer::send_one_sided(&ot_keys, false, ID_LEN, |j| {
-                    own[order[j] as usize].to_vec()
-                });
-                self.core.channel.push(kind::S4, &s4);
-                SenderState::AwaitR4 { session, own }
+                let shuffled = identifiers::<C>(&eval::<C>(&answered, &unblind, "R2 answers")?);
+                let mut own = vec![[0u8; ID_LEN]; n2];
+                for (id, &i) in shuffled.into_iter().zip(&order) {
+                    own[i as usize] = id;
+                }
+                SenderState::AwaitR3 { ot, order, own }
             }
-            SenderState::AwaitR4 { session, own } => {
-                let frame = self.core.open(message, kind::R4)?;
-                let union = read_union(
-                    frame.body,
-                    (session.peer.items as usize).saturating_add(n2),
-                    &own,
-                )?;
-                let mut out = self.core.empty_output(session.peer.items);
-                out.private_id = Some(PrivateIdTable { own, union });
-                self.core.finish(out);
-                SenderState::Done
-            }
-            SenderState::Encode { .. } | SenderState::Identify { .. } => {
-                return Err(ProtocolError::ApiMisuse(
-                    "message before the deferred work was done",
-                ));
-            }
-            SenderState::Done | SenderState::Failed => {
-                return Err(ProtocolError::ApiMisuse("message after the end of the run"));
-            }
+            other => other,
         };
         Ok(())
     }
 
-    fn max_len(&self) -> usize {
-        let n2 = self.core.input.ids.len();
-        let elements = |n: usize| n.saturating_mul(C::ELEMENT_LEN);
-        match &self.state {
-            SenderState::AwaitHello => super::hello::MAX_LEN,
-            SenderState::AwaitR1 { session, .. } => {
-                HEADER_LEN.saturating_add(elements(session.peer.items as usize))
-            }
-            SenderState::AwaitR2 { .. } => HEADER_LEN
-                .saturating_add(ot::BASE_FIRST_LEN)
-                .saturating_add(elements(n2)),
-            SenderState::AwaitR3 { .. } => HEADER_LEN.saturating_add(ot::extension_message_len(n2)),
-            SenderState::AwaitR4 { session, .. } => HEADER_LEN.saturating_add(
-                (session.peer.items as usize)
-                    .saturating_add(n2)
-                    .saturating_mul(ID_LEN),
-            ),
-            SenderState::Encode { .. }
-            | SenderState::Identify { .. }
-            | SenderState::Done
-            | SenderState::Failed => 0,
-        }
+    fn is_done(&self) -> bool {
+        matches!(self.state, SenderState::Done)
     }
 
-    fn describe(&self) -> String {
+    fn status(&self) -> String {
         match &self.state {
-            SenderState::AwaitHello => "waiting for the receiver's hello".into(),
+            SenderState::Start => "starting".into(),
             SenderState::AwaitR1 { .. } => {
                 "distributed OPRF: waiting for the receiver's requests".into()
             }
@@ -576,66 +641,11 @@ impl<C: CwPrf> Sender<C> {
             SenderState::AwaitR3 { .. } => "PSU: waiting for the OT extension".into(),
             SenderState::AwaitR4 { .. } => "waiting for the union identifiers".into(),
             SenderState::Done => "done".into(),
-            SenderState::Failed => "failed".into(),
         }
     }
-}
 
-impl<C: CwPrf> DeferredWork for Sender<C> {
-    fn has_work(&self) -> bool {
-        matches!(
-            self.state,
-            SenderState::Encode { .. } | SenderState::Identify { .. }
-        )
-    }
-
-    fn work(&mut self) -> Result<(), ProtocolError> {
-        let n2 = self.core.input.ids.len();
-        self.state = match std::mem::replace(&mut self.state, SenderState::Failed) {
-            SenderState::Encode {
-                session,
-                keys,
-                order,
-                requests,
-            } => {
-                let filter_key = session.ctx.derive_key(mqrpmt::FILTER_KEY);
-                let client = Client::<C>::with_key(keys.blind.clone());
-                let set = client.encode_server_set(
-                    &requests,
-                    n2,
-                    self.core.config.last_message,
-                    &filter_key,
-                    &mut self.core.rng,
-                )?;
-                SenderState::AwaitR2 {
-                    session,
-                    keys,
-                    order,
-                    set,
-                }
-            }
-            SenderState::Identify {
-                session,
-                unblind,
-                ot,
-                order,
-                answered,
-            } => {
-                let shuffled = identifiers::<C>(&eval::<C>(&answered, &unblind, "R2 answers")?);
-                let mut own = vec![[0u8; ID_LEN]; n2];
-                for (id, &i) in shuffled.into_iter().zip(&order) {
-                    own[i as usize] = id;
-                }
-                SenderState::AwaitR3 {
-                    session,
-                    ot,
-                    order,
-                    own,
-                }
-            }
-            other => other,
-        };
-        Ok(())
+    fn into_output(self) -> Option<PsoOutput> {
+        self.output
     }
 }
 
@@ -648,7 +658,7 @@ fn read_union(
 ) -> Result<Vec<[u8; ID_LEN]>, ProtocolError> {
     if !body.len().is_multiple_of(ID_LEN) || body.len() / ID_LEN > max_items {
         return Err(PeerMisbehaved::Malformed(format!(
-            "R5 of {} bytes is not a union of at most {max_items} identifiers",
+            "R4 of {} bytes is not a union of at most {max_items} identifiers",
             body.len()
         ))
         .into());
@@ -659,22 +669,15 @@ fn read_union(
         .collect();
     if union.windows(2).any(|w| w[0] >= w[1]) {
         return Err(PeerMisbehaved::Malformed(
-            "R5: union identifiers are not sorted and distinct".into(),
+            "R4: union identifiers are not sorted and distinct".into(),
         )
         .into());
     }
     if own.iter().any(|id| union.binary_search(id).is_err()) {
         return Err(PeerMisbehaved::Inconsistent(
-            "R5: the union lacks one of this party's identifiers".into(),
+            "R4: the union lacks one of this party's identifiers".into(),
         )
         .into());
     }
     Ok(union)
-}
-
-/// `Party` for the sender, whose state enum has a different name.
-mod sender_party {
-    use super::super::core::impl_pso_party;
-    use super::{Sender, SenderState as State};
-    impl_pso_party!(Sender);
 }

@@ -5,24 +5,25 @@ use std::collections::{HashMap, HashSet};
 use privset_crypto::cwprf::CwPrf;
 use privset_crypto::ot::{self, OtReceiverKeys, OtReceiverSetup};
 
-use super::core::{Core, DeferredWork, Session, bad_ot, impl_pso_party};
+use super::core::{Common, SENDER, bad_ot, no_message_now};
 use super::mqrpmt::{self, Server};
 use super::transfer::{self, SumModulus, TAG_KEY};
-use super::{LastMessage, Operation, PsoConfig, PsoRole, ShareRow, kind};
+use super::{LastMessage, Operation, PsoOutput, ShareRow, kind};
+use crate::engine::{Message, Protocol, Roster, Session};
 use crate::error::{PeerMisbehaved, ProtocolError};
-use crate::input::Dataset;
-use crate::wire::{HEADER_LEN, Reader};
+use crate::wire::{PartyId, Reader};
 
 /// The receiver: holds `Y`; learns the operation's output.
 pub struct Receiver<C: CwPrf> {
-    core: Core,
+    common: Common,
     state: State<C>,
+    output: Option<PsoOutput>,
 }
 
 enum State<C: CwPrf> {
-    AwaitHello,
+    /// Before the session is established.
+    Start,
     AwaitS1 {
-        session: Session,
         server: Server<C>,
         ot: Option<OtReceiverSetup>,
         /// R1, computed but held back until the sender's S1 has arrived: the two large
@@ -33,119 +34,92 @@ enum State<C: CwPrf> {
     /// S1 received and R1 sent; evaluating S1 is deferred work, done while the sender
     /// computes S2.
     Absorb {
-        session: Session,
         server: Server<C>,
         ot: Option<OtReceiverSetup>,
         s1: Vec<u8>,
     },
     AwaitS2 {
-        session: Session,
         server: Server<C>,
         ot: Option<OtReceiverSetup>,
         absorbed: Vec<u8>,
     },
     AwaitS3 {
-        session: Session,
         keys: OtReceiverKeys,
     },
     Done,
-    Failed,
 }
 
 impl<C: CwPrf> Receiver<C> {
-    pub(crate) fn new(config: PsoConfig, input: Dataset, seed: [u8; 32]) -> Self {
+    pub(crate) fn new(common: Common) -> Self {
         Self {
-            core: Core::start(PsoRole::Receiver, config, input, seed),
-            state: State::AwaitHello,
+            common,
+            state: State::Start,
+            output: None,
         }
     }
 
     fn operation(&self) -> Operation {
-        self.core.config.operation
+        self.common.config.operation
     }
 
-    fn step(&mut self, message: &[u8]) -> Result<(), ProtocolError> {
-        self.state = match std::mem::replace(&mut self.state, State::Failed) {
-            State::AwaitHello => {
-                let frame = self.core.open(message, kind::HELLO)?;
-                let session = self.core.on_hello::<C>(frame.body)?;
-                if self.operation() == Operation::PsiCardSum {
-                    sum_modulus(&session)?;
-                }
-                let server = Server::<C>::new(self.core.config.construction, &mut self.core.rng);
-                let mut r1 = Vec::new();
-                let ot = self.core.config.uses_ot().then(|| {
-                    let (setup, first) =
-                        OtReceiverSetup::new(&mut self.core.rng, &session.ctx.transcript);
-                    r1.extend_from_slice(&first);
-                    setup
-                });
-                r1.extend_from_slice(&server.evaluate_items(&session.dst, &self.core.input.ids));
-                State::AwaitS1 {
-                    session,
-                    server,
-                    ot,
-                    r1,
-                }
-            }
-            State::AwaitS1 {
-                session,
-                server,
-                ot,
-                r1,
-            } => {
+    fn finish(&mut self, output: PsoOutput) -> State<C> {
+        self.output = Some(output);
+        State::Done
+    }
+
+    fn on_message(
+        &mut self,
+        s: &mut Session<'_>,
+        message: Message<'_>,
+    ) -> Result<State<C>, ProtocolError> {
+        let n1 = self.common.input.ids.len();
+        let n2 = self.common.peer_items() as usize;
+        let peer_items = self.common.peer_items();
+        Ok(match std::mem::replace(&mut self.state, State::Done) {
+            State::AwaitS1 { server, ot, r1 } => {
                 // Both parties computed their first message at the same time; the
                 // sender's arrives first, then ours leaves, then we evaluate the
                 // sender's items while it evaluates ours.
-                let frame = self.core.open(message, kind::S1)?;
-                let n2 = session.peer.items as usize;
+                let s1 = message.expect(kind::S1)?;
                 let expected = mqrpmt::packed_len::<C>(n2, "S1")?;
-                crate::wire::expect_len("S1", frame.body, expected)?;
-                self.core.channel.push(kind::R1, &r1);
+                crate::wire::expect_len("S1", s1, expected)?;
+                s.send(SENDER, kind::R1, &r1);
                 State::Absorb {
-                    session,
                     server,
                     ot,
-                    s1: frame.body.to_vec(),
+                    s1: s1.to_vec(),
                 }
             }
             State::AwaitS2 {
-                session,
                 server,
                 ot,
                 absorbed,
             } => {
-                let frame = self.core.open(message, kind::S2)?;
-                let mut r = Reader::new(frame.body, "S2");
+                let mut r = Reader::new(message.expect(kind::S2)?, "S2");
                 let base_reply = match ot {
                     Some(_) => Some(r.take(ot::BASE_REPLY_LEN)?),
                     None => None,
                 };
-                let n1 = self.core.input.ids.len();
-                let n2 = session.peer.items as usize;
-                let filter_key = session.ctx.derive_key(mqrpmt::FILTER_KEY);
-                if self.core.config.last_message == LastMessage::Ordered {
+                let filter_key = s.ctx.derive_key(mqrpmt::FILTER_KEY);
+                if self.common.config.last_message == LastMessage::Ordered {
                     // psi as DH-PSI: the bits are for our own items; no OT follows.
                     let mine = server.own_indicator(&absorbed, &mut r, n1, n2, &filter_key)?;
                     r.finish()?;
-                    let ids = &self.core.input.ids;
-                    let found: Vec<Vec<u8>> = ids
+                    let items = self
+                        .common
+                        .input
+                        .ids
                         .iter()
                         .zip(&mine)
                         .filter(|(_, hit)| **hit)
                         .map(|(y, _)| y.clone())
                         .collect();
-                    let mut out = self.core.empty_output(session.peer.items);
-                    out.cardinality = Some(found.len() as u64);
-                    out.items = Some(found);
-                    self.core.finish(out);
-                    self.state = State::Done;
-                    return Ok(());
+                    return Ok(self.finish(PsoOutput::Intersection { items, peer_items }));
                 }
                 let e = server.indicator(
                     &absorbed,
                     &mut r,
-                    self.core.config.last_message,
+                    self.common.config.last_message,
                     n1,
                     n2,
                     &filter_key,
@@ -154,53 +128,43 @@ impl<C: CwPrf> Receiver<C> {
                 match (ot, base_reply) {
                     (Some(setup), Some(reply)) => {
                         let (keys, extension) = setup.extend(reply, &e).map_err(bad_ot)?;
-                        self.core.channel.push(kind::R2, &extension);
-                        State::AwaitS3 { session, keys }
+                        s.send(SENDER, kind::R2, &extension);
+                        State::AwaitS3 { keys }
                     }
                     _ => {
-                        let mut out = self.core.empty_output(session.peer.items);
-                        out.cardinality = Some(e.iter().filter(|&&b| b).count() as u64);
-                        self.core.finish(out);
-                        State::Done
+                        let cardinality = e.iter().filter(|&&b| b).count() as u64;
+                        self.finish(PsoOutput::Cardinality {
+                            cardinality,
+                            peer_items,
+                        })
                     }
                 }
             }
-            State::AwaitS3 { session, keys } => {
-                let frame = self.core.open(message, kind::S3)?;
-                let n2 = session.peer.items as usize;
-                let width = payload_width(self.operation(), &session, self.core.input.ids.len())?;
-                let expected = n2.saturating_mul(width);
-                crate::wire::expect_len("S3", frame.body, expected)?;
-                let out = self.finish_transfer(&session, &keys, width, frame.body)?;
-                self.core.finish(out);
-                State::Done
+            State::AwaitS3 { keys } => {
+                let payload = message.expect(kind::S3)?;
+                let width = payload_width(self.operation(), &self.common)?;
+                crate::wire::expect_len("S3", payload, n2.saturating_mul(width))?;
+                let output = self.finish_transfer(s, &keys, width, payload)?;
+                self.finish(output)
             }
-            State::Absorb { .. } => {
-                return Err(ProtocolError::ApiMisuse(
-                    "message before the deferred work was done",
-                ));
-            }
-            State::Done | State::Failed => {
-                return Err(ProtocolError::ApiMisuse("message after the end of the run"));
-            }
-        };
-        Ok(())
+            State::Start | State::Absorb { .. } | State::Done => return Err(no_message_now()),
+        })
     }
 
     /// Reads the OT payloads into the operation's output (card-sum: also queues R3).
     fn finish_transfer(
         &mut self,
-        session: &Session,
+        s: &mut Session<'_>,
         keys: &OtReceiverKeys,
         width: usize,
         payload: &[u8],
-    ) -> Result<super::PsoOutput, ProtocolError> {
-        let mut out = self.core.empty_output(session.peer.items);
+    ) -> Result<PsoOutput, ProtocolError> {
+        let peer_items = self.common.peer_items();
         let cardinality = (0..keys.len()).filter(|&i| keys.choice(i)).count() as u64;
-        let ids = &self.core.input.ids;
-        match self.operation() {
+        let ids = &self.common.input.ids;
+        Ok(match self.operation() {
             Operation::Psi => {
-                let tag_key = session.ctx.derive_key(TAG_KEY);
+                let tag_key = s.ctx.derive_key(TAG_KEY);
                 let by_tag: HashMap<Vec<u8>, usize> = ids
                     .iter()
                     .enumerate()
@@ -214,8 +178,8 @@ impl<C: CwPrf> Receiver<C> {
                     .collect();
                 found.sort_unstable();
                 found.dedup();
-                out.cardinality = Some(found.len() as u64);
-                out.items = Some(found.into_iter().map(|j| ids[j].clone()).collect());
+                let items = found.into_iter().map(|j| ids[j].clone()).collect();
+                PsoOutput::Intersection { items, peer_items }
             }
             Operation::Psu => {
                 let mut union: Vec<Vec<u8>> = ids.clone();
@@ -226,127 +190,180 @@ impl<C: CwPrf> Receiver<C> {
                         union.push(item);
                     }
                 }
-                out.items = Some(union);
+                PsoOutput::Union {
+                    items: union,
+                    peer_items,
+                }
             }
-            Operation::PsiShare => {
-                out.cardinality = Some(cardinality);
-                out.shares = Some(
-                    transfer::receive_shares(keys, width, payload)
-                        .into_iter()
-                        .map(|(i, share)| ShareRow {
-                            index: i as u64,
-                            share,
-                        })
-                        .collect(),
-                );
-            }
+            Operation::PsiShare => PsoOutput::ReceiverShares {
+                cardinality,
+                rows: transfer::receive_shares(keys, width, payload)
+                    .into_iter()
+                    .map(|(i, share)| ShareRow {
+                        index: i as u64,
+                        share,
+                    })
+                    .collect(),
+                peer_items,
+            },
             Operation::PsiCardSum => {
-                let q = sum_modulus(session)?;
+                let q = sum_modulus(&self.common)?;
                 let masked = transfer::receive_sum(keys, q, payload)?;
                 let mut r3 = Vec::with_capacity(24);
                 r3.extend_from_slice(&cardinality.to_be_bytes());
                 r3.extend_from_slice(&masked.to_be_bytes());
-                self.core.channel.push(kind::R3, &r3);
-                out.cardinality = Some(cardinality);
+                s.send(SENDER, kind::R3, &r3);
+                PsoOutput::Cardinality {
+                    cardinality,
+                    peer_items,
+                }
             }
+            // psi-card ends at S2 (no OT); private-id is a party of its own.
             Operation::PsiCard | Operation::PrivateId => {
-                unreachable!("no transfer step in {}", self.operation().name())
+                return Err(ProtocolError::ApiMisuse(
+                    "psi-card and private-id have no transfer step",
+                ));
             }
-        }
-        Ok(out)
+        })
+    }
+}
+
+impl<C: CwPrf> Protocol for Receiver<C> {
+    type Output = PsoOutput;
+
+    fn roster(&self) -> Roster {
+        self.common.roster()
     }
 
-    fn max_len(&self) -> usize {
+    fn kind_name(kind: u8) -> &'static str {
+        kind::name(kind)
+    }
+
+    fn hello(&self) -> Vec<u8> {
+        self.common.hello.encode()
+    }
+
+    fn max_hello_len(&self) -> usize {
+        super::hello::MAX_LEN
+    }
+
+    fn check_hello(&mut self, _from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
+        self.common.check_hello(settings)?;
+        if self.operation() == Operation::PsiCardSum {
+            sum_modulus(&self.common)?;
+        }
+        Ok(())
+    }
+
+    /// Evaluates our items (and prepares the OT) while the sender evaluates its own; R1
+    /// is held back until S1 has arrived: the two large first messages never travel at
+    /// the same time, so blocking transports cannot deadlock with both sides writing.
+    fn start(&mut self, s: &mut Session<'_>) -> Result<(), ProtocolError> {
+        self.common.start::<C>(s.ctx);
+        let server = Server::<C>::new(self.common.config.construction, s.rng);
+        let mut r1 = Vec::new();
+        let ot = self.common.config.uses_ot().then(|| {
+            let (setup, first) = OtReceiverSetup::new(s.rng, &s.ctx.transcript);
+            r1.extend_from_slice(&first);
+            setup
+        });
+        r1.extend_from_slice(&server.evaluate_items(self.common.dst(), &self.common.input.ids));
+        self.state = State::AwaitS1 { server, ot, r1 };
+        Ok(())
+    }
+
+    fn handle(&mut self, s: &mut Session<'_>, message: Message<'_>) -> Result<(), ProtocolError> {
+        self.state = self.on_message(s, message)?;
+        Ok(())
+    }
+
+    fn awaiting(&self) -> Option<PartyId> {
+        match self.state {
+            State::AwaitS1 { .. } | State::AwaitS2 { .. } | State::AwaitS3 { .. } => Some(SENDER),
+            State::Start | State::Absorb { .. } | State::Done => None,
+        }
+    }
+
+    fn max_message_len(&self) -> usize {
+        let n1 = self.common.input.ids.len();
+        let n2 = self.common.peer_items() as usize;
         match &self.state {
-            State::AwaitHello => super::hello::MAX_LEN,
-            State::Absorb { .. } => 0,
-            State::AwaitS1 { session, .. } => HEADER_LEN
-                .saturating_add((session.peer.items as usize).saturating_mul(C::ELEMENT_LEN)),
-            State::AwaitS2 { session, ot, .. } => {
+            State::AwaitS1 { .. } => n2.saturating_mul(C::ELEMENT_LEN),
+            State::AwaitS2 { ot, .. } => {
                 let base = if ot.is_some() { ot::BASE_REPLY_LEN } else { 0 };
-                HEADER_LEN
-                    .saturating_add(base)
-                    .saturating_add(mqrpmt::set_max_len::<C>(
-                        self.core.config.last_message,
-                        self.core.input.ids.len(),
-                        session.peer.items as usize,
-                    ))
+                base.saturating_add(mqrpmt::set_max_len::<C>(
+                    self.common.config.last_message,
+                    n1,
+                    n2,
+                ))
             }
-            State::AwaitS3 { session, .. } => {
-                let width = payload_width(self.operation(), session, self.core.input.ids.len())
-                    .unwrap_or(0);
-                HEADER_LEN.saturating_add((session.peer.items as usize).saturating_mul(width))
+            State::AwaitS3 { .. } => {
+                let width = payload_width(self.operation(), &self.common).unwrap_or(0);
+                n2.saturating_mul(width)
             }
-            State::Done | State::Failed => 0,
+            State::Start | State::Absorb { .. } | State::Done => 0,
         }
     }
 
-    fn describe(&self) -> String {
-        let n = self.core.input.ids.len();
+    fn has_deferred_work(&self) -> bool {
+        matches!(self.state, State::Absorb { .. })
+    }
+
+    /// Evaluates the sender's items (S1) under our key.
+    fn do_deferred_work(&mut self, _s: &mut Session<'_>) -> Result<(), ProtocolError> {
+        if let State::Absorb { server, ot, s1 } = std::mem::replace(&mut self.state, State::Done) {
+            let absorbed = server.absorb_client_elements(&s1)?;
+            self.state = State::AwaitS2 {
+                server,
+                ot,
+                absorbed,
+            };
+        }
+        Ok(())
+    }
+
+    fn is_done(&self) -> bool {
+        matches!(self.state, State::Done)
+    }
+
+    fn status(&self) -> String {
+        let n = self.common.input.ids.len();
+        let n2 = self.common.peer_items();
         match &self.state {
-            State::AwaitHello => "waiting for the sender's hello".into(),
-            State::AwaitS1 { session, .. } => format!(
-                "evaluated our {n} items; waiting for the sender's {} items",
-                session.peer.items
-            ),
-            State::Absorb { session, .. } => {
-                format!("evaluating the sender's {} items", session.peer.items)
+            State::Start => "starting".into(),
+            State::AwaitS1 { .. } => {
+                format!("evaluated our {n} items; waiting for the sender's {n2} items")
             }
+            State::Absorb { .. } => format!("evaluating the sender's {n2} items"),
             State::AwaitS2 { .. } => {
                 "evaluated the sender's items; waiting for our set back".into()
             }
             State::AwaitS3 { .. } => "oblivious transfer: waiting for the payloads".into(),
             State::Done => "done".into(),
-            State::Failed => "failed".into(),
         }
+    }
+
+    fn into_output(self) -> Option<PsoOutput> {
+        self.output
     }
 }
 
 /// Bytes the sender transfers per item for `op`, from what it announced and our own
-/// set size `n1`.
-fn payload_width(op: Operation, session: &Session, n1: usize) -> Result<usize, ProtocolError> {
+/// set size.
+fn payload_width(op: Operation, common: &Common) -> Result<usize, ProtocolError> {
+    let n1 = common.input.ids.len() as u64;
     Ok(match op {
-        Operation::Psi => transfer::tag_len(n1 as u64, session.peer.items),
+        Operation::Psi => transfer::tag_len(n1, common.peer_items()),
         Operation::Psu | Operation::PsiShare => {
-            transfer::item_width(session.peer.max_item_len as usize)
+            transfer::item_width(common.peer().max_item_len as usize)
         }
-        Operation::PsiCardSum => sum_modulus(session)?.bytes(),
+        Operation::PsiCardSum => sum_modulus(common)?.bytes(),
         Operation::PsiCard | Operation::PrivateId => 0,
     })
 }
 
-fn sum_modulus(session: &Session) -> Result<SumModulus, ProtocolError> {
-    SumModulus::new(session.peer.items, session.peer.max_value).ok_or_else(|| {
+fn sum_modulus(common: &Common) -> Result<SumModulus, ProtocolError> {
+    SumModulus::new(common.peer_items(), common.peer().max_value).ok_or_else(|| {
         PeerMisbehaved::Malformed("announced value bound and set size overflow 2^127".into()).into()
     })
 }
-
-impl<C: CwPrf> DeferredWork for Receiver<C> {
-    fn has_work(&self) -> bool {
-        matches!(self.state, State::Absorb { .. })
-    }
-
-    /// Evaluates the sender's items (S1) under our key.
-    fn work(&mut self) -> Result<(), ProtocolError> {
-        self.state = match std::mem::replace(&mut self.state, State::Failed) {
-            State::Absorb {
-                session,
-                server,
-                ot,
-                s1,
-            } => {
-                let absorbed = server.absorb_client_elements(&s1)?;
-                State::AwaitS2 {
-                    session,
-                    server,
-                    ot,
-                    absorbed,
-                }
-            }
-            other => other,
-        };
-        Ok(())
-    }
-}
-
-impl_pso_party!(Receiver);
