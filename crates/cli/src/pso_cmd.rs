@@ -11,6 +11,7 @@ use privset_protocols::input::DuplicatePolicy;
 use privset_protocols::pso::{
     self, Construction, LastMessage, Operation, PsoConfig, PsoOutput, PsoRole, Rows,
 };
+use privset_protocols::set_encoding::SetEncoding;
 use privset_run::csv_input::{self, Columns};
 use privset_run::report::{self, PsoReport};
 use privset_run::{Failure, Stopwatch};
@@ -116,9 +117,9 @@ impl PsoArgs {
                 MqrpmtArg::Poprf => Construction::Poprf,
             },
             last_message: match self.last_message {
-                LastMessageArg::List => LastMessage::List,
-                LastMessageArg::Bloom => LastMessage::Filter(FilterKind::Bloom),
-                LastMessageArg::Gcs => LastMessage::Filter(FilterKind::Gcs),
+                LastMessageArg::List => LastMessage::LIST,
+                LastMessageArg::Bloom => LastMessage::Set(SetEncoding::Filter(FilterKind::Bloom)),
+                LastMessageArg::Gcs => LastMessage::Set(SetEncoding::Filter(FilterKind::Gcs)),
                 LastMessageArg::Ordered => LastMessage::Ordered,
             },
             max_value: self.value_bound,

@@ -17,6 +17,7 @@ pub mod party;
 pub mod pi_sum;
 pub mod pso;
 pub mod session;
+pub mod set_encoding;
 pub mod wire;
 
 pub use engine::{Engine, Message, Protocol, Roster, Session, Topology};

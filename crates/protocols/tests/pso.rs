@@ -13,6 +13,7 @@ use privset_protocols::input::Dataset;
 use privset_protocols::pso::{
     self, Construction, LastMessage, Operation, PsoConfig, PsoOutput, PsoRole, transfer,
 };
+use privset_protocols::set_encoding::SetEncoding;
 use privset_protocols::{PeerMisbehaved, ProtocolError};
 
 fn id(i: u64) -> Vec<u8> {
@@ -165,7 +166,10 @@ fn check(config: &PsoConfig, ys: &[u64], xs: &[(u64, u64)]) {
             else {
                 panic!("{ctx}: receiver output {r:?}");
             };
-            let PsoOutput::SenderShares { rows: sender_rows, .. } = s else {
+            let PsoOutput::SenderShares {
+                rows: sender_rows, ..
+            } = s
+            else {
                 panic!("{ctx}: sender output {s:?}");
             };
             assert_eq!(cardinality, card, "{ctx}");
@@ -231,7 +235,7 @@ fn config(
 }
 
 const RISTRETTO: CwPrfId = CwPrfId::Group(GroupId::Ristretto255);
-const BLOOM: LastMessage = LastMessage::Filter(FilterKind::Bloom);
+const BLOOM: LastMessage = LastMessage::Set(SetEncoding::Filter(FilterKind::Bloom));
 
 /// Edge cases every operation must get right.
 /// A receiver set and a sender set with values.
@@ -267,7 +271,7 @@ fn every_operation_matches_plaintext_on_random_and_edge_inputs() {
 #[test]
 fn private_id_on_x25519_matches_plaintext_on_the_edges() {
     let mut rng = SessionRng::from_os();
-    let gcs = LastMessage::Filter(FilterKind::Gcs);
+    let gcs = LastMessage::Set(SetEncoding::Filter(FilterKind::Gcs));
     for (ys, xs) in edge_cases(&mut rng) {
         let c = config(
             Operation::PrivateId,
@@ -284,9 +288,9 @@ fn every_group_construction_and_last_message() {
     let mut rng = SessionRng::from_os();
     let (ys, xs) = random_sets(&mut rng, 200, 150, 70);
     let lasts = [
-        LastMessage::List,
+        LastMessage::LIST,
         BLOOM,
-        LastMessage::Filter(FilterKind::Gcs),
+        LastMessage::Set(SetEncoding::Filter(FilterKind::Gcs)),
     ];
     for cwprf in CwPrfId::ALL {
         for last in lasts {
@@ -298,7 +302,7 @@ fn every_group_construction_and_last_message() {
             for op in Operation::ALL {
                 if op != Operation::PrivateId {
                     check(
-                        &config(op, cwprf, Construction::Poprf, LastMessage::List),
+                        &config(op, cwprf, Construction::Poprf, LastMessage::LIST),
                         &ys,
                         &xs,
                     );
@@ -310,7 +314,7 @@ fn every_group_construction_and_last_message() {
                 Operation::PrivateId,
                 cwprf,
                 Construction::Cwprf,
-                LastMessage::List,
+                LastMessage::LIST,
             ),
             &ys,
             &xs,
@@ -338,7 +342,7 @@ fn very_unbalanced_one_against_100k() {
             Operation::Psi,
             RISTRETTO,
             Construction::Poprf,
-            LastMessage::List,
+            LastMessage::LIST,
         ),
         &ys,
         &xs,
@@ -377,7 +381,7 @@ fn unusable_settings_are_refused_before_anything_is_sent() {
         Operation::Psi,
         CwPrfId::X25519,
         Construction::Poprf,
-        LastMessage::List,
+        LastMessage::LIST,
     );
     assert!(matches!(
         refuse(&bad, PsoRole::Receiver, d.clone()),
@@ -387,7 +391,7 @@ fn unusable_settings_are_refused_before_anything_is_sent() {
         Operation::PrivateId,
         RISTRETTO,
         Construction::Poprf,
-        LastMessage::List,
+        LastMessage::LIST,
     );
     assert!(matches!(
         refuse(&bad, PsoRole::Sender, d.clone()),
@@ -537,7 +541,7 @@ fn malformed_messages_are_rejected_with_typed_errors() {
         Operation::Psi,
         RISTRETTO,
         Construction::Cwprf,
-        LastMessage::List,
+        LastMessage::LIST,
     );
     let e = run_tampered(Operation::Psi, &c, &list, &mut |_, _, _| deliver);
     assert!(matches!(e, ProtocolError::Incompatible(_)), "{e}");
@@ -600,7 +604,7 @@ fn private_id_rejects_a_bad_union() {
 #[test]
 fn private_id_rejects_every_malformed_message() {
     use Direction::{AtoB, BtoA};
-    let gcs = LastMessage::Filter(FilterKind::Gcs);
+    let gcs = LastMessage::Set(SetEncoding::Filter(FilterKind::Gcs));
     for cwprf in [RISTRETTO, CwPrfId::X25519] {
         let c = config(Operation::PrivateId, cwprf, Construction::Cwprf, gcs);
         // Receiver (A to B): hello, R1, R2, R3, R4; sender (B to A): hello, S1 .. S4.

@@ -48,6 +48,7 @@ use crate::engine::Engine;
 use crate::error::{InputError, ProtocolError};
 use crate::input::Dataset;
 use crate::party::OutputParty;
+use crate::set_encoding::SetEncoding;
 use crate::wire::ProtocolId;
 
 /// Longest identifier accepted by the operations that transfer identifiers (psu,
@@ -161,16 +162,13 @@ impl Construction {
     }
 }
 
-/// How the sender encodes the doubly-evaluated receiver set in S1 (Sec. 4.3). Every
-/// choice hides the order of the receiver's items: a shuffled list, or a filter whose
-/// content does not depend on insertion order.
+/// How the sender returns the doubly-evaluated receiver set in S2 (Sec. 4.3). Every
+/// choice hides the order of the receiver's items.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LastMessage {
-    /// The elements, shuffled.
-    List,
-    /// An order-hiding set filter (Bloom as in the paper, or GCS, smaller), with a false
-    /// positive rate of 2^-40 over all of the receiver's tests.
-    Filter(FilterKind),
+    /// A shuffled list, or an order-hiding filter (Bloom as in the paper, or GCS,
+    /// smaller) with a false positive rate of 2^-40 over all of the receiver's tests.
+    Set(SetEncoding),
     /// psi only: a short tag of each re-evaluated receiver element, in the receiver's own
     /// order, so the receiver tests its own items and no OT follows. This is the classic
     /// DH-PSI of Meadows / Huberman et al. rather than Fig. 7's mqRPMT + OT: same leakage
@@ -180,35 +178,34 @@ pub enum LastMessage {
 }
 
 impl LastMessage {
-    /// Wire code of [`LastMessage::Ordered`] (0 is the list, filters use theirs).
+    /// The shuffled list.
+    pub const LIST: LastMessage = LastMessage::Set(SetEncoding::List);
+
+    /// Wire code of [`LastMessage::Ordered`] (the set encodings use theirs).
     const ORDERED_CODE: u8 = 16;
 
     pub fn name(self) -> &'static str {
         match self {
-            LastMessage::List => "list",
-            LastMessage::Filter(k) => k.name(),
+            LastMessage::Set(e) => e.name(),
             LastMessage::Ordered => "ordered",
         }
     }
     pub fn from_name(name: &str) -> Option<Self> {
         match name {
-            "list" => Some(LastMessage::List),
             "ordered" => Some(LastMessage::Ordered),
-            _ => FilterKind::from_name(name).map(LastMessage::Filter),
+            _ => SetEncoding::from_name(name).map(LastMessage::Set),
         }
     }
     pub fn code(self) -> u8 {
         match self {
-            LastMessage::List => 0,
-            LastMessage::Filter(k) => k.code(),
+            LastMessage::Set(e) => e.code(),
             LastMessage::Ordered => Self::ORDERED_CODE,
         }
     }
     pub fn from_code(code: u8) -> Option<Self> {
         match code {
-            0 => Some(LastMessage::List),
             Self::ORDERED_CODE => Some(LastMessage::Ordered),
-            _ => FilterKind::from_code(code).map(LastMessage::Filter),
+            _ => SetEncoding::from_code(code).map(LastMessage::Set),
         }
     }
 }
@@ -232,7 +229,7 @@ impl PsoConfig {
             operation,
             cwprf: CwPrfId::Group(GroupId::Ristretto255),
             construction: Construction::Cwprf,
-            last_message: LastMessage::Filter(FilterKind::Bloom),
+            last_message: LastMessage::Set(SetEncoding::Filter(FilterKind::Bloom)),
             max_value: u32::MAX as u64,
             max_peer_items: 1 << 26,
         }
@@ -406,7 +403,7 @@ pub fn validate(role: PsoRole, config: &PsoConfig, input: &Dataset) -> Result<()
                 config.cwprf.name()
             )));
         }
-        if config.last_message != LastMessage::List {
+        if config.last_message != LastMessage::LIST {
             return Err(ProtocolError::Config(
                 "--mqrpmt poprf sends the permuted list: --last-message must be list (the receiver must un-mask every element, seed 001 Sec. 5.3)".into(),
             ));

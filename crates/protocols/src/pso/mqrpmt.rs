@@ -19,13 +19,13 @@
 use std::collections::HashSet;
 
 use privset_crypto::cwprf::CwPrf;
-use privset_crypto::filter::{self, FilterParams, SetFilter};
 use privset_crypto::rng::SessionRng;
 use rayon::prelude::*;
 use zeroize::Zeroizing;
 
 use super::{Construction, LastMessage, transfer};
 use crate::error::{PeerMisbehaved, ProtocolError};
+use crate::set_encoding::ReceivedSet;
 use crate::wire::Reader;
 
 /// Keyed-hash purpose of the last-message filter.
@@ -81,18 +81,23 @@ impl<C: CwPrf> Server<C> {
         n2: usize,
         filter_key: &[u8; 32],
     ) -> Result<Vec<bool>, ProtocolError> {
-        if last == LastMessage::Ordered {
+        let LastMessage::Set(encoding) = last else {
             return Err(ProtocolError::ApiMisuse(
                 "the ordered last message gives bits for the server's own items: use own_indicator",
             ));
-        }
-        let set = read_set::<C>(r, last, n1, n2, filter_key)?;
-        match self.construction {
-            Construction::Cwprf => Ok(membership::<C>(absorbed, &set)),
-            Construction::Poprf => {
-                let ReceivedSet::List(permuted) = set else {
-                    unreachable!("validate() allows only the list with the permuted OPRF")
-                };
+        };
+        let set = encoding.read(r, n1, C::ELEMENT_LEN, n2, filter_key, "server's set")?;
+        match (self.construction, set) {
+            (Construction::Cwprf, set) => Ok(set.membership(absorbed, C::ELEMENT_LEN)),
+            (Construction::Poprf, ReceivedSet::Filter(_)) => Err(ProtocolError::Config(
+                "the permuted OPRF needs the list last message".into(),
+            )),
+            (
+                Construction::Poprf,
+                ReceivedSet::List {
+                    packed: permuted, ..
+                },
+            ) => {
                 let inverse = Zeroizing::new(
                     C::invert_key(&self.key)
                         .expect("validate() allows the permuted OPRF only for permutations"),
@@ -103,7 +108,11 @@ impl<C: CwPrf> Server<C> {
                         source,
                     }
                 })?;
-                Ok(membership::<C>(absorbed, &ReceivedSet::List(&unmasked)))
+                let set = ReceivedSet::List {
+                    packed: &unmasked,
+                    width: C::ELEMENT_LEN,
+                };
+                Ok(set.membership(absorbed, C::ELEMENT_LEN))
             }
         }
     }
@@ -177,15 +186,9 @@ impl<C: CwPrf> Client<C> {
             }
         })?;
         let n1 = doubled.len() / C::ELEMENT_LEN;
-        Ok(match last {
-            LastMessage::List => {
-                let order = rng.permutation(n1);
-                let mut out = Vec::with_capacity(doubled.len());
-                for &i in &order {
-                    let i = i as usize;
-                    out.extend_from_slice(&doubled[i * C::ELEMENT_LEN..(i + 1) * C::ELEMENT_LEN]);
-                }
-                out
+        match last {
+            LastMessage::Set(encoding) => {
+                encoding.encode(&doubled, C::ELEMENT_LEN, n2, filter_key, rng)
             }
             LastMessage::Ordered => {
                 // In the server's order: it tests its own items (psi only).
@@ -194,70 +197,9 @@ impl<C: CwPrf> Client<C> {
                 out.par_chunks_mut(len.max(1))
                     .zip(doubled.par_chunks_exact(C::ELEMENT_LEN))
                     .for_each(|(o, e)| o.copy_from_slice(&transfer::item_tag(filter_key, e, len)));
-                out
+                Ok(out)
             }
-            LastMessage::Filter(kind) => {
-                let params = FilterParams::new(kind, n1, n2);
-                let encoded = filter::encode(&params, filter_key, &doubled, C::ELEMENT_LEN);
-                let len = u32::try_from(encoded.len()).map_err(|_| {
-                    ProtocolError::Config(format!(
-                        "a filter of {} bytes exceeds the 4 GiB field; use --last-message list",
-                        encoded.len()
-                    ))
-                })?;
-                let mut out = Vec::with_capacity(encoded.len() + 4);
-                out.extend_from_slice(&len.to_be_bytes());
-                out.extend_from_slice(&encoded);
-                out
-            }
-        })
-    }
-}
-
-/// The server's set as received in the client's answer.
-enum ReceivedSet<'a> {
-    List(&'a [u8]),
-    Filter(SetFilter),
-}
-
-fn read_set<'a, C: CwPrf>(
-    r: &mut Reader<'a>,
-    last: LastMessage,
-    n1: usize,
-    n2: usize,
-    filter_key: &[u8; 32],
-) -> Result<ReceivedSet<'a>, ProtocolError> {
-    Ok(match last {
-        LastMessage::Ordered => unreachable!("indicator() refuses the ordered last message"),
-        LastMessage::List => ReceivedSet::List(r.take(packed_len::<C>(n1, "server's set")?)?),
-        LastMessage::Filter(kind) => {
-            let params = FilterParams::new(kind, n1, n2);
-            let bytes = r.bytes(params.max_encoded_len())?;
-            let f = SetFilter::decode(&params, filter_key, bytes).map_err(|source| {
-                PeerMisbehaved::InvalidFilter {
-                    what: "server's set",
-                    source,
-                }
-            })?;
-            ReceivedSet::Filter(f)
         }
-    })
-}
-
-/// `e_i = [candidate_i in set]` for every packed candidate.
-fn membership<C: CwPrf>(candidates: &[u8], set: &ReceivedSet<'_>) -> Vec<bool> {
-    match set {
-        ReceivedSet::List(members) => {
-            let members: HashSet<&[u8]> = members.chunks_exact(C::ELEMENT_LEN).collect();
-            candidates
-                .par_chunks_exact(C::ELEMENT_LEN)
-                .map(|e| members.contains(e))
-                .collect()
-        }
-        ReceivedSet::Filter(f) => candidates
-            .par_chunks_exact(C::ELEMENT_LEN)
-            .map(|e| f.contains(e))
-            .collect(),
     }
 }
 
@@ -270,9 +212,6 @@ pub fn packed_len<C: CwPrf>(n: usize, what: &'static str) -> Result<usize, Proto
 pub fn set_max_len<C: CwPrf>(last: LastMessage, n1: usize, n2: usize) -> usize {
     match last {
         LastMessage::Ordered => n1.saturating_mul(tag_len(n1, n2)),
-        LastMessage::List => n1.saturating_mul(C::ELEMENT_LEN),
-        LastMessage::Filter(kind) => FilterParams::new(kind, n1, n2)
-            .max_encoded_len()
-            .saturating_add(4),
+        LastMessage::Set(encoding) => encoding.max_len(n1, C::ELEMENT_LEN, n2),
     }
 }
