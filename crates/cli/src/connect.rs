@@ -70,7 +70,7 @@ impl TlsArgs {
         }
     }
 
-    fn tls_files(&self) -> Result<Option<TlsFiles>, Failure> {
+    pub fn tls_files(&self) -> Result<Option<TlsFiles>, Failure> {
         match (
             &self.tls_ca,
             &self.tls_cert,

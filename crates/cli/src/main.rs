@@ -13,6 +13,7 @@ mod pi_sum_cmd;
 mod progress;
 mod pso_cmd;
 mod run;
+mod toy_cmd;
 
 use std::path::PathBuf;
 
@@ -85,6 +86,9 @@ enum Command {
         #[command(subcommand)]
         which: bench::BenchCommand,
     },
+    /// The toy sum among N participants (star or mesh): each holds a number, all learn
+    /// the total. Nothing is hidden; it tests n-party links end to end.
+    ToySum(Box<toy_cmd::ToySumArgs>),
     /// Run many exchange-directory executions (a directory of job specs) with bounded
     /// concurrency, then print a summary table: the 1,000-runs-a-day deployment.
     Batch(batch::BatchArgs),
@@ -142,6 +146,19 @@ fn main() {
         Command::Demo(args) => demo::run(&args),
         Command::Bench { which } => bench::run(&which),
         Command::Batch(args) => batch::run(&args),
+        Command::ToySum(args) => toy_cmd::run(&args).map(|report| {
+            eprintln!(
+                "toy-sum {} of {} ({}): total {}, {} bytes sent, {} received, {:.2} s wall -> {}",
+                report.me,
+                report.parties,
+                report.form,
+                report.total,
+                report.run.bytes_sent,
+                report.run.bytes_received,
+                report.run.wall_seconds,
+                args.output.display()
+            );
+        }),
     };
     if let Err(failure) = result {
         eprintln!("privset: {}", failure.message);

@@ -10,6 +10,12 @@
 //! * `<role>.lock`: holds the pid of the live process playing `<role>`, so two processes
 //!   of the same role never write into one directory.
 //!
+//! An n-party session ([`open_links`]) shares one directory among all its participants,
+//! named `p0`, `p1`, ... by index. Each ordered pair of participants that talk has its own
+//! sequence of files, `NNNN-p<from>-to-p<to>.msg` (message NNNN on that link), so the
+//! messages of different links never mix; each participant holds one lock, `p<i>.lock`,
+//! for all its links.
+//!
 //! Resuming: a party re-created from the same RNG seed replays the same messages byte
 //! for byte (see `privset_protocols::Party`). So sending message n when its file already
 //! exists checks that the contents are identical and skips the write, and receiving a
@@ -19,10 +25,14 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
+use privset_protocols::party::PartyId;
+
 use crate::cancel::Cancel;
+use crate::driver::LinkSet;
 use crate::error::{TransportError, secs};
 use crate::{ByteCounters, Transport};
 
@@ -52,13 +62,76 @@ impl Default for DirOptions {
 #[derive(Debug)]
 pub struct ExchangeDir {
     dir: PathBuf,
-    role: String,
-    peer_role: String,
+    /// What names this side's message files ("receiver"; "p3-to-p0" in n-party runs).
+    send_tag: String,
+    /// What names the peer's message files.
+    recv_tag: String,
     opts: DirOptions,
     next_send: u32,
     next_recv: u32,
     counters: ByteCounters,
-    lock: PathBuf,
+    /// Shared by every link of one participant; removed when the last one goes.
+    _lock: Arc<LockFile>,
+}
+
+/// A held lock file, removed on drop.
+#[derive(Debug)]
+struct LockFile(PathBuf);
+
+impl Drop for LockFile {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.0);
+    }
+}
+
+/// The role of participant `p` of an n-party session in file names: `p<index>`.
+pub fn participant_role(p: PartyId) -> String {
+    format!("p{p}")
+}
+
+/// Opens `dir` (creating it if needed) as participant `me` of an n-party session, with
+/// one link to each of `peers`, and takes `me`'s lock. Message files are named per
+/// ordered pair (see the module documentation), so resuming replays each link as in a
+/// two-party run.
+pub fn open_links(
+    dir: &Path,
+    me: PartyId,
+    peers: &[PartyId],
+    opts: DirOptions,
+) -> Result<LinkSet, TransportError> {
+    if peers.contains(&me) {
+        return Err(TransportError::Config(format!(
+            "participant {me} cannot have a link to itself"
+        )));
+    }
+    let role = participant_role(me);
+    let lock = Arc::new(create_and_lock(dir, &role)?);
+    let mut links = LinkSet::new();
+    for &peer in peers {
+        let peer_role = participant_role(peer);
+        let link = ExchangeDir {
+            dir: dir.to_path_buf(),
+            send_tag: format!("{role}-to-{peer_role}"),
+            recv_tag: format!("{peer_role}-to-{role}"),
+            opts: opts.clone(),
+            next_send: 0,
+            next_recv: 0,
+            counters: ByteCounters::default(),
+            _lock: lock.clone(),
+        };
+        links.insert(peer, Box::new(link));
+    }
+    Ok(links)
+}
+
+/// Creates `dir` if needed and takes `role`'s lock in it.
+fn create_and_lock(dir: &Path, role: &str) -> Result<LockFile, TransportError> {
+    fs::create_dir_all(dir).map_err(|e| {
+        TransportError::io(format!("creating exchange directory {}", dir.display()), e)
+    })?;
+    let lock = dir.join(format!("{role}.lock"));
+    take_lock(&lock, role)?;
+    Ok(LockFile(lock))
 }
 
 /// A lock file whose content cannot be read as a pid is considered abandoned after this
@@ -81,20 +154,16 @@ impl ExchangeDir {
                 "both parties have the role {my_role:?}; roles must differ"
             )));
         }
-        fs::create_dir_all(dir).map_err(|e| {
-            TransportError::io(format!("creating exchange directory {}", dir.display()), e)
-        })?;
-        let lock = dir.join(format!("{my_role}.lock"));
-        take_lock(&lock, my_role)?;
+        let lock = create_and_lock(dir, my_role)?;
         Ok(Self {
             dir: dir.to_path_buf(),
-            role: my_role.to_string(),
-            peer_role: peer_role.to_string(),
+            send_tag: my_role.to_string(),
+            recv_tag: peer_role.to_string(),
             opts,
             next_send: 0,
             next_recv: 0,
             counters: ByteCounters::default(),
-            lock,
+            _lock: Arc::new(lock),
         })
     }
 
@@ -112,12 +181,6 @@ impl ExchangeDir {
 /// File name of message `n` of `role`: `NNNN-<role>.msg`.
 pub fn message_file_name(role: &str, n: u32) -> String {
     format!("{n:04}-{role}.msg")
-}
-
-impl Drop for ExchangeDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(&self.lock);
-    }
 }
 
 fn check_role(role: &str) -> Result<(), TransportError> {
@@ -221,7 +284,7 @@ fn lock_is_stale(lock: &Path, role: &str) -> Result<bool, TransportError> {
 impl Transport for ExchangeDir {
     fn send(&mut self, message: &[u8]) -> Result<(), TransportError> {
         let n = self.next_send;
-        let path = self.message_path(&self.role, n);
+        let path = self.message_path(&self.send_tag, n);
         match fs::metadata(&path) {
             Ok(meta) => {
                 // Replay after a restart: the file must hold exactly this message.
@@ -233,7 +296,7 @@ impl Transport for ExchangeDir {
                     return Err(TransportError::ExchangeDir(format!(
                         "{} holds a different message {n} of {:?}; was this directory used by another run?",
                         path.display(),
-                        self.role
+                        self.send_tag
                     )));
                 }
             }
@@ -254,7 +317,7 @@ impl Transport for ExchangeDir {
 
     fn recv(&mut self, max_len: usize) -> Result<Vec<u8>, TransportError> {
         let n = self.next_recv;
-        let path = self.message_path(&self.peer_role, n);
+        let path = self.message_path(&self.recv_tag, n);
         let start = Instant::now();
         let len = loop {
             self.opts.cancel.check()?;
@@ -265,7 +328,7 @@ impl Transport for ExchangeDir {
                         return Err(TransportError::Timeout {
                             what: format!(
                                 "waiting for message {n} of {:?} ({})",
-                                self.peer_role,
+                                self.recv_tag,
                                 path.display()
                             ),
                             seconds: secs(self.opts.timeout),

@@ -31,6 +31,10 @@ pub enum TransportError {
     /// The shared exchange directory is unusable or inconsistent.
     #[error("exchange directory: {0}")]
     ExchangeDir(String),
+    /// Setting up a link of an n-party session failed: a participant refused our
+    /// connection, or a connection we accepted claimed a participant it cannot be.
+    #[error("link set-up: {0}")]
+    Link(String),
     /// Bad local configuration: unreadable certificate or key files, bad addresses, names.
     #[error("configuration: {0}")]
     Config(String),

@@ -6,6 +6,8 @@
 //!   ([`memory::run_pair`]) that can tamper with, drop, duplicate or reorder messages;
 //! * [`tls`]: TCP with mutual TLS 1.3 (rustls, ring), the default between organisations;
 //! * [`tcp`]: plaintext TCP, only behind an explicit `--insecure-no-tls`;
+//! * [`links`]: the TCP links of one participant of an n-party session (a star or a
+//!   mesh), each connection identified by a link preamble;
 //! * [`dir`]: a shared exchange directory polled for message files (the batch deployment
 //!   of seed 000, Sec. 2.4), which can resume a killed party.
 //!
@@ -21,6 +23,7 @@ pub mod dir;
 pub mod driver;
 mod error;
 mod framing;
+pub mod links;
 pub mod memory;
 mod socket;
 pub mod tcp;
@@ -30,6 +33,7 @@ pub use cancel::Cancel;
 pub use dir::{DirOptions, ExchangeDir};
 pub use driver::{LinkSet, Links, RunError, drive, drive_links};
 pub use error::TransportError;
+pub use links::{LinkPlan, Security};
 pub use memory::{MemoryTransport, pair, run_pair, run_pair_with, run_parties, run_parties_with};
 pub use socket::ConnectOptions;
 pub use tcp::PlainTcpTransport;

@@ -67,7 +67,13 @@ impl PlainTcpTransport {
         &self.peer
     }
 
-    fn start(
+    /// The TCP socket underneath, for timeouts and cancel registration.
+    pub(crate) fn tcp(&self) -> &TcpStream {
+        &self.stream.inner
+    }
+
+    /// Greets the peer on a connection already made or accepted.
+    pub(crate) fn start(
         stream: TcpStream,
         peer: String,
         opts: &ConnectOptions,

@@ -142,6 +142,11 @@ impl TlsTransport {
         self.counters()
     }
 
+    /// The TCP socket underneath, for timeouts and cancel registration.
+    pub(crate) fn tcp(&self) -> &TcpStream {
+        &self.stream.sock().inner
+    }
+
     fn map_err(&self, err: io::Error, what: &str) -> TransportError {
         map_tls_error(err, what, self.io_timeout, &self.ca, None)
     }
@@ -257,6 +262,17 @@ fn accept_with(
     opts: &ConnectOptions,
 ) -> Result<TlsTransport, TransportError> {
     let (tcp, peer) = socket::accept_on(listener, listen, opts)?;
+    handshake_accepted(tcp, peer, config, files, opts)
+}
+
+/// Completes the server side of the handshake on a connection already accepted.
+pub(crate) fn handshake_accepted(
+    tcp: TcpStream,
+    peer: std::net::SocketAddr,
+    config: Arc<ServerConfig>,
+    files: &TlsFiles,
+    opts: &ConnectOptions,
+) -> Result<TlsTransport, TransportError> {
     let conn = ServerConnection::new(config).map_err(|e| TransportError::Tls(e.to_string()))?;
     let mut s = StreamOwned::new(conn, CountingStream::new(tcp));
     let what = format!("TLS handshake with {peer}");
@@ -362,7 +378,7 @@ fn client_config(files: &TlsFiles) -> Result<Arc<ClientConfig>, TransportError> 
     Ok(Arc::new(config))
 }
 
-fn server_config(files: &TlsFiles) -> Result<Arc<ServerConfig>, TransportError> {
+pub(crate) fn server_config(files: &TlsFiles) -> Result<Arc<ServerConfig>, TransportError> {
     let provider = provider();
     let roots = Arc::new(roots(files)?);
     let (certs, key) = (load_certs(&files.cert)?, load_key(&files.key)?);

@@ -7,6 +7,8 @@
 //! Protocols:
 //! * [`pi_sum`]: Private Intersection-Sum with Cardinality, the DDH protocol Google
 //!   deployed (seed 000, Fig. 2) and its variants.
+//! * [`toy`]: the toy sum, the smallest protocol on the [`Engine`] and the harness test
+//!   for n-party transports.
 #![forbid(unsafe_code)]
 
 pub mod apsi;
@@ -18,6 +20,7 @@ pub mod pi_sum;
 pub mod pso;
 pub mod session;
 pub mod set_encoding;
+pub mod toy;
 pub mod wire;
 
 pub use engine::{Engine, Message, Protocol, Roster, Session, Topology};

@@ -54,10 +54,12 @@ pub enum ProtocolId {
     PrivateId,
     ApsiAuthorize,
     ApsiIntersect,
+    /// The toy sum of [`crate::toy`]: the harness test for n-party transports.
+    Toy,
 }
 
 impl ProtocolId {
-    pub const ALL: [ProtocolId; 9] = [
+    pub const ALL: [ProtocolId; 10] = [
         ProtocolId::PiSum,
         ProtocolId::Psi,
         ProtocolId::PsiCard,
@@ -67,6 +69,7 @@ impl ProtocolId {
         ProtocolId::PrivateId,
         ProtocolId::ApsiAuthorize,
         ProtocolId::ApsiIntersect,
+        ProtocolId::Toy,
     ];
     pub fn code(self) -> u8 {
         match self {
@@ -79,6 +82,7 @@ impl ProtocolId {
             ProtocolId::PrivateId => 7,
             ProtocolId::ApsiAuthorize => 8,
             ProtocolId::ApsiIntersect => 9,
+            ProtocolId::Toy => 10,
         }
     }
     pub fn name(self) -> &'static str {
@@ -92,6 +96,7 @@ impl ProtocolId {
             ProtocolId::PrivateId => "private-id",
             ProtocolId::ApsiAuthorize => "apsi-authorize",
             ProtocolId::ApsiIntersect => "apsi-intersect",
+            ProtocolId::Toy => "toy-sum",
         }
     }
     pub fn from_code(code: u8) -> Option<Self> {

@@ -5,6 +5,7 @@ use privset_protocols::Party;
 
 use crate::fail::Failure;
 use crate::link::Link;
+use crate::links::PartyLinks;
 use crate::metrics::{self, Prices, Stopwatch};
 
 /// What one party's run cost; flattened into every RESULT.json.
@@ -72,5 +73,25 @@ pub fn drive_metered(
     } = link;
     privset_net::drive(party, transport.as_mut(), on_status)?;
     let metered = Metered::measure(kind, transport.counters(), stopwatch, prices);
+    Ok((metered, SeedFile(seed_file)))
+}
+
+/// Drives a participant of an n-party session over its `links` to the end, and meters
+/// the run: bytes are summed over every link.
+pub fn drive_links_metered(
+    party: &mut dyn Party,
+    links: PartyLinks,
+    on_status: &mut dyn FnMut(&str),
+    stopwatch: &Stopwatch,
+    prices: Prices,
+) -> Result<(Metered, SeedFile), Failure> {
+    let PartyLinks {
+        mut links,
+        kind,
+        seed_file,
+        ..
+    } = links;
+    privset_net::drive_links(party, &mut links, on_status)?;
+    let metered = Metered::measure(kind, links.counters(), stopwatch, prices);
     Ok((metered, SeedFile(seed_file)))
 }

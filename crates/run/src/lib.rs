@@ -4,6 +4,7 @@
 //!
 //! * [`csv_input`]: a CSV file into a validated `Dataset`, errors naming the line;
 //! * [`link`]: listen / connect (mutual TLS) / exchange directory, from a [`LinkSpec`];
+//! * [`links`]: the n-party counterpart: a link to every peer (TCP or one directory);
 //! * [`drive`]: drive a party over a link and measure bytes, CPU, memory and cost;
 //! * [`report`]: the RESULT.json structures;
 //! * [`apsi`]: authorized PSI's key, signature and policy files and its reports;
@@ -17,10 +18,12 @@ pub mod csv_input;
 pub mod drive;
 pub mod fail;
 pub mod link;
+pub mod links;
 pub mod metrics;
 pub mod report;
 
-pub use drive::{Metered, SeedFile, drive_metered};
+pub use drive::{Metered, SeedFile, drive_links_metered, drive_metered};
 pub use fail::{Failure, FailureKind};
 pub use link::{Endpoint, Link, LinkSpec};
+pub use links::{PartiesEndpoint, PartiesSpec, PartyLinks};
 pub use metrics::{Prices, Stopwatch};

@@ -130,14 +130,14 @@ pub fn default_state_dir(near: &Path) -> PathBuf {
     base.join(".privset-state")
 }
 
-fn fresh_seed() -> [u8; 32] {
+pub(crate) fn fresh_seed() -> [u8; 32] {
     privset_crypto::rng::SessionRng::from_os().seed()
 }
 
 /// The seed of this party for this exchange directory: read back if a previous
 /// (killed) run left one, else made fresh and stored (mode 0600) before any message
 /// is written, so a restart replays the same run.
-fn resume_seed(
+pub(crate) fn resume_seed(
     state_dir: &Path,
     exchange_dir: &Path,
     role: &str,

@@ -1,0 +1,147 @@
+//! How a participant of an n-party session reaches its peers: TCP links to every
+//! participant it talks to (mutual TLS unless the front end was told otherwise), or one
+//! shared exchange directory with a private resume seed. The n-party counterpart of
+//! [`crate::link::LinkSpec`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use privset_net::dir::{self, DirOptions};
+use privset_net::{Cancel, ConnectOptions, LinkPlan, LinkSet, Security, TlsFiles};
+use privset_protocols::engine::Topology;
+use privset_protocols::party::PartyId;
+
+use crate::fail::Failure;
+use crate::link::{fresh_seed, resume_seed};
+
+/// Where the participants are.
+#[derive(Clone, Debug)]
+pub enum PartiesEndpoint {
+    /// Every participant's HOST:PORT, by index; this participant listens on its own
+    /// (or on `listen`) when it accepts any connection.
+    Tcp {
+        addresses: Vec<String>,
+        listen: Option<String>,
+    },
+    /// One shared directory for the whole session.
+    ExchangeDir {
+        dir: PathBuf,
+        /// Where this participant keeps its resume seed; never inside the shared one.
+        state_dir: PathBuf,
+        /// Pause between looks for a peer's next file.
+        poll_interval: Duration,
+    },
+}
+
+/// Everything needed to open one participant's links.
+#[derive(Clone, Debug)]
+pub struct PartiesSpec {
+    pub endpoint: PartiesEndpoint,
+    /// Number of participants.
+    pub parties: usize,
+    /// This participant's index.
+    pub me: PartyId,
+    pub topology: Topology,
+    /// Shared by every participant (keeps concurrent sessions at the same addresses
+    /// apart).
+    pub session: String,
+    /// Mutual TLS files for TCP links; `None` = plaintext (asked for explicitly).
+    pub tls: Option<TlsFiles>,
+    /// How long to wait for the peers (connections, or any one message).
+    pub timeout: Duration,
+    /// Name to verify every listening peer's certificate against (default: its host).
+    pub server_name: Option<String>,
+    pub cancel: Cancel,
+}
+
+/// The open links of one participant.
+pub struct PartyLinks {
+    pub links: LinkSet,
+    /// The `transport` field of RESULT.json.
+    pub kind: &'static str,
+    /// Exchange directory runs: the file holding this participant's seed, to delete on
+    /// success.
+    pub seed_file: Option<PathBuf>,
+    pub seed: [u8; 32],
+}
+
+impl PartiesSpec {
+    /// The participants this one talks to, in index order.
+    pub fn peers(&self) -> Vec<PartyId> {
+        (0..self.parties)
+            .map(|p| p as PartyId)
+            .filter(|&p| {
+                p != self.me
+                    && match self.topology {
+                        Topology::Mesh => true,
+                        Topology::Star { hub } => p == hub || self.me == hub,
+                    }
+            })
+            .collect()
+    }
+
+    /// Opens a link to every peer.
+    pub fn open(&self) -> Result<PartyLinks, Failure> {
+        if !(2..=255).contains(&self.parties) || usize::from(self.me) >= self.parties {
+            return Err(Failure::config(format!(
+                "a session has 2 to 255 participants and this one must be among them (got {}, index {})",
+                self.parties, self.me
+            )));
+        }
+        match &self.endpoint {
+            PartiesEndpoint::Tcp { addresses, listen } => {
+                if addresses.len() != self.parties {
+                    return Err(Failure::config(format!(
+                        "{} addresses for {} participants: give one per participant, in index order",
+                        addresses.len(),
+                        self.parties
+                    )));
+                }
+                let (security, kind) = match &self.tls {
+                    Some(files) => (Security::MutualTls(files.clone()), "tcp+mtls"),
+                    None => (Security::Plaintext, "tcp-plaintext"),
+                };
+                let plan = LinkPlan {
+                    addresses: addresses.clone(),
+                    me: self.me,
+                    topology: self.topology,
+                    session: self.session.clone(),
+                    security,
+                    listen: listen.clone(),
+                };
+                let opts = ConnectOptions {
+                    connect_timeout: self.timeout,
+                    io_timeout: self.timeout,
+                    server_name: self.server_name.clone(),
+                    cancel: self.cancel.clone(),
+                    ..ConnectOptions::default()
+                };
+                Ok(PartyLinks {
+                    links: plan.open(&opts)?,
+                    kind,
+                    seed_file: None,
+                    seed: fresh_seed(),
+                })
+            }
+            PartiesEndpoint::ExchangeDir {
+                dir,
+                state_dir,
+                poll_interval,
+            } => {
+                let role = dir::participant_role(self.me);
+                let (seed, seed_file) = resume_seed(state_dir, dir, &role)?;
+                let opts = DirOptions {
+                    poll_interval: *poll_interval,
+                    timeout: self.timeout,
+                    cancel: self.cancel.clone(),
+                };
+                Ok(PartyLinks {
+                    links: dir::open_links(dir, self.me, &self.peers(), opts)?,
+                    kind: "exchange-dir",
+                    seed_file: Some(seed_file),
+                    seed,
+                })
+            }
+        }
+    }
+}
