@@ -325,7 +325,7 @@ impl<P: Protocol> Engine<P> {
                 if sender == me =>
             {
                 return Err(ProtocolError::Incompatible(format!(
-                    "both parties play the {} role; each participant must play a different one",
+                    "another party also plays the {} (participant {me}); each participant must be played once",
                     self.roster.name(me)
                 )));
             }
