@@ -358,16 +358,7 @@ impl<P: Protocol> Engine<P> {
                     body,
                     names: P::kind_name,
                 };
-                let Phase::Running(ctx) = &self.phase else {
-                    unreachable!()
-                };
-                let mut session = Session {
-                    rng: &mut self.rng,
-                    ctx,
-                    roster: &self.roster,
-                    out: &mut self.out,
-                };
-                self.protocol.handle(&mut session, message)
+                self.with_session(|protocol, session| protocol.handle(session, message))
             }
             Phase::Failed => Err(ProtocolError::ApiMisuse(
                 "handle_message on a party that already failed",
@@ -458,8 +449,17 @@ impl<P: Protocol> Engine<P> {
             channel.establish(ctx.id);
         }
         self.phase = Phase::Running(ctx);
+        self.with_session(P::start)
+    }
+
+    /// Runs `step` on the protocol with the established session; `Ok(())` before the
+    /// session is established (nothing of the protocol's can run then).
+    fn with_session(
+        &mut self,
+        step: impl FnOnce(&mut P, &mut Session<'_>) -> Result<(), ProtocolError>,
+    ) -> Result<(), ProtocolError> {
         let Phase::Running(ctx) = &self.phase else {
-            unreachable!()
+            return Ok(());
         };
         let mut session = Session {
             rng: &mut self.rng,
@@ -467,7 +467,7 @@ impl<P: Protocol> Engine<P> {
             roster: &self.roster,
             out: &mut self.out,
         };
-        self.protocol.start(&mut session)
+        step(&mut self.protocol, &mut session)
     }
 
     fn fail_on_error<T>(&mut self, result: Result<T, ProtocolError>) -> Result<T, ProtocolError> {
@@ -541,16 +541,7 @@ impl<P: Protocol> Party for Engine<P> {
     }
 
     fn do_deferred_work(&mut self) -> Result<(), ProtocolError> {
-        let Phase::Running(ctx) = &self.phase else {
-            return Ok(());
-        };
-        let mut session = Session {
-            rng: &mut self.rng,
-            ctx,
-            roster: &self.roster,
-            out: &mut self.out,
-        };
-        let result = self.protocol.do_deferred_work(&mut session);
+        let result = self.with_session(P::do_deferred_work);
         self.fail_on_error(result)
     }
 
