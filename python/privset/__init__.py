@@ -19,9 +19,9 @@ the two sets and nothing else::
     # both in one process (notebooks, tests)
     privset.local.pi_sum(exposures["email"], purchases["email"], purchases["spend"]).sum
 
-Protocols: :class:`PiSum` (seed 000, intersection-sum with cardinality) and the set
-operations of seed 001 — :class:`Psi`, :class:`PsiCard`, :class:`PsiCardSum`,
-:class:`Psu`, :class:`PsiShare`, :class:`PrivateId`; authorized PSI of seed 002 —
+Protocols: :class:`PiSum` (Ion et al. 2020, intersection-sum with cardinality) and the set
+operations of Chen et al. 2024 — :class:`Psi`, :class:`PsiCard`, :class:`PsiCardSum`,
+:class:`Psu`, :class:`PsiShare`, :class:`PrivateId`; authorized PSI of Falzon and Markatou —
 :class:`ApsiJudge`, :class:`ApsiAuthorizeClient`, :class:`ApsiClient`,
 :class:`ApsiServer` (also as :class:`Apsi`). Every party is the same Rust state
 machine the ``privset`` command line runs, with the same settings, results

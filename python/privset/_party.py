@@ -10,7 +10,7 @@ from ._link import PathLike, TlsFiles, link_args
 from ._progress import ProgressArg, callback
 
 #: The CLI's defaults: seconds to wait for the peer, exchange-directory polling
-#: interval, and seed 000 Table 1 prices ($ per CPU-hour, $ per GB sent).
+#: interval, and Ion et al. 2020, Table 1 prices ($ per CPU-hour, $ per GB sent).
 DEFAULT_TIMEOUT = 600.0
 DEFAULT_POLL_INTERVAL = 0.5
 DEFAULT_CPU_PRICE = 0.01
@@ -79,7 +79,7 @@ class Party(Generic[R]):
 
         ``timeout`` bounds every wait for the peer (seconds); ``poll_interval`` is the
         pause between looks for the peer's next file in an exchange directory.
-        ``cpu_price`` and ``network_price`` price the run (seed 000 Table 1).
+        ``cpu_price`` and ``network_price`` price the run (Ion et al. 2020, Table 1).
         ``progress``: a callable taking a :class:`privset.Progress`, or True for a tqdm
         bar when tqdm is installed.
 

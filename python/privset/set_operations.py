@@ -1,4 +1,4 @@
-"""The set operations of seed 001 (mqRPMT): PSI, PSI-cardinality, PSI-card-sum, PSU,
+"""The set operations of Chen et al. 2024 (mqRPMT): PSI, PSI-cardinality, PSI-card-sum, PSU,
 secret-shared intersection and private-ID. See docs/pso/ for each operation's messages
 and what each party learns.
 
@@ -208,7 +208,7 @@ class PrivateIdSender(SetOperationParty):
 
 
 class Psi:
-    """PSI (seed 001 Fig. 7): ``Psi.receiver(ids)`` learns X ∩ Y; ``Psi.sender(ids)``."""
+    """PSI (Chen et al. 2024, Fig. 7): ``Psi.receiver(ids)`` learns X ∩ Y; ``Psi.sender(ids)``."""
 
     receiver = PsiReceiver
     sender = PsiSender
@@ -245,7 +245,7 @@ class PsiShare:
 
 
 class PrivateId:
-    """Private-ID (seed 001 Sec. 6.2): both get one pseudorandom identifier space for
+    """Private-ID (Chen et al. 2024, Sec. 6.2): both get one pseudorandom identifier space for
     X ∪ Y and the identifiers of their own items."""
 
     receiver = PrivateIdReceiver

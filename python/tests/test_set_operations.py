@@ -1,4 +1,4 @@
-"""The six set operations of seed 001 through the Python API, both parties in one
+"""The six set operations of Chen et al. 2024 through the Python API, both parties in one
 process, against the plaintext answer."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 //! `privset bench pi-sum`: both parties as separate processes over mutual TLS on
 //! loopback, per size, homomorphic scheme and Z encoding; printed in the shape of
-//! seed 000 Tables 5-6 next to the deployed row.
+//! Ion et al. 2020, Tables 5-6 next to the deployed row.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -18,13 +18,13 @@ use crate::metrics::{MB, Prices};
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
-    /// The set operations of seed 001 (Tables 1-7), optionally beside OpenMined PSI and
+    /// The set operations of Chen et al. 2024 (Tables 1-7), optionally beside OpenMined PSI and
     /// SecretFlow's ECDH-PSI.
     Pso(bench_pso::PsoBenchArgs),
-    /// APSI and Partial-APSI (seed 002 Table 3): judge, client and server per phase,
+    /// APSI and Partial-APSI (Falzon and Markatou, Table 3): judge, client and server per phase,
     /// and each party's CPU per item against the measured floor.
     Apsi(crate::bench_apsi::ApsiBenchArgs),
-    /// PI-Sum (seed 000): CPU per party, wall, bytes each way, peak memory, cost.
+    /// PI-Sum (Ion et al. 2020): CPU per party, wall, bytes each way, peak memory, cost.
     PiSum {
         /// Items per party, comma-separated.
         #[arg(long, value_delimiter = ',', default_value = "4096,65536,100000")]
@@ -94,10 +94,10 @@ fn bench_pi_sum(
     privset_net::certs::generate(&certs, &["p1".to_string(), "p2".to_string()])?;
     let prices = Prices::default();
     println!(
-        "PI-Sum benchmark ({group}); both parties as separate processes over mutual TLS 1.3 on loopback, every item in the intersection (seed 000 Sec. 5.1)."
+        "PI-Sum benchmark ({group}); both parties as separate processes over mutual TLS 1.3 on loopback, every item in the intersection (Ion et al. 2020, Sec. 5.1)."
     );
     println!(
-        "MB = 2^20 bytes, cost in cents at $0.01/CPU-hour and $0.08/GB (seed 000 Table 1). CPU = user+system seconds of each process (all threads)."
+        "MB = 2^20 bytes, cost in cents at $0.01/CPU-hour and $0.08/GB (Ion et al. 2020, Table 1). CPU = user+system seconds of each process (all threads)."
     );
     println!();
     println!(
@@ -187,14 +187,14 @@ fn bench_pi_sum(
     }
     println!();
     println!(
-        "seed 000 Table 2/5/6, deployed (P-256, Paillier-DJ s = 3, 1536-bit; single core, Xeon E5-1650 v3): 100000 items: 74.46 s CPU, 8.11 MB, 0.084 cents"
+        "Ion et al. 2020, Table 2/5/6, deployed (P-256, Paillier-DJ s = 3, 1536-bit; single core, Xeon E5-1650 v3): 100000 items: 74.46 s CPU, 8.11 MB, 0.084 cents"
     );
     Ok(())
 }
 
 /// (modulus bits, Damgard-Jurik s, value bound, sum bound) of a named parameter set.
 ///
-/// `seed`: as deployed (seed 000 Sec. 3.2): values and their sums below 2^32.
+/// `seed`: as deployed (Ion et al. 2020, Sec. 3.2): values and their sums below 2^32.
 /// `default`: 128-bit Paillier, 32-bit values with the never-wrapping default sum bound;
 /// exponential ElGamal can only decrypt sums below 2^44 (App. B.2), so its rows scale the
 /// values down to keep every sum below 2^40.

@@ -1,4 +1,4 @@
-//! `privset bench pso`: the set operations of seed 001, both parties as separate
+//! `privset bench pso`: the set operations of Chen et al. 2024, both parties as separate
 //! processes over mutual TLS on loopback, printed in the shape of the paper's Tables 1-7
 //! with the paper's Curve25519 rows beside ours, and optionally OpenMined PSI and
 //! SecretFlow's ECDH-PSI measured in the same run (bench/peers/).
@@ -23,7 +23,7 @@ pub struct PsoBenchArgs {
         default_value = "psi,psi-card,psi-card-sum,psu,psi-share,private-id"
     )]
     pub ops: Vec<String>,
-    /// Items per party, comma-separated (seed 001: 4096,65536,1048576).
+    /// Items per party, comma-separated (Chen et al. 2024: 4096,65536,1048576).
     #[arg(long, value_delimiter = ',', default_value = "4096,65536")]
     pub sizes: Vec<usize>,
     /// Groups, comma-separated (ristretto255, p256, p256-compressed, x25519).
@@ -35,7 +35,7 @@ pub struct PsoBenchArgs {
     /// Last-message encodings (list, bloom, gcs; ordered for psi).
     #[arg(long, value_delimiter = ',', default_value = "bloom")]
     pub last_message: Vec<String>,
-    /// Threads per party (RAYON_NUM_THREADS); seed 001 Tables 2-7 are single-threaded.
+    /// Threads per party (RAYON_NUM_THREADS); Chen et al. 2024, Tables 2-7 are single-threaded.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
     /// Also measure the peers (OpenMined PSI, SecretFlow ECDH-PSI) for psi and psi-card,
@@ -64,7 +64,7 @@ struct Row {
     bytes: u64,
 }
 
-/// Seed 001's Curve25519 rows (single thread, LAN): seconds and MB at 2^12, 2^16, 2^20.
+/// Chen et al.'s Curve25519 rows (single thread, LAN): seconds and MB at 2^12, 2^16, 2^20.
 fn paper_row(op: &str) -> Option<(&'static str, [f64; 3], [f64; 3])> {
     Some(match op {
         "psi" => ("Table 2", [0.29, 3.56, 55.11], [0.40, 6.25, 99.71]),
@@ -83,11 +83,11 @@ pub fn run(args: &PsoBenchArgs, dir: &Path) -> Result<(), Failure> {
     let prices = Prices::default();
     let env = vec![("RAYON_NUM_THREADS".to_string(), args.threads.to_string())];
     println!(
-        "Set operations (seed 001); receiver and sender as separate processes over mutual TLS 1.3 on loopback, {} thread(s) each; 16-byte (128-bit) items, half of them shared (seed 001 Sec. 7.2).",
+        "Set operations (Chen et al. 2024); receiver and sender as separate processes over mutual TLS 1.3 on loopback, {} thread(s) each; 16-byte (128-bit) items, half of them shared (Chen et al. 2024, Sec. 7.2).",
         args.threads
     );
     println!(
-        "CPU = user+system seconds of both processes; MB = 2^20 bytes; cents at $0.01/CPU-hour and $0.08/GB (seed 000 Table 1)."
+        "CPU = user+system seconds of both processes; MB = 2^20 bytes; cents at $0.01/CPU-hour and $0.08/GB (Ion et al. 2020, Table 1)."
     );
     println!();
     println!(
@@ -244,12 +244,12 @@ fn check(
     }
 }
 
-/// Seed 001's table shape: one row per variant, time then MB per size, with the paper's
+/// Chen et al.'s table shape: one row per variant, time then MB per size, with the paper's
 /// Curve25519 row of the same table.
 fn print_paper_shape(args: &PsoBenchArgs, rows: &[Row]) {
     println!();
     println!(
-        "In the shape of seed 001 Tables 1-7 (time = wall seconds, {} thread(s) per party; paper: single thread, LAN, i7-11700):",
+        "In the shape of Chen et al. 2024, Tables 1-7 (time = wall seconds, {} thread(s) per party; paper: single thread, LAN, i7-11700):",
         args.threads
     );
     for op in &args.ops {
@@ -305,7 +305,7 @@ fn print_paper_shape(args: &PsoBenchArgs, rows: &[Row]) {
                     .collect()
             };
             println!(
-                "  seed 001 {table}, Curve25519 {:<10} | {} | {} | {}",
+                "  Chen et al. 2024 {table}, Curve25519 {:<10} | {} | {} | {}",
                 "",
                 pick(&secs).join(" "),
                 vec![format!("{:>8}", "-"); args.sizes.len()].join(" "),

@@ -18,7 +18,7 @@ pub fn email_id(i: usize) -> String {
     format!("user-{i:09}@example.com")
 }
 
-/// 16-byte identifiers: the 128-bit items of seed 001's benchmarks (Sec. 7.2).
+/// 16-byte identifiers: the 128-bit items of Chen et al.'s benchmarks (Sec. 7.2).
 pub fn item128_id(i: usize) -> String {
     format!("{i:016}")
 }

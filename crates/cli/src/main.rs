@@ -36,29 +36,29 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Private Intersection-Sum with Cardinality (seed 000, Google's deployed DDH protocol).
+    /// Private Intersection-Sum with Cardinality (Ion et al. 2020, Google's deployed DDH protocol).
     PiSum(Box<pi_sum_cmd::PiSumArgs>),
-    /// PSI (seed 001 Fig. 7): the receiver learns the intersection.
+    /// PSI (Chen et al. 2024, Fig. 7): the receiver learns the intersection.
     Psi(Box<pso_cmd::PsoArgs>),
-    /// PSI-cardinality (seed 001 Fig. 7): the receiver learns the intersection's size.
+    /// PSI-cardinality (Chen et al. 2024, Fig. 7): the receiver learns the intersection's size.
     PsiCard(Box<pso_cmd::PsoArgs>),
-    /// PSI-card-sum (seed 001 Fig. 7): both learn the intersection's size, the sender
+    /// PSI-card-sum (Chen et al. 2024, Fig. 7): both learn the intersection's size, the sender
     /// (the value holder) its values' sum over it.
     PsiCardSum(Box<pso_cmd::PsoArgs>),
-    /// PSU (seed 001 Fig. 7): the receiver learns the union.
+    /// PSU (Chen et al. 2024, Fig. 7): the receiver learns the union.
     Psu(Box<pso_cmd::PsoArgs>),
-    /// Secret-shared intersection (seed 001 Fig. 7, card-secret-sharing): both get XOR
+    /// Secret-shared intersection (Chen et al. 2024, Fig. 7, card-secret-sharing): both get XOR
     /// shares of each intersection element; the receiver learns the size.
     PsiShare(Box<pso_cmd::PsoArgs>),
-    /// Private-ID (seed 001 Sec. 6.2): both get a shared pseudorandom ID space.
+    /// Private-ID (Chen et al. 2024, Sec. 6.2): both get a shared pseudorandom ID space.
     PrivateId(Box<pso_cmd::PsoArgs>),
-    /// The judge of authorized PSI (seed 002): key generation, and serving clients'
+    /// The judge of authorized PSI (Falzon and Markatou): key generation, and serving clients'
     /// authorizations under a policy.
     Judge {
         #[command(subcommand)]
         which: apsi_cmd::JudgeCommand,
     },
-    /// Authorized PSI and Partial-APSI (seed 002): authorize a set with the judge,
+    /// Authorized PSI and Partial-APSI (Falzon and Markatou): authorize a set with the judge,
     /// serve a set, intersect authorized items with a server's set.
     Apsi {
         #[command(subcommand)]

@@ -1,5 +1,5 @@
 //! `privset psi | psi-card | psi-card-sum | psu | psi-share | private-id`: one party of a
-//! set operation of seed 001.
+//! set operation of Chen et al. 2024.
 
 use std::path::{Path, PathBuf};
 
@@ -35,15 +35,15 @@ pub enum CwPrfArg {
     P256,
     /// P-256, 33-byte compressed points.
     P256Compressed,
-    /// X25519 on Montgomery u-coordinates (cwPRF only; seed 001 Sec. 7.5).
+    /// X25519 on Montgomery u-coordinates (cwPRF only; Chen et al. 2024, Sec. 7.5).
     X25519,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MqrpmtArg {
-    /// From a commutative weak PRF (seed 001 Fig. 3).
+    /// From a commutative weak PRF (Chen et al. 2024, Fig. 3).
     Cwprf,
-    /// From a permuted OPRF (seed 001 Figs. 5-6); list only, not x25519.
+    /// From a permuted OPRF (Chen et al. 2024, Figs. 5-6); list only, not x25519.
     Poprf,
 }
 
@@ -51,7 +51,7 @@ pub enum MqrpmtArg {
 pub enum LastMessageArg {
     /// The shuffled list of elements.
     List,
-    /// Order-hiding Bloom filter (seed 001 Sec. 4.3), 2^-40 false positives per run.
+    /// Order-hiding Bloom filter (Chen et al. 2024, Sec. 4.3), 2^-40 false positives per run.
     Bloom,
     /// Golomb-compressed set: order-hiding too, and smaller than Bloom.
     Gcs,

@@ -8,13 +8,13 @@ use privset_run::{Failure, Link, Prices, SeedFile, Stopwatch};
 
 use crate::progress::Progress;
 
-/// Prices of seed 000's cost model, as command-line flags.
+/// Prices of Ion et al.'s cost model, as command-line flags.
 #[derive(Args, Debug, Clone)]
 pub struct PriceArgs {
-    /// Price of a CPU-hour in dollars (seed 000 Table 1, GCP).
+    /// Price of a CPU-hour in dollars (Ion et al. 2020, Table 1, GCP).
     #[arg(long, value_name = "USD", default_value_t = 0.01)]
     pub cpu_price: f64,
-    /// Price of a GB (2^30 bytes) of egress in dollars (seed 000 Table 1, GCP).
+    /// Price of a GB (2^30 bytes) of egress in dollars (Ion et al. 2020, Table 1, GCP).
     #[arg(long, value_name = "USD", default_value_t = 0.08)]
     pub network_price: f64,
 }

@@ -508,7 +508,7 @@ fn demo_runs_and_matches_the_plaintext() {
     assert!(out.contains("MATCH") && !out.contains("MISMATCH"), "{out}");
 }
 
-// ---- Set operations (seed 001) ----
+// ---- Set operations (Chen et al. 2024) ----
 
 /// Runs one set operation with both parties as processes over mTLS; p1.csv is the
 /// receiver's input, p2.csv the sender's. Returns both RESULT.json values.

@@ -1,4 +1,4 @@
-//! Costs of the additively homomorphic schemes at intersection-sum sizes (seed 000,
+//! Costs of the additively homomorphic schemes at intersection-sum sizes (Ion et al. 2020,
 //! Sec. 3.2 and App. B): `cargo run -p privset-crypto --release --example ahe_bench`.
 
 use std::time::Instant;
@@ -98,7 +98,7 @@ fn main() {
         Err(e) => e.to_string(),
     };
     run::<Paillier>(
-        "Paillier-DJ {1536, 3} (seed 000 deployment)",
+        "Paillier-DJ {1536, 3} (Ion et al. 2020 deployment)",
         &paillier::Params::SEED_DEPLOYED,
         pl,
     );

@@ -1,6 +1,6 @@
 //! A byte-counting wrapper around a stream: the socket transports report what actually
 //! crossed the wire (TLS records, length prefixes, handshakes), because that is what a
-//! cloud bill charges for (seed 000, Table 1).
+//! cloud bill charges for (Ion et al. 2020, Table 1).
 
 use std::io::{self, Read, Write};
 

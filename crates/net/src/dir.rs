@@ -1,4 +1,4 @@
-//! The shared exchange-directory transport (seed 000, Sec. 2.4): each execution gets its
+//! The shared exchange-directory transport (Ion et al. 2020, Sec. 2.4): each execution gets its
 //! own directory on storage both parties can reach; every message is one file that the
 //! other party polls for. Latency is poor, but nothing needs to be reachable over the
 //! network and a party can be killed and restarted at any point.

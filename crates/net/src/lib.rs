@@ -9,7 +9,7 @@
 //! * [`links`]: the TCP links of one participant of an n-party session (a star or a
 //!   mesh), each connection identified by a link preamble;
 //! * [`dir`]: a shared exchange directory polled for message files (the batch deployment
-//!   of seed 000, Sec. 2.4), which can resume a killed party.
+//!   of Ion et al. 2020, Sec. 2.4), which can resume a killed party.
 //!
 //! A [`Cancel`] token given in the options stops a run from another thread.
 //! [`certs::generate`] makes a throwaway CA and per-party certificates for trying it out.

@@ -6,7 +6,7 @@
 //!
 //! Protocols:
 //! * [`pi_sum`]: Private Intersection-Sum with Cardinality, the DDH protocol Google
-//!   deployed (seed 000, Fig. 2) and its variants.
+//!   deployed (Ion et al. 2020, Fig. 2) and its variants.
 //! * [`toy`]: the toy sum, the smallest protocol on the [`Engine`] and the harness test
 //!   for n-party transports.
 #![forbid(unsafe_code)]

@@ -40,7 +40,7 @@ impl SessionContext {
     }
 
     /// RFC 9380 domain-separation tag: protocol, hash-to-curve suite and the session's
-    /// random salt, so every execution hashes with a fresh random oracle (seed 000
+    /// random salt, so every execution hashes with a fresh random oracle (Ion et al. 2020
     /// Sec. 3.2) and no two protocols share one.
     pub fn hash_dst(&self, protocol: ProtocolId, suite: &str) -> Vec<u8> {
         format!(

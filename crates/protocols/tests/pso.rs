@@ -1,4 +1,4 @@
-//! The set operations of seed 001 end to end over the in-memory pair, each checked
+//! The set operations of Chen et al. 2024 end to end over the in-memory pair, each checked
 //! against the plaintext answer on random inputs and edge cases.
 #![allow(clippy::result_large_err)] // PairError carries both sides' errors; tests only.
 

@@ -1,4 +1,4 @@
-//! A set-operation party (seed 001: psi, psi-card, psi-card-sum, psu, psi-share,
+//! A set-operation party (Chen et al. 2024: psi, psi-card, psi-card-sum, psu, psi-share,
 //! private-id) for Python: the CLI's settings as keyword arguments, the same
 //! `pso::new_party` state machine, the same RESULT.json, and the rows the CLI would
 //! write with `--output-rows`, with the caller's own rows pointed at.

@@ -1,9 +1,9 @@
 //! What a run cost: CPU, wall time, peak memory, bytes, and money under the cost model
-//! of seed 000 (Sec. 2.5, Table 1).
+//! of Ion et al. 2020 (Sec. 2.5, Table 1).
 
 use std::time::Instant;
 
-/// Prices of seed 000 Table 1. Defaults are GCP's: $0.01 per CPU-hour and $0.08 per GB
+/// Prices of Ion et al. 2020, Table 1. Defaults are GCP's: $0.01 per CPU-hour and $0.08 per GB
 /// of egress. As in the paper's own arithmetic (Table 2: 8.105 MB cost 0.06332 cents),
 /// a GB is 2^30 bytes and an MB 2^20 bytes.
 #[derive(Clone, Copy, Debug, serde::Serialize)]

@@ -2,7 +2,7 @@
 //!
 //! `sk = x`, `pk = h = xG`, `Enc(m; ρ) = (ρG, mG + ρh)`. Additively homomorphic in `m`;
 //! decryption recovers `mG = c2 - x c1` and then needs a discrete logarithm, solved with
-//! baby-step giant-step for `m` in a known range `[0, max]`. Seed 000 (App. B.2) notes
+//! baby-step giant-step for `m` in a known range `[0, max]`. Ion et al. 2020 (App. B.2) notes
 //! exactly this trade-off: 64-byte ciphertexts (much smaller than Paillier) but no
 //! slotting, and decryption only for small sums (feasible up to 2^44 with the
 //! default table, and quick below about 2^40).
@@ -17,7 +17,7 @@
 //!
 //! Subset sums need no packing: one ciphertext per item; the non-owner adds the selected
 //! ciphertexts and a fresh `Enc(0)` (full fresh `ρ`, so the result is a fresh encryption
-//! of the sum). The reverse variant (seed 000, App. G) masks each item with a uniform
+//! of the sum). The reverse variant (Ion et al. 2020, App. G) masks each item with a uniform
 //! scalar `r_j`; the owner opens the point `(S + R)G`; the non-owner subtracts `RG` and
 //! solves the discrete logarithm of `SG`.
 

@@ -9,7 +9,7 @@
 //!   owner encrypts a column of values; the other party, holding only the public key,
 //!   sums the subset of items it selected and returns ciphertexts that reveal that sum
 //!   and nothing else (every other bit is masked); the key owner decrypts the sum. The
-//!   reverse variant (seed 000, App. G) uses the masked form instead: the non-owner
+//!   reverse variant (Ion et al. 2020, App. G) uses the masked form instead: the non-owner
 //!   masks every item, the owner sums a subset of masked items, the non-owner unmasks.
 //!
 //! Schemes: [`paillier`] (Paillier with the Damgard-Jurik generalisation, slot-packed)
@@ -163,7 +163,7 @@ pub trait SubsetSum: AdditiveHe {
         sum: &[u8],
     ) -> Result<u128, HeError>;
 
-    // ---- reverse variant (seed 000, App. G) ----
+    // ---- reverse variant (Ion et al. 2020, App. G) ----
 
     /// Key owner: one ciphertext per item, unpacked (the reverse variant shuffles
     /// items individually, so values cannot share a ciphertext).

@@ -5,7 +5,7 @@
 //! Damgard-Jurik ("A Generalisation, a Simplification and Some Applications of
 //! Paillier's Probabilistic Public-Key System", PKC 2001) with `g = 1 + n`: plaintexts
 //! live in `Z_{n^s}`, ciphertexts in `Z*_{n^{s+1}}`, and
-//! `Enc(m; r) = (1+n)^m * r^{n^s} mod n^{s+1}`. `s = 1` is plain Paillier. Seed 000
+//! `Enc(m; r) = (1+n)^m * r^{n^s} mod n^{s+1}`. `s = 1` is plain Paillier. Ion et al. 2020
 //! (Sec. 3.2) deploys 768-bit primes with `s = 3` ([`Params::SEED_DEPLOYED`]); the
 //! default ([`Params::default`]) is a 3072-bit modulus with `s = 2` (128-bit security).
 //! `(1+n)^m` is evaluated with the binomial expansion `sum_{i<=s} C(m,i) n^i` (no
@@ -67,12 +67,12 @@
 //! `L * 2^u / (2^k − 2^u) + 2^u / 2^{k-1} <= 2^{-σ} = 2^{-40}` of a simulation from `S`:
 //! [`Paillier::layout`] picks the smallest `k` for which this holds (exactly, in integer
 //! arithmetic). At the deployed parameters (1536-bit n, s = 3, sums below 2^32) that is
-//! k = 78 and L = 59 slots per ciphertext. Seed 000 (App. B.1) rotates every selected slot into
+//! k = 78 and L = 59 slots per ciphertext. Ion et al. 2020 (App. B.1) rotates every selected slot into
 //! one privileged slot instead, which costs half the plaintext space; the multi-output
 //! layout uses all of it and replaces the rotation (`L` exponentiations per item) by one
 //! modular multiplication per selected item, at the price of `L` output ciphertexts.
 //!
-//! **Reverse variant** (seed 000 App. G): `encrypt_each` is one unpacked ciphertext per
+//! **Reverse variant** (Ion et al. 2020, App. G): `encrypt_each` is one unpacked ciphertext per
 //! item; `mask_each` adds a uniform `r_j ∈ Z_{n^s}` to every item and re-randomizes with
 //! full-size randomness (one full exponentiation per item: this is the expensive side);
 //! the owner opens `(S + R) mod n^s`; the non-owner subtracts `R`.
@@ -110,7 +110,7 @@ pub struct Params {
 }
 
 impl Params {
-    /// Seed 000's deployment (Sec. 3.2): 768-bit primes, `s = 3`.
+    /// Ion et al.'s deployment (Sec. 3.2): 768-bit primes, `s = 3`.
     pub const SEED_DEPLOYED: Params = Params {
         modulus_bits: 1536,
         s: 3,

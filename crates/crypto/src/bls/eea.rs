@@ -1,4 +1,4 @@
-//! The exponent-equality argument of seed 002 App. A.1 (Fig. 7): a non-interactive
+//! The exponent-equality argument of Falzon and Markatou, App. A.1 (Fig. 7): a non-interactive
 //! (Fiat-Shamir) proof that `values_i = bases_i^r` for every `i` with one secret `r`.
 //!
 //! Prover: `z` random, `t_i = bases_i^z`, `c = H(context, bases, values, t)`,

@@ -1,4 +1,4 @@
-//! BLS12-381, a Type-3 pairing `e: G1 x G2 -> Gt`, for authorized PSI (seed 002).
+//! BLS12-381, a Type-3 pairing `e: G1 x G2 -> Gt`, for authorized PSI (Falzon and Markatou).
 //!
 //! What the protocols need and nothing more: hashing into G1 (RFC 9380,
 //! `BLS12381G1_XMD:SHA-256_SSWU_RO_`), validated fixed-width encodings of G1 and G2
@@ -129,7 +129,7 @@ pub fn decode_g2(bytes: &[u8]) -> Result<G2Affine, BlsError> {
     Ok(p)
 }
 
-/// `g2^s`: the server's per-run element `S` of seed 002 Figs. 2-3.
+/// `g2^s`: the server's per-run element `S` of Falzon and Markatou, Figs. 2-3.
 pub fn g2_power(s: &Scalar) -> G2Affine {
     (G2Projective::generator() * s).to_affine()
 }
@@ -180,7 +180,7 @@ pub fn invert_scalar(s: &Scalar) -> Scalar {
 }
 
 /// The judge's BLS signing key. A signature is `h^sk` for a point `h` the caller hashed
-/// (BLS, seed 002 Sec. 3.4); the public key is `g2^sk`.
+/// (BLS, Falzon and Markatou, Sec. 3.4); the public key is `g2^sk`.
 pub struct SecretKey(Scalar);
 
 impl SecretKey {
@@ -239,7 +239,7 @@ impl PublicKey {
         h.finalize().into()
     }
 
-    /// `pk^s` prepared for pairings (the server's per-run key of seed 002 Figs. 2-3).
+    /// `pk^s` prepared for pairings (the server's per-run key of Falzon and Markatou, Figs. 2-3).
     pub fn blinded(&self, s: &Scalar) -> G2Affine {
         (self.0 * s).to_affine()
     }
@@ -359,7 +359,7 @@ mod tests {
 
     #[test]
     fn pairing_identity_of_apsi() {
-        // e(H(x)^sk, g2^s) == e(H(x), pk^s): the equation seed 002 Fig. 2 relies on.
+        // e(H(x)^sk, g2^s) == e(H(x), pk^s): the equation Falzon and Markatou, Fig. 2 relies on.
         let mut r = rng();
         let sk = SecretKey::generate(&mut r);
         let h = hash_to_g1(b"item", b"test").to_affine();

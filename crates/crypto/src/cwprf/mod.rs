@@ -1,15 +1,15 @@
-//! Commutative weak pseudorandom functions (cwPRF, seed 001 Sec. 4).
+//! Commutative weak pseudorandom functions (cwPRF, Chen et al. 2024, Sec. 4).
 //!
 //! A keyed function `F: K x D -> D` whose keyed maps commute,
 //! `F_k1(F_k2(x)) = F_k2(F_k1(x))`, and which is pseudorandom on random inputs. With a
 //! hash `H` into `D` modelled as a random oracle, it is the whole of the mqRPMT of
-//! seed 001 Fig. 3. Two families implement [`CwPrf`]:
+//! Chen et al. 2024, Fig. 3. Two families implement [`CwPrf`]:
 //!
 //! * every [`PrimeGroup`] (DDH): `F_k(x) = x^k`, the inputs hashed with RFC 9380.
 //!   These are also permutations with an efficient inverse (`k^-1`), i.e. commutative
-//!   weak pseudorandom *permutations*, which the permuted OPRF of seed 001 Fig. 5 needs;
+//!   weak pseudorandom *permutations*, which the permuted OPRF of Chen et al. 2024, Fig. 5 needs;
 //!   [`CwPrf::invert_key`] says so.
-//! * [`x25519::X25519`], the fast mode of seed 001 Sec. 7.5: `F_k(u)` is the X25519
+//! * [`x25519::X25519`], the fast mode of Chen et al. 2024, Sec. 7.5: `F_k(u)` is the X25519
 //!   function on Montgomery u-coordinates. Its keys are clamped, so not every key has an
 //!   inverse key: it serves Fig. 3, and private-ID's blinded OPRF through
 //!   [`CwPrf::unblinding_key`] (which may decline a blind), but not the permuted OPRF.

@@ -11,7 +11,7 @@
 //! sha2 0.11 and the crate's `group-digest` feature; the output is checked against
 //! RFC 9380 Appendix J.1.1 in `tests/group_vectors.rs`.
 //!
-//! Two encodings, as seed 001 Sec. 7.5 compares them: SEC1 compressed ([`P256`], 33
+//! Two encodings, as Chen et al. 2024, Sec. 7.5 compares them: SEC1 compressed ([`P256`], 33
 //! bytes `0x02|0x03 || x`, decoding costs a square root) and SEC1 uncompressed
 //! ([`P256Uncompressed`], 65 bytes `0x04 || x || y`, decoding costs one curve-equation
 //! check). The group and hashing are identical; only the wire form differs.

@@ -1,5 +1,5 @@
 //! Private set operations from the multi-query reverse private membership test
-//! (seed 001): PSI, PSI-cardinality, PSI-card-sum, PSU, card-secret-sharing (Fig. 7)
+//! (Chen et al. 2024): PSI, PSI-cardinality, PSI-card-sum, PSU, card-secret-sharing (Fig. 7)
 //! and private-ID (Sec. 6.2, Fig. 8).
 //!
 //! Roles follow Fig. 7. The **receiver** (P1) holds the set `Y` and plays the mqRPMT
@@ -55,7 +55,7 @@ use crate::wire::ProtocolId;
 /// psi-share): bounds the fixed payload width.
 pub const MAX_ITEM_LEN: usize = 1024;
 
-/// The set operations of seed 001 Fig. 7 and Sec. 6.2.
+/// The set operations of Chen et al. 2024, Fig. 7 and Sec. 6.2.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Operation {
     /// The receiver learns `X ∩ Y`.
@@ -63,7 +63,7 @@ pub enum Operation {
     /// The receiver learns `|X ∩ Y|`.
     PsiCard,
     /// Both learn `|X ∩ Y|`; the sender (value holder) learns the sum of its values over
-    /// the intersection (the standard functionality of seed 000).
+    /// the intersection (the standard functionality of Ion et al. 2020).
     PsiCardSum,
     /// The receiver learns `X ∪ Y`.
     Psu,
@@ -399,18 +399,18 @@ pub fn validate(role: PsoRole, config: &PsoConfig, input: &Dataset) -> Result<()
     if config.construction == Construction::Poprf {
         if !config.cwprf.is_permutation() {
             return Err(ProtocolError::Config(format!(
-                "--mqrpmt poprf needs a prime-order group (a commutative weak PRP); {} is not one (seed 001 Sec. 5.3)",
+                "--mqrpmt poprf needs a prime-order group (a commutative weak PRP); {} is not one (Chen et al. 2024, Sec. 5.3)",
                 config.cwprf.name()
             )));
         }
         if config.last_message != LastMessage::LIST {
             return Err(ProtocolError::Config(
-                "--mqrpmt poprf sends the permuted list: --last-message must be list (the receiver must un-mask every element, seed 001 Sec. 5.3)".into(),
+                "--mqrpmt poprf sends the permuted list: --last-message must be list (the receiver must un-mask every element, Chen et al. 2024, Sec. 5.3)".into(),
             ));
         }
         if config.operation == Operation::PrivateId {
             return Err(ProtocolError::Config(
-                "private-id runs its distributional PSU on the cwPRF mqRPMT (seed 001 Sec. 6.2); use --mqrpmt cwprf".into(),
+                "private-id runs its distributional PSU on the cwPRF mqRPMT (Chen et al. 2024, Sec. 6.2); use --mqrpmt cwprf".into(),
             ));
         }
     }

@@ -1,4 +1,4 @@
-//! The multi-query reverse private membership test, both constructions of seed 001.
+//! The multi-query reverse private membership test, both constructions of Chen et al. 2024.
 //!
 //! * cwPRF (Fig. 3): the server sends `F_k1(H(y))`; the client answers with
 //!   `F_k2(H(x_i))` in its (shuffled) order and `F_k2(F_k1(H(y)))` as a shuffled list or

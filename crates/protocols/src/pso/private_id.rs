@@ -1,4 +1,4 @@
-//! Private-ID (seed 001 Sec. 6.2, Fig. 8): a distributed OPRF gives every item the
+//! Private-ID (Chen et al. 2024, Sec. 6.2, Fig. 8): a distributed OPRF gives every item the
 //! identifier `G_{k1,k2}(z) = Hash(H(z)^(k1 k2))`, and a PSU of the two sets gives the
 //! receiver the union's identifiers, which it sends to the sender. Each party ends with
 //! an identifier for each of its own items and the sorted identifiers of `X ∪ Y`;

@@ -1,4 +1,4 @@
-//! The oblivious-transfer step of seed 001 Fig. 7: what the sender transfers for each
+//! The oblivious-transfer step of Chen et al. 2024, Fig. 7: what the sender transfers for each
 //! operation, masked with the keys of one random OT per item.
 //!
 //! Every operation needs at most one masked message per item, because the message for
@@ -70,7 +70,7 @@ pub fn decode_item(slot: &[u8]) -> Result<&[u8], ProtocolError> {
     Ok(&slot[2..2 + len])
 }
 
-/// `Z_q` for psi-card-sum with `q = 2^bits > n * max_value` (seed 001 Fig. 7): the
+/// `Z_q` for psi-card-sum with `q = 2^bits > n * max_value` (Chen et al. 2024, Fig. 7): the
 /// masked sum of any `n` values below the bound never wraps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SumModulus {

@@ -1,4 +1,4 @@
-//! The X25519 fast mode of seed 001 Sec. 7.5: the cwPRF `F_k(u) = X25519(k, u)` on
+//! The X25519 fast mode of Chen et al. 2024, Sec. 7.5: the cwPRF `F_k(u) = X25519(k, u)` on
 //! Montgomery u-coordinates of Curve25519.
 //!
 //! Why it is a cwPRF. `X25519(k, u)` is the u-coordinate of `[clamp(k)]P` for either
@@ -6,7 +6,7 @@
 //! multiplications commute, so `X25519(k1, X25519(k2, u)) = X25519(k2, X25519(k1, u))`.
 //! Clamping makes every key a multiple of the cofactor 8, so outputs lie in the
 //! prime-order subgroup (order `l`, about 2^252), where `u -> X25519(k, u)` for a random
-//! key is the DDH weak PRF of seed 001 Sec. 4.2 written in x-only form.
+//! key is the DDH weak PRF of Chen et al. 2024, Sec. 4.2 written in x-only form.
 //!
 //! Inverse keys. On that subgroup a clamped key `k` acts as `k mod l`, so `F_k` is a
 //! permutation there, inverted by `k^-1 mod l`; but that inverse is a key only when some
