@@ -1,5 +1,6 @@
 //! `privset judge keygen|serve` and `privset apsi authorize|serve|intersect`: the three
-//! parties of authorized PSI (seed 002), each its own process.
+//! parties of authorized PSI (Falzon-Markatou, "Re-visiting Authorized PSI"), each its
+//! own process.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -9,10 +10,10 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use privset_crypto::bls::SecretKey;
 use privset_crypto::rng::SessionRng;
-use privset_protocols::Party;
 use privset_protocols::apsi::authorize::{self, JudgeConfig};
 use privset_protocols::apsi::intersect::{self, ServerConfig};
 use privset_protocols::apsi::{DEFAULT_MAX_PEER_ITEMS, Mode, PartialFraction};
+use privset_protocols::{Engine, Party};
 use privset_run::apsi::{
     AuthorizeReport, IntersectReport, JudgeOutcome, PolicySpec, ServerOutcome, read_ids,
     read_public_key, read_secret_key, read_signatures, write_public_key, write_secret_key,
@@ -220,13 +221,14 @@ fn judge_serve(args: &JudgeServeArgs) -> Result<(), Failure> {
     if let PolicySpec::Allow(items) = &policy {
         eprintln!("privset judge: {} items on the allowlist", items.len());
     }
+    let policy = policy.build();
     serve_sessions(&args.listen, "judge", &mut |seed| {
         Ok(Box::new(authorize::Judge::new(
             config.clone(),
             key.clone(),
-            policy.build(),
+            policy.clone(),
             seed,
-        )))
+        )?))
     })
 }
 
@@ -235,13 +237,13 @@ trait Session: Party {
     fn summary(self: Box<Self>) -> serde_json::Value;
 }
 
-impl Session for authorize::Judge {
+impl Session for Engine<authorize::Judge> {
     fn summary(self: Box<Self>) -> serde_json::Value {
         outcome_json(self.into_output().as_ref().map(JudgeOutcome::from))
     }
 }
 
-impl Session for intersect::Server {
+impl Session for Engine<intersect::Server> {
     fn summary(self: Box<Self>) -> serde_json::Value {
         outcome_json(self.into_output().as_ref().map(ServerOutcome::from))
     }
@@ -398,6 +400,7 @@ fn serve_cmd(args: &ServeArgs) -> Result<(), Failure> {
         items.len(),
         mode.name()
     );
+    let items: Arc<[Vec<u8>]> = items.into();
     serve_sessions(&args.listen, "apsi server", &mut |seed| {
         Ok(Box::new(intersect::Server::new(
             config.clone(),

@@ -1,4 +1,4 @@
-//! Authorized PSI (seed 002) for Python: the judge's keys, the client's signature set,
+//! Authorized PSI (Falzon-Markatou, "Re-visiting Authorized PSI") for Python: the judge's keys, the client's signature set,
 //! and the four parties (judge and client of Authorize, client and server of
 //! Intersect) as one native class driving the same `privset_protocols::apsi` state
 //! machines, key files, signature files, policies and reports as `privset judge` and
@@ -10,13 +10,13 @@ use std::time::Duration;
 
 use privset_crypto::bls::{PublicKey, SecretKey};
 use privset_crypto::rng::SessionRng;
-use privset_protocols::Party;
 use privset_protocols::apsi::authorize::{self, ClientConfig, JudgeConfig};
 use privset_protocols::apsi::intersect::{self, ServerConfig};
 use privset_protocols::apsi::signatures::{SignatureSet, SignedItem};
 use privset_protocols::apsi::{
     self as protocol, AllowList, Mode, PartialFraction, Policy, validate_client_id, validate_items,
 };
+use privset_protocols::{Engine, Party};
 use privset_run::apsi::{self as files, PolicySpec};
 use privset_run::{Failure, Metered};
 use pyo3::prelude::*;
@@ -190,7 +190,7 @@ struct PythonPolicy {
 const POLICY_FAILED: &str = "the judge's policy failed";
 
 impl Policy for PythonPolicy {
-    fn check(&mut self, client_id: &[u8], items: &[Vec<u8>]) -> Result<(), String> {
+    fn check(&self, client_id: &[u8], items: &[Vec<u8>]) -> Result<(), String> {
         Python::attach(|py| {
             let listed = PyList::new(py, items.iter().map(|x| PyBytes::new(py, x)))
                 .map_err(|_| POLICY_FAILED.to_string())?;
@@ -228,35 +228,38 @@ impl Policy for PythonPolicy {
 }
 
 /// Where a judge's policy comes from: the CLI's `allow:` / `exec:` forms, an
-/// allowlist given as data, or a Python callable.
-enum PolicySource {
-    Cli(PolicySpec),
-    Allow(Arc<InputData>),
-    Python {
-        callable: Arc<Py<PyAny>>,
-        /// What the callable raised in the last run, for the judge's `run` to re-raise.
-        raised: Arc<Mutex<Option<PyErr>>>,
-    },
+/// allowlist given as data, or a Python callable; built once, shared by every run.
+struct PolicySource {
+    policy: Arc<dyn Policy>,
+    /// A Python callable: the callable (for the garbage collector) and what it raised
+    /// in the last run, for the judge's `run` to re-raise.
+    python: Option<(Arc<Py<PyAny>>, Arc<Mutex<Option<PyErr>>>)>,
 }
 
 impl PolicySource {
-    fn build(&self) -> Box<dyn Policy> {
-        match self {
-            Self::Cli(spec) => spec.build(),
-            Self::Allow(data) => Box::new(AllowList::new(data.dataset.ids.iter().cloned())),
-            Self::Python { callable, raised } => Box::new(PythonPolicy {
+    fn rust(policy: Arc<dyn Policy>) -> Self {
+        Self {
+            policy,
+            python: None,
+        }
+    }
+
+    fn python(callable: Py<PyAny>) -> Self {
+        let callable = Arc::new(callable);
+        let raised = Arc::new(Mutex::new(None));
+        Self {
+            policy: Arc::new(PythonPolicy {
                 callable: callable.clone(),
                 raised: raised.clone(),
             }),
+            python: Some((callable, raised)),
         }
     }
 
     /// The exception the Python policy raised during the last run, if any.
     fn take_raised(&self) -> Option<PyErr> {
-        match self {
-            Self::Python { raised, .. } => raised.lock().unwrap_or_else(|p| p.into_inner()).take(),
-            _ => None,
-        }
+        let (_, raised) = self.python.as_ref()?;
+        raised.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 }
 
@@ -282,16 +285,17 @@ enum Spec {
     },
     Server {
         config: ServerConfig,
-        input: Arc<InputData>,
+        /// The input's identifiers, shared by every run (never copied per run).
+        items: Arc<[Vec<u8>]>,
     },
 }
 
 /// The state machine of one run of a [`Spec`] (boxed: the parties differ in size).
 enum Machine {
-    Judge(Box<authorize::Judge>),
-    Authorize(Box<authorize::Client>),
-    Intersect(Box<intersect::Client>),
-    Server(Box<intersect::Server>),
+    Judge(Box<Engine<authorize::Judge>>),
+    Authorize(Box<Engine<authorize::Client>>),
+    Intersect(Box<Engine<intersect::Client>>),
+    Server(Box<Engine<intersect::Server>>),
 }
 
 /// A finished run: the report (JSON) and what the party keeps.
@@ -343,8 +347,12 @@ impl Playable for Spec {
                 key,
                 policy,
             } => {
-                let judge =
-                    authorize::Judge::new(config.clone(), key.clone(), policy.build(), seed);
+                let judge = authorize::Judge::new(
+                    config.clone(),
+                    key.clone(),
+                    policy.policy.clone(),
+                    seed,
+                )?;
                 Machine::Judge(Box::new(judge))
             }
             Spec::Authorize { config, input } => {
@@ -366,10 +374,9 @@ impl Playable for Spec {
                 *max_server_items,
                 seed,
             )?)),
-            Spec::Server { config, input } => {
-                let ids = input.dataset.ids.clone();
-                Machine::Server(Box::new(intersect::Server::new(config.clone(), ids, seed)?))
-            }
+            Spec::Server { config, items, .. } => Machine::Server(Box::new(
+                intersect::Server::new(config.clone(), items.clone(), seed)?,
+            )),
         })
     }
 
@@ -518,7 +525,11 @@ impl ApsiParty {
     /// it (a policy that refers to its own judge) can be collected.
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         if let Spec::Judge {
-            policy: PolicySource::Python { callable, .. },
+            policy:
+                PolicySource {
+                    python: Some((callable, _)),
+                    ..
+                },
             ..
         } = &*self.spec
         {
@@ -546,14 +557,16 @@ impl ApsiParty {
     ) -> PyResult<Self> {
         let timeout: Duration = link::seconds(py, "policy_timeout", policy_timeout)?;
         let policy = if let Ok(allow) = policy.cast::<Input>() {
-            PolicySource::Allow(allow.get().data.clone())
+            let ids = allow.get().data.dataset.ids.iter().cloned();
+            PolicySource::rust(Arc::new(AllowList::new(ids)))
         } else if let Ok(spec) = policy.extract::<String>() {
-            PolicySource::Cli(PolicySpec::parse(&spec, allow_column, timeout).py_err(py)?)
+            PolicySource::rust(
+                PolicySpec::parse(&spec, allow_column, timeout)
+                    .py_err(py)?
+                    .build(),
+            )
         } else if policy.is_callable() {
-            PolicySource::Python {
-                callable: Arc::new(policy.clone().unbind()),
-                raised: Arc::new(Mutex::new(None)),
-            }
+            PolicySource::python(policy.clone().unbind())
         } else {
             return Err(errors::config(
                 py,
@@ -612,16 +625,9 @@ impl ApsiParty {
         let sigs = signatures.sigs.clone();
         let (signed, unauthorized) = sigs.select(&input.data.dataset.ids);
         // Checks the judge key and the key-consistency token now, before any run.
-        intersect::Client::new(
-            &sigs,
-            Vec::new(),
-            &judge_public.key,
-            key_consistency,
-            max_server_items,
-            [0; 32],
-        )
-        .map_err(Failure::from)
-        .py_err(py)?;
+        intersect::Client::check(&sigs, &judge_public.key, key_consistency)
+            .map_err(Failure::from)
+            .py_err(py)?;
         Ok(Self::new(Spec::Intersect {
             sigs,
             signed,
@@ -659,7 +665,7 @@ impl ApsiParty {
             .py_err(py)?;
         Ok(Self::new(Spec::Server {
             config,
-            input: input.data.clone(),
+            items: input.data.dataset.ids.as_slice().into(),
         }))
     }
 

@@ -1,4 +1,5 @@
-//! Authorized PSI (seed 002) as every front end runs it: the judge's key files, the
+//! Authorized PSI (Falzon-Markatou, "Re-visiting Authorized PSI") as every front end
+//! runs it: the judge's key files, the
 //! signature file, the judge's policy as the operator gives it (`allow:FILE.csv` or
 //! `exec:COMMAND`), and the reports of the four parties (authorize client, judge,
 //! intersect client, server). The CLI (`privset judge`, `privset apsi`) and the Python
@@ -8,6 +9,7 @@
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use privset_crypto::bls::{PublicKey, SecretKey};
@@ -123,7 +125,7 @@ fn first_column(path: &Path) -> Result<String, Failure> {
 }
 
 /// The judge's policy as the operator gave it: `allow:FILE.csv` or `exec:COMMAND`.
-/// Parsed once; [`PolicySpec::build`] makes a fresh [`Policy`] for each session.
+/// Parsed once; [`PolicySpec::build`] makes the [`Policy`] every session shares.
 pub enum PolicySpec {
     Allow(Vec<Vec<u8>>),
     Exec { command: String, timeout: Duration },
@@ -155,10 +157,10 @@ impl PolicySpec {
         }
     }
 
-    pub fn build(&self) -> Box<dyn Policy> {
+    pub fn build(&self) -> Arc<dyn Policy> {
         match self {
-            Self::Allow(items) => Box::new(AllowList::new(items.iter().cloned())),
-            Self::Exec { command, timeout } => Box::new(ExecPolicy {
+            Self::Allow(items) => Arc::new(AllowList::new(items.iter().cloned())),
+            Self::Exec { command, timeout } => Arc::new(ExecPolicy {
                 command: command.clone(),
                 timeout: *timeout,
             }),
@@ -168,14 +170,15 @@ impl PolicySpec {
 
 /// Asks an external command: items on stdin, one per line, the client ID in
 /// `$PRIVSET_CLIENT_ID`; `accept` on stdout and exit status 0 accepts, anything else
-/// rejects with the first output line as the reason.
+/// rejects with the first output line as the reason. Each check runs its own command,
+/// so concurrent sessions check concurrently.
 struct ExecPolicy {
     command: String,
     timeout: Duration,
 }
 
 impl Policy for ExecPolicy {
-    fn check(&mut self, client_id: &[u8], items: &[Vec<u8>]) -> Result<(), String> {
+    fn check(&self, client_id: &[u8], items: &[Vec<u8>]) -> Result<(), String> {
         if items.iter().any(|x| x.contains(&b'\n')) {
             return Err("an item contains a newline, which the exec policy cannot read".into());
         }
