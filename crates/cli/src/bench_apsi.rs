@@ -351,6 +351,7 @@ fn run_once(
         Command::new(exe)
             .args(args)
             .env("RAYON_NUM_THREADS", threads.to_string())
+            .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| Failure::other(format!("cannot start {}: {e}", exe.display())))

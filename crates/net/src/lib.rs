@@ -33,7 +33,7 @@ pub use error::TransportError;
 pub use memory::{MemoryTransport, pair, run_pair, run_pair_with, run_parties, run_parties_with};
 pub use socket::ConnectOptions;
 pub use tcp::PlainTcpTransport;
-pub use tls::{TlsFiles, TlsTransport};
+pub use tls::{TlsAcceptor, TlsFiles, TlsTransport};
 
 /// Moves whole privset frames between two parties.
 ///

@@ -13,15 +13,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use privset_crypto::bls::{PublicKey, SecretKey};
-use privset_protocols::apsi::authorize::JudgeOutput;
-use privset_protocols::apsi::intersect::{ClientOutput, ServerOutput};
+use privset_protocols::Engine;
+use privset_protocols::apsi::authorize::{self, JudgeConfig, JudgeOutput};
+use privset_protocols::apsi::intersect::{self, ClientOutput, ServerConfig, ServerOutput};
 use privset_protocols::apsi::signatures::SignatureSet;
-use privset_protocols::apsi::{AllowList, Mode, Policy};
+use privset_protocols::apsi::{AllowList, Mode, Policy, validate_items};
 use privset_protocols::input::DuplicatePolicy;
 use zeroize::Zeroizing;
 
 use crate::csv_input::{self, Columns};
 use crate::drive::Metered;
+use crate::endpoint::{ServedParty, Service};
 use crate::fail::Failure;
 use crate::link::write_private;
 
@@ -398,5 +400,92 @@ impl ServerReport {
             outcome: out.into(),
             run,
         }
+    }
+}
+
+/// A session's outcome in a log line (null when it ended without one).
+fn outcome_json(outcome: Option<impl serde::Serialize>) -> serde_json::Value {
+    outcome
+        .and_then(|o| serde_json::to_value(o).ok())
+        .unwrap_or(serde_json::Value::Null)
+}
+
+/// The server of Intersect as an endpoint serves it: its set, prepared once and shared
+/// by every session (each session draws its own random order of it).
+pub struct ServerService {
+    config: ServerConfig,
+    items: Arc<[Vec<u8>]>,
+}
+
+impl ServerService {
+    /// Checks the items once; every session then shares them.
+    pub fn new(config: ServerConfig, items: Arc<[Vec<u8>]>) -> Result<Self, Failure> {
+        validate_items(&items)?;
+        Ok(Self { config, items })
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.config.mode
+    }
+
+    pub fn items(&self) -> usize {
+        self.items.len()
+    }
+}
+
+impl Service for ServerService {
+    fn role(&self) -> &'static str {
+        "apsi server"
+    }
+
+    fn party(&self, seed: [u8; 32]) -> Result<Box<dyn ServedParty>, Failure> {
+        let server = intersect::Server::new(self.config.clone(), self.items.clone(), seed)?;
+        Ok(Box::new(server))
+    }
+}
+
+impl ServedParty for Engine<intersect::Server> {
+    fn outcome(self: Box<Self>) -> serde_json::Value {
+        outcome_json(self.into_output().as_ref().map(ServerOutcome::from))
+    }
+}
+
+/// The judge as an endpoint serves it: its key and policy, shared by every session
+/// (concurrent ones included; an `exec:` policy runs one command per check).
+pub struct JudgeService {
+    config: JudgeConfig,
+    key: Arc<SecretKey>,
+    policy: Arc<dyn Policy>,
+}
+
+impl JudgeService {
+    pub fn new(config: JudgeConfig, key: Arc<SecretKey>, policy: Arc<dyn Policy>) -> Self {
+        Self {
+            config,
+            key,
+            policy,
+        }
+    }
+}
+
+impl Service for JudgeService {
+    fn role(&self) -> &'static str {
+        "judge"
+    }
+
+    fn party(&self, seed: [u8; 32]) -> Result<Box<dyn ServedParty>, Failure> {
+        let judge = authorize::Judge::new(
+            self.config.clone(),
+            self.key.clone(),
+            self.policy.clone(),
+            seed,
+        )?;
+        Ok(Box::new(judge))
+    }
+}
+
+impl ServedParty for Engine<authorize::Judge> {
+    fn outcome(self: Box<Self>) -> serde_json::Value {
+        outcome_json(self.into_output().as_ref().map(JudgeOutcome::from))
     }
 }
