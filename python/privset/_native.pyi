@@ -237,6 +237,18 @@ class ApsiParty:
     ) -> _ApsiOutcome:
         """Runs against a peer."""
 
+    def serve(
+        self,
+        listen: str,
+        *,
+        tls: Optional[Tuple[str, str, str]],
+        insecure_no_tls: bool,
+        max_sessions: Optional[int],
+        max_concurrent: int,
+        timeout: float,
+    ) -> List[str]:
+        """A judge or server: serves sessions concurrently; returns their JSON log lines."""
+
     def run_local(
         self,
         other: ApsiParty,

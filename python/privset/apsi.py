@@ -22,11 +22,13 @@ or both parties of a phase in one process with :func:`privset.local.apsi`.
 
 from __future__ import annotations
 
+import json
 import os
-from typing import Any, Callable, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Union
 
 from . import _native
 from ._data import PartyInput, party_input
+from ._link import TlsFiles
 from ._party import Party
 from ._results import ApsiAuthorizeResult, ApsiJudgeResult, ApsiResult, ApsiServerResult
 from .errors import ConfigurationError
@@ -69,6 +71,46 @@ def _public(judge_public: Any) -> Any:
 
 def _ids(ids: Any, id_column: Optional[str], duplicates: str) -> PartyInput:
     return party_input(ids, id_column=id_column, duplicates=duplicates, value_bound=DEFAULT_VALUE_BOUND)
+
+
+#: Sessions a serving judge or server runs at once unless told otherwise.
+DEFAULT_MAX_CONCURRENT = 8
+#: Seconds one served session may take, handshake included, unless told otherwise.
+DEFAULT_SERVE_TIMEOUT = 600.0
+
+
+def _serve(
+    native: Any,
+    listen: str,
+    tls: Optional[TlsFiles],
+    insecure_no_tls: bool,
+    max_sessions: Optional[int],
+    max_concurrent: int,
+    timeout: float,
+) -> List[Dict[str, Any]]:
+    native_tls = None if tls is None else (os.fspath(tls.ca), os.fspath(tls.cert), os.fspath(tls.key))
+    lines = native.serve(
+        listen,
+        tls=native_tls,
+        insecure_no_tls=insecure_no_tls,
+        max_sessions=max_sessions,
+        max_concurrent=max_concurrent,
+        timeout=timeout,
+    )
+    return [json.loads(line) for line in lines]
+
+
+_SERVE_DOC = """Serves sessions on ``listen="HOST:PORT"`` as ``privset {cmd} serve``
+        does: up to ``max_concurrent`` at once, each on its own thread, each cut off
+        after ``timeout`` seconds (handshake included), until ``max_sessions`` have
+        ended (default: until interrupted with Ctrl-C). Runs on the same Rust endpoint
+        as the CLI, with the GIL released; the {what} is shared by every session, not
+        copied. Mutual TLS with ``tls=TlsFiles(...)``, or ``insecure_no_tls=True`` on a
+        trusted link only.
+
+        Returns one dict per session, in the order they ended: the CLI's JSON log line
+        (``session``, ``peer``, ``ok``, ``outcome``, ``bytes_sent``, ``wall_seconds``,
+        ``error`` with ``kind`` and ``message`` for a failed one; docs/apsi.md)."""
 
 
 class ApsiJudge(Party[ApsiJudgeResult]):
@@ -120,6 +162,20 @@ class ApsiJudge(Party[ApsiJudgeResult]):
 
     def _result(self, outcome: Any) -> ApsiJudgeResult:
         return ApsiJudgeResult._from_native(outcome)
+
+    def serve(
+        self,
+        *,
+        listen: str,
+        tls: Optional[TlsFiles] = None,
+        insecure_no_tls: bool = False,
+        max_sessions: Optional[int] = None,
+        max_concurrent: int = DEFAULT_MAX_CONCURRENT,
+        timeout: float = DEFAULT_SERVE_TIMEOUT,
+    ) -> List[Dict[str, Any]]:
+        return _serve(self._native, listen, tls, insecure_no_tls, max_sessions, max_concurrent, timeout)
+
+    serve.__doc__ = _SERVE_DOC.format(cmd="judge", what="key and policy")
 
 
 class ApsiAuthorizeClient(Party[ApsiAuthorizeResult]):
@@ -190,8 +246,8 @@ class ApsiClient(Party[ApsiResult]):
 
 
 class ApsiServer(Party[ApsiServerResult]):
-    """The server of Intersect: answers one client run per ``run()`` with its set
-    ``ids``, honouring signatures of ``judge_public``. ``partial``: serve Partial-APSI
+    """The server of Intersect: answers one client run per ``run()``, or many at once
+    with ``serve()``, with its set ``ids``, honouring signatures of ``judge_public``. ``partial``: serve Partial-APSI
     clients (True, or the judge's fraction, as the CLI's ``--partial P``)."""
 
     def __init__(
@@ -215,6 +271,20 @@ class ApsiServer(Party[ApsiServerResult]):
 
     def _result(self, outcome: Any) -> ApsiServerResult:
         return ApsiServerResult._from_native(outcome)
+
+    def serve(
+        self,
+        *,
+        listen: str,
+        tls: Optional[TlsFiles] = None,
+        insecure_no_tls: bool = False,
+        max_sessions: Optional[int] = None,
+        max_concurrent: int = DEFAULT_MAX_CONCURRENT,
+        timeout: float = DEFAULT_SERVE_TIMEOUT,
+    ) -> List[Dict[str, Any]]:
+        return _serve(self._native, listen, tls, insecure_no_tls, max_sessions, max_concurrent, timeout)
+
+    serve.__doc__ = _SERVE_DOC.format(cmd="apsi", what="set (each session in a fresh random order)")
 
 
 def _text(raw: bytes) -> Any:

@@ -1,4 +1,4 @@
-"""Authorized PSI (seed 002) through the Python API: the output is (authorized subset)
+"""Authorized PSI (Falzon-Markatou, "Re-visiting Authorized PSI") through the Python API: the output is (authorized subset)
 ∩ Y in both modes and on the edges, the judge's policy in every form, signatures that
 are saved, reloaded, reused and refused when they are not the client's, and the three
 parties as separate processes over mutual TLS, one of them the CLI."""
@@ -254,6 +254,7 @@ def test_judge_client_and_cli_server_as_three_processes(
             "--input", str(tmp_path / "y.csv"), "--id-column", "id", "--max-sessions", "1",
             *(["--partial", str(partial)] if partial else []),
         ],
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )  # fmt: skip
@@ -262,11 +263,12 @@ def test_judge_client_and_cli_server_as_three_processes(
         privset.Signatures.load(tmp_path / "acme.sig", client_id="acme"), subset, judge_public=tmp_path / "judge.pub"
     )
     r = client.run(peer=f"127.0.0.1:{port}", tls=certs["client"], server_name="server", timeout=60)
-    _, err = server.communicate(timeout=60)
+    out, err = server.communicate(timeout=60)
     assert server.returncode == 0, err
     assert sorted(r.intersection) == expected(x, y, subset)
     assert r.unauthorized == ["never-signed@example.com"] and r.server_items == 90
-    assert '"client_id":"acme"' in err
+    # The session's log line, on stdout.
+    assert '"client_id":"acme"' in out
 
 
 def test_python_judge_and_server_processes_with_a_saved_signature_file(
@@ -366,3 +368,83 @@ def test_a_judge_whose_policy_refers_to_it_is_collected() -> None:
     del desk
     gc.collect()
     assert gone() is None
+
+
+def test_a_judge_and_a_server_serve_concurrent_sessions(tmp_path: pathlib.Path, rng: random.Random) -> None:
+    """ApsiJudge.serve and ApsiServer.serve: the CLI's endpoint, several sessions at once,
+    one log dict per session."""
+    x, y = sets(rng, 40, 60, 20)
+    certs = privset.generate_certs(tmp_path / "certs", ["judge", "client", "server"])
+    key = privset.JudgeKey.generate()
+    judge = privset.ApsiJudge(key, x)
+    judge_port = free_port()
+    judge_logs: List[Any] = []
+    serving = threading.Thread(
+        target=lambda: judge_logs.extend(
+            judge.serve(listen=f"127.0.0.1:{judge_port}", tls=certs["judge"], max_sessions=2, timeout=60)
+        )
+    )
+    serving.start()
+    authorized: List[Any] = [None, None]
+
+    def authorize(i: int) -> None:
+        client = privset.ApsiAuthorizeClient(x if i == 0 else x + ["not-allowed"], client_id=f"c{i}")
+        try:
+            authorized[i] = client.run(
+                peer=f"127.0.0.1:{judge_port}", tls=certs["client"], server_name="judge", timeout=60
+            )
+        except privset.AuthorizationRejected as e:
+            authorized[i] = e
+
+    clients = [threading.Thread(target=authorize, args=(i,)) for i in range(2)]
+    for t in clients:
+        t.start()
+    for t in clients:
+        t.join(120)
+    serving.join(120)
+    assert not serving.is_alive()
+    assert isinstance(authorized[1], privset.AuthorizationRejected)
+    signatures = authorized[0].signatures
+    assert sorted(line["session"] for line in judge_logs) == [1, 2]
+    verdicts = {line["outcome"]["client_id"]: line["outcome"]["accepted"] for line in judge_logs}
+    assert verdicts == {"c0": True, "c1": False}
+
+    server = privset.ApsiServer(y, judge_public=key.public_key)
+    port = free_port()
+    logs: List[Any] = []
+    serving = threading.Thread(
+        target=lambda: logs.extend(
+            server.serve(
+                listen=f"127.0.0.1:{port}", tls=certs["server"], max_sessions=3, max_concurrent=3, timeout=60
+            )
+        )
+    )
+    serving.start()
+    results: List[Any] = [None] * 3
+
+    def intersect(i: int) -> None:
+        client = privset.ApsiClient(signatures, x, judge_public=key.public_key)
+        results[i] = client.run(peer=f"127.0.0.1:{port}", tls=certs["client"], server_name="server", timeout=60)
+
+    clients = [threading.Thread(target=intersect, args=(i,)) for i in range(3)]
+    for t in clients:
+        t.start()
+    for t in clients:
+        t.join(120)
+    serving.join(120)
+    assert not serving.is_alive()
+    for r in results:
+        assert sorted(r.intersection) == expected(x, y)
+    assert len(logs) == 3
+    assert sorted(line["session"] for line in logs) == [1, 2, 3]
+    for line in logs:
+        assert line["ok"] and line["role"] == "apsi server" and line["transport"] == "tcp+mtls"
+        assert line["outcome"] == {"client_id": "c0", "items": 60}
+        assert line["bytes_sent"] > 0 and "error" not in line
+    # Serving needs TLS files or the explicit plaintext flag, and a judge or server.
+    with pytest.raises(privset.ConfigurationError):
+        server.serve(listen="127.0.0.1:0")
+    with pytest.raises(privset.ConfigurationError):
+        privset.ApsiClient(signatures, x, judge_public=key.public_key)._native.serve(
+            "127.0.0.1:0", tls=None, insecure_no_tls=True, max_sessions=1, max_concurrent=1, timeout=1.0
+        )

@@ -1,23 +1,26 @@
 //! `privset judge keygen|serve` and `privset apsi authorize|serve|intersect`: the three
-//! parties of authorized PSI (seed 002), each its own process.
+//! parties of authorized PSI (Falzon-Markatou, "Re-visiting Authorized PSI"), each its
+//! own process.
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use privset_crypto::bls::SecretKey;
 use privset_crypto::rng::SessionRng;
+use privset_net::Cancel;
 use privset_protocols::Party;
 use privset_protocols::apsi::authorize::{self, JudgeConfig};
 use privset_protocols::apsi::intersect::{self, ServerConfig};
 use privset_protocols::apsi::{DEFAULT_MAX_PEER_ITEMS, Mode, PartialFraction};
 use privset_run::apsi::{
-    AuthorizeReport, IntersectReport, JudgeOutcome, PolicySpec, ServerOutcome, read_ids,
+    AuthorizeReport, IntersectReport, JudgeService, PolicySpec, ServerService, read_ids,
     read_public_key, read_secret_key, read_signatures, write_public_key, write_secret_key,
     write_signatures,
 };
+use privset_run::{Reporter, ServeOptions, Service};
 
 use crate::connect::TlsArgs;
 use crate::fail::Failure;
@@ -36,7 +39,7 @@ pub enum JudgeCommand {
         #[arg(long, value_name = "FILE")]
         public: PathBuf,
     },
-    /// Authorize clients' sets, one session after another.
+    /// Authorize clients' sets, several sessions at once (--max-concurrent).
     Serve(Box<JudgeServeArgs>),
 }
 
@@ -44,7 +47,7 @@ pub enum JudgeCommand {
 pub enum ApsiCommand {
     /// Get the judge's signatures on the client's set (once; reused by every intersect).
     Authorize(Box<AuthorizeArgs>),
-    /// Answer clients' intersect requests with this server's set, one after another.
+    /// Answer clients' intersect requests with this server's set, several at once.
     Serve(Box<ServeArgs>),
     /// Intersect (a subset of) the authorized items with a server's set.
     Intersect(Box<IntersectArgs>),
@@ -58,10 +61,15 @@ pub struct ListenArgs {
     pub listen: String,
     #[command(flatten)]
     pub tls: TlsArgs,
-    /// Stop after this many sessions (default: serve until killed).
+    /// Stop after this many sessions have ended (default: serve until killed).
     #[arg(long, value_name = "N")]
     pub max_sessions: Option<u64>,
-    /// Append one JSON line per session (who, sizes, verdict, bytes, time) to FILE.
+    /// Serve up to N sessions at once, each on its own thread (further connections
+    /// wait). --timeout bounds each whole session, handshake included.
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub max_concurrent: u64,
+    /// Also append the JSON line of every session (who, sizes, verdict, bytes, time;
+    /// printed on stdout) to FILE.
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
 }
@@ -220,95 +228,57 @@ fn judge_serve(args: &JudgeServeArgs) -> Result<(), Failure> {
     if let PolicySpec::Allow(items) = &policy {
         eprintln!("privset judge: {} items on the allowlist", items.len());
     }
-    serve_sessions(&args.listen, "judge", &mut |seed| {
-        Ok(Box::new(authorize::Judge::new(
-            config.clone(),
-            key.clone(),
-            policy.build(),
-            seed,
-        )))
-    })
+    let service = JudgeService::new(config, key, policy.build());
+    serve_sessions(&args.listen, Arc::new(service))
 }
 
-/// One session of a long-running listener: a party, and what to log once it is done.
-trait Session: Party {
-    fn summary(self: Box<Self>) -> serde_json::Value;
-}
-
-impl Session for authorize::Judge {
-    fn summary(self: Box<Self>) -> serde_json::Value {
-        outcome_json(self.into_output().as_ref().map(JudgeOutcome::from))
-    }
-}
-
-impl Session for intersect::Server {
-    fn summary(self: Box<Self>) -> serde_json::Value {
-        outcome_json(self.into_output().as_ref().map(ServerOutcome::from))
-    }
-}
-
-/// A session's outcome in the log line (null when it ended without one).
-fn outcome_json(outcome: Option<impl serde::Serialize>) -> serde_json::Value {
-    outcome
-        .and_then(|o| serde_json::to_value(o).ok())
-        .unwrap_or(serde_json::Value::Null)
-}
-
-/// Accepts sessions on one listener, one after another (each uses every core), until
-/// --max-sessions. A failed session (bad TLS, a misbehaving client) is logged and the
-/// listener goes on; every session is logged to stderr and, with --log, as a JSON line.
-fn serve_sessions(
-    args: &ListenArgs,
-    role: &str,
-    new_session: &mut dyn FnMut([u8; 32]) -> Result<Box<dyn Session>, Failure>,
-) -> Result<(), Failure> {
+/// Serves sessions of `service` on --listen, up to --max-concurrent at once, each cut
+/// off after --timeout, until --max-sessions have ended: one JSON line per session on
+/// stdout (and appended to --log), refused connections on stderr.
+fn serve_sessions(args: &ListenArgs, service: Arc<dyn Service>) -> Result<(), Failure> {
+    let role = service.role();
     let listener = args.tls.bind(&args.listen)?;
-    eprintln!("privset {role}: listening on {}", args.listen);
-    let mut served = 0u64;
-    while args.max_sessions.is_none_or(|max| served < max) {
-        // Wait for a client as long as it takes; --timeout bounds each message.
-        let accepted = args.tls.accept_on(&listener, Duration::from_secs(3600));
-        let (mut transport, kind) = match accepted {
-            Ok(link) => link,
-            Err(f) if f.message.contains("waiting for the peer") => continue,
-            Err(f) => {
-                eprintln!("privset {role}: connection refused: {}", f.message);
-                continue;
-            }
-        };
-        served += 1;
-        let stopwatch = Stopwatch::start();
-        let mut seed = [0u8; 32];
-        SessionRng::from_os().fill(&mut seed);
-        let mut session = new_session(seed)?;
-        let result = privset_net::drive(session.as_mut(), transport.as_mut(), &mut |_| {});
-        let (cpu, wall) = stopwatch.elapsed();
-        let counters = transport.counters();
-        let mut line = serde_json::json!({
-            "role": role,
-            "session": served,
-            "transport": kind,
-            "ok": result.is_ok(),
-            "bytes_sent": counters.sent,
-            "bytes_received": counters.received,
-            "cpu_seconds": cpu,
-            "wall_seconds": wall,
-            "peak_rss_mib": crate::metrics::peak_rss_mib(),
-        });
-        if let Err(e) = &result {
-            line["error"] = e.to_string().into();
-        }
-        line["outcome"] = session.summary();
-        eprintln!("privset {role}: {line}");
-        if let Some(path) = &args.log {
-            let mut f = std::fs::OpenOptions::new()
+    let opts = ServeOptions {
+        tls: args.tls.tls_files()?,
+        max_sessions: args.max_sessions,
+        max_concurrent: usize::try_from(args.max_concurrent).unwrap_or(usize::MAX),
+        timeout: Duration::from_secs(args.tls.timeout),
+        cancel: Cancel::new(),
+    };
+    let log = match &args.log {
+        Some(path) => Some(Mutex::new(
+            std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(path)
-                .map_err(|e| Failure::other(format!("cannot open {}: {e}", path.display())))?;
-            writeln!(f, "{line}")?;
-        }
-    }
+                .map_err(|e| Failure::other(format!("cannot open {}: {e}", path.display())))?,
+        )),
+        None => None,
+    };
+    eprintln!(
+        "privset {role}: listening on {} (up to {} sessions at once)",
+        args.listen, args.max_concurrent
+    );
+    let reporter = Reporter {
+        on_session: Box::new(move |session| {
+            let line = serde_json::to_string(session).unwrap_or_default();
+            println!("{line}");
+            if let Some(file) = &log {
+                let mut f = file.lock().unwrap_or_else(|p| p.into_inner());
+                if let Err(e) = writeln!(f, "{line}") {
+                    eprintln!("privset {role}: cannot append to the log: {e}");
+                }
+            }
+        }),
+        on_refused: Box::new(move |peer, e| {
+            eprintln!("privset {role}: connection from {peer} refused: {e}");
+        }),
+    };
+    let summary = privset_run::serve(&listener, &opts, service, Arc::new(reporter))?;
+    eprintln!(
+        "privset {role}: {} sessions served ({} failed), {} connections refused",
+        summary.sessions, summary.failed, summary.refused
+    );
     Ok(())
 }
 
@@ -398,13 +368,8 @@ fn serve_cmd(args: &ServeArgs) -> Result<(), Failure> {
         items.len(),
         mode.name()
     );
-    serve_sessions(&args.listen, "apsi server", &mut |seed| {
-        Ok(Box::new(intersect::Server::new(
-            config.clone(),
-            items.clone(),
-            seed,
-        )?))
-    })
+    let service = ServerService::new(config, items.into())?;
+    serve_sessions(&args.listen, Arc::new(service))
 }
 
 fn intersect_cmd(args: &IntersectArgs) -> Result<(), Failure> {

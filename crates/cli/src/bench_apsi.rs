@@ -1,8 +1,9 @@
 //! `privset bench apsi`: judge, client and server as separate processes over mutual TLS
-//! on loopback, per phase, in the shape of seed 002 Table 3 (client set n, server set
-//! m); each party's CPU against the floor of the pairings, hashes, scalar
-//! multiplications and point decodings it needs, measured here on one core; and the
-//! paper's row for the same (n, m) beside ours, per core.
+//! on loopback, per phase, in the shape of Table 3 of Falzon and Markatou,
+//! "Re-visiting Authorized Private Set Intersection" (client set n, server set m); each
+//! party's CPU against the floor of the pairings, hashes, scalar multiplications and
+//! point decodings it needs, measured here on one core; and the paper's row for the
+//! same (n, m) beside ours, per core.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -17,7 +18,7 @@ use crate::fail::Failure;
 
 #[derive(Args, Debug)]
 pub struct ApsiBenchArgs {
-    /// Set sizes, comma-separated: `N` (n = m) or `NxM` (client n, server m; seed 002
+    /// Set sizes, comma-separated: `N` (n = m) or `NxM` (client n, server m; the APSI paper's
     /// Table 3 has n = 1024 or 4096 with m from 256 to 2^20).
     #[arg(long, value_delimiter = ',', default_value = "256,4096,65536")]
     pub sizes: Vec<String>,
@@ -80,7 +81,7 @@ impl Floor {
     }
 }
 
-/// Seed 002 Table 3 (APSI, M2 MacBook, 10 cores): (n, m) -> (J, C(Inter), S) in ms.
+/// The APSI paper's Table 3 (APSI, M2 MacBook, 10 cores): (n, m) -> (J, C(Inter), S) in ms.
 const PAPER_TABLE_3: [(usize, usize, [f64; 3]); 8] = [
     (1 << 10, 1 << 8, [16.0, 40.0, 15.0]),
     (1 << 10, 1 << 12, [11.0, 37.0, 151.0]),
@@ -191,7 +192,7 @@ pub fn run(args: &ApsiBenchArgs, dir: &Path) -> Result<(), Failure> {
     }
     let floor = measure_floor();
     println!(
-        "APSI benchmark (seed 002): judge, client and server as separate processes over mutual TLS 1.3 on loopback; client set n, server set m, half of X in Y (or all of Y when m < n/2)."
+        "APSI benchmark (Falzon-Markatou, Re-visiting Authorized PSI): judge, client and server as separate processes over mutual TLS 1.3 on loopback; client set n, server set m, half of X in Y (or all of Y when m < n/2)."
     );
     println!(
         "Floor on one core here: hash to G1 {:.1} us, G1 scalar mult {:.1} us, pairing with a prepared G2 point + tag {:.1} us, G1 decode (decompress + subgroup check) {:.1} us.",
@@ -285,13 +286,13 @@ pub fn run(args: &ApsiBenchArgs, dir: &Path) -> Result<(), Failure> {
     if compared.is_empty() {
         println!();
         println!(
-            "(seed 002 Table 3 has n = 1024 or 4096 and m = 256, 4096, 65536 or 1048576: e.g. --sizes 1024x65536 prints its row beside ours.)"
+            "(the APSI paper's Table 3 has n = 1024 or 4096 and m = 256, 4096, 65536 or 1048576: e.g. --sizes 1024x65536 prints its row beside ours.)"
         );
         return Ok(());
     }
     println!();
     println!(
-        "Beside seed 002 Table 3 (APSI; the paper: M2 MacBook, 10 cores). Per core = CPU ms here (all threads) over the paper's ms x 10 cores; < 1 is less work per core than the paper."
+        "Beside the APSI paper's Table 3 (APSI; the paper: M2 MacBook, 10 cores). Per core = CPU ms here (all threads) over the paper's ms x 10 cores; < 1 is less work per core than the paper."
     );
     println!(
         "{:>6} {:>8} {:>3} | {:>24} | {:>24} | {:>26}",
@@ -350,6 +351,7 @@ fn run_once(
         Command::new(exe)
             .args(args)
             .env("RAYON_NUM_THREADS", threads.to_string())
+            .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| Failure::other(format!("cannot start {}: {e}", exe.display())))

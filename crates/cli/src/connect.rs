@@ -1,14 +1,14 @@
 //! How a party reaches its peer, from the command-line flags shared by every protocol
 //! command: `--listen`, `--peer` or `--exchange-dir`, with mutual TLS unless
-//! `--insecure-no-tls`; and, for the long-running APSI listeners, one bound listener
-//! accepting session after session.
+//! `--insecure-no-tls`; and, for the long-running APSI listeners, the bound listener
+//! that `privset_run::endpoint` serves sessions on.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
-use privset_net::{Cancel, ConnectOptions, PlainTcpTransport, TlsFiles, Transport, tls};
+use privset_net::{Cancel, TlsFiles, Transport};
 use privset_run::link::{self, Endpoint, LinkSpec};
 use privset_run::{Failure, Link};
 
@@ -61,15 +61,7 @@ pub struct ConnectArgs {
 }
 
 impl TlsArgs {
-    fn options(&self) -> ConnectOptions {
-        ConnectOptions {
-            connect_timeout: Duration::from_secs(self.timeout),
-            io_timeout: Duration::from_secs(self.timeout),
-            server_name: self.tls_server_name.clone(),
-            ..ConnectOptions::default()
-        }
-    }
-
+    /// The mutual TLS files, or `None` for an explicit `--insecure-no-tls`.
     pub fn tls_files(&self) -> Result<Option<TlsFiles>, Failure> {
         match (
             &self.tls_ca,
@@ -107,28 +99,6 @@ impl TlsArgs {
         };
         let link = spec.open("client", "server")?;
         Ok((link.transport, link.kind))
-    }
-
-    /// Accepts one connection on `listener` (waiting at most `wait`).
-    pub fn accept_on(
-        &self,
-        listener: &TcpListener,
-        wait: Duration,
-    ) -> Result<(Box<dyn Transport + Send>, &'static str), Failure> {
-        let opts = ConnectOptions {
-            connect_timeout: wait,
-            ..self.options()
-        };
-        Ok(match self.tls_files()? {
-            Some(files) => (
-                Box::new(tls::accept_on(listener, &files, &opts)?),
-                "tcp+mtls",
-            ),
-            None => (
-                Box::new(PlainTcpTransport::accept_on(listener, &opts)?),
-                "tcp-plaintext",
-            ),
-        })
     }
 
     /// Binds `listen` once, for a listener that serves many sessions.

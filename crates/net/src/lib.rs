@@ -37,7 +37,7 @@ pub use links::{LinkPlan, Security};
 pub use memory::{MemoryTransport, pair, run_pair, run_pair_with, run_parties, run_parties_with};
 pub use socket::ConnectOptions;
 pub use tcp::PlainTcpTransport;
-pub use tls::{TlsFiles, TlsTransport};
+pub use tls::{TlsAcceptor, TlsFiles, TlsTransport};
 
 /// Moves whole privset frames between two parties.
 ///

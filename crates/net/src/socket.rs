@@ -164,10 +164,24 @@ pub(crate) fn accept_on(
 /// Socket settings shared by both sides: no Nagle delay (messages are written whole),
 /// handshake timeouts until the caller switches to the I/O timeout, and registration
 /// with the cancel token so a cancel wakes any blocked read or write.
-fn prepare(stream: &TcpStream, opts: &ConnectOptions) -> io::Result<()> {
+pub(crate) fn prepare(stream: &TcpStream, opts: &ConnectOptions) -> io::Result<()> {
     stream.set_nodelay(true)?;
     opts.cancel.watch(stream)?;
     set_timeouts(stream, opts.handshake_timeout)
+}
+
+/// Makes a connection the caller accepted itself (e.g. a listener handing each
+/// connection to its own thread) ready for a handshake: blocking, no Nagle delay,
+/// handshake timeouts, registered with `opts.cancel`.
+pub(crate) fn prepare_accepted(
+    stream: &TcpStream,
+    peer: SocketAddr,
+    opts: &ConnectOptions,
+) -> Result<(), TransportError> {
+    stream
+        .set_nonblocking(false)
+        .and_then(|()| prepare(stream, opts))
+        .map_err(|e| TransportError::io(format!("configuring connection from {peer}"), e))
 }
 
 /// Sets read and write timeouts (zero would mean "none" to std, so clamp to 1 ms).

@@ -62,6 +62,17 @@ impl PlainTcpTransport {
         Self::start(stream, peer.to_string(), opts)
     }
 
+    /// Greets on a connection the caller accepted from `peer` itself (a listener that
+    /// hands each connection to its own thread).
+    pub fn accept_stream(
+        stream: TcpStream,
+        peer: std::net::SocketAddr,
+        opts: &ConnectOptions,
+    ) -> Result<Self, TransportError> {
+        socket::prepare_accepted(&stream, peer, opts)?;
+        Self::start(stream, peer.to_string(), opts)
+    }
+
     /// The peer's address, for messages.
     pub fn peer(&self) -> &str {
         &self.peer

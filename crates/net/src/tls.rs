@@ -291,6 +291,67 @@ pub(crate) fn handshake_accepted(
     finish(Stream::Server(Box::new(s)), peer.to_string(), files, opts)
 }
 
+/// The server side of mutual TLS with its configuration built once, for a listener
+/// that accepts connections itself and hands each to its own thread: the handshake
+/// runs there ([`TlsAcceptor::handshake`]), so a client that connects and stalls
+/// holds up no other.
+pub struct TlsAcceptor {
+    config: Arc<ServerConfig>,
+    files: TlsFiles,
+}
+
+impl fmt::Debug for TlsAcceptor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TlsAcceptor")
+            .field("files", &self.files)
+            .finish()
+    }
+}
+
+impl TlsAcceptor {
+    /// Reads the certificate, key and CA files (errors name the file).
+    pub fn new(files: &TlsFiles) -> Result<Self, TransportError> {
+        Ok(Self {
+            config: server_config(files)?,
+            files: files.clone(),
+        })
+    }
+
+    /// Completes the handshake on a connection accepted from `peer` (within
+    /// `opts.handshake_timeout`; `opts.cancel` stops it), requiring a client
+    /// certificate issued by the CA; then `opts.io_timeout` bounds every read and write.
+    pub fn handshake(
+        &self,
+        tcp: TcpStream,
+        peer: std::net::SocketAddr,
+        opts: &ConnectOptions,
+    ) -> Result<TlsTransport, TransportError> {
+        socket::prepare_accepted(&tcp, peer, opts)?;
+        let conn = ServerConnection::new(self.config.clone())
+            .map_err(|e| TransportError::Tls(e.to_string()))?;
+        let mut s = StreamOwned::new(conn, CountingStream::new(tcp));
+        let what = format!("TLS handshake with {peer}");
+        while s.conn.is_handshaking() {
+            if let Err(e) = s.conn.complete_io(&mut s.sock) {
+                socket::linger_close(&s.sock.inner);
+                return Err(map_tls_error(
+                    e,
+                    &what,
+                    opts.handshake_timeout,
+                    &self.files.ca,
+                    None,
+                ));
+            }
+        }
+        finish(
+            Stream::Server(Box::new(s)),
+            peer.to_string(),
+            &self.files,
+            opts,
+        )
+    }
+}
+
 fn finish(
     stream: Stream,
     peer: String,

@@ -1,4 +1,4 @@
-//! Authorized PSI (seed 002) for Python: the judge's keys, the client's signature set,
+//! Authorized PSI (Falzon-Markatou, "Re-visiting Authorized PSI") for Python: the judge's keys, the client's signature set,
 //! and the four parties (judge and client of Authorize, client and server of
 //! Intersect) as one native class driving the same `privset_protocols::apsi` state
 //! machines, key files, signature files, policies and reports as `privset judge` and
@@ -10,15 +10,16 @@ use std::time::Duration;
 
 use privset_crypto::bls::{PublicKey, SecretKey};
 use privset_crypto::rng::SessionRng;
-use privset_protocols::Party;
+use privset_net::{Cancel, TlsFiles};
 use privset_protocols::apsi::authorize::{self, ClientConfig, JudgeConfig};
 use privset_protocols::apsi::intersect::{self, ServerConfig};
 use privset_protocols::apsi::signatures::{SignatureSet, SignedItem};
 use privset_protocols::apsi::{
     self as protocol, AllowList, Mode, PartialFraction, Policy, validate_client_id, validate_items,
 };
-use privset_run::apsi::{self as files, PolicySpec};
-use privset_run::{Failure, Metered};
+use privset_protocols::{Engine, Party};
+use privset_run::apsi::{self as files, JudgeService, PolicySpec, ServerService};
+use privset_run::{Failure, Metered, Reporter, ServeOptions, ServeSummary, Service};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 use pyo3::{PyTraverseError, PyVisit};
@@ -26,7 +27,9 @@ use pyo3::{PyTraverseError, PyVisit};
 use crate::errors::{self, IntoPy};
 use crate::input::{Input, InputData};
 use crate::link::{self, LinkArgs};
+use crate::monitor::Monitor;
 use crate::play::{self, Playable};
+use crate::runner::{self, Job};
 
 /// The judge's BLS12-381 signing key (the CLI's `judge.key` file).
 #[pyclass(frozen, module = "privset._native")]
@@ -190,7 +193,7 @@ struct PythonPolicy {
 const POLICY_FAILED: &str = "the judge's policy failed";
 
 impl Policy for PythonPolicy {
-    fn check(&mut self, client_id: &[u8], items: &[Vec<u8>]) -> Result<(), String> {
+    fn check(&self, client_id: &[u8], items: &[Vec<u8>]) -> Result<(), String> {
         Python::attach(|py| {
             let listed = PyList::new(py, items.iter().map(|x| PyBytes::new(py, x)))
                 .map_err(|_| POLICY_FAILED.to_string())?;
@@ -228,35 +231,38 @@ impl Policy for PythonPolicy {
 }
 
 /// Where a judge's policy comes from: the CLI's `allow:` / `exec:` forms, an
-/// allowlist given as data, or a Python callable.
-enum PolicySource {
-    Cli(PolicySpec),
-    Allow(Arc<InputData>),
-    Python {
-        callable: Arc<Py<PyAny>>,
-        /// What the callable raised in the last run, for the judge's `run` to re-raise.
-        raised: Arc<Mutex<Option<PyErr>>>,
-    },
+/// allowlist given as data, or a Python callable; built once, shared by every run.
+struct PolicySource {
+    policy: Arc<dyn Policy>,
+    /// A Python callable: the callable (for the garbage collector) and what it raised
+    /// in the last run, for the judge's `run` to re-raise.
+    python: Option<(Arc<Py<PyAny>>, Arc<Mutex<Option<PyErr>>>)>,
 }
 
 impl PolicySource {
-    fn build(&self) -> Box<dyn Policy> {
-        match self {
-            Self::Cli(spec) => spec.build(),
-            Self::Allow(data) => Box::new(AllowList::new(data.dataset.ids.iter().cloned())),
-            Self::Python { callable, raised } => Box::new(PythonPolicy {
+    fn rust(policy: Arc<dyn Policy>) -> Self {
+        Self {
+            policy,
+            python: None,
+        }
+    }
+
+    fn python(callable: Py<PyAny>) -> Self {
+        let callable = Arc::new(callable);
+        let raised = Arc::new(Mutex::new(None));
+        Self {
+            policy: Arc::new(PythonPolicy {
                 callable: callable.clone(),
                 raised: raised.clone(),
             }),
+            python: Some((callable, raised)),
         }
     }
 
     /// The exception the Python policy raised during the last run, if any.
     fn take_raised(&self) -> Option<PyErr> {
-        match self {
-            Self::Python { raised, .. } => raised.lock().unwrap_or_else(|p| p.into_inner()).take(),
-            _ => None,
-        }
+        let (_, raised) = self.python.as_ref()?;
+        raised.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 }
 
@@ -282,16 +288,17 @@ enum Spec {
     },
     Server {
         config: ServerConfig,
-        input: Arc<InputData>,
+        /// The input's identifiers, shared by every run (never copied per run).
+        items: Arc<[Vec<u8>]>,
     },
 }
 
 /// The state machine of one run of a [`Spec`] (boxed: the parties differ in size).
 enum Machine {
-    Judge(Box<authorize::Judge>),
-    Authorize(Box<authorize::Client>),
-    Intersect(Box<intersect::Client>),
-    Server(Box<intersect::Server>),
+    Judge(Box<Engine<authorize::Judge>>),
+    Authorize(Box<Engine<authorize::Client>>),
+    Intersect(Box<Engine<intersect::Client>>),
+    Server(Box<Engine<intersect::Server>>),
 }
 
 /// A finished run: the report (JSON) and what the party keeps.
@@ -343,8 +350,12 @@ impl Playable for Spec {
                 key,
                 policy,
             } => {
-                let judge =
-                    authorize::Judge::new(config.clone(), key.clone(), policy.build(), seed);
+                let judge = authorize::Judge::new(
+                    config.clone(),
+                    key.clone(),
+                    policy.policy.clone(),
+                    seed,
+                )?;
                 Machine::Judge(Box::new(judge))
             }
             Spec::Authorize { config, input } => {
@@ -366,10 +377,9 @@ impl Playable for Spec {
                 *max_server_items,
                 seed,
             )?)),
-            Spec::Server { config, input } => {
-                let ids = input.dataset.ids.clone();
-                Machine::Server(Box::new(intersect::Server::new(config.clone(), ids, seed)?))
-            }
+            Spec::Server { config, items, .. } => Machine::Server(Box::new(
+                intersect::Server::new(config.clone(), items.clone(), seed)?,
+            )),
         })
     }
 
@@ -518,7 +528,11 @@ impl ApsiParty {
     /// it (a policy that refers to its own judge) can be collected.
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         if let Spec::Judge {
-            policy: PolicySource::Python { callable, .. },
+            policy:
+                PolicySource {
+                    python: Some((callable, _)),
+                    ..
+                },
             ..
         } = &*self.spec
         {
@@ -546,14 +560,16 @@ impl ApsiParty {
     ) -> PyResult<Self> {
         let timeout: Duration = link::seconds(py, "policy_timeout", policy_timeout)?;
         let policy = if let Ok(allow) = policy.cast::<Input>() {
-            PolicySource::Allow(allow.get().data.clone())
+            let ids = allow.get().data.dataset.ids.iter().cloned();
+            PolicySource::rust(Arc::new(AllowList::new(ids)))
         } else if let Ok(spec) = policy.extract::<String>() {
-            PolicySource::Cli(PolicySpec::parse(&spec, allow_column, timeout).py_err(py)?)
+            PolicySource::rust(
+                PolicySpec::parse(&spec, allow_column, timeout)
+                    .py_err(py)?
+                    .build(),
+            )
         } else if policy.is_callable() {
-            PolicySource::Python {
-                callable: Arc::new(policy.clone().unbind()),
-                raised: Arc::new(Mutex::new(None)),
-            }
+            PolicySource::python(policy.clone().unbind())
         } else {
             return Err(errors::config(
                 py,
@@ -612,16 +628,9 @@ impl ApsiParty {
         let sigs = signatures.sigs.clone();
         let (signed, unauthorized) = sigs.select(&input.data.dataset.ids);
         // Checks the judge key and the key-consistency token now, before any run.
-        intersect::Client::new(
-            &sigs,
-            Vec::new(),
-            &judge_public.key,
-            key_consistency,
-            max_server_items,
-            [0; 32],
-        )
-        .map_err(Failure::from)
-        .py_err(py)?;
+        intersect::Client::check(&sigs, &judge_public.key, key_consistency)
+            .map_err(Failure::from)
+            .py_err(py)?;
         Ok(Self::new(Spec::Intersect {
             sigs,
             signed,
@@ -659,7 +668,7 @@ impl ApsiParty {
             .py_err(py)?;
         Ok(Self::new(Spec::Server {
             config,
-            input: input.data.clone(),
+            items: input.data.dataset.ids.as_slice().into(),
         }))
     }
 
@@ -687,6 +696,104 @@ impl ApsiParty {
         let outcome = play::remote(py, self.spec.clone(), link, prices, progress.as_ref());
         let outcome = self.policy_raised(outcome)?;
         self.to_python(py, outcome)
+    }
+
+    /// A judge or server: serves sessions on `listen` until `max_sessions` have ended
+    /// (or Ctrl-C), up to `max_concurrent` at once, each cut off after `timeout`
+    /// seconds; on the shared Rust endpoint, the GIL released. Returns the session log
+    /// lines (JSON), in the order the sessions ended.
+    #[pyo3(signature = (listen, *, tls, insecure_no_tls, max_sessions, max_concurrent, timeout))]
+    #[allow(clippy::too_many_arguments)]
+    fn serve(
+        &self,
+        py: Python<'_>,
+        listen: String,
+        tls: Option<(PathBuf, PathBuf, PathBuf)>,
+        insecure_no_tls: bool,
+        max_sessions: Option<u64>,
+        max_concurrent: usize,
+        timeout: f64,
+    ) -> PyResult<Vec<String>> {
+        let timeout = link::seconds(py, "timeout", timeout)?;
+        let service: Arc<dyn Service> = match &*self.spec {
+            Spec::Server { config, items } => {
+                Arc::new(ServerService::new(config.clone(), items.clone()).py_err(py)?)
+            }
+            Spec::Judge {
+                config,
+                key,
+                policy,
+            } => Arc::new(JudgeService::new(
+                config.clone(),
+                key.clone(),
+                policy.policy.clone(),
+            )),
+            _ => {
+                return Err(errors::config(
+                    py,
+                    "only the judge and the server serve sessions; a client runs with run()",
+                ));
+            }
+        };
+        let tls = match (tls, insecure_no_tls) {
+            (Some((ca, cert, key)), false) => Some(TlsFiles { ca, cert, key }),
+            (None, true) => None,
+            (Some(_), true) => {
+                return Err(errors::config(
+                    py,
+                    "insecure_no_tls=True cannot be combined with tls=",
+                ));
+            }
+            (None, false) => {
+                return Err(errors::config(
+                    py,
+                    "serving uses mutual TLS: pass tls=privset.TlsFiles(ca, cert, key), or insecure_no_tls=True on a trusted link",
+                ));
+            }
+        };
+        if max_concurrent == 0 {
+            return Err(errors::config(py, "max_concurrent must be at least 1"));
+        }
+        let cancel = Cancel::new();
+        let opts = ServeOptions {
+            tls,
+            max_sessions,
+            max_concurrent,
+            timeout,
+            cancel: cancel.clone(),
+        };
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        let reporter = Arc::new(Reporter {
+            on_session: Box::new(move |session| {
+                if let Ok(line) = serde_json::to_string(session) {
+                    sink.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+                }
+            }),
+            on_refused: Box::new(|peer, e| {
+                eprintln!("privset: connection from {peer} refused: {e}");
+            }),
+        });
+        let job = Job {
+            monitor: Arc::new(Monitor::new(self.spec.role(), cancel)),
+            work: Box::new(move |monitor: &Arc<Monitor>| {
+                let listener = std::net::TcpListener::bind(&listen)
+                    .map_err(|e| Failure::other(format!("cannot listen on {listen}: {e}")))?;
+                let opts = ServeOptions {
+                    cancel: monitor.cancel.clone(),
+                    ..opts
+                };
+                privset_run::serve(&listener, &opts, service, reporter)
+            }) as runner::Work<ServeSummary>,
+        };
+        runner::run(py, vec![job], None)?;
+        // A raising Python policy rejected its sessions ("the judge's policy failed",
+        // in their log lines); the exception is not re-raised from a whole serve.
+        if let Spec::Judge { policy, .. } = &*self.spec {
+            let _ = policy.take_raised();
+        }
+        let lines = std::mem::take(&mut *lines.lock().unwrap_or_else(|p| p.into_inner()));
+        Ok(lines)
     }
 
     /// Runs this party and `other` (the other role of the same phase) in this process.

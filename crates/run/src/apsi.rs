@@ -1,4 +1,5 @@
-//! Authorized PSI (seed 002) as every front end runs it: the judge's key files, the
+//! Authorized PSI (Falzon-Markatou, "Re-visiting Authorized PSI") as every front end
+//! runs it: the judge's key files, the
 //! signature file, the judge's policy as the operator gives it (`allow:FILE.csv` or
 //! `exec:COMMAND`), and the reports of the four parties (authorize client, judge,
 //! intersect client, server). The CLI (`privset judge`, `privset apsi`) and the Python
@@ -8,18 +9,21 @@
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use privset_crypto::bls::{PublicKey, SecretKey};
-use privset_protocols::apsi::authorize::JudgeOutput;
-use privset_protocols::apsi::intersect::{ClientOutput, ServerOutput};
+use privset_protocols::Engine;
+use privset_protocols::apsi::authorize::{self, JudgeConfig, JudgeOutput};
+use privset_protocols::apsi::intersect::{self, ClientOutput, ServerConfig, ServerOutput};
 use privset_protocols::apsi::signatures::SignatureSet;
-use privset_protocols::apsi::{AllowList, Mode, Policy};
+use privset_protocols::apsi::{AllowList, Mode, Policy, validate_items};
 use privset_protocols::input::DuplicatePolicy;
 use zeroize::Zeroizing;
 
 use crate::csv_input::{self, Columns};
 use crate::drive::Metered;
+use crate::endpoint::{ServedParty, Service};
 use crate::fail::Failure;
 use crate::link::write_private;
 
@@ -123,7 +127,7 @@ fn first_column(path: &Path) -> Result<String, Failure> {
 }
 
 /// The judge's policy as the operator gave it: `allow:FILE.csv` or `exec:COMMAND`.
-/// Parsed once; [`PolicySpec::build`] makes a fresh [`Policy`] for each session.
+/// Parsed once; [`PolicySpec::build`] makes the [`Policy`] every session shares.
 pub enum PolicySpec {
     Allow(Vec<Vec<u8>>),
     Exec { command: String, timeout: Duration },
@@ -155,10 +159,10 @@ impl PolicySpec {
         }
     }
 
-    pub fn build(&self) -> Box<dyn Policy> {
+    pub fn build(&self) -> Arc<dyn Policy> {
         match self {
-            Self::Allow(items) => Box::new(AllowList::new(items.iter().cloned())),
-            Self::Exec { command, timeout } => Box::new(ExecPolicy {
+            Self::Allow(items) => Arc::new(AllowList::new(items.iter().cloned())),
+            Self::Exec { command, timeout } => Arc::new(ExecPolicy {
                 command: command.clone(),
                 timeout: *timeout,
             }),
@@ -168,14 +172,15 @@ impl PolicySpec {
 
 /// Asks an external command: items on stdin, one per line, the client ID in
 /// `$PRIVSET_CLIENT_ID`; `accept` on stdout and exit status 0 accepts, anything else
-/// rejects with the first output line as the reason.
+/// rejects with the first output line as the reason. Each check runs its own command,
+/// so concurrent sessions check concurrently.
 struct ExecPolicy {
     command: String,
     timeout: Duration,
 }
 
 impl Policy for ExecPolicy {
-    fn check(&mut self, client_id: &[u8], items: &[Vec<u8>]) -> Result<(), String> {
+    fn check(&self, client_id: &[u8], items: &[Vec<u8>]) -> Result<(), String> {
         if items.iter().any(|x| x.contains(&b'\n')) {
             return Err("an item contains a newline, which the exec policy cannot read".into());
         }
@@ -395,5 +400,92 @@ impl ServerReport {
             outcome: out.into(),
             run,
         }
+    }
+}
+
+/// A session's outcome in a log line (null when it ended without one).
+fn outcome_json(outcome: Option<impl serde::Serialize>) -> serde_json::Value {
+    outcome
+        .and_then(|o| serde_json::to_value(o).ok())
+        .unwrap_or(serde_json::Value::Null)
+}
+
+/// The server of Intersect as an endpoint serves it: its set, prepared once and shared
+/// by every session (each session draws its own random order of it).
+pub struct ServerService {
+    config: ServerConfig,
+    items: Arc<[Vec<u8>]>,
+}
+
+impl ServerService {
+    /// Checks the items once; every session then shares them.
+    pub fn new(config: ServerConfig, items: Arc<[Vec<u8>]>) -> Result<Self, Failure> {
+        validate_items(&items)?;
+        Ok(Self { config, items })
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.config.mode
+    }
+
+    pub fn items(&self) -> usize {
+        self.items.len()
+    }
+}
+
+impl Service for ServerService {
+    fn role(&self) -> &'static str {
+        "apsi server"
+    }
+
+    fn party(&self, seed: [u8; 32]) -> Result<Box<dyn ServedParty>, Failure> {
+        let server = intersect::Server::new(self.config.clone(), self.items.clone(), seed)?;
+        Ok(Box::new(server))
+    }
+}
+
+impl ServedParty for Engine<intersect::Server> {
+    fn outcome(self: Box<Self>) -> serde_json::Value {
+        outcome_json(self.into_output().as_ref().map(ServerOutcome::from))
+    }
+}
+
+/// The judge as an endpoint serves it: its key and policy, shared by every session
+/// (concurrent ones included; an `exec:` policy runs one command per check).
+pub struct JudgeService {
+    config: JudgeConfig,
+    key: Arc<SecretKey>,
+    policy: Arc<dyn Policy>,
+}
+
+impl JudgeService {
+    pub fn new(config: JudgeConfig, key: Arc<SecretKey>, policy: Arc<dyn Policy>) -> Self {
+        Self {
+            config,
+            key,
+            policy,
+        }
+    }
+}
+
+impl Service for JudgeService {
+    fn role(&self) -> &'static str {
+        "judge"
+    }
+
+    fn party(&self, seed: [u8; 32]) -> Result<Box<dyn ServedParty>, Failure> {
+        let judge = authorize::Judge::new(
+            self.config.clone(),
+            self.key.clone(),
+            self.policy.clone(),
+            seed,
+        )?;
+        Ok(Box::new(judge))
+    }
+}
+
+impl ServedParty for Engine<authorize::Judge> {
+    fn outcome(self: Box<Self>) -> serde_json::Value {
+        outcome_json(self.into_output().as_ref().map(JudgeOutcome::from))
     }
 }

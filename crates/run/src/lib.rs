@@ -7,7 +7,10 @@
 //! * [`links`]: the n-party counterpart: a link to every peer (TCP or one directory);
 //! * [`drive`]: drive a party over a link and measure bytes, CPU, memory and cost;
 //! * [`report`]: the RESULT.json structures;
-//! * [`apsi`]: authorized PSI's key, signature and policy files and its reports;
+//! * [`apsi`]: authorized PSI's key, signature and policy files, its reports, and the
+//!   server's and judge's [`endpoint::Service`]s;
+//! * [`endpoint`]: a long-lived listener serving many sessions at once, each on its own
+//!   thread with its own deadline, one log line per session;
 //! * [`fail`]: why a run failed, as a kind (exit code, exception class) and a message.
 //!
 //! Front ends keep only their own surface: flags and progress bars for the CLI,
@@ -16,6 +19,7 @@
 pub mod apsi;
 pub mod csv_input;
 pub mod drive;
+pub mod endpoint;
 pub mod fail;
 pub mod link;
 pub mod links;
@@ -23,6 +27,7 @@ pub mod metrics;
 pub mod report;
 
 pub use drive::{Metered, SeedFile, drive_links_metered, drive_metered};
+pub use endpoint::{Reporter, ServeOptions, ServeSummary, Service, SessionLog, serve};
 pub use fail::{Failure, FailureKind};
 pub use link::{Endpoint, Link, LinkSpec};
 pub use links::{PartiesEndpoint, PartiesSpec, PartyLinks};

@@ -1,13 +1,13 @@
-//! Authorize (seed 002 Figs. 2-3, upper parts): the client gets the judge's signatures
-//! on its items.
+//! Authorize (Falzon-Markatou, "Re-visiting Authorized PSI", Figs. 2-3, upper parts):
+//! the client gets the judge's signatures on its items.
 //!
 //! ```text
 //! APSI           client -> judge: hello, items            judge -> client: hello, signatures | reject
 //! Partial-APSI   client -> judge: hello, commit, open     judge -> client: hello, challenge, signatures | reject
 //! ```
-//! The client sends nothing about its items before it has the judge's hello, so a
-//! judge in another mode (or asking to open more than the client agreed to) never sees
-//! an item.
+//! The hellos are the engine's (salt, then these settings). The client sends nothing
+//! about its items before it has checked the judge's hello, so a judge in another mode
+//! (or asking to open more than the client agreed to) never sees an item.
 
 use std::sync::Arc;
 
@@ -15,16 +15,17 @@ use group::Curve;
 use privset_crypto::bls::{self, G1Affine, G1Projective, PublicKey, Scalar, SecretKey, eea};
 use rayon::prelude::*;
 
-use super::core::{Core, impl_apsi_party, on_off};
-use super::core::{after_end, invalid, invalid_at};
 use super::hello::{self, Hello, Role};
 use super::signatures::SignatureSet;
+use super::{CLIENT, PROVIDER, invalid, invalid_at, not_now, on_off};
 use super::{KcToken, MAX_ITEM_LEN, Mode, PartialFraction, Policy, h1_batch, h2_batch, kind};
 use super::{kc_base, kc_message, validate_client_id, validate_items};
+use crate::engine::{Engine, Message, Protocol, Roster, Session};
 use crate::error::{PeerMisbehaved, ProtocolError};
-use crate::wire::{HEADER_LEN, MAX_ALERT_LEN, ProtocolId, Reader, checked_len};
+use crate::wire::{MAX_ALERT_LEN, PartyId, ProtocolId, Reader, checked_len};
 
 const PROTOCOL: ProtocolId = ProtocolId::ApsiAuthorize;
+const NAMES: [&str; 2] = ["client", "judge"];
 
 /// Packs items as u32 length + bytes each.
 fn encode_items<'a>(items: impl Iterator<Item = &'a Vec<u8>>, out: &mut Vec<u8>) {
@@ -60,7 +61,8 @@ impl ClientConfig {
 }
 
 enum ClientState {
-    AwaitHello,
+    /// Hellos not yet exchanged (the engine's part).
+    Starting,
     AwaitChallenge,
     AwaitSignatures,
     Done,
@@ -77,7 +79,6 @@ struct Commitment {
 
 /// The client of Authorize.
 pub struct Client {
-    core: Core,
     config: ClientConfig,
     items: Vec<Vec<u8>>,
     hello: Hello,
@@ -90,133 +91,68 @@ pub struct Client {
 }
 
 impl Client {
+    /// The client party (participant 0), its randomness all from `seed`; its output is
+    /// the [`SignatureSet`], once the judge accepted.
     pub fn new(
         config: ClientConfig,
         items: Vec<Vec<u8>>,
         seed: [u8; 32],
-    ) -> Result<Self, ProtocolError> {
+    ) -> Result<Engine<Self>, ProtocolError> {
         validate_client_id(&config.client_id)?;
         validate_items(&items)?;
-        let mut core = Core::start(PROTOCOL, 0, seed);
-        let mut hello = Hello::new(
-            Role::Client,
-            config.mode(),
-            core.salt,
-            config.key_consistency,
-        );
+        let mut hello = Hello::new(Role::Client, config.mode(), config.key_consistency);
         hello.items = items.len() as u64;
         hello.client_id = config.client_id.clone();
         hello.fraction_ppm = config.partial.map_or(0, PartialFraction::ppm);
-        core.channel.push(kind::HELLO, &hello.encode());
-        Ok(Self {
-            core,
+        let client = Self {
             config,
             items,
             hello,
-            state: ClientState::AwaitHello,
+            state: ClientState::Starting,
             judge_key: None,
             commitment: None,
             judge_fraction: None,
             output: None,
-        })
+        };
+        Engine::new(client, seed)
     }
 
-    /// The signatures, once the judge accepted.
-    pub fn into_output(self) -> Option<SignatureSet> {
-        self.output
-    }
-
-    fn step(&mut self, message: &[u8]) -> Result<(), ProtocolError> {
-        match self.state {
-            ClientState::AwaitHello => {
-                let frame = self.core.open(message, kind::HELLO)?;
-                let judge = Hello::decode(frame.body)?;
-                self.on_hello(judge)
-            }
-            ClientState::AwaitChallenge => {
-                let frame = self.core.open(message, kind::CHALLENGE)?;
-                self.on_challenge(frame.body)
-            }
-            ClientState::AwaitSignatures => {
-                let frame = self.core.channel.open(message)?;
-                if frame.kind == kind::REJECT {
-                    let reason = String::from_utf8_lossy(frame.body).into_owned();
-                    self.state = ClientState::Done;
-                    return Err(ProtocolError::Rejected(reason));
-                }
-                crate::session::expect_kind(&frame, kind::SIGNATURES, kind::name)?;
-                self.on_signatures(frame.body)
-            }
-            ClientState::Done => Err(after_end()),
+    /// The Partial-APSI commitment to every item (APSI Fig. 3): `X_i = H1(x_i || ID)^r`
+    /// and, with key consistency, `h_d = D^r`.
+    fn commit(&mut self, session: &mut Session<'_>) {
+        let r = bls::random_scalar(session.rng);
+        let hashes = h1_batch(&self.config.client_id, &self.items);
+        let blinded: Vec<G1Projective> = hashes.par_iter().map(|h| h * r).collect();
+        let commitments = bls::to_affine_batch(&blinded);
+        let kc = self.config.key_consistency.then(|| {
+            let base = kc_base(&session.ctx.transcript);
+            (base, (base * r).to_affine())
+        });
+        let mut body = bls::encode_g1_batch(&commitments);
+        if let Some((_, value)) = kc {
+            body.extend_from_slice(&bls::encode_g1(&value));
         }
-    }
-
-    fn on_hello(&mut self, judge: Hello) -> Result<(), ProtocolError> {
-        self.hello.check_peer(&judge, Role::Judge, 0)?;
-        if judge.key_consistency != self.config.key_consistency {
-            return Err(ProtocolError::Incompatible(format!(
-                "key consistency is {} here and {} at the judge",
-                on_off(self.config.key_consistency),
-                on_off(judge.key_consistency)
-            )));
-        }
-        let key = judge.public_key.ok_or_else(|| {
-            PeerMisbehaved::Malformed("the judge's hello has no public key".into())
-        })?;
-        self.judge_key = Some(PublicKey::from_bytes(&key).map_err(invalid("judge public key"))?);
-        let ctx = self.core.establish(PROTOCOL, &self.hello.salt, &judge.salt);
-        match self.config.partial {
-            None => {
-                let mut body = Vec::new();
-                encode_items(self.items.iter(), &mut body);
-                self.core.channel.push(kind::ITEMS, &body);
-                self.state = ClientState::AwaitSignatures;
-            }
-            Some(mine) => {
-                let asked = PartialFraction::from_ppm(judge.fraction_ppm).ok_or_else(|| {
-                    PeerMisbehaved::Malformed(format!(
-                        "the judge asks to open {} parts per million",
-                        judge.fraction_ppm
-                    ))
-                })?;
-                if asked > mine {
-                    return Err(ProtocolError::Incompatible(format!(
-                        "the judge asks to open {} of the items, above the {} this client agreed to (--partial)",
-                        asked.as_f64(),
-                        mine.as_f64()
-                    )));
-                }
-                self.judge_fraction = Some(asked);
-                let r = bls::random_scalar(&mut self.core.rng);
-                let hashes = h1_batch(&self.config.client_id, &self.items);
-                let blinded: Vec<G1Projective> = hashes.par_iter().map(|h| h * r).collect();
-                let commitments = bls::to_affine_batch(&blinded);
-                let kc = self.config.key_consistency.then(|| {
-                    let base = kc_base(&ctx.transcript);
-                    (base, (base * r).to_affine())
-                });
-                let mut body = bls::encode_g1_batch(&commitments);
-                if let Some((_, value)) = kc {
-                    body.extend_from_slice(&bls::encode_g1(&value));
-                }
-                self.core.channel.push(kind::COMMIT, &body);
-                self.commitment = Some(Commitment {
-                    r,
-                    hashes,
-                    commitments,
-                    kc,
-                });
-                self.state = ClientState::AwaitChallenge;
-            }
-        }
-        Ok(())
+        session.send(PROVIDER, kind::COMMIT, &body);
+        self.commitment = Some(Commitment {
+            r,
+            hashes,
+            commitments,
+            kc,
+        });
     }
 
     /// The judge's indices: exactly `ceil(p n)` of them (the fraction it announced),
     /// strictly increasing and in range; then the opened items and the proof.
-    fn on_challenge(&mut self, body: &[u8]) -> Result<(), ProtocolError> {
-        let expected = self.opened_count();
-        let c = self.commitment.as_ref().expect("partial mode");
+    fn on_challenge(
+        &mut self,
+        session: &mut Session<'_>,
+        body: &[u8],
+    ) -> Result<(), ProtocolError> {
+        let expected = self.opened_count()?;
+        let c = self
+            .commitment
+            .as_ref()
+            .ok_or(not_now("a challenge before the commitment"))?;
         let mut r = Reader::new(body, "challenge");
         let count = r.u32()? as usize;
         if count != expected {
@@ -243,23 +179,28 @@ impl Client {
             bases.push(base);
             values.push(value);
         }
-        let context = self.core.ctx().transcript;
-        let proof = eea::prove(&c.r, &bases, &values, &context, &mut self.core.rng);
+        let context = session.ctx.transcript;
+        let proof = eea::prove(&c.r, &bases, &values, &context, session.rng);
         let mut out = Vec::new();
         encode_items(indices.iter().map(|&i| &self.items[i]), &mut out);
         out.extend_from_slice(&proof.encode());
-        self.core.channel.push(kind::OPEN, &out);
+        session.send(PROVIDER, kind::OPEN, &out);
         self.state = ClientState::AwaitSignatures;
         Ok(())
     }
 
-    fn opened_count(&self) -> usize {
-        self.judge_fraction
-            .expect("set by the hello in partial mode")
-            .opened(self.items.len())
+    fn opened_count(&self) -> Result<usize, ProtocolError> {
+        let fraction = self
+            .judge_fraction
+            .ok_or(not_now("a challenge outside Partial-APSI"))?;
+        Ok(fraction.opened(self.items.len()))
     }
 
-    fn on_signatures(&mut self, body: &[u8]) -> Result<(), ProtocolError> {
+    fn on_signatures(
+        &mut self,
+        session: &mut Session<'_>,
+        body: &[u8],
+    ) -> Result<(), ProtocolError> {
         let kc = self.config.key_consistency && self.config.partial.is_some();
         let n = self.items.len();
         crate::wire::expect_len(
@@ -268,23 +209,28 @@ impl Client {
             checked_len(n + kc as usize, bls::G1_LEN, "signatures")?,
         )?;
         let mut points = bls::decode_g1_batch(body).map_err(invalid_at("signature"))?;
-        let key = self.judge_key.expect("set by the hello");
+        let key = self
+            .judge_key
+            .ok_or(not_now("signatures before the judge's hello"))?;
         let (messages, kc_token) = match &self.commitment {
             None => (h1_batch(&self.config.client_id, &self.items), None),
             Some(c) => {
                 let mut messages = h2_batch(&c.commitments);
-                let token = c.kc.map(|(base, value)| KcToken {
-                    base,
-                    value,
-                    signature: *points.last().expect("length checked"),
-                });
+                let token = match (c.kc, points.last()) {
+                    (Some((base, value)), Some(&signature)) => Some(KcToken {
+                        base,
+                        value,
+                        signature,
+                    }),
+                    _ => None,
+                };
                 if let Some(t) = &token {
                     messages.push(kc_message(&self.config.client_id, &t.base, &t.value));
                 }
                 (messages, token)
             }
         };
-        key.verify_batch(&messages, &points, &mut self.core.rng)
+        key.verify_batch(&messages, &points, session.rng)
             .map_err(invalid("judge signatures"))?;
         points.truncate(n);
         self.output = Some(SignatureSet {
@@ -297,31 +243,134 @@ impl Client {
             signatures: points,
         });
         self.state = ClientState::Done;
-        self.core.done = true;
+        Ok(())
+    }
+}
+
+impl Protocol for Client {
+    type Output = SignatureSet;
+
+    fn roster(&self) -> Roster {
+        Roster::pair(PROTOCOL, NAMES, CLIENT)
+    }
+
+    fn kind_name(kind: u8) -> &'static str {
+        kind::name(kind)
+    }
+
+    fn hello(&self) -> Vec<u8> {
+        self.hello.encode()
+    }
+
+    fn max_hello_len(&self) -> usize {
+        hello::MAX_LEN
+    }
+
+    fn check_hello(&mut self, _from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
+        let judge = Hello::decode(settings)?;
+        self.hello.check_peer(&judge, Role::Judge, 0)?;
+        if judge.key_consistency != self.config.key_consistency {
+            return Err(ProtocolError::Incompatible(format!(
+                "key consistency is {} here and {} at the judge",
+                on_off(self.config.key_consistency),
+                on_off(judge.key_consistency)
+            )));
+        }
+        let key = judge.public_key.ok_or_else(|| {
+            PeerMisbehaved::Malformed("the judge's hello has no public key".into())
+        })?;
+        self.judge_key = Some(PublicKey::from_bytes(&key).map_err(invalid("judge public key"))?);
+        if let Some(mine) = self.config.partial {
+            let asked = PartialFraction::from_ppm(judge.fraction_ppm).ok_or_else(|| {
+                PeerMisbehaved::Malformed(format!(
+                    "the judge asks to open {} parts per million",
+                    judge.fraction_ppm
+                ))
+            })?;
+            if asked > mine {
+                return Err(ProtocolError::Incompatible(format!(
+                    "the judge asks to open {} of the items, above the {} this client agreed to (--partial)",
+                    asked.as_f64(),
+                    mine.as_f64()
+                )));
+            }
+            self.judge_fraction = Some(asked);
+        }
         Ok(())
     }
 
-    fn max_len(&self) -> usize {
-        let n = self.items.len();
+    fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
+        match self.config.partial {
+            None => {
+                let mut body = Vec::new();
+                encode_items(self.items.iter(), &mut body);
+                session.send(PROVIDER, kind::ITEMS, &body);
+                self.state = ClientState::AwaitSignatures;
+            }
+            Some(_) => {
+                self.commit(session);
+                self.state = ClientState::AwaitChallenge;
+            }
+        }
+        Ok(())
+    }
+
+    fn handle(
+        &mut self,
+        session: &mut Session<'_>,
+        message: Message<'_>,
+    ) -> Result<(), ProtocolError> {
         match self.state {
-            ClientState::AwaitHello => hello::MAX_LEN,
-            ClientState::AwaitChallenge => HEADER_LEN + 4 + 4 * n,
-            ClientState::AwaitSignatures => HEADER_LEN + ((n + 1) * bls::G1_LEN).max(MAX_ALERT_LEN),
-            ClientState::Done => HEADER_LEN + MAX_ALERT_LEN,
+            ClientState::AwaitChallenge => {
+                self.on_challenge(session, message.expect(kind::CHALLENGE)?)
+            }
+            ClientState::AwaitSignatures => {
+                if message.kind == kind::REJECT {
+                    let reason = String::from_utf8_lossy(message.body).into_owned();
+                    self.state = ClientState::Done;
+                    return Err(ProtocolError::Rejected(reason));
+                }
+                self.on_signatures(session, message.expect(kind::SIGNATURES)?)
+            }
+            ClientState::Starting | ClientState::Done => {
+                Err(not_now("a message the client did not await"))
+            }
         }
     }
 
-    fn describe(&self) -> String {
+    fn awaiting(&self) -> Option<PartyId> {
         match self.state {
-            ClientState::AwaitHello => "waiting for the judge".into(),
+            ClientState::Done => None,
+            _ => Some(PROVIDER),
+        }
+    }
+
+    fn max_message_len(&self) -> usize {
+        let n = self.items.len();
+        match self.state {
+            ClientState::AwaitChallenge => 4 + 4 * n,
+            ClientState::AwaitSignatures => ((n + 1) * bls::G1_LEN).max(MAX_ALERT_LEN),
+            ClientState::Starting | ClientState::Done => 0,
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        matches!(self.state, ClientState::Done) && self.output.is_some()
+    }
+
+    fn status(&self) -> String {
+        match self.state {
+            ClientState::Starting => "waiting for the judge".into(),
             ClientState::AwaitChallenge => format!("committed to {} items", self.items.len()),
             ClientState::AwaitSignatures => "waiting for the judge's signatures".into(),
             ClientState::Done => "authorized".into(),
         }
     }
-}
 
-impl_apsi_party!(Client);
+    fn into_output(self) -> Option<SignatureSet> {
+        self.output
+    }
+}
 
 /// Settings of the judge.
 #[derive(Clone, Debug)]
@@ -347,7 +396,8 @@ pub struct JudgeOutput {
 }
 
 enum JudgeState {
-    AwaitHello,
+    /// Hellos not yet exchanged (the engine's part).
+    Starting,
     AwaitItems,
     AwaitCommit,
     AwaitOpen,
@@ -355,12 +405,12 @@ enum JudgeState {
 }
 
 /// The judge of one Authorize session. Holds the signing key and the operator's
-/// policy; the key is shared by every session of a `privset judge serve`.
+/// policy; both are shared by every session of a `privset judge serve`, concurrent
+/// ones included.
 pub struct Judge {
-    core: Core,
     config: JudgeConfig,
     key: Arc<SecretKey>,
-    policy: Box<dyn Policy>,
+    policy: Arc<dyn Policy>,
     hello: Hello,
     state: JudgeState,
     client: Option<Hello>,
@@ -371,80 +421,187 @@ pub struct Judge {
 }
 
 impl Judge {
+    /// The judge party (participant 1), its randomness all from `seed`; its output is
+    /// the [`JudgeOutput`] of the session.
     pub fn new(
         config: JudgeConfig,
         key: Arc<SecretKey>,
-        policy: Box<dyn Policy>,
+        policy: Arc<dyn Policy>,
         seed: [u8; 32],
-    ) -> Self {
-        let mut core = Core::start(PROTOCOL, 1, seed);
+    ) -> Result<Engine<Self>, ProtocolError> {
         let mode = if config.partial.is_some() {
             Mode::Partial
         } else {
             Mode::Full
         };
-        let mut hello = Hello::new(Role::Judge, mode, core.salt, config.key_consistency);
+        let mut hello = Hello::new(Role::Judge, mode, config.key_consistency);
         hello.fraction_ppm = config.partial.map_or(0, PartialFraction::ppm);
         hello.public_key = Some(key.public_key().to_bytes());
-        core.channel.push(kind::HELLO, &hello.encode());
-        Self {
-            core,
+        let judge = Self {
             config,
             key,
             policy,
             hello,
-            state: JudgeState::AwaitHello,
+            state: JudgeState::Starting,
             client: None,
             commitments: Vec::new(),
             kc_value: None,
             challenge: Vec::new(),
             output: None,
-        }
+        };
+        Engine::new(judge, seed)
     }
 
-    pub fn into_output(self) -> Option<JudgeOutput> {
-        self.output
+    fn client(&self) -> Result<&Hello, ProtocolError> {
+        self.client
+            .as_ref()
+            .ok_or(not_now("a client message before its hello"))
     }
 
-    fn client(&self) -> &Hello {
-        self.client.as_ref().expect("set by the hello")
+    fn client_items(&self) -> usize {
+        self.client.as_ref().map_or(0, |c| c.items as usize)
     }
 
     fn kc(&self) -> bool {
         self.config.key_consistency && self.config.partial.is_some()
     }
 
-    fn step(&mut self, message: &[u8]) -> Result<(), ProtocolError> {
-        match self.state {
-            JudgeState::AwaitHello => {
-                let frame = self.core.open(message, kind::HELLO)?;
-                let client = Hello::decode(frame.body)?;
-                self.on_hello(client)
-            }
-            JudgeState::AwaitItems => {
-                let frame = self.core.open(message, kind::ITEMS)?;
-                let n = self.client().items as usize;
-                let mut r = Reader::new(frame.body, "items");
-                let items = decode_items(&mut r, n)?;
-                r.finish()?;
-                self.decide(&items, |judge| {
-                    let points = h1_batch(&judge.client().client_id, &items);
-                    judge.key.sign_points(&points)
-                })
-            }
-            JudgeState::AwaitCommit => {
-                let frame = self.core.open(message, kind::COMMIT)?;
-                self.on_commit(frame.body)
-            }
-            JudgeState::AwaitOpen => {
-                let frame = self.core.open(message, kind::OPEN)?;
-                self.on_open(frame.body)
-            }
-            JudgeState::Done => Err(after_end()),
-        }
+    fn on_items(&mut self, session: &mut Session<'_>, body: &[u8]) -> Result<(), ProtocolError> {
+        let n = self.client_items();
+        let mut r = Reader::new(body, "items");
+        let items = decode_items(&mut r, n)?;
+        r.finish()?;
+        self.decide(session, &items, |judge, client_id| {
+            judge.key.sign_points(&h1_batch(client_id, &items))
+        })
     }
 
-    fn on_hello(&mut self, client: Hello) -> Result<(), ProtocolError> {
+    /// The commitments, then `ceil(p n)` distinct indices drawn with the CSPRNG
+    /// (a partial Fisher-Yates shuffle), sent in increasing order.
+    fn on_commit(&mut self, session: &mut Session<'_>, body: &[u8]) -> Result<(), ProtocolError> {
+        let n = self.client_items();
+        let kc = self.kc() as usize;
+        crate::wire::expect_len("commit", body, checked_len(n + kc, bls::G1_LEN, "commit")?)?;
+        let mut points = bls::decode_g1_batch(body).map_err(invalid_at("commitment"))?;
+        if kc == 1 {
+            self.kc_value = points.pop();
+        }
+        self.commitments = points;
+        let fraction = self
+            .config
+            .partial
+            .ok_or(not_now("commitments outside Partial-APSI"))?;
+        let k = fraction.opened(n);
+        let mut pool: Vec<u32> = (0..n as u32).collect();
+        for i in 0..k {
+            let j = i + session.rng.below((n - i) as u64) as usize;
+            pool.swap(i, j);
+        }
+        let mut chosen: Vec<usize> = pool[..k].iter().map(|&i| i as usize).collect();
+        chosen.sort_unstable();
+        let mut out = Vec::with_capacity(4 + 4 * k);
+        out.extend_from_slice(&(k as u32).to_be_bytes());
+        for &i in &chosen {
+            out.extend_from_slice(&(i as u32).to_be_bytes());
+        }
+        session.send(CLIENT, kind::CHALLENGE, &out);
+        self.challenge = chosen;
+        self.state = JudgeState::AwaitOpen;
+        Ok(())
+    }
+
+    /// The opened items and the exponent-equality proof that they are what the
+    /// commitments at those indices (and `h_d`) hide under one `r`.
+    fn on_open(&mut self, session: &mut Session<'_>, body: &[u8]) -> Result<(), ProtocolError> {
+        let k = self.challenge.len();
+        let mut r = Reader::new(body, "open");
+        let opened = decode_items(&mut r, k)?;
+        let proof = eea::Proof::decode(r.rest(), k + self.kc() as usize)
+            .map_err(invalid("exponent-equality proof"))?;
+        let client_id = self.client()?.client_id.clone();
+        let mut bases = h1_batch(&client_id, &opened);
+        let mut values: Vec<G1Affine> = self
+            .challenge
+            .iter()
+            .map(|&i| self.commitments[i])
+            .collect();
+        let context = session.ctx.transcript;
+        let kc_token_base = self.kc().then(|| kc_base(&context));
+        if let (Some(base), Some(value)) = (kc_token_base, self.kc_value) {
+            bases.push(base);
+            values.push(value);
+        }
+        eea::verify(&bases, &values, &proof, &context, session.rng)
+            .map_err(invalid("exponent-equality proof"))?;
+        self.decide(session, &opened, |judge, client_id| {
+            let mut signatures = judge.key.sign_points(&h2_batch(&judge.commitments));
+            if let (Some(base), Some(value)) = (kc_token_base, judge.kc_value) {
+                signatures.extend(
+                    judge
+                        .key
+                        .sign_points(&[kc_message(client_id, &base, &value)]),
+                );
+            }
+            signatures
+        })
+    }
+
+    /// Applies the policy to the items shown; signs (with `sign`) or rejects.
+    fn decide(
+        &mut self,
+        session: &mut Session<'_>,
+        shown: &[Vec<u8>],
+        sign: impl FnOnce(&Self, &[u8]) -> Vec<G1Affine>,
+    ) -> Result<(), ProtocolError> {
+        let client = self.client()?;
+        let (client_id, items) = (client.client_id.clone(), client.items);
+        let rejected = match self.policy.check(&client_id, shown) {
+            Ok(()) => {
+                let signatures = sign(self, &client_id);
+                session.send(CLIENT, kind::SIGNATURES, &bls::encode_g1_batch(&signatures));
+                None
+            }
+            Err(reason) => {
+                let mut end = reason.len().min(MAX_ALERT_LEN);
+                while !reason.is_char_boundary(end) {
+                    end -= 1;
+                }
+                session.send(CLIENT, kind::REJECT, &reason.as_bytes()[..end]);
+                Some(reason)
+            }
+        };
+        self.output = Some(JudgeOutput {
+            client_id,
+            items,
+            shown: shown.len() as u64,
+            rejected,
+        });
+        self.state = JudgeState::Done;
+        Ok(())
+    }
+}
+
+impl Protocol for Judge {
+    type Output = JudgeOutput;
+
+    fn roster(&self) -> Roster {
+        Roster::pair(PROTOCOL, NAMES, PROVIDER)
+    }
+
+    fn kind_name(kind: u8) -> &'static str {
+        kind::name(kind)
+    }
+
+    fn hello(&self) -> Vec<u8> {
+        self.hello.encode()
+    }
+
+    fn max_hello_len(&self) -> usize {
+        hello::MAX_LEN
+    }
+
+    fn check_hello(&mut self, _from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
+        let client = Hello::decode(settings)?;
         self.hello
             .check_peer(&client, Role::Client, self.config.max_items)?;
         if client.key_consistency != self.config.key_consistency {
@@ -468,147 +625,71 @@ impl Judge {
                 client.fraction_ppm as f64 / 1e6
             )));
         }
-        self.core
-            .establish(PROTOCOL, &client.salt, &self.hello.salt);
+        self.client = Some(client);
+        Ok(())
+    }
+
+    fn start(&mut self, _session: &mut Session<'_>) -> Result<(), ProtocolError> {
         self.state = if self.config.partial.is_some() {
             JudgeState::AwaitCommit
         } else {
             JudgeState::AwaitItems
         };
-        self.client = Some(client);
         Ok(())
     }
 
-    /// The commitments, then `ceil(p n)` distinct indices drawn with the CSPRNG
-    /// (a partial Fisher-Yates shuffle), sent in increasing order.
-    fn on_commit(&mut self, body: &[u8]) -> Result<(), ProtocolError> {
-        let n = self.client().items as usize;
-        let kc = self.kc() as usize;
-        crate::wire::expect_len("commit", body, checked_len(n + kc, bls::G1_LEN, "commit")?)?;
-        let mut points = bls::decode_g1_batch(body).map_err(invalid_at("commitment"))?;
-        if kc == 1 {
-            self.kc_value = points.pop();
-        }
-        self.commitments = points;
-        let k = self.config.partial.expect("partial mode").opened(n);
-        let mut pool: Vec<u32> = (0..n as u32).collect();
-        for i in 0..k {
-            let j = i + self.core.rng.below((n - i) as u64) as usize;
-            pool.swap(i, j);
-        }
-        let mut chosen: Vec<usize> = pool[..k].iter().map(|&i| i as usize).collect();
-        chosen.sort_unstable();
-        let mut out = Vec::with_capacity(4 + 4 * k);
-        out.extend_from_slice(&(k as u32).to_be_bytes());
-        for &i in &chosen {
-            out.extend_from_slice(&(i as u32).to_be_bytes());
-        }
-        self.core.channel.push(kind::CHALLENGE, &out);
-        self.challenge = chosen;
-        self.state = JudgeState::AwaitOpen;
-        Ok(())
-    }
-
-    /// The opened items and the exponent-equality proof that they are what the
-    /// commitments at those indices (and `h_d`) hide under one `r`.
-    fn on_open(&mut self, body: &[u8]) -> Result<(), ProtocolError> {
-        let k = self.challenge.len();
-        let mut r = Reader::new(body, "open");
-        let opened = decode_items(&mut r, k)?;
-        let proof = eea::Proof::decode(r.rest(), k + self.kc() as usize)
-            .map_err(invalid("exponent-equality proof"))?;
-        let client_id = self.client().client_id.clone();
-        let mut bases = h1_batch(&client_id, &opened);
-        let mut values: Vec<G1Affine> = self
-            .challenge
-            .iter()
-            .map(|&i| self.commitments[i])
-            .collect();
-        let kc_token_base = self.kc().then(|| kc_base(&self.core.ctx().transcript));
-        if let (Some(base), Some(value)) = (kc_token_base, self.kc_value) {
-            bases.push(base);
-            values.push(value);
-        }
-        let context = self.core.ctx().transcript;
-        eea::verify(&bases, &values, &proof, &context, &mut self.core.rng)
-            .map_err(invalid("exponent-equality proof"))?;
-        self.decide(&opened, |judge| {
-            let mut signatures = judge.key.sign_points(&h2_batch(&judge.commitments));
-            if let (Some(base), Some(value)) = (kc_token_base, judge.kc_value) {
-                signatures.extend(
-                    judge
-                        .key
-                        .sign_points(&[kc_message(&client_id, &base, &value)]),
-                );
-            }
-            signatures
-        })
-    }
-
-    /// Applies the policy to the items shown; signs (with `sign`) or rejects.
-    fn decide(
+    fn handle(
         &mut self,
-        shown: &[Vec<u8>],
-        sign: impl FnOnce(&Self) -> Vec<G1Affine>,
+        session: &mut Session<'_>,
+        message: Message<'_>,
     ) -> Result<(), ProtocolError> {
-        let client_id = self.client().client_id.clone();
-        let verdict = self.policy.check(&client_id, shown);
-        let rejected = match verdict {
-            Ok(()) => {
-                let signatures = sign(self);
-                self.core
-                    .channel
-                    .push(kind::SIGNATURES, &bls::encode_g1_batch(&signatures));
-                None
+        match self.state {
+            JudgeState::AwaitItems => self.on_items(session, message.expect(kind::ITEMS)?),
+            JudgeState::AwaitCommit => self.on_commit(session, message.expect(kind::COMMIT)?),
+            JudgeState::AwaitOpen => self.on_open(session, message.expect(kind::OPEN)?),
+            JudgeState::Starting | JudgeState::Done => {
+                Err(not_now("a message the judge did not await"))
             }
-            Err(reason) => {
-                let mut end = reason.len().min(MAX_ALERT_LEN);
-                while !reason.is_char_boundary(end) {
-                    end -= 1;
-                }
-                self.core
-                    .channel
-                    .push(kind::REJECT, &reason.as_bytes()[..end]);
-                Some(reason)
-            }
-        };
-        self.output = Some(JudgeOutput {
-            client_id,
-            items: self.client().items,
-            shown: shown.len() as u64,
-            rejected,
-        });
-        self.state = JudgeState::Done;
-        self.core.done = true;
-        Ok(())
+        }
     }
 
-    fn max_len(&self) -> usize {
-        let n = self.client.as_ref().map_or(0, |c| c.items as usize);
+    fn awaiting(&self) -> Option<PartyId> {
+        match self.state {
+            JudgeState::Done => None,
+            _ => Some(CLIENT),
+        }
+    }
+
+    fn max_message_len(&self) -> usize {
+        let n = self.client_items();
         let items = |k: usize| k.saturating_mul(4 + MAX_ITEM_LEN);
         match self.state {
-            JudgeState::AwaitHello => hello::MAX_LEN,
-            JudgeState::AwaitItems => HEADER_LEN.saturating_add(items(n)),
-            JudgeState::AwaitCommit => HEADER_LEN + (n + 1).saturating_mul(bls::G1_LEN),
+            JudgeState::AwaitItems => items(n),
+            JudgeState::AwaitCommit => (n + 1).saturating_mul(bls::G1_LEN),
             JudgeState::AwaitOpen => {
                 let k = self.challenge.len();
-                HEADER_LEN
-                    .saturating_add(items(k))
-                    .saturating_add(eea::Proof::encoded_len(k + 1))
+                items(k).saturating_add(eea::Proof::encoded_len(k + 1))
             }
-            JudgeState::Done => HEADER_LEN + MAX_ALERT_LEN,
+            JudgeState::Starting | JudgeState::Done => 0,
         }
     }
 
-    fn describe(&self) -> String {
+    fn is_done(&self) -> bool {
+        matches!(self.state, JudgeState::Done)
+    }
+
+    fn status(&self) -> String {
+        let n = self.client_items();
         match self.state {
-            JudgeState::AwaitHello => "waiting for a client".into(),
-            JudgeState::AwaitItems => format!("waiting for {} items", self.client().items),
-            JudgeState::AwaitCommit => format!("waiting for {} commitments", self.client().items),
+            JudgeState::Starting => "waiting for a client".into(),
+            JudgeState::AwaitItems => format!("waiting for {n} items"),
+            JudgeState::AwaitCommit => format!("waiting for {n} commitments"),
             JudgeState::AwaitOpen => format!("waiting for {} opened items", self.challenge.len()),
             JudgeState::Done => "done".into(),
         }
     }
-}
 
-impl_apsi_party!(Judge);
+    fn into_output(self) -> Option<JudgeOutput> {
+        self.output
+    }
+}

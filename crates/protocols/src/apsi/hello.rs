@@ -1,15 +1,16 @@
-//! The hello of both APSI sub-protocols. Every party sends one first; fields a role
-//! does not use are empty. Mismatched settings end the run with
-//! `ProtocolError::Incompatible` before any item or element is sent.
+//! The settings both APSI sub-protocols announce in the engine's hello (after the
+//! engine's salt); fields a role does not use are empty. Mismatched settings end the
+//! run with `ProtocolError::Incompatible` before any item or element is sent.
 
 use super::{KcToken, MAX_CLIENT_ID_LEN, Mode};
 use crate::error::{PeerMisbehaved, ProtocolError};
-use crate::session::SALT_LEN;
 use crate::wire::Reader;
 use privset_crypto::bls;
 
-/// Upper bound of an encoded hello frame.
-pub const MAX_LEN: usize = crate::wire::HEADER_LEN + 64 + MAX_CLIENT_ID_LEN + 4 * 200;
+/// Longest encoded settings: role, mode, flag, fraction, count, and the four
+/// length-prefixed fields at their largest.
+pub const MAX_LEN: usize =
+    1 + 1 + 1 + 4 + 8 + 4 * 4 + MAX_CLIENT_ID_LEN + bls::G2_LEN + 32 + KcToken::LEN;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
@@ -44,7 +45,6 @@ impl Role {
 pub struct Hello {
     pub role: Role,
     pub mode: Mode,
-    pub salt: [u8; SALT_LEN],
     pub key_consistency: bool,
     /// Authorize: the client's largest acceptable / the judge's fraction (ppm).
     pub fraction_ppm: u32,
@@ -61,11 +61,10 @@ pub struct Hello {
 }
 
 impl Hello {
-    pub fn new(role: Role, mode: Mode, salt: [u8; SALT_LEN], key_consistency: bool) -> Self {
+    pub fn new(role: Role, mode: Mode, key_consistency: bool) -> Self {
         Self {
             role,
             mode,
-            salt,
             key_consistency,
             fraction_ppm: 0,
             items: 0,
@@ -80,7 +79,6 @@ impl Hello {
         let mut b = Vec::with_capacity(128 + self.client_id.len());
         b.push(self.role.code());
         b.push(self.mode.code());
-        b.extend_from_slice(&self.salt);
         b.push(self.key_consistency as u8);
         b.extend_from_slice(&self.fraction_ppm.to_be_bytes());
         b.extend_from_slice(&self.items.to_be_bytes());
@@ -102,7 +100,6 @@ impl Hello {
         let role = Role::from_code(code).ok_or_else(|| bad(format!("hello names role {code}")))?;
         let code = r.u8()?;
         let mode = Mode::from_code(code).ok_or_else(|| bad(format!("hello names mode {code}")))?;
-        let salt = r.array::<SALT_LEN>()?;
         let key_consistency = match r.u8()? {
             0 => false,
             1 => true,
@@ -133,7 +130,6 @@ impl Hello {
         Ok(Self {
             role,
             mode,
-            salt,
             key_consistency,
             fraction_ppm,
             items,
@@ -185,19 +181,22 @@ mod tests {
 
     #[test]
     fn round_trip_and_rejections() {
-        let mut h = Hello::new(Role::Client, Mode::Partial, [9; 32], true);
+        let mut h = Hello::new(Role::Client, Mode::Partial, true);
         h.client_id = b"acme".to_vec();
         h.items = 77;
         h.fraction_ppm = 100_000;
         h.judge_fingerprint = Some([3; 32]);
         h.kc_token = Some(vec![1; KcToken::LEN]);
+        h.public_key = Some([5; 96]);
+        h.client_id = vec![b'a'; MAX_CLIENT_ID_LEN];
         let enc = h.encode();
+        assert_eq!(enc.len(), MAX_LEN);
         assert_eq!(Hello::decode(&enc).unwrap(), h);
         assert!(Hello::decode(&enc[..enc.len() - 1]).is_err());
         let mut bad = enc.clone();
         bad[0] = 9;
         assert!(Hello::decode(&bad).is_err());
-        let mut j = Hello::new(Role::Judge, Mode::Full, [1; 32], false);
+        let mut j = Hello::new(Role::Judge, Mode::Full, false);
         j.public_key = Some([5; 96]);
         assert_eq!(Hello::decode(&j.encode()).unwrap(), j);
         assert!(matches!(

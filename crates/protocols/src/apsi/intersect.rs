@@ -1,13 +1,16 @@
-//! Intersect (seed 002 Figs. 2-3, lower parts): the client learns which of its
-//! authorized items the server holds, and `|Y|`; the server learns nothing about them.
+//! Intersect (Falzon-Markatou, "Re-visiting Authorized PSI", Figs. 2-3, lower parts):
+//! the client learns which of its authorized items the server holds, and `|Y|`; the
+//! server learns nothing about them.
 //!
 //! ```text
 //! APSI           client -> server: hello           server -> client: hello, key, result
 //! Partial-APSI   client -> server: hello, eval     server -> client: hello, key, request, result
 //! ```
 //! `key` is `S = g2^s`; `result` is one 16-byte tag per server item (a hash of the
-//! pairing value, keyed by the session), in random order. The server draws fresh `s`
-//! (and OPRF blinding `t`) every run, so two runs on the same sets share nothing.
+//! pairing value, keyed by the session), in random order. The server draws a fresh
+//! order of its items, `s` (and OPRF blinding `t`) every run, once the session is
+//! established, so two runs on the same sets share nothing; its items themselves are
+//! shared between runs (an `Arc`), never copied.
 //!
 //! `S` leaves first so that the two parties' pairings overlap: with APSI the client
 //! computes `e(sigma_i, S)` while the server computes its tags (the server's tags are
@@ -16,20 +19,23 @@
 //! time is then about the larger of the two parties' work, not their sum.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use group::Curve;
 use privset_crypto::bls::{self, G1Affine, G1Projective, PublicKey, Scalar, eea};
 use rayon::prelude::*;
 
-use super::core::{Core, Mode, impl_apsi_party, on_off};
-use super::core::{after_end, invalid, invalid_at};
 use super::hello::{self, Hello, Role};
 use super::signatures::{SignatureSet, SignedItem};
-use super::{KcToken, h1, h2, kc_message, kind, validate_items};
+use super::{CLIENT, PROVIDER, invalid, invalid_at, not_now, on_off};
+use super::{KcToken, Mode, h1, h2, kc_message, kind, validate_items};
+use crate::engine::{Engine, Message, Protocol, Roster, Session};
 use crate::error::{PeerMisbehaved, ProtocolError};
-use crate::wire::{HEADER_LEN, MAX_ALERT_LEN, ProtocolId, checked_len, expect_len};
+use crate::session::SessionContext;
+use crate::wire::{PartyId, ProtocolId, checked_len, expect_len};
 
 const PROTOCOL: ProtocolId = ProtocolId::ApsiIntersect;
+const NAMES: [&str; 2] = ["client", "server"];
 /// Purpose string of the per-session key of the result tags.
 const TAG_KEY: &str = "apsi-result-tags";
 
@@ -65,7 +71,8 @@ pub struct ClientOutput {
 }
 
 enum ClientState {
-    AwaitHello,
+    /// Hellos not yet exchanged (the engine's part).
+    Starting,
     AwaitKey,
     AwaitRequest,
     AwaitResult,
@@ -74,7 +81,6 @@ enum ClientState {
 
 /// The client of Intersect.
 pub struct Client {
-    core: Core,
     mode: Mode,
     key_consistency: bool,
     secret: Option<Scalar>,
@@ -94,9 +100,9 @@ pub struct Client {
 }
 
 impl Client {
-    /// `signed`: the items to intersect with their signatures (from
-    /// [`SignatureSet::select`]); `judge_key`: the key the operator trusts, which must be
-    /// the one that signed.
+    /// The client party (participant 0). `signed`: the items to intersect with their
+    /// signatures (from [`SignatureSet::select`]); `judge_key`: the key the operator
+    /// trusts, which must be the one that signed.
     pub fn new(
         signatures: &SignatureSet,
         signed: Vec<SignedItem>,
@@ -104,6 +110,35 @@ impl Client {
         key_consistency: bool,
         max_server_items: u64,
         seed: [u8; 32],
+    ) -> Result<Engine<Self>, ProtocolError> {
+        Engine::new(
+            Self::protocol(
+                signatures,
+                signed,
+                judge_key,
+                key_consistency,
+                max_server_items,
+            )?,
+            seed,
+        )
+    }
+
+    /// The client's settings checked, without a party: what [`Client::new`] refuses
+    /// (another judge key, a missing key-consistency token), before any run.
+    pub fn check(
+        signatures: &SignatureSet,
+        judge_key: &PublicKey,
+        key_consistency: bool,
+    ) -> Result<(), ProtocolError> {
+        Self::protocol(signatures, Vec::new(), judge_key, key_consistency, 0).map(|_| ())
+    }
+
+    fn protocol(
+        signatures: &SignatureSet,
+        signed: Vec<SignedItem>,
+        judge_key: &PublicKey,
+        key_consistency: bool,
+        max_server_items: u64,
     ) -> Result<Self, ProtocolError> {
         if *judge_key != signatures.judge_key {
             return Err(ProtocolError::Config(
@@ -116,23 +151,20 @@ impl Client {
                 "the signatures carry no key-consistency token (authorized with it off); run with key consistency off or authorize again".into(),
             ));
         }
-        let mut core = Core::start(PROTOCOL, 0, seed);
-        let mut hello = Hello::new(Role::Client, signatures.mode, core.salt, kc);
+        let mut hello = Hello::new(Role::Client, signatures.mode, kc);
         hello.client_id = signatures.client_id.clone();
         hello.judge_fingerprint = Some(judge_key.fingerprint());
         if kc {
             hello.kc_token = signatures.kc_token.as_ref().map(KcToken::encode);
         }
-        core.channel.push(kind::HELLO, &hello.encode());
         Ok(Self {
-            core,
             mode: signatures.mode,
             key_consistency: kc,
             secret: signatures.secret,
             token: signatures.kc_token.filter(|_| kc),
             signed,
             hello,
-            state: ClientState::AwaitHello,
+            state: ClientState::Starting,
             server_items: 0,
             max_server_items,
             server_key: None,
@@ -142,73 +174,40 @@ impl Client {
         })
     }
 
-    pub fn into_output(self) -> Option<ClientOutput> {
-        self.output
+    fn on_key(&mut self, body: &[u8]) -> Result<(), ProtocolError> {
+        expect_len("key", body, bls::G2_LEN)?;
+        let big_s = bls::decode_g2(body).map_err(invalid("server key S"))?;
+        self.server_key = Some(bls::prepare(&big_s));
+        self.state = match self.mode {
+            Mode::Full => {
+                // Pair now, while the server computes its tags.
+                self.pairing_pending = true;
+                ClientState::AwaitResult
+            }
+            Mode::Partial => ClientState::AwaitRequest,
+        };
+        Ok(())
     }
 
-    fn step(&mut self, message: &[u8]) -> Result<(), ProtocolError> {
-        match self.state {
-            ClientState::AwaitHello => {
-                let frame = self.core.open(message, kind::HELLO)?;
-                let server = Hello::decode(frame.body)?;
-                self.hello
-                    .check_peer(&server, Role::Server, self.max_server_items)?;
-                if self.mode == Mode::Partial && server.key_consistency != self.key_consistency {
-                    return Err(ProtocolError::Incompatible(format!(
-                        "key consistency is {} here and {} at the server",
-                        on_off(self.key_consistency),
-                        on_off(server.key_consistency)
-                    )));
-                }
-                self.server_items = server.items;
-                self.core
-                    .establish(PROTOCOL, &self.hello.salt, &server.salt);
-                self.state = ClientState::AwaitKey;
-                Ok(())
-            }
-            ClientState::AwaitKey => {
-                let frame = self.core.open(message, kind::KEY)?;
-                expect_len("key", frame.body, bls::G2_LEN)?;
-                let big_s = bls::decode_g2(frame.body).map_err(invalid("server key S"))?;
-                self.server_key = Some(bls::prepare(&big_s));
-                self.state = match self.mode {
-                    Mode::Full => {
-                        // Pair now, while the server computes its tags.
-                        self.pairing_pending = true;
-                        ClientState::AwaitResult
-                    }
-                    Mode::Partial => ClientState::AwaitRequest,
-                };
-                Ok(())
-            }
-            ClientState::AwaitRequest => {
-                let frame = self.core.open(message, kind::REQUEST)?;
-                self.on_request(frame.body)
-            }
-            ClientState::AwaitResult => {
-                let frame = self.core.open(message, kind::RESULT)?;
-                self.on_result(frame.body)
-            }
-            ClientState::Done => Err(after_end()),
-        }
-    }
-
-    /// The DH OPRF of App. A.2 under `r`, plus the key-consistency proof.
-    fn on_request(&mut self, body: &[u8]) -> Result<(), ProtocolError> {
+    /// The DH OPRF of the APSI paper's App. A.2 under `r`, plus the key-consistency
+    /// proof.
+    fn on_request(&mut self, session: &mut Session<'_>, body: &[u8]) -> Result<(), ProtocolError> {
         let m = self.server_items as usize;
         expect_len("request", body, checked_len(m, bls::G1_LEN, "request")?)?;
         let request = bls::decode_g1_batch(body).map_err(invalid_at("OPRF request element"))?;
-        let r = self.secret.expect("partial signatures carry r");
+        let r = self
+            .secret
+            .ok_or(not_now("an OPRF request without Partial-APSI signatures"))?;
         let answer: Vec<G1Projective> = request.par_iter().map(|b| b * r).collect();
         let answer = bls::to_affine_batch(&answer);
         let mut out = bls::encode_g1_batch(&answer);
         if let Some(token) = &self.token {
-            let transcript = self.core.ctx().transcript;
+            let transcript = session.ctx.transcript;
             let (bases, values) = kc_statement(token, &request, &answer, &transcript);
-            let proof = eea::prove(&r, &bases, &values, &transcript, &mut self.core.rng);
+            let proof = eea::prove(&r, &bases, &values, &transcript, session.rng);
             out.extend_from_slice(&proof.encode());
         }
-        self.core.channel.push(kind::EVAL, &out);
+        session.send(PROVIDER, kind::EVAL, &out);
         // Pair after the answer has left, while the server finishes.
         self.pairing_pending = true;
         self.state = ClientState::AwaitResult;
@@ -216,27 +215,34 @@ impl Client {
     }
 
     /// The tags of `e(sigma_i, S)` for every item used (deferred work).
-    fn pair_own_items(&mut self) {
+    fn pair_own_items(&mut self, ctx: &SessionContext) -> Result<(), ProtocolError> {
         self.pairing_pending = false;
-        let prepared = self.server_key.as_ref().expect("S precedes the pairings");
-        let key = self.core.ctx().derive_key(TAG_KEY);
+        let prepared = self
+            .server_key
+            .as_ref()
+            .ok_or(not_now("pairing before the server's key S"))?;
+        let key = ctx.derive_key(TAG_KEY);
         let tags = self
             .signed
             .par_iter()
             .map(|(_, sig)| bls::gt_tag(&bls::pairing_prepared(sig, prepared), &key))
             .collect();
         self.own_tags = Some(tags);
+        Ok(())
     }
 
     /// Compares the tags of the items used with the server's.
-    fn on_result(&mut self, tags: &[u8]) -> Result<(), ProtocolError> {
+    fn on_result(&mut self, session: &mut Session<'_>, tags: &[u8]) -> Result<(), ProtocolError> {
         let m = self.server_items as usize;
         expect_len("result", tags, checked_len(m, bls::TAG_LEN, "result")?)?;
-        if self.own_tags.is_none() {
-            // A driver that skipped the deferred work: do it now.
-            self.pair_own_items();
-        }
-        let own = self.own_tags.take().expect("computed above");
+        let own = match self.own_tags.take() {
+            Some(own) => own,
+            None => {
+                // A driver that skipped the deferred work: do it now.
+                self.pair_own_items(session.ctx)?;
+                self.own_tags.take().unwrap_or_default()
+            }
+        };
         let server: HashSet<&[u8]> = tags.chunks_exact(bls::TAG_LEN).collect();
         let intersection = self
             .signed
@@ -251,26 +257,96 @@ impl Client {
             used: self.signed.len() as u64,
         });
         self.state = ClientState::Done;
-        self.core.done = true;
+        Ok(())
+    }
+}
+
+impl Protocol for Client {
+    type Output = ClientOutput;
+
+    fn roster(&self) -> Roster {
+        Roster::pair(PROTOCOL, NAMES, CLIENT)
+    }
+
+    fn kind_name(kind: u8) -> &'static str {
+        kind::name(kind)
+    }
+
+    fn hello(&self) -> Vec<u8> {
+        self.hello.encode()
+    }
+
+    fn max_hello_len(&self) -> usize {
+        hello::MAX_LEN
+    }
+
+    fn check_hello(&mut self, _from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
+        let server = Hello::decode(settings)?;
+        self.hello
+            .check_peer(&server, Role::Server, self.max_server_items)?;
+        if self.mode == Mode::Partial && server.key_consistency != self.key_consistency {
+            return Err(ProtocolError::Incompatible(format!(
+                "key consistency is {} here and {} at the server",
+                on_off(self.key_consistency),
+                on_off(server.key_consistency)
+            )));
+        }
+        self.server_items = server.items;
         Ok(())
     }
 
-    fn max_len(&self) -> usize {
-        let m = self.server_items as usize;
+    fn start(&mut self, _session: &mut Session<'_>) -> Result<(), ProtocolError> {
+        self.state = ClientState::AwaitKey;
+        Ok(())
+    }
+
+    fn handle(
+        &mut self,
+        session: &mut Session<'_>,
+        message: Message<'_>,
+    ) -> Result<(), ProtocolError> {
         match self.state {
-            ClientState::AwaitHello => hello::MAX_LEN,
-            ClientState::AwaitKey => HEADER_LEN + bls::G2_LEN.max(MAX_ALERT_LEN),
-            ClientState::AwaitRequest => HEADER_LEN.saturating_add(m.saturating_mul(bls::G1_LEN)),
-            ClientState::AwaitResult => HEADER_LEN
-                .saturating_add(m.saturating_mul(bls::TAG_LEN))
-                .max(HEADER_LEN + MAX_ALERT_LEN),
-            ClientState::Done => HEADER_LEN + MAX_ALERT_LEN,
+            ClientState::AwaitKey => self.on_key(message.expect(kind::KEY)?),
+            ClientState::AwaitRequest => self.on_request(session, message.expect(kind::REQUEST)?),
+            ClientState::AwaitResult => self.on_result(session, message.expect(kind::RESULT)?),
+            ClientState::Starting | ClientState::Done => {
+                Err(not_now("a message the client did not await"))
+            }
         }
     }
 
-    fn describe(&self) -> String {
+    fn awaiting(&self) -> Option<PartyId> {
         match self.state {
-            ClientState::AwaitHello => "waiting for the server".into(),
+            ClientState::Done => None,
+            _ => Some(PROVIDER),
+        }
+    }
+
+    fn max_message_len(&self) -> usize {
+        let m = self.server_items as usize;
+        match self.state {
+            ClientState::AwaitKey => bls::G2_LEN,
+            ClientState::AwaitRequest => m.saturating_mul(bls::G1_LEN),
+            ClientState::AwaitResult => m.saturating_mul(bls::TAG_LEN),
+            ClientState::Starting | ClientState::Done => 0,
+        }
+    }
+
+    fn has_deferred_work(&self) -> bool {
+        self.pairing_pending
+    }
+
+    fn do_deferred_work(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
+        self.pair_own_items(session.ctx)
+    }
+
+    fn is_done(&self) -> bool {
+        matches!(self.state, ClientState::Done)
+    }
+
+    fn status(&self) -> String {
+        match self.state {
+            ClientState::Starting => "waiting for the server".into(),
             ClientState::AwaitKey => "waiting for the server's key S".into(),
             ClientState::AwaitRequest => format!("waiting for {} OPRF requests", self.server_items),
             ClientState::AwaitResult if self.pairing_pending => {
@@ -282,18 +358,9 @@ impl Client {
             ClientState::Done => "done".into(),
         }
     }
-}
 
-impl_apsi_party!(Client, deferred);
-
-impl Client {
-    fn has_pending(&self) -> bool {
-        self.pairing_pending
-    }
-
-    fn run_pending(&mut self) -> Result<(), ProtocolError> {
-        self.pair_own_items();
-        Ok(())
+    fn into_output(self) -> Option<ClientOutput> {
+        self.output
     }
 }
 
@@ -315,7 +382,8 @@ pub struct ServerOutput {
 }
 
 enum ServerState {
-    AwaitHello,
+    /// Hellos not yet exchanged (the engine's part).
+    Starting,
     /// APSI: `S` sent, the tags still to compute (deferred work).
     Encoding,
     AwaitEval,
@@ -324,12 +392,17 @@ enum ServerState {
 
 /// The server of one Intersect run.
 pub struct Server {
-    core: Core,
     config: ServerConfig,
-    items: Vec<Vec<u8>>,
+    /// The server's set, shared by every run (never copied per run).
+    items: Arc<[Vec<u8>]>,
+    /// This run's random order of `items` (drawn at the start of the session): the
+    /// tags and OPRF requests follow it, so they do not reveal the input order.
+    order: Vec<u32>,
     hello: Hello,
     state: ServerState,
     client_id: Vec<u8>,
+    /// The client's key-consistency token, decoded from its hello; its signature is
+    /// checked at the start of the session (batch verification draws randomness).
     token: Option<KcToken>,
     blinding: Option<Scalar>,
     /// This run's `s` (`S = g2^s` is sent before the tags).
@@ -341,25 +414,30 @@ pub struct Server {
 }
 
 impl Server {
+    /// The server party (participant 1) for one run over `items`, which many runs may
+    /// share (at most `u32::MAX` items); its randomness all from `seed`.
     pub fn new(
         config: ServerConfig,
-        mut items: Vec<Vec<u8>>,
+        items: Arc<[Vec<u8>]>,
         seed: [u8; 32],
-    ) -> Result<Self, ProtocolError> {
+    ) -> Result<Engine<Self>, ProtocolError> {
         validate_items(&items)?;
-        let mut core = Core::start(PROTOCOL, 1, seed);
-        // Random order: the tags (and OPRF requests) must not reveal the input order.
-        core.rng.shuffle(&mut items);
+        if u32::try_from(items.len()).is_err() {
+            return Err(ProtocolError::Config(format!(
+                "the server holds {} items, above the {} one run can encode",
+                items.len(),
+                u32::MAX
+            )));
+        }
         let kc = config.key_consistency && config.mode == Mode::Partial;
-        let mut hello = Hello::new(Role::Server, config.mode, core.salt, kc);
+        let mut hello = Hello::new(Role::Server, config.mode, kc);
         hello.items = items.len() as u64;
-        core.channel.push(kind::HELLO, &hello.encode());
-        Ok(Self {
-            core,
+        let server = Self {
             config,
             items,
+            order: Vec::new(),
             hello,
-            state: ServerState::AwaitHello,
+            state: ServerState::Starting,
             client_id: Vec::new(),
             token: None,
             blinding: None,
@@ -367,33 +445,113 @@ impl Server {
             request: Vec::new(),
             tags_pending: false,
             output: None,
-        })
-    }
-
-    pub fn into_output(self) -> Option<ServerOutput> {
-        self.output
+        };
+        Engine::new(server, seed)
     }
 
     fn kc(&self) -> bool {
         self.config.key_consistency && self.config.mode == Mode::Partial
     }
 
-    fn step(&mut self, message: &[u8]) -> Result<(), ProtocolError> {
-        match self.state {
-            ServerState::AwaitHello => {
-                let frame = self.core.open(message, kind::HELLO)?;
-                let client = Hello::decode(frame.body)?;
-                self.on_hello(client)
-            }
-            ServerState::AwaitEval => {
-                let frame = self.core.open(message, kind::EVAL)?;
-                self.on_eval(frame.body)
-            }
-            ServerState::Encoding | ServerState::Done => Err(after_end()),
-        }
+    /// `H1(y_j || ID)` of every item, in this run's order.
+    fn hashed_items(&self) -> impl IndexedParallelIterator<Item = G1Projective> + '_ {
+        let (items, client_id) = (&self.items, &self.client_id);
+        self.order
+            .par_iter()
+            .map(move |&i| h1(client_id, &items[i as usize]))
     }
 
-    fn on_hello(&mut self, client: Hello) -> Result<(), ProtocolError> {
+    /// Unblinds the OPRF answer to `d_j = H1(y_j || ID)^r` after checking the
+    /// key-consistency proof, and encodes `H2(d_j)`.
+    fn on_eval(&mut self, session: &mut Session<'_>, body: &[u8]) -> Result<(), ProtocolError> {
+        let m = self.items.len();
+        let answer_len = checked_len(m, bls::G1_LEN, "eval")?;
+        let proof_len = if self.kc() {
+            eea::Proof::encoded_len(kc_pairs(m))
+        } else {
+            0
+        };
+        expect_len("eval", body, answer_len + proof_len)?;
+        let (answer_bytes, proof_bytes) = body.split_at(answer_len);
+        let answer =
+            bls::decode_g1_batch(answer_bytes).map_err(invalid_at("OPRF answer element"))?;
+        if let Some(token) = &self.token {
+            let proof = eea::Proof::decode(proof_bytes, kc_pairs(m))
+                .map_err(invalid("key-consistency proof"))?;
+            let transcript = session.ctx.transcript;
+            let (bases, values) = kc_statement(token, &self.request, &answer, &transcript);
+            eea::verify(&bases, &values, &proof, &transcript, session.rng)
+                .map_err(invalid("key-consistency proof"))?;
+        }
+        let blinding = self
+            .blinding
+            .ok_or(not_now("an OPRF answer before the request"))?;
+        let unblind = bls::invert_scalar(&blinding);
+        let hashed: Vec<G1Projective> = answer
+            .par_iter()
+            .map(|c| h2(&(c * unblind).to_affine()))
+            .collect();
+        self.finish(session, &bls::to_affine_batch(&hashed))
+    }
+
+    /// APSI's deferred work: `H1(y_j || ID)` for every item, then the tags.
+    fn hash_and_finish(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
+        self.tags_pending = false;
+        let hashed: Vec<G1Projective> = self.hashed_items().collect();
+        self.finish(session, &bls::to_affine_batch(&hashed))
+    }
+
+    /// Sends the tags of `e(points_j, pk^s)`.
+    fn finish(
+        &mut self,
+        session: &mut Session<'_>,
+        points: &[G1Affine],
+    ) -> Result<(), ProtocolError> {
+        let s = self
+            .exponent
+            .take()
+            .ok_or(not_now("encoding before the key S"))?;
+        let prepared = bls::prepare(&self.config.judge_key.blinded(&s));
+        let key = session.ctx.derive_key(TAG_KEY);
+        let tags: Vec<[u8; bls::TAG_LEN]> = points
+            .par_iter()
+            .map(|p| bls::gt_tag(&bls::pairing_prepared(p, &prepared), &key))
+            .collect();
+        let mut out = Vec::with_capacity(tags.len() * bls::TAG_LEN);
+        for t in &tags {
+            out.extend_from_slice(t);
+        }
+        session.send(CLIENT, kind::RESULT, &out);
+        self.output = Some(ServerOutput {
+            client_id: std::mem::take(&mut self.client_id),
+            items: self.items.len() as u64,
+        });
+        self.state = ServerState::Done;
+        Ok(())
+    }
+}
+
+impl Protocol for Server {
+    type Output = ServerOutput;
+
+    fn roster(&self) -> Roster {
+        Roster::pair(PROTOCOL, NAMES, PROVIDER)
+    }
+
+    fn kind_name(kind: u8) -> &'static str {
+        kind::name(kind)
+    }
+
+    fn hello(&self) -> Vec<u8> {
+        self.hello.encode()
+    }
+
+    fn max_hello_len(&self) -> usize {
+        hello::MAX_LEN
+    }
+
+    fn check_hello(&mut self, _from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
+        let client = Hello::decode(settings)?;
         self.hello.check_peer(&client, Role::Client, 0)?;
         if client.client_id.is_empty() {
             return Err(
@@ -412,25 +570,30 @@ impl Server {
                     "this server requires key consistency; the client sent no token".into(),
                 )
             })?;
-            let token = KcToken::decode(bytes).map_err(invalid("key-consistency token"))?;
-            let message = kc_message(&client.client_id, &token.base, &token.value);
-            self.config
-                .judge_key
-                .verify_batch(&[message], &[token.signature], &mut self.core.rng)
-                .map_err(invalid("key-consistency token"))?;
-            self.token = Some(token);
+            self.token = Some(KcToken::decode(bytes).map_err(invalid("key-consistency token"))?);
         } else if client.key_consistency && self.config.mode == Mode::Partial {
             return Err(ProtocolError::Incompatible(
                 "key consistency is on at the client and off at this server".into(),
             ));
         }
-        self.core
-            .establish(PROTOCOL, &client.salt, &self.hello.salt);
         self.client_id = client.client_id;
-        let s = bls::random_scalar(&mut self.core.rng);
-        self.core
-            .channel
-            .push(kind::KEY, &bls::encode_g2(&bls::g2_power(&s)));
+        Ok(())
+    }
+
+    /// This run's order of the items, the check of the client's key-consistency token,
+    /// then `S = g2^s` and, with Partial-APSI, the blinded OPRF request.
+    fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
+        // Random order: the tags (and OPRF requests) must not reveal the input order.
+        self.order = session.rng.permutation(self.items.len());
+        if let Some(token) = &self.token {
+            let message = kc_message(&self.client_id, &token.base, &token.value);
+            self.config
+                .judge_key
+                .verify_batch(&[message], &[token.signature], session.rng)
+                .map_err(invalid("key-consistency token"))?;
+        }
+        let s = bls::random_scalar(session.rng);
+        session.send(CLIENT, kind::KEY, &bls::encode_g2(&bls::g2_power(&s)));
         self.exponent = Some(s);
         match self.config.mode {
             Mode::Full => {
@@ -439,16 +602,10 @@ impl Server {
                 self.state = ServerState::Encoding;
             }
             Mode::Partial => {
-                let t = bls::random_scalar(&mut self.core.rng);
-                let blinded: Vec<G1Projective> = self
-                    .items
-                    .par_iter()
-                    .map(|y| h1(&self.client_id, y) * t)
-                    .collect();
+                let t = bls::random_scalar(session.rng);
+                let blinded: Vec<G1Projective> = self.hashed_items().map(|h| h * t).collect();
                 self.request = bls::to_affine_batch(&blinded);
-                self.core
-                    .channel
-                    .push(kind::REQUEST, &bls::encode_g1_batch(&self.request));
+                session.send(CLIENT, kind::REQUEST, &bls::encode_g1_batch(&self.request));
                 self.blinding = Some(t);
                 self.state = ServerState::AwaitEval;
             }
@@ -456,99 +613,59 @@ impl Server {
         Ok(())
     }
 
-    /// Unblinds the OPRF answer to `d_j = H1(y_j || ID)^r` after checking the
-    /// key-consistency proof, and encodes `H2(d_j)`.
-    fn on_eval(&mut self, body: &[u8]) -> Result<(), ProtocolError> {
-        let m = self.items.len();
-        let answer_len = checked_len(m, bls::G1_LEN, "eval")?;
-        let proof_len = if self.kc() {
-            eea::Proof::encoded_len(kc_pairs(m))
-        } else {
-            0
-        };
-        expect_len("eval", body, answer_len + proof_len)?;
-        let (answer_bytes, proof_bytes) = body.split_at(answer_len);
-        let answer =
-            bls::decode_g1_batch(answer_bytes).map_err(invalid_at("OPRF answer element"))?;
-        if let Some(token) = &self.token {
-            let proof = eea::Proof::decode(proof_bytes, kc_pairs(m))
-                .map_err(invalid("key-consistency proof"))?;
-            let transcript = self.core.ctx().transcript;
-            let (bases, values) = kc_statement(token, &self.request, &answer, &transcript);
-            eea::verify(&bases, &values, &proof, &transcript, &mut self.core.rng)
-                .map_err(invalid("key-consistency proof"))?;
-        }
-        let unblind = bls::invert_scalar(&self.blinding.expect("set with the request"));
-        let hashed: Vec<G1Projective> = answer
-            .par_iter()
-            .map(|c| h2(&(c * unblind).to_affine()))
-            .collect();
-        self.finish(&bls::to_affine_batch(&hashed));
-        Ok(())
-    }
-
-    /// APSI's deferred work: `H1(y_j || ID)` for every item, then the tags.
-    fn hash_and_finish(&mut self) {
-        self.tags_pending = false;
-        let hashed: Vec<G1Projective> = self
-            .items
-            .par_iter()
-            .map(|y| h1(&self.client_id, y))
-            .collect();
-        self.finish(&bls::to_affine_batch(&hashed));
-    }
-
-    /// Sends the tags of `e(points_j, pk^s)`.
-    fn finish(&mut self, points: &[G1Affine]) {
-        let s = self.exponent.take().expect("drawn with the key");
-        let prepared = bls::prepare(&self.config.judge_key.blinded(&s));
-        let key = self.core.ctx().derive_key(TAG_KEY);
-        let tags: Vec<[u8; bls::TAG_LEN]> = points
-            .par_iter()
-            .map(|p| bls::gt_tag(&bls::pairing_prepared(p, &prepared), &key))
-            .collect();
-        let mut out = Vec::with_capacity(tags.len() * bls::TAG_LEN);
-        for t in &tags {
-            out.extend_from_slice(t);
-        }
-        self.core.channel.push(kind::RESULT, &out);
-        self.output = Some(ServerOutput {
-            client_id: std::mem::take(&mut self.client_id),
-            items: self.items.len() as u64,
-        });
-        self.state = ServerState::Done;
-        self.core.done = true;
-    }
-
-    fn max_len(&self) -> usize {
+    fn handle(
+        &mut self,
+        session: &mut Session<'_>,
+        message: Message<'_>,
+    ) -> Result<(), ProtocolError> {
         match self.state {
-            ServerState::AwaitHello => hello::MAX_LEN,
-            ServerState::AwaitEval => HEADER_LEN
-                .saturating_add(self.items.len().saturating_mul(bls::G1_LEN))
+            ServerState::AwaitEval => self.on_eval(session, message.expect(kind::EVAL)?),
+            ServerState::Starting | ServerState::Encoding | ServerState::Done => {
+                Err(not_now("a message the server did not await"))
+            }
+        }
+    }
+
+    fn awaiting(&self) -> Option<PartyId> {
+        match self.state {
+            ServerState::AwaitEval | ServerState::Starting => Some(CLIENT),
+            ServerState::Encoding | ServerState::Done => None,
+        }
+    }
+
+    fn max_message_len(&self) -> usize {
+        match self.state {
+            ServerState::AwaitEval => self
+                .items
+                .len()
+                .saturating_mul(bls::G1_LEN)
                 .saturating_add(eea::Proof::encoded_len(2)),
-            ServerState::Encoding | ServerState::Done => HEADER_LEN + MAX_ALERT_LEN,
+            ServerState::Starting | ServerState::Encoding | ServerState::Done => 0,
         }
     }
 
-    fn describe(&self) -> String {
+    fn has_deferred_work(&self) -> bool {
+        self.tags_pending
+    }
+
+    fn do_deferred_work(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
+        self.hash_and_finish(session)
+    }
+
+    fn is_done(&self) -> bool {
+        matches!(self.state, ServerState::Done)
+    }
+
+    fn status(&self) -> String {
         match self.state {
-            ServerState::AwaitHello => "waiting for a client".into(),
+            ServerState::Starting => "waiting for a client".into(),
             ServerState::Encoding => format!("encoding {} items", self.items.len()),
             ServerState::AwaitEval => format!("waiting for {} OPRF answers", self.items.len()),
             ServerState::Done => "done".into(),
         }
     }
-}
 
-impl_apsi_party!(Server, deferred);
-
-impl Server {
-    fn has_pending(&self) -> bool {
-        self.tags_pending
-    }
-
-    fn run_pending(&mut self) -> Result<(), ProtocolError> {
-        self.hash_and_finish();
-        Ok(())
+    fn into_output(self) -> Option<ServerOutput> {
+        self.output
     }
 }

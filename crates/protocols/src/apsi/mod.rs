@@ -1,4 +1,11 @@
-//! Authorized PSI and Partial-APSI (seed 002): a judge, a client and a server.
+//! Authorized PSI and Partial-APSI, after Falzon and Markatou, "Re-visiting Authorized
+//! Private Set Intersection" (the APSI paper below): a judge, a client and a server.
+//!
+//! Every party is a [`Protocol`](crate::Protocol) run inside the
+//! [`Engine`](crate::Engine), which carries the salts, hellos, session transcript,
+//! framing, failure and deferred work; participant 0 is the client, participant 1 the
+//! judge (Authorize) or the server (Intersect). The constructors return the engine-wrapped
+//! party; its output comes out by `into_output()`.
 //!
 //! * **Authorize** ([`authorize`], judge and client): the judge signs the client's
 //!   items with BLS. APSI (Fig. 2): the client shows its whole set, the judge applies
@@ -26,9 +33,9 @@
 //! a compressed G1 point under another tag.
 
 pub mod authorize;
-mod core;
 mod hello;
 pub mod intersect;
+mod settings;
 pub mod signatures;
 
 use std::collections::HashSet;
@@ -36,7 +43,15 @@ use std::collections::HashSet;
 use privset_crypto::bls::{self, G1Affine, G1Projective};
 use rayon::prelude::*;
 
-pub use self::core::{Mode, PartialFraction};
+use crate::error::{PeerMisbehaved, ProtocolError};
+use crate::wire::PartyId;
+
+pub use self::settings::{Mode, PartialFraction};
+
+/// The client's participant index in both sub-protocols.
+pub const CLIENT: PartyId = 0;
+/// The judge's (Authorize) or the server's (Intersect) participant index.
+pub const PROVIDER: PartyId = 1;
 
 /// Longest item, in bytes.
 pub const MAX_ITEM_LEN: usize = 1024;
@@ -129,9 +144,11 @@ impl KcToken {
 /// The judge's decision on items it sees in the clear: the whole set (APSI) or the
 /// opened ones (Partial-APSI). The operator configures it (`privset judge serve
 /// --policy allow:FILE|exec:COMMAND`); it is the judge's only input besides its key.
-pub trait Policy: Send {
+/// One policy serves every session of a judge, concurrently: it is shared (`Sync`)
+/// and checks through `&self`.
+pub trait Policy: Send + Sync {
     /// `Ok(())` to accept, `Err(reason)` to reject; the reason is sent to the client.
-    fn check(&mut self, client_id: &[u8], items: &[Vec<u8>]) -> Result<(), String>;
+    fn check(&self, client_id: &[u8], items: &[Vec<u8>]) -> Result<(), String>;
 }
 
 /// Accepts a set when every item is on an allowlist.
@@ -156,7 +173,7 @@ impl AllowList {
 }
 
 impl Policy for AllowList {
-    fn check(&mut self, _client_id: &[u8], items: &[Vec<u8>]) -> Result<(), String> {
+    fn check(&self, _client_id: &[u8], items: &[Vec<u8>]) -> Result<(), String> {
         let bad = items.iter().filter(|x| !self.allowed.contains(*x)).count();
         if bad == 0 {
             Ok(())
@@ -170,9 +187,9 @@ impl Policy for AllowList {
 }
 
 /// Checks a client ID before anything is sent.
-pub fn validate_client_id(client_id: &[u8]) -> Result<(), crate::error::ProtocolError> {
+pub fn validate_client_id(client_id: &[u8]) -> Result<(), ProtocolError> {
     if client_id.is_empty() || client_id.len() > MAX_CLIENT_ID_LEN {
-        return Err(crate::error::ProtocolError::Config(format!(
+        return Err(ProtocolError::Config(format!(
             "the client ID must be 1 to {MAX_CLIENT_ID_LEN} bytes (got {})",
             client_id.len()
         )));
@@ -181,7 +198,7 @@ pub fn validate_client_id(client_id: &[u8]) -> Result<(), crate::error::Protocol
 }
 
 /// Checks item lengths before anything is sent.
-pub fn validate_items(items: &[Vec<u8>]) -> Result<(), crate::error::ProtocolError> {
+pub fn validate_items(items: &[Vec<u8>]) -> Result<(), ProtocolError> {
     if let Some(long) = items.iter().position(|x| x.len() > MAX_ITEM_LEN) {
         return Err(crate::error::InputError::Other(format!(
             "item {} is {} bytes long, above the {MAX_ITEM_LEN} bytes allowed",
@@ -193,9 +210,31 @@ pub fn validate_items(items: &[Vec<u8>]) -> Result<(), crate::error::ProtocolErr
     Ok(())
 }
 
-/// Message kinds of both APSI sub-protocols (docs/wire.md gives the layouts).
+/// Maps a BLS decoding or verification error on peer data to a typed protocol error.
+fn invalid(what: &'static str) -> impl Fn(bls::BlsError) -> ProtocolError {
+    move |source| PeerMisbehaved::InvalidBls { what, source }.into()
+}
+
+/// [`invalid`] for a batch decode that also names the failing index.
+fn invalid_at(what: &'static str) -> impl Fn((usize, bls::BlsError)) -> ProtocolError {
+    move |(_, source)| PeerMisbehaved::InvalidBls { what, source }.into()
+}
+
+/// "on" / "off", for messages about a setting.
+fn on_off(b: bool) -> &'static str {
+    if b { "on" } else { "off" }
+}
+
+/// A protocol step the engine should never reach in this state (a bug, not the peer's
+/// doing: the engine only delivers what `awaiting` asked for).
+fn not_now(what: &'static str) -> ProtocolError {
+    ProtocolError::ApiMisuse(what)
+}
+
+/// Message kinds of both APSI sub-protocols (docs/wire.md gives the layouts). Kinds 0
+/// (hello), 0xFE (roster) and 0xFF (alert) are the engine's; APSI's settings travel in
+/// the engine's hello.
 pub mod kind {
-    pub const HELLO: u8 = 1;
     /// Client to judge, APSI: the items in the clear.
     pub const ITEMS: u8 = 2;
     /// Client to judge, Partial-APSI: the commitments and `h_d`.
@@ -219,7 +258,6 @@ pub mod kind {
 
     pub fn name(kind: u8) -> &'static str {
         match kind {
-            HELLO => "hello",
             ITEMS => "items",
             COMMIT => "commit",
             CHALLENGE => "challenge",

@@ -1,0 +1,332 @@
+//! `privset apsi serve` as a long-lived endpoint, with real processes: sessions served
+//! concurrently, and a silent client that delays no one.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use privset_net::{ConnectOptions, TlsFiles, Transport, TransportError, tls};
+
+const BIN: &str = env!("CARGO_BIN_EXE_privset");
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "privset-endpoint-test-{}-{name}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn privset(args: &[String]) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(args);
+    c
+}
+
+fn spawn(args: &[String]) -> Child {
+    privset(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn port() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    format!("127.0.0.1:{}", l.local_addr().unwrap().port())
+}
+
+fn args(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+fn write_ids(path: &Path, ids: impl Iterator<Item = u64>) {
+    let mut s = String::from("card\n");
+    for i in ids {
+        s.push_str(&format!("4111-{i:08}\n"));
+    }
+    std::fs::write(path, s).unwrap();
+}
+
+/// A scratch directory with certificates, the judge's keys, X (0..300) authorized into
+/// x.sig, and Y (`y` items from 200).
+struct Setup {
+    dir: PathBuf,
+    certs: PathBuf,
+}
+
+impl Setup {
+    fn new(name: &str, y: u64) -> Self {
+        let dir = scratch(name);
+        let certs = dir.join("certs");
+        let s = Self { dir, certs };
+        let o = privset(&args(&[
+            "certs",
+            "--out",
+            &s.p("certs"),
+            "--names",
+            "judge,client,server",
+        ]))
+        .output()
+        .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let o = privset(&args(&[
+            "judge",
+            "keygen",
+            "--key",
+            &s.p("judge.key"),
+            "--public",
+            &s.p("judge.pub"),
+        ]))
+        .output()
+        .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        write_ids(&s.dir.join("x.csv"), 0..300);
+        write_ids(&s.dir.join("y.csv"), 200..200 + y);
+        let judge_addr = port();
+        let mut judge = args(&[
+            "judge",
+            "serve",
+            "--listen",
+            &judge_addr,
+            "--max-sessions",
+            "1",
+            "--key",
+            &s.p("judge.key"),
+            "--policy",
+            &format!("allow:{}", s.p("x.csv")),
+        ]);
+        judge.extend(s.tls("judge"));
+        let judge = spawn(&judge);
+        let mut auth = args(&[
+            "apsi",
+            "authorize",
+            "--judge",
+            &judge_addr,
+            "--client-id",
+            "acme",
+            "--input",
+            &s.p("x.csv"),
+            "--id-column",
+            "card",
+            "--signatures",
+            &s.p("x.sig"),
+        ]);
+        auth.extend(s.tls("client"));
+        let o = privset(&auth).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let j = judge.wait_with_output().unwrap();
+        assert!(j.status.success(), "{}", stderr(&j));
+        // The judge's session log: one JSON line on stdout.
+        let line: serde_json::Value =
+            serde_json::from_str(String::from_utf8_lossy(&j.stdout).trim()).unwrap();
+        assert_eq!(line["session"], 1);
+        assert_eq!(line["ok"], true);
+        assert_eq!(line["outcome"]["accepted"], true);
+        s
+    }
+
+    fn p(&self, name: &str) -> String {
+        self.dir.join(name).display().to_string()
+    }
+
+    fn tls(&self, name: &str) -> Vec<String> {
+        vec![
+            "--tls-ca".into(),
+            self.certs.join("ca.pem").display().to_string(),
+            "--tls-cert".into(),
+            self.certs.join(format!("{name}.pem")).display().to_string(),
+            "--tls-key".into(),
+            self.certs.join(format!("{name}.key")).display().to_string(),
+        ]
+    }
+
+    fn server(&self, addr: &str, extra: &[&str]) -> Child {
+        let mut serve = args(&[
+            "apsi",
+            "serve",
+            "--listen",
+            addr,
+            "--judge-public",
+            &self.p("judge.pub"),
+            "--input",
+            &self.p("y.csv"),
+            "--id-column",
+            "card",
+        ]);
+        serve.extend(args(extra));
+        serve.extend(self.tls("server"));
+        spawn(&serve)
+    }
+
+    fn intersect(&self, addr: &str, output: &str) -> Child {
+        let mut inter = args(&[
+            "apsi",
+            "intersect",
+            "--peer",
+            addr,
+            "--judge-public",
+            &self.p("judge.pub"),
+            "--client-id",
+            "acme",
+            "--signatures",
+            &self.p("x.sig"),
+            "--input",
+            &self.p("x.csv"),
+            "--id-column",
+            "card",
+            "--output",
+            &self.p(output),
+            "--timeout",
+            "120",
+        ]);
+        inter.extend(self.tls("client"));
+        spawn(&inter)
+    }
+
+    fn result(&self, output: &str) -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(self.dir.join(output)).unwrap()).unwrap()
+    }
+}
+
+/// The server's log: one JSON line per session on stdout.
+fn log_lines(o: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
+        .collect()
+}
+
+#[test]
+fn eight_concurrent_clients_are_served_in_parallel() {
+    // Y: 1000 items, so each session's pairings take a while.
+    let s = Setup::new("concurrent", 1000);
+    let addr = port();
+    let server = s.server(&addr, &["--max-concurrent", "8", "--max-sessions", "8"]);
+    let clients: Vec<Child> = (0..8)
+        .map(|i| s.intersect(&addr, &format!("r{i}.json")))
+        .collect();
+    for (i, c) in clients.into_iter().enumerate() {
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "client {i}: {}", stderr(&o));
+        let r = s.result(&format!("r{i}.json"));
+        assert_eq!(r["cardinality"], 100, "client {i}");
+        assert_eq!(r["server_items"], 1000, "client {i}");
+    }
+    let o = server.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let lines = log_lines(&o);
+    assert_eq!(lines.len(), 8, "{lines:?}");
+    let mut numbers: Vec<u64> = lines
+        .iter()
+        .map(|l| l["session"].as_u64().unwrap())
+        .collect();
+    numbers.sort_unstable();
+    assert_eq!(numbers, (1..=8).collect::<Vec<u64>>());
+    for l in &lines {
+        assert_eq!(l["ok"], true, "{l}");
+        assert_eq!(l["outcome"]["client_id"], "acme", "{l}");
+        assert_eq!(l["outcome"]["items"], 1000, "{l}");
+        assert!(l["peer"].as_str().unwrap().starts_with("127.0.0.1:"), "{l}");
+        assert!(l["bytes_sent"].as_u64().unwrap() > 1000 * 16, "{l}");
+    }
+    // In parallel: some session began while another was in progress, as the log says
+    // both ways (its count of concurrent sessions, and the sessions' time spans).
+    assert!(
+        lines.iter().any(|l| l["concurrent"].as_u64().unwrap() > 1),
+        "{lines:?}"
+    );
+    let spans: Vec<(f64, f64)> = lines
+        .iter()
+        .map(|l| {
+            let start = l["started"].as_f64().unwrap();
+            (start, start + l["wall_seconds"].as_f64().unwrap())
+        })
+        .collect();
+    let overlapping = spans.iter().enumerate().any(|(i, a)| {
+        spans
+            .iter()
+            .enumerate()
+            .any(|(j, b)| i != j && a.0 < b.1 && b.0 < a.1)
+    });
+    assert!(overlapping, "{spans:?}");
+}
+
+#[test]
+fn a_silent_client_does_not_delay_an_honest_one() {
+    let s = Setup::new("silent", 500);
+    let addr = port();
+    let timeout = 12u64;
+    let server = s.server(
+        &addr,
+        &[
+            "--max-concurrent",
+            "8",
+            "--max-sessions",
+            "2",
+            "--timeout",
+            &timeout.to_string(),
+        ],
+    );
+    // The silent client: completes the TLS handshake, then sends nothing.
+    let opts = ConnectOptions {
+        connect_timeout: Duration::from_secs(30),
+        io_timeout: Duration::from_millis(300),
+        ..ConnectOptions::default()
+    };
+    let files = TlsFiles::in_dir(&s.certs, "client");
+    let mut silent = tls::connect(&addr, &files, &opts).unwrap();
+    let connected = Instant::now();
+    // The honest client, started after it.
+    let honest = s.intersect(&addr, "honest.json");
+    let o = honest.wait_with_output().unwrap();
+    let honest_done = connected.elapsed();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(s.result("honest.json")["cardinality"], 100);
+    // ... finished while the silent client is still connected: it was not held up
+    // behind it, and the server has not yet cut the silent one off.
+    assert!(
+        honest_done < Duration::from_secs(timeout),
+        "the honest client took {honest_done:?}"
+    );
+    // (The server's hello is all it sent, and the connection still stands.)
+    let mut received = 0;
+    loop {
+        match silent.recv(1 << 20) {
+            Ok(_) => received += 1,
+            Err(TransportError::Timeout { .. }) => break,
+            Err(e) => panic!("the silent client's connection ended early: {e}"),
+        }
+    }
+    assert!(received <= 1, "the server sent {received} messages");
+    // Then the server cuts the silent client off at its timeout and stops after the
+    // two sessions.
+    let o = server.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let cut_after = connected.elapsed();
+    assert!(
+        cut_after >= Duration::from_secs(timeout - 1),
+        "cut off after {cut_after:?}"
+    );
+    loop {
+        match silent.recv(1 << 20) {
+            Err(TransportError::Timeout { .. }) => continue,
+            Err(_) => break,
+            Ok(m) => panic!("the server sent {} bytes to a silent client", m.len()),
+        }
+    }
+    let lines = log_lines(&o);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    let ok: Vec<_> = lines.iter().filter(|l| l["ok"] == true).collect();
+    let failed: Vec<_> = lines.iter().filter(|l| l["ok"] == false).collect();
+    assert_eq!((ok.len(), failed.len()), (1, 1), "{lines:?}");
+    assert_eq!(failed[0]["error"]["kind"], "timeout", "{lines:?}");
+    assert_eq!(failed[0]["outcome"], serde_json::Value::Null);
+    assert_eq!(ok[0]["outcome"]["client_id"], "acme");
+}
