@@ -205,7 +205,6 @@ pub struct PiSumOutput {
     pub cardinality: Option<u64>,
     /// The sum over the intersection when there is exactly one value column (entitled
     /// party only): `sums[0]`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub sum: Option<u128>,
     /// Sum over the intersection, per value column (entitled party only).
     pub sums: Option<Vec<u128>>,
