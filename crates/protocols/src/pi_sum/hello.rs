@@ -275,4 +275,24 @@ mod tests {
         long.push(0);
         assert!(Hello::decode(&long).is_err());
     }
+
+    #[test]
+    fn the_largest_settings_fit_the_announced_bound() {
+        let h = Hello {
+            flags: 0,
+            group: GroupId::Ristretto255,
+            he: HeId::Paillier,
+            z: ZEncoding::List,
+            he_modulus_bits: 3072,
+            he_s: 2,
+            items: MAX_SEGMENTS as u64,
+            value_columns: 0,
+            max_value: 0,
+            max_sum: 0,
+            segments: vec![1; MAX_SEGMENTS],
+        };
+        let b = h.encode();
+        assert!(b.len() <= MAX_LEN, "{} > {MAX_LEN}", b.len());
+        assert_eq!(Hello::decode(&b).unwrap(), h);
+    }
 }

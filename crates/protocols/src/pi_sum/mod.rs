@@ -92,13 +92,6 @@ impl Role {
     pub fn of(id: PartyId) -> Self {
         if id == 0 { Role::P1 } else { Role::P2 }
     }
-    /// The other role.
-    pub fn peer(self) -> Self {
-        match self {
-            Role::P1 => Role::P2,
-            Role::P2 => Role::P1,
-        }
-    }
     /// The session's participants as this role sees them.
     pub(crate) fn roster(self) -> Roster {
         Roster::pair(PROTOCOL, [Role::P1.name(), Role::P2.name()], self.id())
