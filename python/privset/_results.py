@@ -19,7 +19,7 @@ from ._pandas import pandas
 
 @dataclass(frozen=True)
 class Prices:
-    """Seed 000 Table 1 cost model prices used for ``cost_cents``."""
+    """Cost-model prices (Ion et al. 2020, Table 1) used for ``cost_cents``."""
 
     cpu_dollars_per_hour: float
     network_dollars_per_gb: float
@@ -78,6 +78,9 @@ class PiSumResult(_Report):
     aborted: bool
     #: |V ∩ W|; None for the party told only that a threshold run aborted.
     cardinality: Optional[int]
+    #: Sum over the intersection when there is exactly one value column (the entitled
+    #: party only): ``sums[0]``.
+    sum: Optional[int]
     #: Sum over the intersection per value column (the entitled party only).
     sums: Optional[Tuple[int, ...]]
     sums_of_squares: Optional[Tuple[int, ...]]
@@ -105,11 +108,6 @@ class PiSumResult(_Report):
     prices: Prices
     _json: str = field(repr=False, compare=False)
 
-    @property
-    def sum(self) -> Optional[int]:
-        """The first value column's sum (None if this party is not entitled to it)."""
-        return self.sums[0] if self.sums else None
-
     @classmethod
     def _from_json(cls, text: str) -> "PiSumResult":
         d = json.loads(text)
@@ -121,6 +119,7 @@ class PiSumResult(_Report):
             role=d["role"],
             aborted=d["aborted"],
             cardinality=d["cardinality"],
+            sum=d["sum"],
             sums=_tuple(d["sums"]),
             sums_of_squares=_tuple(d["sums_of_squares"]),
             variance=_tuple(d["variance"]),

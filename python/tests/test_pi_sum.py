@@ -32,8 +32,9 @@ def test_cardinality_and_sum_match_the_plaintext(rng: random.Random, n1: int, n2
     assert r.sum == sum(values[w] for w in set(a) & set(b))
     assert not r.aborted
     # What each party learns, and nothing more.
-    assert (r.p1.cardinality, r.p1.sums) == (overlap, None)
-    assert (r.p2.cardinality, r.p2.sums) == (overlap, (r.sum,))
+    assert (r.p1.cardinality, r.p1.sums, r.p1.sum) == (overlap, None, None)
+    assert (r.p2.cardinality, r.p2.sums, r.p2.sum) == (overlap, (r.sum,), r.sum)
+    assert r.p2.to_dict()["sum"] == r.sum and r.p1.to_dict()["sum"] is None
     assert (r.p1.items, r.p1.peer_items, r.p2.items, r.p2.peer_items) == (n1, n2, n2, n1)
     assert r.p1.role == "p1" and r.p2.role == "p2" and r.p1.protocol == "pi-sum"
     assert r.p1.transport == "memory" and r.p1.bytes_sent == r.p2.bytes_received > 0
@@ -71,6 +72,7 @@ def test_reverse_gives_p1_the_sum(rng: random.Random) -> None:
     r = privset.local.pi_sum(a, b, [values[w] for w in b], reverse=True, values_he="elgamal")
     expected = sum(values[w] for w in set(a) & set(b))
     assert r.p1.sums == (expected,) and r.p2.sums is None
+    assert (r.p1.sum, r.p2.sum) == (expected, None)
     assert r.p1.cardinality == r.p2.cardinality == 10
     assert r.sum == expected
 
@@ -103,6 +105,7 @@ def test_several_columns_and_sums_of_squares(rng: random.Random) -> None:
     s = (sum(spend[w] for w in common), sum(visits[w] for w in common))
     sq = (sum(spend[w] ** 2 for w in common), sum(visits[w] ** 2 for w in common))
     assert r.sums == s and r.p2.sums_of_squares == sq
+    assert r.p2.sum is None  # RESULT.json's `sum` needs exactly one value column
     assert r.p2.variance is not None
     for col in range(2):
         mean = s[col] / 20

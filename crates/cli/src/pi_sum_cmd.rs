@@ -227,7 +227,7 @@ pub fn run(args: &PiSumArgs) -> Result<PiSumReport, Failure> {
         args.prices.prices(),
     )?;
     let output = party
-        .output()
+        .into_output()
         .ok_or_else(|| Failure::other("the run ended without an output"))?;
     let report = PiSumReport::new(&config, output, items, run);
     write_json(&args.output, &report)?;

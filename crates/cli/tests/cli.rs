@@ -138,7 +138,9 @@ fn two_processes_over_mutual_tls() {
     assert_eq!(r1["cardinality"], card);
     assert_eq!(r2["cardinality"], card);
     assert_eq!(r2["sums"][0], sum);
+    assert_eq!(r2["sum"], sum, "one value column: `sum` next to `sums`");
     assert!(r1["sums"].is_null(), "P1 must not learn the sum");
+    assert!(r1["sum"].is_null(), "P1 must not learn the sum");
     assert_eq!(r1["transport"], "tcp+mtls");
     for key in [
         "protocol",
@@ -406,7 +408,7 @@ fn duplicates_sum_policy_end_to_end_and_empty_input() {
     );
     let r2 = json(&dir.join("p2.json"));
     assert_eq!(r2["cardinality"], 2);
-    assert_eq!(r2["sums"][0], 13);
+    assert_eq!((&r2["sums"][0], &r2["sum"]), (&13.into(), &13.into()));
 
     std::fs::write(dir.join("p1.csv"), "email\n").unwrap();
     let addr = port();

@@ -65,7 +65,7 @@ fn run(
     let mut a = pi_sum::new_party(Role::P1, c1, d1, seed(&mut rng)).unwrap();
     let mut b = pi_sum::new_party(Role::P2, c2, d2, seed(&mut rng)).unwrap();
     run_pair(a.as_mut(), b.as_mut())?;
-    Ok((a.output().unwrap(), b.output().unwrap()))
+    Ok((a.into_output().unwrap(), b.into_output().unwrap()))
 }
 
 /// Plaintext answer: cardinality and per-column sums.
@@ -115,7 +115,8 @@ fn check(c: &PiSumConfig, v: &[u64], w: &[(u64, Vec<u64>)]) {
     assert_eq!(o1.cardinality, Some(card), "P1 cardinality");
     assert_eq!(o2.cardinality, Some(card), "P2 cardinality");
     assert_eq!(o2.sums.as_deref(), Some(&sums[..]), "P2 sums");
-    assert_eq!(o1.sums, None, "P1 must not learn the sum");
+    assert_eq!(o2.sum, Some(sums[0]), "one value column: its sum");
+    assert_eq!((o1.sums, o1.sum), (None, None), "P1 must not learn the sum");
     assert_eq!(
         (o1.peer_items, o2.peer_items),
         (w.len() as u64, v.len() as u64)
@@ -186,6 +187,7 @@ fn several_columns_and_sum_of_squares() {
     let (card, sums) = plaintext(&v, &w);
     let (_, o2) = run(&c, p1_set(&v), &c, p2_set(&w)).unwrap();
     assert_eq!(o2.sums.as_deref(), Some(&sums[..]));
+    assert_eq!(o2.sum, None, "`sum` only with exactly one value column");
     let set: std::collections::HashSet<u64> = v.iter().copied().collect();
     let squares: Vec<u128> = (0..3)
         .map(|col| {
@@ -274,7 +276,12 @@ fn reverse_variant_both_schemes_and_threshold() {
         };
         let (o1, o2) = run(&c, p1_set(&v), &c2, p2_set(&w)).unwrap();
         assert!(o1.aborted && o2.aborted);
-        assert_eq!((o1.cardinality, o1.sums), (None, None));
+        assert_eq!((o1.cardinality, o1.sums, o1.sum), (None, None, None));
+        // One value column: P1 gets it as `sum` too.
+        let (card, sums) = plaintext(&v, &w);
+        let (o1, o2) = run(&c, p1_set(&v), &c, p2_set(&w)).unwrap();
+        assert_eq!((o1.cardinality, o1.sum), (Some(card), Some(sums[0])));
+        assert_eq!((o2.sums, o2.sum), (None, None));
     }
 }
 
@@ -462,6 +469,27 @@ fn mismatched_settings_and_oversized_announcements() {
             ..
         }) => {}
         other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn both_parties_playing_the_same_role_is_incompatible() {
+    let c = test_config();
+    let mut rng = SessionRng::from_os();
+    for role in [Role::P1, Role::P2] {
+        let input = || match role {
+            Role::P1 => p1_set(&[1, 2]),
+            Role::P2 => p2_set(&[(1, vec![3])]),
+        };
+        let mut a = pi_sum::new_party(role, &c, input(), seed(&mut rng)).unwrap();
+        let mut b = pi_sum::new_party(role, &c, input(), seed(&mut rng)).unwrap();
+        let hello = a.poll_outgoing().unwrap();
+        let peer = 1 - b.id();
+        assert_eq!((hello.to, b.awaiting()), (peer, Some(peer)));
+        match b.handle_message(peer, &hello.bytes) {
+            Err(ProtocolError::Incompatible(msg)) => assert!(msg.contains("both"), "{msg}"),
+            other => panic!("{role:?}: {other:?}"),
+        }
     }
 }
 

@@ -1,12 +1,12 @@
-//! A PI-Sum party (seed 000) for Python: the CLI's settings as keyword arguments, the
+//! A PI-Sum party (Ion et al. 2020) for Python: the CLI's settings as keyword arguments, the
 //! same `pi_sum::new_party` state machine, the same RESULT.json.
 
 use std::sync::Arc;
 
 use privset_crypto::ahe::{HeId, paillier};
 use privset_crypto::group::GroupId;
-use privset_protocols::Party;
-use privset_protocols::pi_sum::{self, PiSumConfig, PiSumParty as Machine, Role, ZEncoding};
+use privset_protocols::pi_sum::{self, PiSumConfig, PiSumOutput, Role, ZEncoding};
+use privset_protocols::{OutputParty, Party};
 use privset_run::report::PiSumReport;
 use privset_run::{Failure, Metered};
 use pyo3::prelude::*;
@@ -30,7 +30,7 @@ struct Spec {
 }
 
 impl Playable for Spec {
-    type Machine = Box<dyn Machine>;
+    type Machine = Box<dyn OutputParty<PiSumOutput>>;
     /// RESULT.json.
     type Outcome = String;
 
@@ -55,7 +55,7 @@ impl Playable for Spec {
     }
 
     fn outcome(&self, machine: Self::Machine, run: Metered) -> Result<String, Failure> {
-        let output = machine.output().ok_or_else(play::no_output)?;
+        let output = machine.into_output().ok_or_else(play::no_output)?;
         let report = PiSumReport::new(&self.config, output, self.input.dataset.ids.len(), run);
         serde_json::to_string(&report).map_err(|e| Failure::other(e.to_string()))
     }

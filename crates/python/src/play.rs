@@ -19,7 +19,7 @@ use crate::runner::{self, Job};
 /// A party with its input and settings, ready to run any number of times: the
 /// protocol-specific parts of a run.
 pub(crate) trait Playable: Send + Sync + 'static {
-    /// The protocol's state machine (e.g. `Box<dyn PiSumParty>`).
+    /// The protocol's state machine (e.g. `Box<dyn OutputParty<PiSumOutput>>`).
     type Machine;
     /// What a finished run gives back to the Python thread.
     type Outcome: Send + 'static;

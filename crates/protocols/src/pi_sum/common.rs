@@ -7,11 +7,9 @@ use privset_crypto::group::PrimeGroup;
 use privset_crypto::rng::SessionRng;
 use rayon::prelude::*;
 
-use super::{HeChoice, Hello, PROTOCOL, PiSumConfig, PiSumOutput, Role, kind};
+use super::{HeChoice, Hello, PiSumConfig, Role};
 use crate::error::{PeerMisbehaved, ProtocolError};
-use crate::input::Dataset;
-use crate::session::Channel;
-use crate::wire::{HEADER_LEN, Reader};
+use crate::wire::{PartyId, Reader};
 
 /// Longest public key accepted, whatever the scheme (a Paillier key at 8192 bits with
 /// s = 4 and a DJN base is well under this).
@@ -82,11 +80,6 @@ pub fn bad_ciphertext(what: &'static str) -> impl Fn(HeError) -> ProtocolError {
 
 pub use crate::wire::checked_len;
 
-/// Upper bound of a frame carrying `body` bytes.
-pub fn frame_len(body: usize) -> usize {
-    HEADER_LEN.saturating_add(body)
-}
-
 /// Reads P2's public key from a message.
 pub fn read_public_key<H: HeChoice>(
     r: &mut Reader<'_>,
@@ -121,45 +114,24 @@ pub fn take_column<'a, H: HeChoice>(
     )?)
 }
 
-/// What every PI-Sum party holds whatever its role and variant: its settings and input,
-/// its session randomness, its framing state, its hello, its secret exponent and, at
-/// the end, its output.
-pub struct PartyCore<G: PrimeGroup> {
-    /// 0 for P1, 1 for P2.
-    pub me: crate::party::PartyId,
-    pub config: PiSumConfig,
-    pub input: Dataset,
-    pub rng: SessionRng,
-    pub channel: Channel,
-    pub hello: Hello,
-    /// The party's Pohlig-Hellman exponent (k1 or k2 of seed 000 Fig. 2).
-    pub key: G::Scalar,
-    pub output: Option<PiSumOutput>,
+/// Decodes the settings in the hello of `from` and checks them against this party's.
+pub fn check_hello(
+    mine: &Hello,
+    config: &PiSumConfig,
+    from: PartyId,
+    settings: &[u8],
+) -> Result<Hello, ProtocolError> {
+    let peer = Hello::decode(settings)?;
+    mine.check_peer(&peer, Role::of(from), config.max_peer_items)?;
+    Ok(peer)
 }
 
-impl<G: PrimeGroup> PartyCore<G> {
-    /// Derives everything from `seed` (so a re-created party replays byte for byte) and
-    /// queues the hello.
-    pub fn start(role: Role, config: PiSumConfig, input: Dataset, seed: [u8; 32]) -> Self {
-        let mut rng = SessionRng::from_seed(seed);
-        let mut salt = [0u8; 32];
-        rng.fill(&mut salt);
-        let key = G::random_scalar(&mut rng);
-        let hello = Hello::new(role, &config, &input, salt);
-        let me = role.code() - 1;
-        let mut channel = Channel::new(PROTOCOL, me, 1 - me);
-        channel.push(kind::HELLO, &hello.encode());
-        Self {
-            me,
-            config,
-            input,
-            rng,
-            channel,
-            hello,
-            key,
-            output: None,
-        }
-    }
+/// The peer's hello, moved out of the slot `check_hello` filled; the engine starts the
+/// protocol only once every hello is in.
+pub fn take_peer(slot: &mut Option<Hello>) -> Result<Hello, ProtocolError> {
+    slot.take().ok_or(ProtocolError::ApiMisuse(
+        "the protocol started before the peer's hello",
+    ))
 }
 
 /// P1's item order for round 1: grouped by segment (segment 0 first), shuffled within

@@ -1,9 +1,9 @@
-//! The forward protocol of seed 000 Fig. 2: P1 computes the intersection and the
+//! The forward protocol (Ion et al. 2020, Fig. 2): P1 computes the intersection and the
 //! encrypted sum; P2 decrypts it.
 //!
 //! ```text
-//! P1                                             P2
-//!  hello ------------------------------------->  <- hello
+//! P1 (participant 0)                             P2 (participant 1)
+//!  hello (salt, settings) --------------------->  <- hello (salt, settings)
 //!  round 1: shuffled H(v)^k1, by segment  ---->
 //!                                           <-- round 2: pk, Z = shuffled H(v)^k1k2
 //!                                               (list or filter, per segment),
@@ -21,78 +21,69 @@ use privset_crypto::ahe::ColumnBounds;
 use privset_crypto::filter::{self, FilterParams, SetFilter};
 use privset_crypto::group::PrimeGroup;
 
-use super::common::{self, bad_ciphertext, checked_len, frame_len};
+use super::common::{self, bad_ciphertext, checked_len};
 use super::{
-    HeChoice, Hello, PROTOCOL, PiSumConfig, PiSumOutput, PiSumParty, Role, SegmentResult,
-    ZEncoding, kind,
+    HeChoice, Hello, PROTOCOL, PiSumConfig, PiSumOutput, Role, SegmentResult, ZEncoding, kind,
 };
+use crate::engine::{Message, Protocol, Roster, Session};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::input::Dataset;
-use crate::party::Party;
-use crate::session::{SessionContext, expect_kind};
-use crate::wire::Reader;
+use crate::wire::{PartyId, Reader};
 
 /// Keyed-hash purpose of the Z filter.
 const FILTER_KEY: &str = "pi-sum/z-filter";
 
 /// P1: holds identifiers (optionally segmented); learns the cardinality per segment.
 pub struct P1<G: PrimeGroup, H: HeChoice> {
-    core: common::PartyCore<G>,
-    state: P1State,
+    config: PiSumConfig,
+    input: Dataset,
+    /// This party's settings, as announced.
+    hello: Hello,
+    /// P2's settings, once its hello is checked.
+    peer: Option<Hello>,
+    state: P1State<G>,
     _he: PhantomData<H>,
 }
 
-enum P1State {
-    AwaitHello,
-    AwaitRound2 { ctx: SessionContext, peer: Hello },
-    Done,
-    Failed,
+enum P1State<G: PrimeGroup> {
+    /// Before the session is established.
+    Hellos,
+    AwaitRound2 {
+        /// k1 (Ion et al. 2020, Fig. 2).
+        key: G::Scalar,
+        peer: Hello,
+    },
+    Done(PiSumOutput),
 }
 
 impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
-    pub fn new(config: PiSumConfig, input: Dataset, seed: [u8; 32]) -> Self {
+    pub fn new(config: PiSumConfig, input: Dataset) -> Self {
         Self {
-            core: common::PartyCore::start(Role::P1, config, input, seed),
-            state: P1State::AwaitHello,
+            hello: Hello::new(Role::P1, &config, &input),
+            config,
+            input,
+            peer: None,
+            state: P1State::Hellos,
             _he: PhantomData,
         }
     }
 
-    fn on_hello(&mut self, body: &[u8]) -> Result<P1State, ProtocolError> {
-        let peer = Hello::decode(body)?;
-        self.core
-            .hello
-            .check_peer(&peer, self.core.config.max_peer_items)?;
-        let ctx = SessionContext::new(PROTOCOL, &[self.core.hello.salt, peer.salt]);
-        self.core.channel.establish(ctx.id);
-        let dst = ctx.hash_dst(PROTOCOL, G::ID.suite());
-        let order = common::segment_order(
-            self.core.input.segment_of.as_deref(),
-            self.core.hello.segment_count(),
-            self.core.input.ids.len(),
-            &mut self.core.rng,
-        );
-        let items = common::gather(&self.core.input.ids, &order);
-        let round1 = G::hash_mul_encode_batch(&dst, &items, &self.core.key);
-        self.core.channel.push(kind::ROUND1, &round1);
-        Ok(P1State::AwaitRound2 { ctx, peer })
-    }
-
     fn on_round2(
         &mut self,
+        session: &mut Session<'_>,
         body: &[u8],
-        ctx: &SessionContext,
+        key: &G::Scalar,
         peer: &Hello,
-    ) -> Result<(), ProtocolError> {
-        let params = H::params(&self.core.config);
+    ) -> Result<PiSumOutput, ProtocolError> {
+        let params = H::params(&self.config);
         let mut r = Reader::new(body, "round 2");
         let pk = common::read_public_key::<H>(&mut r, &params)?;
-        let segment_sizes = self.core.hello.segment_sizes();
+        let segment_sizes = self.hello.segment_sizes();
         let n2 = peer.items as usize;
-        let filter_key = ctx.derive_key(FILTER_KEY);
+        let filter_key = session.ctx.derive_key(FILTER_KEY);
         let mut z_sets = Vec::with_capacity(segment_sizes.len());
         for &size in &segment_sizes {
-            z_sets.push(match self.core.hello.z {
+            z_sets.push(match self.hello.z {
                 ZEncoding::List => {
                     let z = r.take(checked_len(size as usize, G::ELEMENT_LEN, "Z")?)?;
                     common::validate_elements::<G>(z, "Z")?;
@@ -119,7 +110,7 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
         }
         r.finish()?;
 
-        let doubled = common::exponentiate_received::<G>(theirs, &self.core.key, "P2's items")?;
+        let doubled = common::exponentiate_received::<G>(theirs, key, "P2's items")?;
         let selections: Vec<Vec<usize>> = z_sets
             .iter()
             .map(|z| match z {
@@ -130,35 +121,46 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
             })
             .collect();
         let cardinality: u64 = selections.iter().map(|s| s.len() as u64).sum();
-        let segment_results = self.segment_results(&selections);
+        let segments = self.segment_results(&selections);
+        let to = Role::P2.id();
 
-        if let Some(t) = self.core.config.threshold
+        if let Some(t) = self.config.threshold
             && cardinality < t
         {
-            self.core.channel.push(kind::ABORT, &[]);
-            self.core.output = Some(self.p1_output(true, cardinality, peer, segment_results));
-            return Ok(());
+            session.send(to, kind::ABORT, &[]);
+            return Ok(PiSumOutput::cardinality_only(
+                Role::P1,
+                true,
+                cardinality,
+                segments,
+                peer.items,
+            ));
         }
         let mut round3 = Vec::new();
         for selected in &selections {
             round3.extend_from_slice(&(selected.len() as u64).to_be_bytes());
             for (bounds, column) in columns.iter().zip(&packed_columns) {
-                let sum = H::sum_selected(&pk, bounds, column, selected, &mut self.core.rng)
+                let sum = H::sum_selected(&pk, bounds, column, selected, session.rng)
                     .map_err(bad_ciphertext("P2's encrypted values"))?;
                 round3.extend_from_slice(&sum);
             }
         }
-        self.core.channel.push(kind::ROUND3, &round3);
-        self.core.output = Some(self.p1_output(false, cardinality, peer, segment_results));
-        Ok(())
+        session.send(to, kind::ROUND3, &round3);
+        Ok(PiSumOutput::cardinality_only(
+            Role::P1,
+            false,
+            cardinality,
+            segments,
+            peer.items,
+        ))
     }
 
     fn segment_results(&self, selections: &[Vec<usize>]) -> Option<Vec<SegmentResult>> {
-        self.core.input.segment_of.as_ref()?;
+        self.input.segment_of.as_ref()?;
         Some(
             selections
                 .iter()
-                .zip(&self.core.input.segment_names)
+                .zip(&self.input.segment_names)
                 .map(|(s, name)| SegmentResult {
                     segment: name.clone(),
                     cardinality: s.len() as u64,
@@ -167,25 +169,6 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
                 .collect(),
         )
     }
-
-    fn p1_output(
-        &self,
-        aborted: bool,
-        cardinality: u64,
-        peer: &Hello,
-        segments: Option<Vec<SegmentResult>>,
-    ) -> PiSumOutput {
-        PiSumOutput {
-            role: Role::P1.name(),
-            aborted,
-            cardinality: Some(cardinality),
-            sums: None,
-            sums_of_squares: None,
-            variance: None,
-            segments,
-            peer_items: peer.items,
-        }
-    }
 }
 
 enum ZSet<'a> {
@@ -193,142 +176,157 @@ enum ZSet<'a> {
     Filter(SetFilter),
 }
 
-impl<G: PrimeGroup, H: HeChoice> Party for P1<G, H> {
-    fn id(&self) -> crate::party::PartyId {
-        self.core.me
+impl<G: PrimeGroup, H: HeChoice> Protocol for P1<G, H> {
+    type Output = PiSumOutput;
+
+    fn roster(&self) -> Roster {
+        Role::P1.roster()
     }
 
-    fn poll_outgoing(&mut self) -> Option<crate::party::Outgoing> {
-        let to = 1 - self.core.me;
-        self.core
-            .channel
-            .pop()
-            .map(|bytes| crate::party::Outgoing { to, bytes })
+    fn kind_name(kind: u8) -> &'static str {
+        kind::name(kind)
     }
 
-    fn awaiting(&self) -> Option<crate::party::PartyId> {
-        (!self.is_finished()).then_some(1 - self.core.me)
+    fn hello(&self) -> Vec<u8> {
+        self.hello.encode()
     }
 
-    fn handle_message(
-        &mut self,
-        _from: crate::party::PartyId,
-        message: &[u8],
-    ) -> Result<(), ProtocolError> {
-        let state = std::mem::replace(&mut self.state, P1State::Failed);
-        let frame = self.core.channel.open(message)?;
-        self.state = match state {
-            P1State::AwaitHello => {
-                expect_kind(&frame, kind::HELLO, kind::name)?;
-                self.on_hello(frame.body)?
-            }
-            P1State::AwaitRound2 { ctx, peer } => {
-                expect_kind(&frame, kind::ROUND2, kind::name)?;
-                self.on_round2(frame.body, &ctx, &peer)?;
-                P1State::Done
-            }
-            P1State::Done | P1State::Failed => {
-                return Err(ProtocolError::ApiMisuse(
-                    "P1 received a message after it finished",
-                ));
-            }
-        };
+    fn max_hello_len(&self) -> usize {
+        super::hello::MAX_LEN
+    }
+
+    fn check_hello(&mut self, from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
+        self.peer = Some(common::check_hello(
+            &self.hello,
+            &self.config,
+            from,
+            settings,
+        )?);
         Ok(())
     }
 
-    fn max_incoming_len(&self) -> usize {
-        match &self.state {
-            P1State::AwaitHello => super::hello::MAX_LEN,
-            P1State::AwaitRound2 { peer, .. } => {
-                let params = H::params(&self.core.config);
-                let n2 = peer.items as usize;
-                let z: usize = self
-                    .core
-                    .hello
-                    .segment_sizes()
-                    .iter()
-                    .map(|&s| match self.core.hello.z {
-                        ZEncoding::List => (s as usize).saturating_mul(G::ELEMENT_LEN),
-                        ZEncoding::Filter(kind) => {
-                            4 + FilterParams {
-                                kind,
-                                elements: s as usize,
-                                queries: n2,
-                            }
-                            .max_encoded_len()
-                        }
-                    })
-                    .fold(0usize, usize::saturating_add);
-                let columns = super::encrypted_columns(peer).len();
-                let values = n2
-                    .saturating_mul(columns)
-                    .saturating_mul(H::max_ciphertext_len(&params));
-                frame_len(
-                    (4 + common::MAX_PUBLIC_KEY_LEN)
-                        .saturating_add(z)
-                        .saturating_add(n2.saturating_mul(G::ELEMENT_LEN))
-                        .saturating_add(values),
-                )
+    /// Draws k1 and sends round 1.
+    fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
+        let peer = common::take_peer(&mut self.peer)?;
+        let key = G::random_scalar(session.rng);
+        let dst = session.ctx.hash_dst(PROTOCOL, G::ID.suite());
+        let order = common::segment_order(
+            self.input.segment_of.as_deref(),
+            self.hello.segment_count(),
+            self.input.ids.len(),
+            session.rng,
+        );
+        let items = common::gather(&self.input.ids, &order);
+        let round1 = G::hash_mul_encode_batch(&dst, &items, &key);
+        session.send(Role::P2.id(), kind::ROUND1, &round1);
+        self.state = P1State::AwaitRound2 { key, peer };
+        Ok(())
+    }
+
+    fn handle(
+        &mut self,
+        session: &mut Session<'_>,
+        message: Message<'_>,
+    ) -> Result<(), ProtocolError> {
+        match std::mem::replace(&mut self.state, P1State::Hellos) {
+            P1State::AwaitRound2 { key, peer } => {
+                let body = message.expect(kind::ROUND2)?;
+                let output = self.on_round2(session, body, &key, &peer)?;
+                self.state = P1State::Done(output);
+                Ok(())
             }
-            P1State::Done | P1State::Failed => 0,
+            P1State::Hellos | P1State::Done(_) => Err(ProtocolError::ApiMisuse(
+                "P1 received a message it does not wait for",
+            )),
         }
     }
 
-    fn is_finished(&self) -> bool {
-        matches!(self.state, P1State::Done) && !self.core.channel.has_outgoing()
+    fn awaiting(&self) -> Option<PartyId> {
+        match self.state {
+            P1State::AwaitRound2 { .. } => Some(Role::P2.id()),
+            P1State::Hellos | P1State::Done(_) => None,
+        }
+    }
+
+    fn max_message_len(&self) -> usize {
+        let P1State::AwaitRound2 { peer, .. } = &self.state else {
+            return 0;
+        };
+        let params = H::params(&self.config);
+        let n2 = peer.items as usize;
+        let z: usize = self
+            .hello
+            .segment_sizes()
+            .iter()
+            .map(|&s| match self.hello.z {
+                ZEncoding::List => (s as usize).saturating_mul(G::ELEMENT_LEN),
+                ZEncoding::Filter(kind) => {
+                    4 + FilterParams {
+                        kind,
+                        elements: s as usize,
+                        queries: n2,
+                    }
+                    .max_encoded_len()
+                }
+            })
+            .fold(0usize, usize::saturating_add);
+        let columns = super::encrypted_columns(peer).len();
+        let values = n2
+            .saturating_mul(columns)
+            .saturating_mul(H::max_ciphertext_len(&params));
+        (4 + common::MAX_PUBLIC_KEY_LEN)
+            .saturating_add(z)
+            .saturating_add(n2.saturating_mul(G::ELEMENT_LEN))
+            .saturating_add(values)
+    }
+
+    fn is_done(&self) -> bool {
+        matches!(self.state, P1State::Done(_))
     }
 
     fn status(&self) -> String {
         match &self.state {
-            P1State::AwaitHello => "waiting for P2's hello".into(),
-            P1State::AwaitRound2 { peer, .. } => {
-                format!(
-                    "waiting for P2's round 2 ({} items, {} exponentiations on receipt)",
-                    peer.items, peer.items
-                )
-            }
-            P1State::Done => "done".into(),
-            P1State::Failed => "failed".into(),
+            P1State::Hellos => "exchanging hellos".into(),
+            P1State::AwaitRound2 { peer, .. } => format!(
+                "waiting for P2's round 2 ({} items, {} exponentiations on receipt)",
+                peer.items, peer.items
+            ),
+            P1State::Done(_) => "done".into(),
         }
     }
 
-    fn alerts(&self, error: &ProtocolError) -> Vec<crate::party::Outgoing> {
-        let to = 1 - self.core.me;
-        vec![crate::party::Outgoing {
-            to,
-            bytes: self.core.channel.alert(error),
-        }]
-    }
-}
-
-impl<G: PrimeGroup, H: HeChoice> PiSumParty for P1<G, H> {
-    fn output(&self) -> Option<PiSumOutput> {
-        if self.is_finished() {
-            self.core.output.clone()
-        } else {
-            None
+    fn into_output(self) -> Option<PiSumOutput> {
+        match self.state {
+            P1State::Done(output) => Some(output),
+            _ => None,
         }
     }
 }
 
 /// P2: holds identifiers with values; learns the cardinality and the sums.
 pub struct P2<G: PrimeGroup, H: HeChoice> {
-    core: common::PartyCore<G>,
-    state: P2State<H>,
+    config: PiSumConfig,
+    input: Dataset,
+    /// This party's settings, as announced.
+    hello: Hello,
+    /// P1's settings, once its hello is checked.
+    peer: Option<Hello>,
+    state: P2State<G, H>,
 }
 
-enum P2State<H: HeChoice> {
-    AwaitHello,
-    AwaitRound1(Box<Prepared<H>>),
-    AwaitRound3(Box<Prepared<H>>),
-    Done,
-    Failed,
+enum P2State<G: PrimeGroup, H: HeChoice> {
+    /// Before the session is established.
+    Hellos,
+    AwaitRound1(Box<Prepared<G, H>>),
+    AwaitRound3(Box<Prepared<G, H>>),
+    Done(PiSumOutput),
 }
 
 /// P2's work that does not depend on P1's items, done right after the hellos.
-struct Prepared<H: HeChoice> {
-    ctx: SessionContext,
+struct Prepared<G: PrimeGroup, H: HeChoice> {
     peer: Hello,
+    /// k2 (Ion et al. 2020, Fig. 2).
+    key: G::Scalar,
     pk: H::PublicKey,
     sk: H::SecretKey,
     /// Shuffled H(w)^k2.
@@ -339,50 +337,22 @@ struct Prepared<H: HeChoice> {
 }
 
 impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
-    pub fn new(config: PiSumConfig, input: Dataset, seed: [u8; 32]) -> Self {
+    pub fn new(config: PiSumConfig, input: Dataset) -> Self {
         Self {
-            core: common::PartyCore::start(Role::P2, config, input, seed),
-            state: P2State::AwaitHello,
+            hello: Hello::new(Role::P2, &config, &input),
+            config,
+            input,
+            peer: None,
+            state: P2State::Hellos,
         }
     }
 
-    fn on_hello(&mut self, body: &[u8]) -> Result<Prepared<H>, ProtocolError> {
-        let peer = Hello::decode(body)?;
-        self.core
-            .hello
-            .check_peer(&peer, self.core.config.max_peer_items)?;
-        let ctx = SessionContext::new(PROTOCOL, &[peer.salt, self.core.hello.salt]);
-        self.core.channel.establish(ctx.id);
-        let dst = ctx.hash_dst(PROTOCOL, G::ID.suite());
-        let (pk, sk) = H::keygen(&H::params(&self.core.config), &mut self.core.rng);
-        let order = self.core.rng.permutation(self.core.input.ids.len());
-        let elements = G::hash_mul_encode_batch(
-            &dst,
-            &common::gather(&self.core.input.ids, &order),
-            &self.core.key,
-        );
-        let bounds = super::encrypted_columns(&self.core.hello);
-        let columns = super::plaintext_columns(&self.core.config, &self.core.input)
-            .iter()
-            .zip(&bounds)
-            .map(|(col, b)| {
-                let shuffled: Vec<u64> = order.iter().map(|&i| col[i as usize]).collect();
-                H::encrypt_column(&pk, &sk, b, &shuffled, &mut self.core.rng)
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| ProtocolError::Config(format!("encrypting the values: {e}")))?;
-        Ok(Prepared {
-            ctx,
-            peer,
-            pk,
-            sk,
-            elements,
-            columns,
-            bounds,
-        })
-    }
-
-    fn on_round1(&mut self, body: &[u8], prep: &Prepared<H>) -> Result<(), ProtocolError> {
+    fn on_round1(
+        &self,
+        session: &mut Session<'_>,
+        body: &[u8],
+        prep: &Prepared<G, H>,
+    ) -> Result<(), ProtocolError> {
         let expected = checked_len(prep.peer.items as usize, G::ELEMENT_LEN, "round 1")?;
         if body.len() != expected {
             return Err(PeerMisbehaved::WrongLength {
@@ -392,24 +362,24 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
             }
             .into());
         }
-        let doubled = common::exponentiate_received::<G>(body, &self.core.key, "P1's items")?;
+        let doubled = common::exponentiate_received::<G>(body, &prep.key, "P1's items")?;
         let mut round2 =
-            Vec::with_capacity(body.len() + self.core.hello.items as usize * G::ELEMENT_LEN);
+            Vec::with_capacity(body.len() + self.hello.items as usize * G::ELEMENT_LEN);
         common::put_bytes(&mut round2, &H::encode_public_key(&prep.pk));
-        let filter_key = prep.ctx.derive_key(FILTER_KEY);
+        let filter_key = session.ctx.derive_key(FILTER_KEY);
         let mut start = 0usize;
         for size in prep.peer.segment_sizes() {
             let end = start + size as usize * G::ELEMENT_LEN;
-            // Shuffle within the segment only (seed 000 Sec. 3.4, segmented input).
-            let order = self.core.rng.permutation(size as usize);
+            // Shuffle within the segment only (Ion et al. 2020, Sec. 3.4, segmented input).
+            let order = session.rng.permutation(size as usize);
             let z = common::permute_blocks(&doubled[start..end], G::ELEMENT_LEN, &order);
-            match self.core.hello.z {
+            match self.hello.z {
                 ZEncoding::List => round2.extend_from_slice(&z),
                 ZEncoding::Filter(kind) => {
                     let params = FilterParams {
                         kind,
                         elements: size as usize,
-                        queries: self.core.hello.items as usize,
+                        queries: self.hello.items as usize,
                     };
                     common::put_bytes(
                         &mut round2,
@@ -423,20 +393,20 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
         for column in &prep.columns {
             round2.extend_from_slice(column);
         }
-        self.core.channel.push(kind::ROUND2, &round2);
+        session.send(Role::P1.id(), kind::ROUND2, &round2);
         Ok(())
     }
 
-    fn on_round3(&mut self, body: &[u8], prep: &Prepared<H>) -> Result<PiSumOutput, ProtocolError> {
+    fn on_round3(&self, body: &[u8], prep: &Prepared<G, H>) -> Result<PiSumOutput, ProtocolError> {
         let mut r = Reader::new(body, "round 3");
         let segment_sizes = prep.peer.segment_sizes();
-        let value_columns = self.core.input.columns.len();
+        let value_columns = self.input.columns.len();
         let mut segments = Vec::with_capacity(segment_sizes.len());
         let mut totals = vec![0u128; prep.bounds.len()];
         let mut cardinality = 0u64;
         for (index, &size) in segment_sizes.iter().enumerate() {
             let card = r.u64()?;
-            if card > size.min(self.core.hello.items) {
+            if card > size.min(self.hello.items) {
                 return Err(PeerMisbehaved::Inconsistent(format!(
                     "segment {index}: cardinality {card} exceeds the smaller set size"
                 ))
@@ -460,89 +430,121 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
             segments.push(SegmentResult {
                 segment: index.to_string(),
                 cardinality: card,
-                sums: Some(sums),
+                sums: Some(sums[..value_columns.min(sums.len())].to_vec()),
             });
         }
         r.finish()?;
-        let (sums, sums_of_squares, variance) =
-            super::summarize(totals, value_columns, cardinality);
-        if !prep.peer.segments.is_empty() {
-            for s in &mut segments {
-                s.sums = s.sums.take().map(|v| v[..value_columns].to_vec());
-            }
-        }
-        Ok(PiSumOutput {
-            role: Role::P2.name(),
-            aborted: false,
-            cardinality: Some(cardinality),
-            sums: Some(sums),
-            sums_of_squares,
-            variance,
-            segments: (!prep.peer.segments.is_empty()).then_some(segments),
-            peer_items: prep.peer.items,
-        })
+        Ok(PiSumOutput::with_sums(
+            Role::P2,
+            cardinality,
+            totals,
+            value_columns,
+            (!prep.peer.segments.is_empty()).then_some(segments),
+            prep.peer.items,
+        ))
     }
 }
 
-impl<G: PrimeGroup, H: HeChoice> Party for P2<G, H> {
-    fn id(&self) -> crate::party::PartyId {
-        self.core.me
+impl<G: PrimeGroup, H: HeChoice> Protocol for P2<G, H> {
+    type Output = PiSumOutput;
+
+    fn roster(&self) -> Roster {
+        Role::P2.roster()
     }
 
-    fn poll_outgoing(&mut self) -> Option<crate::party::Outgoing> {
-        let to = 1 - self.core.me;
-        self.core
-            .channel
-            .pop()
-            .map(|bytes| crate::party::Outgoing { to, bytes })
+    fn kind_name(kind: u8) -> &'static str {
+        kind::name(kind)
     }
 
-    fn awaiting(&self) -> Option<crate::party::PartyId> {
-        (!self.is_finished()).then_some(1 - self.core.me)
+    fn hello(&self) -> Vec<u8> {
+        self.hello.encode()
     }
 
-    fn handle_message(
+    fn max_hello_len(&self) -> usize {
+        super::hello::MAX_LEN
+    }
+
+    fn check_hello(&mut self, from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
+        self.peer = Some(common::check_hello(
+            &self.hello,
+            &self.config,
+            from,
+            settings,
+        )?);
+        Ok(())
+    }
+
+    /// Draws k2 and the homomorphic key pair, and does everything that does not depend
+    /// on P1's items: H(w)^k2 and the encrypted values, shuffled.
+    fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
+        let peer = common::take_peer(&mut self.peer)?;
+        let key = G::random_scalar(session.rng);
+        let dst = session.ctx.hash_dst(PROTOCOL, G::ID.suite());
+        let (pk, sk) = H::keygen(&H::params(&self.config), session.rng);
+        let order = session.rng.permutation(self.input.ids.len());
+        let elements =
+            G::hash_mul_encode_batch(&dst, &common::gather(&self.input.ids, &order), &key);
+        let bounds = super::encrypted_columns(&self.hello);
+        let columns = super::plaintext_columns(&self.config, &self.input)
+            .iter()
+            .zip(&bounds)
+            .map(|(col, b)| {
+                let shuffled: Vec<u64> = order.iter().map(|&i| col[i as usize]).collect();
+                H::encrypt_column(&pk, &sk, b, &shuffled, session.rng)
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| ProtocolError::Config(format!("encrypting the values: {e}")))?;
+        self.state = P2State::AwaitRound1(Box::new(Prepared {
+            peer,
+            key,
+            pk,
+            sk,
+            elements,
+            columns,
+            bounds,
+        }));
+        Ok(())
+    }
+
+    fn handle(
         &mut self,
-        _from: crate::party::PartyId,
-        message: &[u8],
+        session: &mut Session<'_>,
+        message: Message<'_>,
     ) -> Result<(), ProtocolError> {
-        let state = std::mem::replace(&mut self.state, P2State::Failed);
-        let frame = self.core.channel.open(message)?;
-        self.state = match state {
-            P2State::AwaitHello => {
-                expect_kind(&frame, kind::HELLO, kind::name)?;
-                P2State::AwaitRound1(Box::new(self.on_hello(frame.body)?))
-            }
+        self.state = match std::mem::replace(&mut self.state, P2State::Hellos) {
             P2State::AwaitRound1(prep) => {
-                expect_kind(&frame, kind::ROUND1, kind::name)?;
-                self.on_round1(frame.body, &prep)?;
+                let body = message.expect(kind::ROUND1)?;
+                self.on_round1(session, body, &prep)?;
                 P2State::AwaitRound3(prep)
             }
             P2State::AwaitRound3(prep) => {
-                if frame.kind == kind::ABORT {
-                    Reader::new(frame.body, "abort").finish()?;
-                    self.core.output = Some(PiSumOutput::told_aborted(Role::P2, prep.peer.items));
+                if message.kind == kind::ABORT {
+                    Reader::new(message.body, "abort").finish()?;
+                    P2State::Done(PiSumOutput::told_aborted(Role::P2, prep.peer.items))
                 } else {
-                    expect_kind(&frame, kind::ROUND3, kind::name)?;
-                    self.core.output = Some(self.on_round3(frame.body, &prep)?);
+                    let body = message.expect(kind::ROUND3)?;
+                    P2State::Done(self.on_round3(body, &prep)?)
                 }
-                P2State::Done
             }
-            P2State::Done | P2State::Failed => {
+            P2State::Hellos | P2State::Done(_) => {
                 return Err(ProtocolError::ApiMisuse(
-                    "P2 received a message after it finished",
+                    "P2 received a message it does not wait for",
                 ));
             }
         };
         Ok(())
     }
 
-    fn max_incoming_len(&self) -> usize {
+    fn awaiting(&self) -> Option<PartyId> {
+        match self.state {
+            P2State::AwaitRound1(_) | P2State::AwaitRound3(_) => Some(Role::P1.id()),
+            P2State::Hellos | P2State::Done(_) => None,
+        }
+    }
+
+    fn max_message_len(&self) -> usize {
         match &self.state {
-            P2State::AwaitHello => super::hello::MAX_LEN,
-            P2State::AwaitRound1(prep) => {
-                frame_len((prep.peer.items as usize).saturating_mul(G::ELEMENT_LEN))
-            }
+            P2State::AwaitRound1(prep) => (prep.peer.items as usize).saturating_mul(G::ELEMENT_LEN),
             P2State::AwaitRound3(prep) => {
                 let per_segment: usize = prep
                     .bounds
@@ -553,43 +555,31 @@ impl<G: PrimeGroup, H: HeChoice> Party for P2<G, H> {
                             .saturating_mul(H::ciphertext_len(&prep.pk))
                     })
                     .fold(8usize, usize::saturating_add);
-                frame_len(per_segment.saturating_mul(prep.peer.segment_count()))
+                per_segment.saturating_mul(prep.peer.segment_count())
             }
-            P2State::Done | P2State::Failed => 0,
+            P2State::Hellos | P2State::Done(_) => 0,
         }
     }
 
-    fn is_finished(&self) -> bool {
-        matches!(self.state, P2State::Done) && !self.core.channel.has_outgoing()
+    fn is_done(&self) -> bool {
+        matches!(self.state, P2State::Done(_))
     }
 
     fn status(&self) -> String {
         match &self.state {
-            P2State::AwaitHello => "waiting for P1's hello".into(),
+            P2State::Hellos => "exchanging hellos".into(),
             P2State::AwaitRound1(p) => format!("waiting for P1's round 1 ({} items)", p.peer.items),
             P2State::AwaitRound3(_) => {
                 "waiting for P1's round 3 (P1 exponentiates and sums)".into()
             }
-            P2State::Done => "done".into(),
-            P2State::Failed => "failed".into(),
+            P2State::Done(_) => "done".into(),
         }
     }
 
-    fn alerts(&self, error: &ProtocolError) -> Vec<crate::party::Outgoing> {
-        let to = 1 - self.core.me;
-        vec![crate::party::Outgoing {
-            to,
-            bytes: self.core.channel.alert(error),
-        }]
-    }
-}
-
-impl<G: PrimeGroup, H: HeChoice> PiSumParty for P2<G, H> {
-    fn output(&self) -> Option<PiSumOutput> {
-        if self.is_finished() {
-            self.core.output.clone()
-        } else {
-            None
+    fn into_output(self) -> Option<PiSumOutput> {
+        match self.state {
+            P2State::Done(output) => Some(output),
+            _ => None,
         }
     }
 }

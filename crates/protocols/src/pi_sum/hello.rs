@@ -1,6 +1,8 @@
-//! The PI-Sum hello: each party announces its settings, its set size and its salt
-//! share. Mismatched settings end the run with `ProtocolError::Incompatible` naming
-//! the setting, before any set element is sent.
+//! The PI-Sum settings each party announces in its hello (after the salt, which the
+//! engine adds): group, homomorphic scheme and parameters, Z encoding, variant flags,
+//! set size, value columns and bounds, segment sizes. Mismatched settings end the run
+//! with `ProtocolError::Incompatible` naming the setting, before any set element is
+//! sent. The participant index (0 = P1, 1 = P2) gives the role.
 
 use privset_crypto::ahe::HeId;
 use privset_crypto::group::GroupId;
@@ -8,20 +10,18 @@ use privset_crypto::group::GroupId;
 use super::{PiSumConfig, Role, ZEncoding};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::input::Dataset;
-use crate::session::SALT_LEN;
 use crate::wire::Reader;
 
 pub const MAX_SEGMENTS: usize = 4096;
 pub const MAX_COLUMNS: usize = 64;
-/// Upper bound of an encoded hello.
-pub const MAX_LEN: usize = crate::wire::HEADER_LEN + 128 + 8 * MAX_SEGMENTS;
+/// Upper bound of the encoded settings (52 bytes and 8 per segment).
+pub const MAX_LEN: usize = 64 + 8 * MAX_SEGMENTS;
 
 const FLAG_REVERSE: u8 = 1;
 const FLAG_SQUARES: u8 = 2;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hello {
-    pub role: u8,
     pub flags: u8,
     pub group: GroupId,
     pub he: HeId,
@@ -29,7 +29,6 @@ pub struct Hello {
     /// Paillier modulus bits and Damgard-Jurik s (P2's key parameters; 0 for ElGamal).
     pub he_modulus_bits: u32,
     pub he_s: u32,
-    pub salt: [u8; SALT_LEN],
     pub items: u64,
     pub value_columns: u32,
     pub max_value: u64,
@@ -39,7 +38,7 @@ pub struct Hello {
 }
 
 impl Hello {
-    pub fn new(role: Role, config: &PiSumConfig, input: &Dataset, salt: [u8; SALT_LEN]) -> Self {
+    pub fn new(role: Role, config: &PiSumConfig, input: &Dataset) -> Self {
         let mut flags = 0;
         if config.reverse {
             flags |= FLAG_REVERSE;
@@ -60,14 +59,12 @@ impl Hello {
             }
         }
         Hello {
-            role: role.code(),
             flags,
             group: config.group,
             he: config.he,
             z: config.z_encoding,
             he_modulus_bits,
             he_s,
-            salt,
             items: input.ids.len() as u64,
             value_columns: if is_p2 { input.columns.len() as u32 } else { 0 },
             max_value: if is_p2 { config.max_value } else { 0 },
@@ -104,14 +101,12 @@ impl Hello {
 
     pub fn encode(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(96 + 8 * self.segments.len());
-        b.push(self.role);
         b.push(self.flags);
         b.push(self.group.code());
         b.push(self.he.code());
         b.push(self.z.code());
         b.extend_from_slice(&self.he_modulus_bits.to_be_bytes());
         b.extend_from_slice(&self.he_s.to_be_bytes());
-        b.extend_from_slice(&self.salt);
         b.extend_from_slice(&self.items.to_be_bytes());
         b.extend_from_slice(&self.value_columns.to_be_bytes());
         b.extend_from_slice(&self.max_value.to_be_bytes());
@@ -125,7 +120,6 @@ impl Hello {
 
     pub fn decode(body: &[u8]) -> Result<Self, ProtocolError> {
         let mut r = Reader::new(body, "hello");
-        let role = r.u8()?;
         let flags = r.u8()?;
         let group_code = r.u8()?;
         let group = GroupId::from_code(group_code).ok_or_else(|| {
@@ -141,7 +135,6 @@ impl Hello {
         })?;
         let he_modulus_bits = r.u32()?;
         let he_s = r.u32()?;
-        let salt = r.array::<SALT_LEN>()?;
         let items = r.u64()?;
         let value_columns = r.u32()?;
         let max_value = r.u64()?;
@@ -173,14 +166,12 @@ impl Hello {
             .into());
         }
         Ok(Hello {
-            role,
             flags,
             group,
             he,
             z,
             he_modulus_bits,
             he_s,
-            salt,
             items,
             value_columns,
             max_value,
@@ -189,24 +180,19 @@ impl Hello {
         })
     }
 
-    /// Checks that `peer` is the other role with the same settings, within `limit` items.
-    pub fn check_peer(&self, peer: &Hello, limit: u64) -> Result<(), ProtocolError> {
+    /// Checks that `peer`, playing `peer_role`, uses the same settings and announces at
+    /// most `limit` items.
+    pub fn check_peer(
+        &self,
+        peer: &Hello,
+        peer_role: Role,
+        limit: u64,
+    ) -> Result<(), ProtocolError> {
         let mismatch = |what: &str, mine: String, theirs: String| {
             Err(ProtocolError::Incompatible(format!(
                 "{what}: this party uses {mine}, the peer uses {theirs}"
             )))
         };
-        let expected_role = if self.role == Role::P1.code() {
-            Role::P2.code()
-        } else {
-            Role::P1.code()
-        };
-        if peer.role != expected_role {
-            return Err(ProtocolError::Incompatible(format!(
-                "both parties claim role p{}; one must be p1 and the other p2",
-                self.role
-            )));
-        }
         if self.reverse() != peer.reverse() {
             return mismatch(
                 "reverse variant",
@@ -241,7 +227,7 @@ impl Hello {
             }
             .into());
         }
-        if peer.role == Role::P2.code() {
+        if peer_role == Role::P2 {
             if peer.value_columns == 0 {
                 return Err(
                     PeerMisbehaved::Inconsistent("P2 announced no value columns".into()).into(),
@@ -267,14 +253,12 @@ mod tests {
     #[test]
     fn round_trip_and_truncation() {
         let h = Hello {
-            role: 1,
             flags: 3,
             group: GroupId::P256,
             he: HeId::ElGamal,
             z: ZEncoding::List,
             he_modulus_bits: 0,
             he_s: 0,
-            salt: [9; 32],
             items: 10,
             value_columns: 0,
             max_value: 0,
@@ -282,6 +266,7 @@ mod tests {
             segments: vec![4, 6],
         };
         let b = h.encode();
+        assert!(b.len() <= MAX_LEN);
         assert_eq!(Hello::decode(&b).unwrap(), h);
         for n in 0..b.len() {
             assert!(Hello::decode(&b[..n]).is_err());
@@ -289,5 +274,25 @@ mod tests {
         let mut long = b.clone();
         long.push(0);
         assert!(Hello::decode(&long).is_err());
+    }
+
+    #[test]
+    fn the_largest_settings_fit_the_announced_bound() {
+        let h = Hello {
+            flags: 0,
+            group: GroupId::Ristretto255,
+            he: HeId::Paillier,
+            z: ZEncoding::List,
+            he_modulus_bits: 3072,
+            he_s: 2,
+            items: MAX_SEGMENTS as u64,
+            value_columns: 0,
+            max_value: 0,
+            max_sum: 0,
+            segments: vec![1; MAX_SEGMENTS],
+        };
+        let b = h.encode();
+        assert!(b.len() <= MAX_LEN, "{} > {MAX_LEN}", b.len());
+        assert_eq!(Hello::decode(&b).unwrap(), h);
     }
 }

@@ -1,8 +1,10 @@
-//! Private Intersection-Sum with Cardinality: the DDH protocol Google deployed
-//! (seed 000, Sec. 3, Fig. 2) and its variants (Sec. 3.4, App. G).
+//! Private Intersection-Sum with Cardinality: the DDH protocol Google deployed (Ion,
+//! Kreuter, Nergiz, Patel, Saxena, Seth, Raykova, Shanahan, Yung, "On Deploying Secure
+//! Computing: Private Intersection-Sum-with-Cardinality", 2020; Sec. 3, Fig. 2) and its
+//! variants (Sec. 3.4, App. G).
 //!
 //! P1 holds identifiers V; P2 holds pairs (w, t). Both learn |V ∩ W|; P2 learns the sum
-//! of t over the intersection; nothing else leaks beyond the set sizes (seed 000
+//! of t over the intersection; nothing else leaks beyond the set sizes (Ion et al. 2020,
 //! Theorems 1-2). Variants:
 //!
 //! * threshold: the party that computes the intersection aborts before any sum is
@@ -11,8 +13,9 @@
 //! * segmented input: P1's items carry a segment; one cardinality and sum per segment;
 //! * several value columns, and sums of squares so P2 gets the variance.
 //!
-//! The parties are [`forward::P1`], [`forward::P2`], [`reverse::P1`], [`reverse::P2`],
-//! generic over the group and the homomorphic scheme; [`new_party`] picks the
+//! The parties are [`forward::P1`], [`forward::P2`], [`reverse::P1`], [`reverse::P2`]:
+//! [`Protocol`]s, generic over the group and the homomorphic scheme, each run inside an
+//! [`Engine`] (participant 0 plays P1, participant 1 plays P2). [`new_party`] picks the
 //! instantiation from a [`PiSumConfig`].
 
 mod common;
@@ -29,18 +32,19 @@ use privset_crypto::group::ristretto::Ristretto255;
 use privset_crypto::group::{GroupId, PrimeGroup};
 use privset_crypto::rng::SEED_LEN;
 
+use crate::engine::{Engine, Protocol, Roster};
 use crate::error::{InputError, ProtocolError};
 use crate::input::Dataset;
-use crate::party::Party;
-use crate::wire::ProtocolId;
+use crate::party::OutputParty;
+use crate::wire::{PartyId, ProtocolId};
 
 pub(crate) use hello::Hello;
 
 pub const PROTOCOL: ProtocolId = ProtocolId::PiSum;
 
-/// Message kinds of PI-Sum (docs/wire.md).
+/// Message kinds of PI-Sum (docs/wire.md); the engine's hello, roster and alert use 0,
+/// 0xFE and 0xFF.
 pub mod kind {
-    pub const HELLO: u8 = 1;
     pub const ROUND1: u8 = 2;
     pub const ROUND2: u8 = 3;
     pub const ROUND3: u8 = 4;
@@ -51,7 +55,6 @@ pub mod kind {
 
     pub fn name(kind: u8) -> &'static str {
         match kind {
-            HELLO => "hello",
             ROUND1 => "round 1 (P1's exponentiated items)",
             ROUND2 => "round 2 (Z, P2's exponentiated items and encrypted values)",
             ROUND3 => "round 3 (cardinality and encrypted sums)",
@@ -78,11 +81,20 @@ impl Role {
             Role::P2 => "p2",
         }
     }
-    pub fn code(self) -> u8 {
+    /// The participant index playing this role.
+    pub fn id(self) -> PartyId {
         match self {
-            Role::P1 => 1,
-            Role::P2 => 2,
+            Role::P1 => 0,
+            Role::P2 => 1,
         }
+    }
+    /// The role of participant `id`.
+    pub fn of(id: PartyId) -> Self {
+        if id == 0 { Role::P1 } else { Role::P2 }
+    }
+    /// The session's participants as this role sees them.
+    pub(crate) fn roster(self) -> Roster {
+        Roster::pair(PROTOCOL, [Role::P1.name(), Role::P2.name()], self.id())
     }
 }
 
@@ -131,7 +143,7 @@ pub struct PiSumConfig {
     pub paillier: paillier::Params,
     pub elgamal: elgamal::Params,
     pub z_encoding: ZEncoding,
-    /// Reverse variant (seed 000 Fig. 6): P1 learns the sum.
+    /// Reverse variant (Ion et al. 2020, Fig. 6): P1 learns the sum.
     pub reverse: bool,
     /// Local policy of the party that computes the intersection (P1 forward, P2
     /// reverse): abort unless the intersection has at least this many items.
@@ -184,6 +196,9 @@ pub struct PiSumOutput {
     pub aborted: bool,
     /// |V ∩ W|; `None` for the party told only that the run aborted.
     pub cardinality: Option<u64>,
+    /// The sum over the intersection when there is exactly one value column (entitled
+    /// party only): `sums[0]`.
+    pub sum: Option<u128>,
     /// Sum over the intersection, per value column (entitled party only).
     pub sums: Option<Vec<u128>>,
     /// Sum of squares per value column (with `sum_of_squares`).
@@ -204,6 +219,7 @@ impl PiSumOutput {
             role: role.name(),
             aborted: true,
             cardinality: None,
+            sum: None,
             sums: None,
             sums_of_squares: None,
             variance: None,
@@ -213,38 +229,41 @@ impl PiSumOutput {
     }
 }
 
-/// A PI-Sum party of any instantiation.
-pub trait PiSumParty: Party {
-    /// The output, once [`Party::is_finished`].
-    fn output(&self) -> Option<PiSumOutput>;
-}
-
 /// Builds the party for `role` with the group and scheme named in `config`.
 ///
 /// `input`: P1's identifiers (with optional segments) or P2's identifiers and value
 /// columns, already validated by [`crate::input::build_dataset`]. `seed` determines all
-/// of the party's randomness (see `SessionRng`); keep it private.
+/// of the party's randomness (see `SessionRng`); keep it private. A front end drives
+/// the party (`party.as_mut()` is the `Party` a driver takes) and then takes its output
+/// with `party.into_output()`.
 pub fn new_party(
     role: Role,
     config: &PiSumConfig,
     input: Dataset,
     seed: [u8; SEED_LEN],
-) -> Result<Box<dyn PiSumParty>, ProtocolError> {
+) -> Result<Box<dyn OutputParty<PiSumOutput>>, ProtocolError> {
     validate(role, config, &input)?;
+    fn engine<P: Protocol<Output = PiSumOutput> + 'static>(
+        protocol: P,
+        seed: [u8; SEED_LEN],
+    ) -> Result<Box<dyn OutputParty<PiSumOutput>>, ProtocolError> {
+        Ok(Box::new(Engine::new(protocol, seed)?))
+    }
     fn build<G: PrimeGroup, H: HeChoice>(
         role: Role,
         config: &PiSumConfig,
         input: Dataset,
         seed: [u8; SEED_LEN],
-    ) -> Box<dyn PiSumParty> {
+    ) -> Result<Box<dyn OutputParty<PiSumOutput>>, ProtocolError> {
+        let config = config.clone();
         match (role, config.reverse) {
-            (Role::P1, false) => Box::new(forward::P1::<G, H>::new(config.clone(), input, seed)),
-            (Role::P2, false) => Box::new(forward::P2::<G, H>::new(config.clone(), input, seed)),
-            (Role::P1, true) => Box::new(reverse::P1::<G, H>::new(config.clone(), input, seed)),
-            (Role::P2, true) => Box::new(reverse::P2::<G, H>::new(config.clone(), input, seed)),
+            (Role::P1, false) => engine(forward::P1::<G, H>::new(config, input), seed),
+            (Role::P2, false) => engine(forward::P2::<G, H>::new(config, input), seed),
+            (Role::P1, true) => engine(reverse::P1::<G, H>::new(config, input), seed),
+            (Role::P2, true) => engine(reverse::P2::<G, H>::new(config, input), seed),
         }
     }
-    Ok(match (config.group, config.he) {
+    match (config.group, config.he) {
         (GroupId::Ristretto255, HeId::Paillier) => {
             build::<Ristretto255, Paillier>(role, config, input, seed)
         }
@@ -263,7 +282,7 @@ pub fn new_party(
         (GroupId::P256, HeId::ElGamal) => {
             build::<P256Uncompressed, ElGamal>(role, config, input, seed)
         }
-    })
+    }
 }
 
 /// Checks a party's configuration and input before anything is sent.
@@ -324,14 +343,14 @@ pub fn validate(role: Role, config: &PiSumConfig, input: &Dataset) -> Result<(),
             }
             if config.he == HeId::ElGamal {
                 let bits = config.elgamal.max_table_bits + elgamal::MAX_GIANT_BITS;
-                let hello = Hello::new(Role::P2, config, input, [0; 32]);
+                let hello = Hello::new(Role::P2, config, input);
                 // Every encrypted column, squared ones included, must stay decryptable.
                 if let Some(b) = encrypted_columns(&hello)
                     .iter()
                     .find(|b| b.max_sum >> bits != 0)
                 {
                     return Err(ProtocolError::Config(format!(
-                        "exponential ElGamal decrypts sums below 2^{bits} only (seed 000 App. B.2), but a column's sum \
+                        "exponential ElGamal decrypts sums below 2^{bits} only (Ion et al. 2020, App. B.2), but a column's sum \
                          bound is {} ({} items, value bound {}{}); pass a smaller --sum-bound (or --value-bound), or use \
                          --values-he paillier",
                         b.max_sum,
@@ -403,30 +422,74 @@ pub(crate) fn plaintext_columns(config: &PiSumConfig, input: &Dataset) -> Vec<Ve
     cols
 }
 
-/// Splits per-column sums into (sums, sums of squares, variance) for the output.
-pub(crate) fn summarize(
-    sums: Vec<u128>,
-    value_columns: usize,
-    cardinality: u64,
-) -> (Vec<u128>, Option<Vec<u128>>, Option<Vec<f64>>) {
-    if sums.len() == value_columns {
-        return (sums, None, None);
+impl PiSumOutput {
+    /// The output of the party entitled to the sums. `totals`: the sum of every
+    /// encrypted column over the intersection, in the order of [`encrypted_columns`]
+    /// (the value columns, then their squares); split here into sums, sums of squares
+    /// and variance.
+    pub(crate) fn with_sums(
+        role: Role,
+        cardinality: u64,
+        totals: Vec<u128>,
+        value_columns: usize,
+        segments: Option<Vec<SegmentResult>>,
+        peer_items: u64,
+    ) -> Self {
+        let (sums, sums_of_squares, variance) = if totals.len() == value_columns {
+            (totals, None, None)
+        } else {
+            let (plain, squares) = totals.split_at(value_columns.min(totals.len()));
+            let variance = plain
+                .iter()
+                .zip(squares)
+                .map(|(&s, &q)| {
+                    if cardinality == 0 {
+                        0.0
+                    } else {
+                        let n = cardinality as f64;
+                        let mean = s as f64 / n;
+                        (q as f64 / n - mean * mean).max(0.0)
+                    }
+                })
+                .collect();
+            (plain.to_vec(), Some(squares.to_vec()), Some(variance))
+        };
+        PiSumOutput {
+            role: role.name(),
+            aborted: false,
+            cardinality: Some(cardinality),
+            sum: match sums.as_slice() {
+                [only] => Some(*only),
+                _ => None,
+            },
+            sums: Some(sums),
+            sums_of_squares,
+            variance,
+            segments,
+            peer_items,
+        }
     }
-    let (plain, squares) = sums.split_at(value_columns);
-    let variance = plain
-        .iter()
-        .zip(squares)
-        .map(|(&s, &q)| {
-            if cardinality == 0 {
-                0.0
-            } else {
-                let n = cardinality as f64;
-                let mean = s as f64 / n;
-                (q as f64 / n - mean * mean).max(0.0)
-            }
-        })
-        .collect();
-    (plain.to_vec(), Some(squares.to_vec()), Some(variance))
+
+    /// The output of the party that is not entitled to the sums.
+    pub(crate) fn cardinality_only(
+        role: Role,
+        aborted: bool,
+        cardinality: u64,
+        segments: Option<Vec<SegmentResult>>,
+        peer_items: u64,
+    ) -> Self {
+        PiSumOutput {
+            role: role.name(),
+            aborted,
+            cardinality: Some(cardinality),
+            sum: None,
+            sums: None,
+            sums_of_squares: None,
+            variance: None,
+            segments,
+            peer_items,
+        }
+    }
 }
 
 /// How a homomorphic scheme's parameters come out of the config.
