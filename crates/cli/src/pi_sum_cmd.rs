@@ -7,7 +7,8 @@ use privset_crypto::ahe::HeId;
 use privset_crypto::ahe::paillier;
 use privset_crypto::group::GroupId;
 use privset_protocols::input::DuplicatePolicy;
-use privset_protocols::pi_sum::{self, PiSumConfig, Role, ZEncoding};
+use privset_protocols::pi_sum::{self, PiSumConfig, Role};
+use privset_protocols::set_encoding::SetEncoding;
 use privset_run::csv_input::{self, Columns};
 pub use privset_run::report::PiSumReport;
 use privset_run::{Failure, Stopwatch};
@@ -140,7 +141,7 @@ impl PiSumArgs {
                 modulus_bits: self.he_modulus_bits,
                 s: self.dj_s,
             },
-            z_encoding: ZEncoding::from_name(match self.z_encoding {
+            z_encoding: SetEncoding::from_name(match self.z_encoding {
                 ZArg::List => "list",
                 ZArg::Gcs => "gcs",
                 ZArg::Bloom => "bloom",

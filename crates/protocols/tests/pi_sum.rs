@@ -10,7 +10,8 @@ use privset_crypto::group::GroupId;
 use privset_crypto::rng::SessionRng;
 use privset_net::memory::{Direction, HookAction, PairError, run_pair, run_pair_with};
 use privset_protocols::input::Dataset;
-use privset_protocols::pi_sum::{self, PiSumConfig, PiSumOutput, Role, ZEncoding};
+use privset_protocols::pi_sum::{self, PiSumConfig, PiSumOutput, Role};
+use privset_protocols::set_encoding::SetEncoding;
 use privset_protocols::wire::HEADER_LEN;
 use privset_protocols::{PeerMisbehaved, ProtocolError};
 
@@ -128,9 +129,9 @@ fn edges_against_plaintext_every_he_and_z_encoding() {
     let mut rng = SessionRng::from_os();
     for he in HeId::ALL {
         for z in [
-            ZEncoding::List,
-            ZEncoding::Filter(FilterKind::Gcs),
-            ZEncoding::Filter(FilterKind::Bloom),
+            SetEncoding::List,
+            SetEncoding::Filter(FilterKind::Gcs),
+            SetEncoding::Filter(FilterKind::Bloom),
         ] {
             let c = PiSumConfig {
                 he,
@@ -487,7 +488,7 @@ fn both_parties_playing_the_same_role_is_incompatible() {
         let peer = 1 - b.id();
         assert_eq!((hello.to, b.awaiting()), (peer, Some(peer)));
         match b.handle_message(peer, &hello.bytes) {
-            Err(ProtocolError::Incompatible(msg)) => assert!(msg.contains("both"), "{msg}"),
+            Err(ProtocolError::Incompatible(msg)) => assert!(msg.contains("also plays"), "{msg}"),
             other => panic!("{role:?}: {other:?}"),
         }
     }

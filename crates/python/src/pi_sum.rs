@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use privset_crypto::ahe::{HeId, paillier};
 use privset_crypto::group::GroupId;
-use privset_protocols::pi_sum::{self, PiSumConfig, PiSumOutput, Role, ZEncoding};
+use privset_protocols::pi_sum::{self, PiSumConfig, PiSumOutput, Role};
+use privset_protocols::set_encoding::SetEncoding;
 use privset_protocols::{OutputParty, Party};
 use privset_run::report::PiSumReport;
 use privset_run::{Failure, Metered};
@@ -120,7 +121,7 @@ impl PiSumParty {
                 py,
                 "z_encoding",
                 z_encoding,
-                ZEncoding::from_name(z_encoding),
+                SetEncoding::from_name(z_encoding),
                 "list, gcs, bloom",
             )?,
             reverse,

@@ -18,16 +18,14 @@
 use std::marker::PhantomData;
 
 use privset_crypto::ahe::ColumnBounds;
-use privset_crypto::filter::{self, FilterParams, SetFilter};
 use privset_crypto::group::PrimeGroup;
 
 use super::common::{self, bad_ciphertext, checked_len};
-use super::{
-    HeChoice, Hello, PROTOCOL, PiSumConfig, PiSumOutput, Role, SegmentResult, ZEncoding, kind,
-};
+use super::{HeChoice, Hello, PROTOCOL, PiSumConfig, PiSumOutput, Role, SegmentResult, kind};
 use crate::engine::{Message, Protocol, Roster, Session};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::input::Dataset;
+use crate::set_encoding::ReceivedSet;
 use crate::wire::{PartyId, Reader};
 
 /// Keyed-hash purpose of the Z filter.
@@ -83,24 +81,14 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
         let filter_key = session.ctx.derive_key(FILTER_KEY);
         let mut z_sets = Vec::with_capacity(segment_sizes.len());
         for &size in &segment_sizes {
-            z_sets.push(match self.hello.z {
-                ZEncoding::List => {
-                    let z = r.take(checked_len(size as usize, G::ELEMENT_LEN, "Z")?)?;
-                    common::validate_elements::<G>(z, "Z")?;
-                    ZSet::List(z)
-                }
-                ZEncoding::Filter(kind) => {
-                    let params = FilterParams {
-                        kind,
-                        elements: size as usize,
-                        queries: n2,
-                    };
-                    let bytes = r.bytes(params.max_encoded_len())?;
-                    let f = SetFilter::decode(&params, &filter_key, bytes)
-                        .map_err(|source| PeerMisbehaved::InvalidFilter { what: "Z", source })?;
-                    ZSet::Filter(f)
-                }
-            });
+            let z =
+                self.hello
+                    .z
+                    .read(&mut r, size as usize, G::ELEMENT_LEN, n2, &filter_key, "Z")?;
+            if let ReceivedSet::List { packed, .. } = &z {
+                common::validate_elements::<G>(packed, "Z")?;
+            }
+            z_sets.push(z);
         }
         let theirs = r.take(checked_len(n2, G::ELEMENT_LEN, "P2's items")?)?;
         let columns = super::encrypted_columns(peer);
@@ -113,12 +101,7 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
         let doubled = common::exponentiate_received::<G>(theirs, key, "P2's items")?;
         let selections: Vec<Vec<usize>> = z_sets
             .iter()
-            .map(|z| match z {
-                ZSet::List(members) => common::matches_in_list(&doubled, members, G::ELEMENT_LEN),
-                ZSet::Filter(f) => {
-                    common::matching_positions(&doubled, G::ELEMENT_LEN, |e| f.contains(e))
-                }
-            })
+            .map(|z| z.matching_positions(&doubled, G::ELEMENT_LEN))
             .collect();
         let cardinality: u64 = selections.iter().map(|s| s.len() as u64).sum();
         let segments = self.segment_results(&selections);
@@ -169,11 +152,6 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
                 .collect(),
         )
     }
-}
-
-enum ZSet<'a> {
-    List(&'a [u8]),
-    Filter(SetFilter),
 }
 
 impl<G: PrimeGroup, H: HeChoice> Protocol for P1<G, H> {
@@ -258,17 +236,7 @@ impl<G: PrimeGroup, H: HeChoice> Protocol for P1<G, H> {
             .hello
             .segment_sizes()
             .iter()
-            .map(|&s| match self.hello.z {
-                ZEncoding::List => (s as usize).saturating_mul(G::ELEMENT_LEN),
-                ZEncoding::Filter(kind) => {
-                    4 + FilterParams {
-                        kind,
-                        elements: s as usize,
-                        queries: n2,
-                    }
-                    .max_encoded_len()
-                }
-            })
+            .map(|&s| self.hello.z.max_len(s as usize, G::ELEMENT_LEN, n2))
             .fold(0usize, usize::saturating_add);
         let columns = super::encrypted_columns(peer).len();
         let values = n2
@@ -370,23 +338,15 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
         let mut start = 0usize;
         for size in prep.peer.segment_sizes() {
             let end = start + size as usize * G::ELEMENT_LEN;
-            // Shuffle within the segment only (Ion et al. 2020, Sec. 3.4, segmented input).
-            let order = session.rng.permutation(size as usize);
-            let z = common::permute_blocks(&doubled[start..end], G::ELEMENT_LEN, &order);
-            match self.hello.z {
-                ZEncoding::List => round2.extend_from_slice(&z),
-                ZEncoding::Filter(kind) => {
-                    let params = FilterParams {
-                        kind,
-                        elements: size as usize,
-                        queries: self.hello.items as usize,
-                    };
-                    common::put_bytes(
-                        &mut round2,
-                        &filter::encode(&params, &filter_key, &z, G::ELEMENT_LEN),
-                    );
-                }
-            }
+            // One set per segment, shuffled within the segment only (Ion et al. 2020,
+            // Sec. 3.4, segmented input).
+            round2.extend_from_slice(&self.hello.z.encode(
+                &doubled[start..end],
+                G::ELEMENT_LEN,
+                self.hello.items as usize,
+                &filter_key,
+                session.rng,
+            )?);
             start = end;
         }
         round2.extend_from_slice(&prep.elements);

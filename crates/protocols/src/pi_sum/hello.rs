@@ -7,9 +7,10 @@
 use privset_crypto::ahe::HeId;
 use privset_crypto::group::GroupId;
 
-use super::{PiSumConfig, Role, ZEncoding};
+use super::{PiSumConfig, Role};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::input::Dataset;
+use crate::set_encoding::SetEncoding;
 use crate::wire::Reader;
 
 pub const MAX_SEGMENTS: usize = 4096;
@@ -25,7 +26,7 @@ pub struct Hello {
     pub flags: u8,
     pub group: GroupId,
     pub he: HeId,
-    pub z: ZEncoding,
+    pub z: SetEncoding,
     /// Paillier modulus bits and Damgard-Jurik s (P2's key parameters; 0 for ElGamal).
     pub he_modulus_bits: u32,
     pub he_s: u32,
@@ -130,7 +131,7 @@ impl Hello {
             PeerMisbehaved::Malformed(format!("hello names unknown homomorphic scheme {he_code}"))
         })?;
         let z_code = r.u8()?;
-        let z = ZEncoding::from_code(z_code).ok_or_else(|| {
+        let z = SetEncoding::from_code(z_code).ok_or_else(|| {
             PeerMisbehaved::Malformed(format!("hello names unknown Z encoding {z_code}"))
         })?;
         let he_modulus_bits = r.u32()?;
@@ -256,7 +257,7 @@ mod tests {
             flags: 3,
             group: GroupId::P256,
             he: HeId::ElGamal,
-            z: ZEncoding::List,
+            z: SetEncoding::List,
             he_modulus_bits: 0,
             he_s: 0,
             items: 10,
@@ -282,7 +283,7 @@ mod tests {
             flags: 0,
             group: GroupId::Ristretto255,
             he: HeId::Paillier,
-            z: ZEncoding::List,
+            z: SetEncoding::List,
             he_modulus_bits: 3072,
             he_s: 2,
             items: MAX_SEGMENTS as u64,

@@ -36,6 +36,7 @@ use crate::engine::{Engine, Protocol, Roster};
 use crate::error::{InputError, ProtocolError};
 use crate::input::Dataset;
 use crate::party::OutputParty;
+use crate::set_encoding::SetEncoding;
 use crate::wire::{PartyId, ProtocolId};
 
 pub(crate) use hello::Hello;
@@ -98,43 +99,6 @@ impl Role {
     }
 }
 
-/// How P2 sends the set Z of doubly exponentiated values back to P1.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ZEncoding {
-    /// The shuffled list of encoded elements.
-    List,
-    /// An order-hiding filter with false-positive rate 2^-40 over all of P2's items.
-    Filter(FilterKind),
-}
-
-impl ZEncoding {
-    pub fn name(self) -> &'static str {
-        match self {
-            ZEncoding::List => "list",
-            ZEncoding::Filter(k) => k.name(),
-        }
-    }
-    pub fn from_name(name: &str) -> Option<Self> {
-        if name == "list" {
-            return Some(ZEncoding::List);
-        }
-        FilterKind::from_name(name).map(ZEncoding::Filter)
-    }
-    pub(crate) fn code(self) -> u8 {
-        match self {
-            ZEncoding::List => 0,
-            ZEncoding::Filter(k) => k.code(),
-        }
-    }
-    pub(crate) fn from_code(code: u8) -> Option<Self> {
-        if code == 0 {
-            Some(ZEncoding::List)
-        } else {
-            FilterKind::from_code(code).map(ZEncoding::Filter)
-        }
-    }
-}
-
 /// Everything both parties must agree on, plus each party's local policy.
 #[derive(Clone, Debug)]
 pub struct PiSumConfig {
@@ -142,7 +106,8 @@ pub struct PiSumConfig {
     pub he: HeId,
     pub paillier: paillier::Params,
     pub elgamal: elgamal::Params,
-    pub z_encoding: ZEncoding,
+    /// How P2 sends the set Z of doubly exponentiated values back to P1.
+    pub z_encoding: SetEncoding,
     /// Reverse variant (Ion et al. 2020, Fig. 6): P1 learns the sum.
     pub reverse: bool,
     /// Local policy of the party that computes the intersection (P1 forward, P2
@@ -166,7 +131,7 @@ impl Default for PiSumConfig {
             he: HeId::Paillier,
             paillier: paillier::Params::default(),
             elgamal: elgamal::Params::default(),
-            z_encoding: ZEncoding::Filter(FilterKind::Gcs),
+            z_encoding: SetEncoding::Filter(FilterKind::Gcs),
             reverse: false,
             threshold: None,
             sum_of_squares: false,
