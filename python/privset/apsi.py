@@ -1,4 +1,4 @@
-"""Authorized PSI (seed 002): a judge, a client and a server. See docs/apsi.md for the
+"""Authorized PSI (Falzon and Markatou): a judge, a client and a server. See docs/apsi.md for the
 protocols, the threat model and what each party learns.
 
 Two phases, each a run between two parties:

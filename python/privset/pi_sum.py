@@ -1,4 +1,4 @@
-"""PI-Sum: Private Intersection-Sum with Cardinality (seed 000, the DDH protocol Google
+"""PI-Sum: Private Intersection-Sum with Cardinality (Ion et al. 2020, the DDH protocol Google
 deployed for ad-conversion measurement). See docs/pi-sum.md for the protocol, its
 variants and what each party learns.
 

@@ -1,4 +1,4 @@
-//! `privset batch`: many PI-Sum executions over shared storage (seed 000 Sec. 2.4).
+//! `privset batch`: many PI-Sum executions over shared storage (Ion et al. 2020, Sec. 2.4).
 //!
 //! A job spec is a JSON file in the jobs directory, one per execution and per party:
 //! an object whose keys are `privset pi-sum` flags without the dashes, for example

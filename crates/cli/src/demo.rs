@@ -117,7 +117,7 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
         r1.run.cpu_seconds.max(r2.run.cpu_seconds)
     );
     println!(
-        "  cost: {:.5} cents for both parties (the process's CPU once, both directions' bytes; seed 000 Table 1 GCP prices)",
+        "  cost: {:.5} cents for both parties (the process's CPU once, both directions' bytes; Ion et al. 2020, Table 1 GCP prices)",
         crate::metrics::Prices::default().cents(
             r1.run.cpu_seconds.max(r2.run.cpu_seconds),
             r1.run.bytes_sent + r2.run.bytes_sent
