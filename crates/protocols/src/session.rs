@@ -2,8 +2,6 @@
 //! session id and domain-separation tags derived from them, and framing with sequence
 //! numbers, one [`Channel`] per pair of participants that talk.
 
-use std::collections::VecDeque;
-
 use sha2::{Digest, Sha256};
 
 use crate::error::{PeerMisbehaved, ProtocolError};
@@ -62,17 +60,15 @@ impl SessionContext {
     }
 }
 
-/// Framing state between this party and one peer: outgoing queue with sequence
-/// numbers, and the checks on incoming frames (session id, sender, recipient, sequence).
+/// Framing state between this party and one peer: the sequence numbers each way, and
+/// the checks on incoming frames (session id, sender, recipient, sequence).
 pub struct Channel {
     protocol: ProtocolId,
     me: PartyId,
     peer: PartyId,
     session: SessionId,
-    established: bool,
     next_out: u32,
     next_in: u32,
-    outgoing: VecDeque<Vec<u8>>,
 }
 
 impl Channel {
@@ -82,10 +78,8 @@ impl Channel {
             me,
             peer,
             session: [0; SESSION_ID_LEN],
-            established: false,
             next_out: 0,
             next_in: 0,
-            outgoing: VecDeque::new(),
         }
     }
 
@@ -108,7 +102,6 @@ impl Channel {
     /// Switches from the all-zero hello session id to the derived one.
     pub fn establish(&mut self, session: SessionId) {
         self.session = session;
-        self.established = true;
     }
 
     /// The frame of the next message to the peer (its sequence number taken).
@@ -116,19 +109,6 @@ impl Channel {
         let frame = wire::encode_frame(self.header(kind), body);
         self.next_out += 1;
         frame
-    }
-
-    pub fn push(&mut self, kind: u8, body: &[u8]) {
-        let frame = self.frame(kind, body);
-        self.outgoing.push_back(frame);
-    }
-
-    pub fn pop(&mut self) -> Option<Vec<u8>> {
-        self.outgoing.pop_front()
-    }
-
-    pub fn has_outgoing(&self) -> bool {
-        !self.outgoing.is_empty()
     }
 
     /// Parses an incoming frame and checks its sender, recipient, session id and
@@ -161,24 +141,4 @@ impl Channel {
     pub fn alert(&self, error: &ProtocolError) -> Vec<u8> {
         wire::alert_frame(self.header(wire::KIND_ALERT), &error.to_string())
     }
-
-    pub fn is_established(&self) -> bool {
-        self.established
-    }
-}
-
-/// Fails with `UnexpectedMessage` unless `frame.kind == expected`.
-pub fn expect_kind(
-    frame: &Frame<'_>,
-    expected: u8,
-    names: fn(u8) -> &'static str,
-) -> Result<(), ProtocolError> {
-    if frame.kind != expected {
-        return Err(PeerMisbehaved::UnexpectedMessage {
-            got: names(frame.kind).to_string(),
-            expected: names(expected).to_string(),
-        }
-        .into());
-    }
-    Ok(())
 }
