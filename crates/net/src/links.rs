@@ -215,17 +215,7 @@ impl LinkPlan {
 
     /// The participants this one talks to, in index order.
     pub fn peers(&self) -> Vec<PartyId> {
-        let n = self.addresses.len();
-        (0..n)
-            .map(|p| p as PartyId)
-            .filter(|&p| {
-                p != self.me
-                    && match self.topology {
-                        Topology::Mesh => true,
-                        Topology::Star { hub } => p == hub || self.me == hub,
-                    }
-            })
-            .collect()
+        self.topology.peers_of(self.addresses.len(), self.me)
     }
 
     /// True when this participant accepts connections (and so binds its address).

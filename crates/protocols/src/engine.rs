@@ -43,6 +43,27 @@ pub enum Topology {
     Star { hub: PartyId },
 }
 
+impl Topology {
+    /// True when `a` and `b`, of `count` participants, exchange messages.
+    pub fn linked(self, count: usize, a: PartyId, b: PartyId) -> bool {
+        a != b
+            && (a as usize) < count
+            && (b as usize) < count
+            && match self {
+                Topology::Mesh => true,
+                Topology::Star { hub } => a == hub || b == hub,
+            }
+    }
+
+    /// The participants `p` talks to, of `count`, in index order.
+    pub fn peers_of(self, count: usize, p: PartyId) -> Vec<PartyId> {
+        (0..count)
+            .map(|q| q as PartyId)
+            .filter(|&q| self.linked(count, p, q))
+            .collect()
+    }
+}
+
 /// The participants of a session, as one of them sees it.
 #[derive(Clone, Debug)]
 pub struct Roster {
@@ -79,22 +100,9 @@ impl Roster {
             .map_or("unknown participant", String::as_str)
     }
 
-    /// True when `a` and `b` exchange messages.
-    pub fn linked(&self, a: PartyId, b: PartyId) -> bool {
-        a != b
-            && (a as usize) < self.count()
-            && (b as usize) < self.count()
-            && match self.topology {
-                Topology::Mesh => true,
-                Topology::Star { hub } => a == hub || b == hub,
-            }
-    }
-
     /// The participants `p` talks to, in index order.
     pub fn links_of(&self, p: PartyId) -> Vec<PartyId> {
-        (0..self.count() as PartyId)
-            .filter(|&q| self.linked(p, q))
-            .collect()
+        self.topology.peers_of(self.count(), p)
     }
 
     /// The participants this party talks to, in index order.

@@ -68,16 +68,7 @@ pub struct PartyLinks {
 impl PartiesSpec {
     /// The participants this one talks to, in index order.
     pub fn peers(&self) -> Vec<PartyId> {
-        (0..self.parties)
-            .map(|p| p as PartyId)
-            .filter(|&p| {
-                p != self.me
-                    && match self.topology {
-                        Topology::Mesh => true,
-                        Topology::Star { hub } => p == hub || self.me == hub,
-                    }
-            })
-            .collect()
+        self.topology.peers_of(self.parties, self.me)
     }
 
     /// Opens a link to every peer.
