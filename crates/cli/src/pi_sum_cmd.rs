@@ -230,7 +230,7 @@ pub fn run(args: &PiSumArgs) -> Result<PiSumReport, Failure> {
     let output = party
         .into_output()
         .ok_or_else(|| Failure::other("the run ended without an output"))?;
-    let report = PiSumReport::new(&config, output, items, run);
+    let report = PiSumReport::new(&config, role, &output, items, run);
     write_json(&args.output, &report)?;
     seed_file.remove();
     Ok(report)

@@ -113,13 +113,20 @@ fn random_sets(
 fn check(c: &PiSumConfig, v: &[u64], w: &[(u64, Vec<u64>)]) {
     let (card, sums) = plaintext(v, w);
     let (o1, o2) = run(c, p1_set(v), c, p2_set(w)).unwrap();
-    assert_eq!(o1.cardinality, Some(card), "P1 cardinality");
-    assert_eq!(o2.cardinality, Some(card), "P2 cardinality");
-    assert_eq!(o2.sums.as_deref(), Some(&sums[..]), "P2 sums");
-    assert_eq!(o2.sum, Some(sums[0]), "one value column: its sum");
-    assert_eq!((o1.sums, o1.sum), (None, None), "P1 must not learn the sum");
+    assert_eq!(o1.cardinality(), Some(card), "P1 cardinality");
+    assert_eq!(o2.cardinality(), Some(card), "P2 cardinality");
+    assert_eq!(o2.sums().map(|s| &s.sums[..]), Some(&sums[..]), "P2 sums");
     assert_eq!(
-        (o1.peer_items, o2.peer_items),
+        o2.sums().and_then(|s| s.single()),
+        Some(sums[0]),
+        "one value column: its sum"
+    );
+    assert!(
+        matches!(o1, PiSumOutput::Cardinality { aborted: false, .. }),
+        "P1 must not learn the sum: {o1:?}"
+    );
+    assert_eq!(
+        (o1.peer_items(), o2.peer_items()),
         (w.len() as u64, v.len() as u64)
     );
 }
@@ -187,8 +194,12 @@ fn several_columns_and_sum_of_squares() {
     let (v, w) = random_sets(&mut rng, 200, 150, 60, 3, 10_000);
     let (card, sums) = plaintext(&v, &w);
     let (_, o2) = run(&c, p1_set(&v), &c, p2_set(&w)).unwrap();
-    assert_eq!(o2.sums.as_deref(), Some(&sums[..]));
-    assert_eq!(o2.sum, None, "`sum` only with exactly one value column");
+    assert_eq!(o2.sums().map(|s| &s.sums[..]), Some(&sums[..]));
+    assert_eq!(
+        o2.sums().and_then(|s| s.single()),
+        None,
+        "`sum` only with exactly one value column"
+    );
     let set: std::collections::HashSet<u64> = v.iter().copied().collect();
     let squares: Vec<u128> = (0..3)
         .map(|col| {
@@ -198,8 +209,11 @@ fn several_columns_and_sum_of_squares() {
                 .sum()
         })
         .collect();
-    assert_eq!(o2.sums_of_squares.as_deref(), Some(&squares[..]));
-    let var = o2.variance.unwrap();
+    assert_eq!(
+        o2.sums().and_then(|s| s.sums_of_squares.as_deref()),
+        Some(&squares[..])
+    );
+    let var = o2.sums().and_then(|s| s.variance.clone()).unwrap();
     for col in 0..3 {
         let mean = sums[col] as f64 / card as f64;
         let expect = squares[col] as f64 / card as f64 - mean * mean;
@@ -220,11 +234,11 @@ fn threshold_forward_aborts_and_passes() {
     };
     let c2 = test_config();
     let (o1, o2) = run(&c1, p1_set(&v), &c2, p2_set(&w)).unwrap();
-    assert!(o1.aborted && o2.aborted);
-    assert_eq!(o1.cardinality, Some(10));
+    assert!(o1.aborted() && o2.aborted());
+    assert_eq!(o1.cardinality(), Some(10));
     assert_eq!(
-        (o2.cardinality, o2.sums),
-        (None, None),
+        o2,
+        PiSumOutput::Aborted { peer_items: 50 },
         "P2 learns only that the run aborted"
     );
     let c1 = PiSumConfig {
@@ -232,8 +246,8 @@ fn threshold_forward_aborts_and_passes() {
         ..test_config()
     };
     let (o1, o2) = run(&c1, p1_set(&v), &c2, p2_set(&w)).unwrap();
-    assert!(!o1.aborted && !o2.aborted);
-    assert_eq!(o2.sums, Some(plaintext(&v, &w).1));
+    assert!(!o1.aborted() && !o2.aborted());
+    assert_eq!(o2.sums().map(|s| s.sums.clone()), Some(plaintext(&v, &w).1));
 }
 
 #[test]
@@ -259,15 +273,18 @@ fn reverse_variant_both_schemes_and_threshold() {
             let (v, w) = random_sets(&mut rng, n1, n2, overlap, 2, 5000);
             let (card, sums) = plaintext(&v, &w);
             let (o1, o2) = run(&c, p1_set(&v), &c, p2_set(&w)).unwrap();
-            assert_eq!((o1.cardinality, o2.cardinality), (Some(card), Some(card)));
             assert_eq!(
-                o1.sums.as_deref(),
+                (o1.cardinality(), o2.cardinality()),
+                (Some(card), Some(card))
+            );
+            assert_eq!(
+                o1.sums().map(|s| &s.sums[..]),
                 Some(&sums[..]),
                 "{he:?} reverse: P1 learns the sums"
             );
-            assert_eq!(
-                o2.sums, None,
-                "P2 must not learn the sum in the reverse variant"
+            assert!(
+                matches!(o2, PiSumOutput::Cardinality { .. }),
+                "P2 must not learn the sum in the reverse variant: {o2:?}"
             );
         }
         let (v, w) = random_sets(&mut rng, 30, 30, 5, 1, 10);
@@ -276,13 +293,16 @@ fn reverse_variant_both_schemes_and_threshold() {
             ..c.clone()
         };
         let (o1, o2) = run(&c, p1_set(&v), &c2, p2_set(&w)).unwrap();
-        assert!(o1.aborted && o2.aborted);
-        assert_eq!((o1.cardinality, o1.sums, o1.sum), (None, None, None));
+        assert!(o1.aborted() && o2.aborted());
+        assert_eq!(o1, PiSumOutput::Aborted { peer_items: 30 });
         // One value column: P1 gets it as `sum` too.
         let (card, sums) = plaintext(&v, &w);
         let (o1, o2) = run(&c, p1_set(&v), &c, p2_set(&w)).unwrap();
-        assert_eq!((o1.cardinality, o1.sum), (Some(card), Some(sums[0])));
-        assert_eq!((o2.sums, o2.sum), (None, None));
+        assert_eq!(
+            (o1.cardinality(), o1.sums().and_then(|s| s.single())),
+            (Some(card), Some(sums[0]))
+        );
+        assert!(matches!(o2, PiSumOutput::Cardinality { .. }), "{o2:?}");
     }
 }
 
@@ -306,8 +326,8 @@ fn segmented_input() {
             sum[s as usize] += t[0] as u128;
         }
     }
-    let s1 = o1.segments.unwrap();
-    let s2 = o2.segments.unwrap();
+    let s1 = o1.segments().unwrap();
+    let s2 = o2.segments().unwrap();
     for s in 0..3 {
         assert_eq!(s1[s].segment, names[s]);
         assert_eq!(s1[s].cardinality, card[s]);
@@ -315,7 +335,7 @@ fn segmented_input() {
         assert_eq!(s2[s].sums.as_deref(), Some(&[sum[s]][..]));
         assert_eq!(s1[s].sums, None);
     }
-    assert_eq!(o2.cardinality, Some(card.iter().sum()));
+    assert_eq!(o2.cardinality(), Some(card.iter().sum()));
 }
 
 /// Runs a pair with a hook and returns the error of the side that failed first.

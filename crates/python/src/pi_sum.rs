@@ -57,7 +57,13 @@ impl Playable for Spec {
 
     fn outcome(&self, machine: Self::Machine, run: Metered) -> Result<String, Failure> {
         let output = machine.into_output().ok_or_else(play::no_output)?;
-        let report = PiSumReport::new(&self.config, output, self.input.dataset.ids.len(), run);
+        let report = PiSumReport::new(
+            &self.config,
+            self.role,
+            &output,
+            self.input.dataset.ids.len(),
+            run,
+        );
         serde_json::to_string(&report).map_err(|e| Failure::other(e.to_string()))
     }
 }

@@ -4,17 +4,54 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use privset_protocols::pi_sum::{PiSumConfig, PiSumOutput};
+use privset_protocols::pi_sum::{PiSumConfig, PiSumOutput, Role, SegmentResult};
 use privset_protocols::pso::{PrivateIdTable, PsoConfig, PsoOutput, PsoRole};
 
 use crate::drive::Metered;
+
+/// What a pi-sum party learned, as RESULT.json lists it: every field present in every
+/// file (`null` where the party is not entitled to it), so both parties' files have the
+/// same keys.
+#[derive(serde::Serialize, Debug, Clone, PartialEq)]
+pub struct PiSumFields {
+    pub role: &'static str,
+    /// True when the threshold variant aborted the run.
+    pub aborted: bool,
+    /// `null` for the party told only that the run aborted.
+    pub cardinality: Option<u64>,
+    /// With exactly one value column, its sum (entitled party only).
+    pub sum: Option<u128>,
+    /// Per value column (entitled party only).
+    pub sums: Option<Vec<u128>>,
+    pub sums_of_squares: Option<Vec<u128>>,
+    pub variance: Option<Vec<f64>>,
+    pub segments: Option<Vec<SegmentResult>>,
+    pub peer_items: u64,
+}
+
+impl PiSumFields {
+    pub fn new(role: Role, output: &PiSumOutput) -> Self {
+        let sums = output.sums();
+        Self {
+            role: role.name(),
+            aborted: output.aborted(),
+            cardinality: output.cardinality(),
+            sum: sums.and_then(|s| s.single()),
+            sums: sums.map(|s| s.sums.clone()),
+            sums_of_squares: sums.and_then(|s| s.sums_of_squares.clone()),
+            variance: sums.and_then(|s| s.variance.clone()),
+            segments: output.segments().map(<[SegmentResult]>::to_vec),
+            peer_items: output.peer_items(),
+        }
+    }
+}
 
 /// RESULT.json of pi-sum.
 #[derive(serde::Serialize, Debug, Clone)]
 pub struct PiSumReport {
     pub protocol: &'static str,
     #[serde(flatten)]
-    pub output: PiSumOutput,
+    pub output: PiSumFields,
     pub items: usize,
     pub group: &'static str,
     pub values_he: &'static str,
@@ -25,10 +62,16 @@ pub struct PiSumReport {
 
 impl PiSumReport {
     /// The report of a party with `items` own items that ran with `config`.
-    pub fn new(config: &PiSumConfig, output: PiSumOutput, items: usize, run: Metered) -> Self {
+    pub fn new(
+        config: &PiSumConfig,
+        role: Role,
+        output: &PiSumOutput,
+        items: usize,
+        run: Metered,
+    ) -> Self {
         Self {
             protocol: "pi-sum",
-            output,
+            output: PiSumFields::new(role, output),
             items,
             group: config.group.name(),
             values_he: config.he.name(),

@@ -111,13 +111,12 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
             && cardinality < t
         {
             session.send(to, kind::ABORT, &[]);
-            return Ok(PiSumOutput::cardinality_only(
-                Role::P1,
-                true,
+            return Ok(PiSumOutput::Cardinality {
                 cardinality,
+                aborted: true,
                 segments,
-                peer.items,
-            ));
+                peer_items: peer.items,
+            });
         }
         let mut round3 = Vec::new();
         for selected in &selections {
@@ -129,13 +128,12 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
             }
         }
         session.send(to, kind::ROUND3, &round3);
-        Ok(PiSumOutput::cardinality_only(
-            Role::P1,
-            false,
+        Ok(PiSumOutput::Cardinality {
             cardinality,
+            aborted: false,
             segments,
-            peer.items,
-        ))
+            peer_items: peer.items,
+        })
     }
 
     fn segment_results(&self, selections: &[Vec<usize>]) -> Option<Vec<SegmentResult>> {
@@ -395,7 +393,6 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
         }
         r.finish()?;
         Ok(PiSumOutput::with_sums(
-            Role::P2,
             cardinality,
             totals,
             value_columns,
@@ -480,7 +477,9 @@ impl<G: PrimeGroup, H: HeChoice> Protocol for P2<G, H> {
             P2State::AwaitRound3(prep) => {
                 if message.kind == kind::ABORT {
                     Reader::new(message.body, "abort").finish()?;
-                    P2State::Done(PiSumOutput::told_aborted(Role::P2, prep.peer.items))
+                    P2State::Done(PiSumOutput::Aborted {
+                        peer_items: prep.peer.items,
+                    })
                 } else {
                     let body = message.expect(kind::ROUND3)?;
                     P2State::Done(self.on_round3(body, &prep)?)

@@ -153,42 +153,139 @@ pub struct SegmentResult {
     pub sums: Option<Vec<u128>>,
 }
 
-/// What one party learns. Fields a party is not entitled to are `None`.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct PiSumOutput {
-    pub role: &'static str,
-    /// True when the threshold variant aborted the run.
-    pub aborted: bool,
-    /// |V ∩ W|; `None` for the party told only that the run aborted.
-    pub cardinality: Option<u64>,
-    /// The sum over the intersection when there is exactly one value column (entitled
-    /// party only): `sums[0]`.
-    pub sum: Option<u128>,
-    /// Sum over the intersection, per value column (entitled party only).
-    pub sums: Option<Vec<u128>>,
-    /// Sum of squares per value column (with `sum_of_squares`).
+/// The sums over the intersection of the entitled party, per value column, with (sums
+/// of squares) the squares' sums and the population variance.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ColumnSums {
+    pub sums: Vec<u128>,
     pub sums_of_squares: Option<Vec<u128>>,
-    /// Population variance of the intersection's values per column.
     pub variance: Option<Vec<f64>>,
-    /// Per-segment results (segmented input).
-    pub segments: Option<Vec<SegmentResult>>,
-    /// The peer's set size (revealed by the protocol).
-    pub peer_items: u64,
+}
+
+impl ColumnSums {
+    /// Splits `totals`, the sum of every encrypted column over the intersection in the
+    /// order of [`encrypted_columns`] (the value columns, then their squares), into
+    /// sums, sums of squares and variance.
+    fn from_totals(totals: Vec<u128>, value_columns: usize, cardinality: u64) -> Self {
+        if totals.len() == value_columns {
+            return Self {
+                sums: totals,
+                sums_of_squares: None,
+                variance: None,
+            };
+        }
+        let (plain, squares) = totals.split_at(value_columns.min(totals.len()));
+        let variance = plain
+            .iter()
+            .zip(squares)
+            .map(|(&s, &q)| {
+                if cardinality == 0 {
+                    0.0
+                } else {
+                    let n = cardinality as f64;
+                    let mean = s as f64 / n;
+                    (q as f64 / n - mean * mean).max(0.0)
+                }
+            })
+            .collect();
+        Self {
+            sums: plain.to_vec(),
+            sums_of_squares: Some(squares.to_vec()),
+            variance: Some(variance),
+        }
+    }
+
+    /// The sum, when there is exactly one value column.
+    pub fn single(&self) -> Option<u128> {
+        match self.sums.as_slice() {
+            [only] => Some(*only),
+            _ => None,
+        }
+    }
+}
+
+/// What one PI-Sum party learns: one variant per outcome, each holding exactly what the
+/// party is entitled to (every party learns the peer's set size).
+#[derive(Clone, Debug, PartialEq)]
+pub enum PiSumOutput {
+    /// The party that computes the intersection but is not entitled to the sums (P1;
+    /// P2 with the reverse variant): `|V ∩ W|` (per segment with segmented input), and
+    /// whether its threshold stopped the run before any sum was computed.
+    Cardinality {
+        cardinality: u64,
+        aborted: bool,
+        segments: Option<Vec<SegmentResult>>,
+        peer_items: u64,
+    },
+    /// The party entitled to the sums (P2; P1 with the reverse variant).
+    Sums {
+        cardinality: u64,
+        sums: ColumnSums,
+        segments: Option<Vec<SegmentResult>>,
+        peer_items: u64,
+    },
+    /// The party told only that the threshold variant aborted the run.
+    Aborted { peer_items: u64 },
 }
 
 impl PiSumOutput {
-    /// The output of the party that did not compute the intersection when the
-    /// threshold variant aborted: it learns that, and the peer's set size, only.
-    pub(crate) fn told_aborted(role: Role, peer_items: u64) -> Self {
-        PiSumOutput {
-            role: role.name(),
-            aborted: true,
-            cardinality: None,
-            sum: None,
-            sums: None,
-            sums_of_squares: None,
-            variance: None,
-            segments: None,
+    /// The peer's set size.
+    pub fn peer_items(&self) -> u64 {
+        match self {
+            PiSumOutput::Cardinality { peer_items, .. }
+            | PiSumOutput::Sums { peer_items, .. }
+            | PiSumOutput::Aborted { peer_items } => *peer_items,
+        }
+    }
+
+    /// `|V ∩ W|`, unless the party was told only that the run aborted.
+    pub fn cardinality(&self) -> Option<u64> {
+        match self {
+            PiSumOutput::Cardinality { cardinality, .. }
+            | PiSumOutput::Sums { cardinality, .. } => Some(*cardinality),
+            PiSumOutput::Aborted { .. } => None,
+        }
+    }
+
+    /// True when the threshold variant stopped the run.
+    pub fn aborted(&self) -> bool {
+        match self {
+            PiSumOutput::Cardinality { aborted, .. } => *aborted,
+            PiSumOutput::Sums { .. } => false,
+            PiSumOutput::Aborted { .. } => true,
+        }
+    }
+
+    /// The sums, for the party entitled to them.
+    pub fn sums(&self) -> Option<&ColumnSums> {
+        match self {
+            PiSumOutput::Sums { sums, .. } => Some(sums),
+            PiSumOutput::Cardinality { .. } | PiSumOutput::Aborted { .. } => None,
+        }
+    }
+
+    /// Per-segment results (segmented input).
+    pub fn segments(&self) -> Option<&[SegmentResult]> {
+        match self {
+            PiSumOutput::Cardinality { segments, .. } | PiSumOutput::Sums { segments, .. } => {
+                segments.as_deref()
+            }
+            PiSumOutput::Aborted { .. } => None,
+        }
+    }
+
+    /// The output of the party entitled to the sums (see [`ColumnSums::from_totals`]).
+    pub(crate) fn with_sums(
+        cardinality: u64,
+        totals: Vec<u128>,
+        value_columns: usize,
+        segments: Option<Vec<SegmentResult>>,
+        peer_items: u64,
+    ) -> Self {
+        PiSumOutput::Sums {
+            cardinality,
+            sums: ColumnSums::from_totals(totals, value_columns, cardinality),
+            segments,
             peer_items,
         }
     }
@@ -385,76 +482,6 @@ pub(crate) fn plaintext_columns(config: &PiSumConfig, input: &Dataset) -> Vec<Ve
         }
     }
     cols
-}
-
-impl PiSumOutput {
-    /// The output of the party entitled to the sums. `totals`: the sum of every
-    /// encrypted column over the intersection, in the order of [`encrypted_columns`]
-    /// (the value columns, then their squares); split here into sums, sums of squares
-    /// and variance.
-    pub(crate) fn with_sums(
-        role: Role,
-        cardinality: u64,
-        totals: Vec<u128>,
-        value_columns: usize,
-        segments: Option<Vec<SegmentResult>>,
-        peer_items: u64,
-    ) -> Self {
-        let (sums, sums_of_squares, variance) = if totals.len() == value_columns {
-            (totals, None, None)
-        } else {
-            let (plain, squares) = totals.split_at(value_columns.min(totals.len()));
-            let variance = plain
-                .iter()
-                .zip(squares)
-                .map(|(&s, &q)| {
-                    if cardinality == 0 {
-                        0.0
-                    } else {
-                        let n = cardinality as f64;
-                        let mean = s as f64 / n;
-                        (q as f64 / n - mean * mean).max(0.0)
-                    }
-                })
-                .collect();
-            (plain.to_vec(), Some(squares.to_vec()), Some(variance))
-        };
-        PiSumOutput {
-            role: role.name(),
-            aborted: false,
-            cardinality: Some(cardinality),
-            sum: match sums.as_slice() {
-                [only] => Some(*only),
-                _ => None,
-            },
-            sums: Some(sums),
-            sums_of_squares,
-            variance,
-            segments,
-            peer_items,
-        }
-    }
-
-    /// The output of the party that is not entitled to the sums.
-    pub(crate) fn cardinality_only(
-        role: Role,
-        aborted: bool,
-        cardinality: u64,
-        segments: Option<Vec<SegmentResult>>,
-        peer_items: u64,
-    ) -> Self {
-        PiSumOutput {
-            role: role.name(),
-            aborted,
-            cardinality: Some(cardinality),
-            sum: None,
-            sums: None,
-            sums_of_squares: None,
-            variance: None,
-            segments,
-            peer_items,
-        }
-    }
 }
 
 /// How a homomorphic scheme's parameters come out of the config.

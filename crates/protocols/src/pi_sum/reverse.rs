@@ -154,7 +154,6 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
         }
         r.finish()?;
         Ok(PiSumOutput::with_sums(
-            Role::P1,
             cardinality,
             sums,
             masked.peer.value_columns as usize,
@@ -214,7 +213,9 @@ impl<G: PrimeGroup, H: HeChoice> Protocol for P1<G, H> {
             P1State::AwaitReverse3(masked) => {
                 if message.kind == kind::ABORT {
                     Reader::new(message.body, "abort").finish()?;
-                    P1State::Done(PiSumOutput::told_aborted(Role::P1, masked.peer.items))
+                    P1State::Done(PiSumOutput::Aborted {
+                        peer_items: masked.peer.items,
+                    })
                 } else {
                     let body = message.expect(kind::REVERSE3)?;
                     P1State::Done(self.on_reverse3(body, &masked)?)
@@ -352,13 +353,12 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
             && cardinality < t
         {
             session.send(to, kind::ABORT, &[]);
-            return Ok(PiSumOutput::cardinality_only(
-                Role::P2,
-                true,
+            return Ok(PiSumOutput::Cardinality {
                 cardinality,
-                None,
-                keys.peer.items,
-            ));
+                aborted: true,
+                segments: None,
+                peer_items: keys.peer.items,
+            });
         }
         let mut reverse3 = Vec::with_capacity(8 + 4 * selected.len());
         reverse3.extend_from_slice(&cardinality.to_be_bytes());
@@ -371,13 +371,12 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
             common::put_bytes(&mut reverse3, &opened);
         }
         session.send(to, kind::REVERSE3, &reverse3);
-        Ok(PiSumOutput::cardinality_only(
-            Role::P2,
-            false,
+        Ok(PiSumOutput::Cardinality {
             cardinality,
-            None,
-            keys.peer.items,
-        ))
+            aborted: false,
+            segments: None,
+            peer_items: keys.peer.items,
+        })
     }
 }
 
