@@ -51,7 +51,7 @@
 //! wrong plaintext is never returned and the cheater is identified.
 
 pub mod elgamal;
-// pub mod paillier;
+pub mod paillier;
 
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
