@@ -103,6 +103,8 @@ pub struct PublicKey {
     verification: Vec<RistrettoPoint>,
     /// Local decryption setting (not encoded).
     max_table_bits: u32,
+    /// SHA-512 of the encoding, bound into every proof.
+    digest: [u8; 64],
 }
 
 impl std::fmt::Debug for PublicKey {
@@ -124,14 +126,20 @@ impl PublicKey {
         h: RistrettoPoint,
         verification: Vec<RistrettoPoint>,
     ) -> Self {
-        PublicKey {
+        let mut pk = PublicKey {
             parties,
             threshold,
             table: Arc::new(RistrettoBasepointTable::create(&h)),
             h,
             verification,
             max_table_bits: DEFAULT_TABLE_BITS,
-        }
+            digest: [0; 64],
+        };
+        let mut d = Sha512::new();
+        d.update(b"privset/tahe/elgamal/pk/v1");
+        d.update(encode_pk(&pk));
+        pk.digest = d.finalize().into();
+        pk
     }
 
     /// The joint public key `h`.
@@ -162,14 +170,6 @@ impl PublicKey {
         let c2 = m * RISTRETTO_BASEPOINT_TABLE + &rho * &*self.table;
         rho.zeroize();
         Ciphertext { c1, c2 }
-    }
-
-    /// The digest of the whole key, bound into every proof.
-    fn digest(&self) -> [u8; 64] {
-        let mut h = Sha512::new();
-        h.update(b"privset/tahe/elgamal/pk/v1");
-        h.update(encode_pk(self));
-        h.finalize().into()
     }
 }
 
@@ -355,9 +355,8 @@ fn message_point(
     shares: &[DecryptionShare],
 ) -> Result<RistrettoPoint, TaheError> {
     check_share_set(shares.iter().map(|s| s.party), pk.parties)?;
-    let digest = pk.digest();
     for s in shares {
-        verify(pk, &digest, c, s)?;
+        verify(pk, &pk.digest, c, s)?;
     }
     check_enough(shares.len(), pk.threshold)?;
     let used = &shares[..pk.threshold as usize];
@@ -467,7 +466,7 @@ impl ThresholdAhe for ThresholdElGamal {
         c: &Ciphertext,
         share: &DecryptionShare,
     ) -> Result<(), TaheError> {
-        verify(pk, &pk.digest(), c, share)
+        verify(pk, &pk.digest, c, share)
     }
 
     /// Baby-step giant-step on `mG`; `max` beyond `2^(table_bits + 22)` is a
@@ -914,7 +913,7 @@ pub fn dkg_finish(
         &x * RISTRETTO_BASEPOINT_TABLE,
         pk.verification[me as usize - 1]
     );
-    let pk_digest = pk.digest();
+    let pk_digest = pk.digest;
     Ok(KeyShare {
         index: me,
         x,
