@@ -36,7 +36,7 @@
 //!
 //! What the transport must provide: private, authenticated channels for the shares, and
 //! a consistent broadcast of the commitments (every party must see the same
-//! commitments from every dealer); comparing a digest of [`encode_public_key`] in one
+//! commitments from every dealer); comparing a digest of the encoded public key in one
 //! more round detects an inconsistent broadcast. Pedersen's DKG lets a rushing
 //! adversary bias the distribution of `h` (Gennaro, Jarecki, Krawczyk and Rabin 1999);
 //! the same authors show (2003) that this does not hurt the security of ElGamal-type

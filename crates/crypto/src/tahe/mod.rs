@@ -31,7 +31,8 @@
 //!   Sec. 2.4). A trusted dealer generates and shares the key; full plaintexts in `Z_{n^s}`
 //!   can be decrypted.
 //!
-//! Every scheme runs the same [`conformance`] suite.
+//! Every scheme runs the same conformance suite (`conformance`, behind the
+//! `conformance` feature).
 //!
 //! # Who learns what
 //!
