@@ -163,7 +163,7 @@ impl std::ops::Add for Ciphertext {
     }
 }
 
-fn random_scalar(rng: &mut SessionRng) -> Scalar {
+pub(crate) fn random_scalar(rng: &mut SessionRng) -> Scalar {
     let mut wide = [0u8; 64];
     rng.fill(&mut wide);
     let s = Scalar::from_bytes_mod_order_wide(&wide);
@@ -171,7 +171,7 @@ fn random_scalar(rng: &mut SessionRng) -> Scalar {
     s
 }
 
-fn random_nonzero_scalar(rng: &mut SessionRng) -> Scalar {
+pub(crate) fn random_nonzero_scalar(rng: &mut SessionRng) -> Scalar {
     loop {
         let s = random_scalar(rng);
         if s != Scalar::ZERO {
@@ -180,12 +180,12 @@ fn random_nonzero_scalar(rng: &mut SessionRng) -> Scalar {
     }
 }
 
-fn encode(c: &Ciphertext, out: &mut [u8]) {
+pub(crate) fn encode(c: &Ciphertext, out: &mut [u8]) {
     out[..32].copy_from_slice(c.c1.compress().as_bytes());
     out[32..64].copy_from_slice(c.c2.compress().as_bytes());
 }
 
-fn decode(bytes: &[u8], index: usize) -> Result<Ciphertext, HeError> {
+pub(crate) fn decode(bytes: &[u8], index: usize) -> Result<Ciphertext, HeError> {
     let bad = |reason: &str| HeError::InvalidCiphertext {
         index,
         reason: reason.to_string(),
@@ -273,7 +273,7 @@ fn baby_table(bits: u32) -> &'static BabyTable {
 }
 
 /// The `m ∈ [0, max]` with `mG = target`, if any.
-fn bsgs(target: &RistrettoPoint, max: u64, max_table_bits: u32) -> Option<u64> {
+pub(crate) fn bsgs(target: &RistrettoPoint, max: u64, max_table_bits: u32) -> Option<u64> {
     let max_bits = 64 - max.leading_zeros();
     let bits = max_bits.div_ceil(2).min(max_table_bits);
     let table = baby_table(bits);
@@ -315,7 +315,7 @@ fn out_of_range(max: u128) -> HeError {
 }
 
 /// `max` as a `u64`, if a decryption up to `max` is feasible with this table size.
-fn check_range(max: u128, table_bits: u32) -> Result<u64, HeError> {
+pub(crate) fn check_range(max: u128, table_bits: u32) -> Result<u64, HeError> {
     u64::try_from(max)
         .ok()
         .filter(|m| (m >> table_bits) >> MAX_GIANT_BITS == 0)

@@ -154,9 +154,9 @@ pub struct PublicKey {
     modulus_bits: u32,
     n: Integer,
     /// `n^0 ..= n^{s+1}`.
-    n_pows: Vec<Integer>,
+    pub(crate) n_pows: Vec<Integer>,
     /// `(k!)^{-1} mod n^s` for `k = 0..=s`.
-    inv_fact: Vec<Integer>,
+    pub(crate) inv_fact: Vec<Integer>,
     h: Integer,
     ct_len: usize,
     pt_len: usize,
@@ -173,7 +173,7 @@ impl std::fmt::Debug for PublicKey {
 }
 
 impl PublicKey {
-    fn new(n: Integer, s: u32, h: Integer) -> Result<Self, HeError> {
+    pub(crate) fn new(n: Integer, s: u32, h: Integer) -> Result<Self, HeError> {
         let modulus_bits = n.significant_bits();
         let mut n_pows = Vec::with_capacity(s as usize + 2);
         n_pows.push(Integer::from(1));
@@ -221,7 +221,7 @@ impl PublicKey {
 
     /// `(1+n)^m mod n^{s+1}` by the binomial formula `sum_{i=0..s} C(m,i) n^i`: `C(m,i)`
     /// is only needed modulo `n^{s+1-i}`, and `i!` is invertible modulo `n`.
-    fn one_plus_n_pow(&self, m: &Integer) -> Integer {
+    pub(crate) fn one_plus_n_pow(&self, m: &Integer) -> Integer {
         let s = self.s as usize;
         let n_s = &self.n_pows[s];
         let big = &self.n_pows[s + 1];
@@ -244,7 +244,7 @@ impl PublicKey {
 
     /// A uniformly random `n^s`-th residue `r^{n^s} mod n^{s+1}`, `r` uniform in `Z*_n`
     /// (full size: see the module docs for why the non-owner never uses a short exponent).
-    fn full_randomizer(&self, rng: &mut SessionRng) -> Integer {
+    pub(crate) fn full_randomizer(&self, rng: &mut SessionRng) -> Integer {
         let r = random_unit(rng, &self.n);
         Integer::from(
             r.pow_mod_ref(self.plaintext_modulus(), self.ciphertext_modulus())
@@ -253,20 +253,20 @@ impl PublicKey {
     }
 
     /// `Enc(m)` with full-size randomness.
-    fn encrypt_full(&self, m: &Integer, rng: &mut SessionRng) -> Integer {
+    pub(crate) fn encrypt_full(&self, m: &Integer, rng: &mut SessionRng) -> Integer {
         let mut c = self.one_plus_n_pow(m);
         c *= self.full_randomizer(rng);
         c.modulo_mut(self.ciphertext_modulus());
         c
     }
 
-    fn mul_mod(&self, a: &Integer, b: &Integer) -> Integer {
+    pub(crate) fn mul_mod(&self, a: &Integer, b: &Integer) -> Integer {
         let mut c = Integer::from(a * b);
         c.modulo_mut(self.ciphertext_modulus());
         c
     }
 
-    fn decode_ct_int(&self, bytes: &[u8], index: usize) -> Result<Integer, HeError> {
+    pub(crate) fn decode_ct_int(&self, bytes: &[u8], index: usize) -> Result<Integer, HeError> {
         let bad = |reason: &str| HeError::InvalidCiphertext {
             index,
             reason: reason.to_string(),
@@ -322,7 +322,7 @@ impl PublicKey {
 }
 
 /// `(k!)^{-1} mod m` for `k = 0..=s`.
-fn inverse_factorials(s: u32, m: &Integer) -> Option<Vec<Integer>> {
+pub(crate) fn inverse_factorials(s: u32, m: &Integer) -> Option<Vec<Integer>> {
     let mut out = Vec::with_capacity(s as usize + 1);
     let mut fact = Integer::from(1);
     for k in 0..=s {
@@ -337,7 +337,7 @@ fn inverse_factorials(s: u32, m: &Integer) -> Option<Vec<Integer>> {
 /// Damgard-Jurik's recursive extraction (PKC 2001, Sec. 4.2): given
 /// `a = (1+b)^i mod b^{s+1}`, returns `i mod b^s`. `pows` are `b^0..=b^{s+1}` and
 /// `inv_fact[k] = (k!)^{-1} mod b^s`.
-fn dj_dlog(a: &Integer, s: u32, pows: &[Integer], inv_fact: &[Integer]) -> Integer {
+pub(crate) fn dj_dlog(a: &Integer, s: u32, pows: &[Integer], inv_fact: &[Integer]) -> Integer {
     let b = &pows[1];
     let mut i = Integer::new();
     for j in 1..=s as usize {
@@ -363,19 +363,19 @@ fn dj_dlog(a: &Integer, s: u32, pows: &[Integer], inv_fact: &[Integer]) -> Integ
 }
 
 /// Overwrites the limbs of `x` with zeros in place (clearing bits does not reallocate).
-fn wipe(x: &mut Integer) {
+pub(crate) fn wipe(x: &mut Integer) {
     for b in 0..x.significant_bits() {
         x.set_bit(b, false);
     }
     x.assign(0);
 }
 
-fn write_be(x: &Integer, out: &mut [u8]) {
+pub(crate) fn write_be(x: &Integer, out: &mut [u8]) {
     debug_assert!(x.significant_digits::<u8>() <= out.len());
     x.write_digits(out, Order::Msf);
 }
 
-fn random_bits(rng: &mut SessionRng, bits: u32) -> Integer {
+pub(crate) fn random_bits(rng: &mut SessionRng, bits: u32) -> Integer {
     let mut buf = vec![0u8; bits.div_ceil(8) as usize];
     rng.fill(&mut buf);
     let mut x = Integer::from_digits(&buf, Order::Msf);
@@ -385,7 +385,7 @@ fn random_bits(rng: &mut SessionRng, bits: u32) -> Integer {
 }
 
 /// Uniform in `[0, bound)` by rejection sampling (`bound > 0`).
-fn random_below(rng: &mut SessionRng, bound: &Integer) -> Integer {
+pub(crate) fn random_below(rng: &mut SessionRng, bound: &Integer) -> Integer {
     let bits = bound.significant_bits();
     loop {
         let x = random_bits(rng, bits);
@@ -396,7 +396,7 @@ fn random_below(rng: &mut SessionRng, bound: &Integer) -> Integer {
 }
 
 /// Uniform in `Z*_n`.
-fn random_unit(rng: &mut SessionRng, n: &Integer) -> Integer {
+pub(crate) fn random_unit(rng: &mut SessionRng, n: &Integer) -> Integer {
     loop {
         let r = random_below(rng, n);
         if r != 0 && Integer::from(r.gcd_ref(n)) == 1 {

@@ -1,0 +1,487 @@
+//! Conformance suite for [`ThresholdAhe`] schemes.
+//!
+//! [`run_all`] takes the key shares of all `n` parties of one key (party `i` at index
+//! `i - 1`) and panics (via `assert!`) on the first failure, so it is meant to be called
+//! from a `#[test]`; call it once per `(n, t)` configuration. Randomness comes from fixed
+//! seeds, so a failure replays.
+//!
+//! What it checks:
+//!
+//! * homomorphism against plaintext arithmetic: `encrypt`, `add`, `mul_scalar` (small
+//!   and random full-size scalars, negation), `rerandomize`, read back with `combine` and
+//!   `is_zero`;
+//! * thresholds: every (or, for many parties, many random) qualifying set of shares, in
+//!   any order, decrypts correctly; fewer than `t` shares, duplicates and unknown parties
+//!   are errors, never a plaintext;
+//! * malicious shares: a share computed for another ciphertext, or with any byte of its
+//!   value or proof changed, is rejected with [`TaheError::BadShare`] naming its party,
+//!   even when enough other valid shares are present;
+//! * re-randomization: the result differs from its input and decrypts the same. That it
+//!   is *unlinkable* is a property of the construction, not testable here: every scheme
+//!   adds an encryption of zero with fresh full-size randomness, so the output is
+//!   distributed exactly as a fresh encryption of the plaintext;
+//! * encodings: ciphertexts, shares and public keys round-trip; wrong lengths, all-zero,
+//!   all-`0xff`, truncated, extended and random byte strings are rejected or decoded
+//!   without panics.
+
+use super::{TaheError, ThresholdAhe};
+use crate::rng::SessionRng;
+
+/// Largest plaintext the suite decrypts with `combine` (ElGamal decrypts by discrete
+/// logarithm).
+const MAX: u64 = 1 << 24;
+
+fn seeded(tag: u8) -> SessionRng {
+    SessionRng::from_seed([tag; 32])
+}
+
+/// Runs every check on the key whose shares are `shares` (all `n` of them, in order).
+pub fn run_all<S: ThresholdAhe>(shares: &[S::KeyShare]) {
+    let pk = S::share_public_key(&shares[0]).clone();
+    let n = S::parties(&pk);
+    let t = S::threshold(&pk);
+    assert_eq!(shares.len(), n as usize, "pass the shares of all parties");
+    for (i, ks) in shares.iter().enumerate() {
+        assert_eq!(S::share_index(ks), i as u32 + 1, "shares in party order");
+        assert_eq!(
+            S::encode_public_key(S::share_public_key(ks)),
+            S::encode_public_key(&pk),
+            "all shares of one key"
+        );
+    }
+    assert!(t >= 1 && t <= n);
+    homomorphism::<S>(&pk, shares);
+    thresholds::<S>(&pk, shares);
+    malicious_shares::<S>(&pk, shares);
+    rerandomization::<S>(&pk, shares);
+    encodings::<S>(&pk, shares);
+}
+
+/// Shares of `c` from the parties in `set` (1-based).
+pub fn shares_of<S: ThresholdAhe>(
+    shares: &[S::KeyShare],
+    c: &S::Ciphertext,
+    set: &[u32],
+    rng: &mut SessionRng,
+) -> Vec<S::DecryptionShare> {
+    set.iter()
+        .map(|&i| S::decryption_share(&shares[i as usize - 1], c, rng))
+        .collect()
+}
+
+/// Decrypts with the first `t` parties.
+fn dec<S: ThresholdAhe>(
+    pk: &S::PublicKey,
+    shares: &[S::KeyShare],
+    c: &S::Ciphertext,
+    rng: &mut SessionRng,
+) -> Result<u64, TaheError> {
+    let set: Vec<u32> = (1..=S::threshold(pk)).collect();
+    S::combine(pk, c, &shares_of::<S>(shares, c, &set, rng), MAX)
+}
+
+fn zero<S: ThresholdAhe>(
+    pk: &S::PublicKey,
+    shares: &[S::KeyShare],
+    c: &S::Ciphertext,
+    rng: &mut SessionRng,
+) -> bool {
+    // The last t parties, to vary the set.
+    let n = S::parties(pk);
+    let set: Vec<u32> = (n - S::threshold(pk) + 1..=n).collect();
+    S::is_zero(pk, c, &shares_of::<S>(shares, c, &set, rng)).expect("is_zero")
+}
+
+pub fn homomorphism<S: ThresholdAhe>(pk: &S::PublicKey, shares: &[S::KeyShare]) {
+    let mut rng = seeded(1);
+    let sc = |v: u64| S::scalar_from_u64(pk, v);
+    for m in [0u64, 1, 2, 1000, MAX - 1, MAX] {
+        let c = S::encrypt(pk, &sc(m), &mut rng);
+        assert_eq!(
+            dec::<S>(pk, shares, &c, &mut rng),
+            Ok(m),
+            "round trip of {m}"
+        );
+        assert_eq!(
+            zero::<S>(pk, shares, &c, &mut rng),
+            m == 0,
+            "is_zero of {m}"
+        );
+    }
+    // Above the caller's bound: an error, not a value.
+    let c = S::encrypt(pk, &sc(MAX + 1), &mut rng);
+    assert_eq!(
+        dec::<S>(pk, shares, &c, &mut rng),
+        Err(TaheError::OutOfRange { max: MAX })
+    );
+    // Randomized encryption.
+    let a = S::encrypt(pk, &sc(7), &mut rng);
+    let b = S::encrypt(pk, &sc(7), &mut rng);
+    assert_ne!(S::encode_ciphertext(pk, &a), S::encode_ciphertext(pk, &b));
+
+    for (a, b) in [
+        (0u64, 0u64),
+        (1, 0),
+        (12345, 67890),
+        (1 << 22, (1 << 22) + 17),
+    ] {
+        let ca = S::encrypt(pk, &sc(a), &mut rng);
+        let cb = S::encrypt(pk, &sc(b), &mut rng);
+        let sum = S::add(pk, &ca, &cb);
+        assert_eq!(dec::<S>(pk, shares, &sum, &mut rng), Ok(a + b), "{a} + {b}");
+    }
+    for (m, k) in [(3u64, 1u64), (3, 2), (1000, 1000), (4095, 4097)] {
+        let c = S::encrypt(pk, &sc(m), &mut rng);
+        let p = S::mul_scalar(pk, &c, &sc(k));
+        assert_eq!(dec::<S>(pk, shares, &p, &mut rng), Ok(m * k), "{m} * {k}");
+    }
+    // Multiplying by 0 then re-randomizing gives an encryption of 0.
+    let c = S::encrypt(pk, &sc(99), &mut rng);
+    let z = S::rerandomize(pk, &S::mul_scalar(pk, &c, &sc(0)), &mut rng);
+    assert!(zero::<S>(pk, shares, &z, &mut rng));
+    // Negation: a + (-a) = 0, a + (-b) != 0; and (b - a) read back.
+    for (a, b) in [(5u64, 5u64), (5, 6), (0, 1), (1 << 20, 3)] {
+        let ca = S::encrypt(pk, &sc(a), &mut rng);
+        let neg_b = S::encrypt(pk, &S::scalar_neg(pk, &sc(b)), &mut rng);
+        let d = S::add(pk, &ca, &neg_b);
+        assert_eq!(zero::<S>(pk, shares, &d, &mut rng), a == b, "{a} - {b}");
+        if a >= b {
+            assert_eq!(dec::<S>(pk, shares, &d, &mut rng), Ok(a - b));
+        } else {
+            // A "negative" plaintext is a huge ring element: out of range, not a value.
+            assert!(matches!(
+                dec::<S>(pk, shares, &d, &mut rng),
+                Err(TaheError::OutOfRange { .. })
+            ));
+        }
+    }
+    // Decryption to zero (de Jong, ShDec0): a random unit keeps zero at zero and a
+    // non-zero plaintext non-zero; k*a + (-k)*a = 0 for a full-size k.
+    for m in [0u64, 1, 42, MAX] {
+        let r = S::random_unit(pk, &mut rng);
+        let c = S::encrypt(pk, &sc(m), &mut rng);
+        let rc = S::rerandomize(pk, &S::mul_scalar(pk, &c, &r), &mut rng);
+        assert_eq!(zero::<S>(pk, shares, &rc, &mut rng), m == 0, "r * {m}");
+        let back = S::add(pk, &rc, &S::mul_scalar(pk, &c, &S::scalar_neg(pk, &r)));
+        assert!(zero::<S>(pk, shares, &back, &mut rng), "r*{m} - r*{m}");
+    }
+    let r1 = S::random_unit(pk, &mut rng);
+    let r2 = S::random_unit(pk, &mut rng);
+    assert_ne!(r1, r2, "random units repeat");
+}
+
+/// `C(n, t)` subsets of `1..=n` of size `t`, or `limit` random ones if there are more.
+fn subsets(n: u32, t: u32, limit: usize, rng: &mut SessionRng) -> Vec<Vec<u32>> {
+    let mut all = Vec::new();
+    let mut cur = Vec::new();
+    fn rec(start: u32, n: u32, t: u32, cur: &mut Vec<u32>, all: &mut Vec<Vec<u32>>, limit: usize) {
+        if all.len() > limit {
+            return;
+        }
+        if cur.len() == t as usize {
+            all.push(cur.clone());
+            return;
+        }
+        for i in start..=n {
+            cur.push(i);
+            rec(i + 1, n, t, cur, all, limit);
+            cur.pop();
+        }
+    }
+    rec(1, n, t, &mut cur, &mut all, limit);
+    if all.len() <= limit {
+        return all;
+    }
+    (0..limit)
+        .map(|_| {
+            let mut p: Vec<u32> = rng
+                .permutation(n as usize)
+                .into_iter()
+                .map(|i| i + 1)
+                .collect();
+            p.truncate(t as usize);
+            p
+        })
+        .collect()
+}
+
+pub fn thresholds<S: ThresholdAhe>(pk: &S::PublicKey, shares: &[S::KeyShare]) {
+    let mut rng = seeded(2);
+    let n = S::parties(pk);
+    let t = S::threshold(pk);
+    let m = 31337u64;
+    let c = S::encrypt(pk, &S::scalar_from_u64(pk, m), &mut rng);
+    let all = shares_of::<S>(shares, &c, &(1..=n).collect::<Vec<_>>(), &mut rng);
+    for s in &all {
+        S::verify_share(pk, &c, s).expect("honest share verifies");
+    }
+    let pick = |set: &[u32]| -> Vec<S::DecryptionShare> {
+        set.iter().map(|&i| all[i as usize - 1].clone()).collect()
+    };
+    // Every qualifying set (or 24 random ones), in a shuffled order.
+    for mut set in subsets(n, t, 24, &mut rng) {
+        rng.shuffle(&mut set);
+        assert_eq!(S::combine(pk, &c, &pick(&set), MAX), Ok(m), "set {set:?}");
+    }
+    // More than t shares, and all n.
+    let mut more: Vec<u32> = (1..=n).collect();
+    rng.shuffle(&mut more);
+    assert_eq!(S::combine(pk, &c, &pick(&more), MAX), Ok(m));
+    more.truncate((t as usize + 1).min(n as usize));
+    assert_eq!(S::combine(pk, &c, &pick(&more), MAX), Ok(m));
+    assert_eq!(S::is_zero(pk, &c, &pick(&more)), Ok(false));
+    // Fewer than t: an error, never a plaintext.
+    for k in 0..t {
+        let set: Vec<u32> = (n - k + 1..=n).collect();
+        let few = pick(&set);
+        assert_eq!(
+            S::combine(pk, &c, &few, MAX),
+            Err(TaheError::TooFewShares {
+                got: k as usize,
+                need: t as usize
+            }),
+            "{k} shares"
+        );
+        assert!(matches!(
+            S::is_zero(pk, &c, &few),
+            Err(TaheError::TooFewShares { .. })
+        ));
+    }
+    // Duplicates do not count twice.
+    let mut dup = pick(&(1..=t).collect::<Vec<_>>());
+    dup.push(all[0].clone());
+    assert_eq!(
+        S::combine(pk, &c, &dup, MAX),
+        Err(TaheError::DuplicateShare { party: 1 })
+    );
+    if t > 1 {
+        // t - 1 distinct parties plus a duplicate: still too few, and reported as such
+        // or as a duplicate, never decrypted.
+        let mut short = pick(&(1..t).collect::<Vec<_>>());
+        short.push(all[0].clone());
+        assert!(S::combine(pk, &c, &short, MAX).is_err());
+    }
+}
+
+pub fn malicious_shares<S: ThresholdAhe>(pk: &S::PublicKey, shares: &[S::KeyShare]) {
+    let mut rng = seeded(3);
+    let n = S::parties(pk);
+    let t = S::threshold(pk);
+    let sc = |v: u64| S::scalar_from_u64(pk, v);
+    let c = S::encrypt(pk, &sc(5), &mut rng);
+    let other = S::encrypt(pk, &sc(6), &mut rng);
+    let set: Vec<u32> = (1..=n).collect();
+    let good = shares_of::<S>(shares, &c, &set, &mut rng);
+    // A share computed for another ciphertext (same plaintext or not) is detected and
+    // its party named, wherever it sits and however many valid shares surround it.
+    let rerand = S::rerandomize(pk, &c, &mut rng);
+    for (bad_party, wrong_ct) in [(1u32, &other), (n, &rerand), (n.div_ceil(2), &other)] {
+        let mut v = good.clone();
+        v[bad_party as usize - 1] =
+            S::decryption_share(&shares[bad_party as usize - 1], wrong_ct, &mut rng);
+        let named = |r: Result<u64, TaheError>| matches!(r, Err(TaheError::BadShare { party, .. }) if party == bad_party);
+        assert!(
+            named(S::combine(pk, &c, &v, MAX)),
+            "party {bad_party} named"
+        );
+        assert!(matches!(
+            S::is_zero(pk, &c, &v),
+            Err(TaheError::BadShare { party, .. }) if party == bad_party
+        ));
+        assert!(S::verify_share(pk, &c, &v[bad_party as usize - 1]).is_err());
+        // Only t shares, the bad one among them.
+        let mut few: Vec<S::DecryptionShare> = v
+            .iter()
+            .filter(|s| S::share_party(s) != bad_party)
+            .take(t as usize - 1)
+            .cloned()
+            .collect();
+        few.push(v[bad_party as usize - 1].clone());
+        assert!(
+            named(S::combine(pk, &c, &few, MAX)),
+            "party {bad_party} named among t"
+        );
+    }
+    // Every byte of the value and proof (after the 4-byte party index) matters: a change
+    // either fails to decode or fails to verify, naming the party.
+    let len = S::share_len(pk);
+    let victim = t.min(2);
+    let bytes = S::encode_share(pk, &good[victim as usize - 1]);
+    assert_eq!(bytes.len(), len);
+    let positions: Vec<usize> = {
+        let mut p: Vec<usize> = (4..len).step_by(((len - 4) / 48).max(1)).collect();
+        p.extend([4, 5, len / 2, len - 2, len - 1]);
+        p
+    };
+    for pos in positions {
+        for flip in [0x01u8, 0x80] {
+            let mut b = bytes.clone();
+            b[pos] ^= flip;
+            let Ok(s) = S::decode_share(pk, &b) else {
+                continue;
+            };
+            let mut v = good.clone();
+            v[victim as usize - 1] = s;
+            assert!(
+                matches!(S::combine(pk, &c, &v, MAX), Err(TaheError::BadShare { party, .. }) if party == victim),
+                "tampered byte {pos} of party {victim}'s share not detected"
+            );
+        }
+    }
+    // Changing the party index: the share no longer verifies for its new claimant.
+    if n >= 2 {
+        let mut b = bytes.clone();
+        let other_party = if victim == 1 { 2u32 } else { 1 };
+        b[..4].copy_from_slice(&other_party.to_be_bytes());
+        let s = S::decode_share(pk, &b).expect("index in range");
+        assert_eq!(S::share_party(&s), other_party);
+        assert!(matches!(
+            S::verify_share(pk, &c, &s),
+            Err(TaheError::BadShare { party, .. }) if party == other_party
+        ));
+        let mut v: Vec<S::DecryptionShare> = good
+            .iter()
+            .filter(|x| S::share_party(x) != other_party)
+            .cloned()
+            .collect();
+        v.push(s);
+        assert!(matches!(
+            S::combine(pk, &c, &v, MAX),
+            Err(TaheError::BadShare { party, .. }) if party == other_party
+        ));
+    }
+}
+
+pub fn rerandomization<S: ThresholdAhe>(pk: &S::PublicKey, shares: &[S::KeyShare]) {
+    let mut rng = seeded(4);
+    for m in [0u64, 4242] {
+        let c = S::encrypt(pk, &S::scalar_from_u64(pk, m), &mut rng);
+        let r1 = S::rerandomize(pk, &c, &mut rng);
+        let r2 = S::rerandomize(pk, &c, &mut rng);
+        let e = |x: &S::Ciphertext| S::encode_ciphertext(pk, x);
+        assert_ne!(e(&c), e(&r1));
+        assert_ne!(e(&r1), e(&r2));
+        assert!(c != r1);
+        assert_eq!(dec::<S>(pk, shares, &r1, &mut rng), Ok(m));
+        assert_eq!(dec::<S>(pk, shares, &r2, &mut rng), Ok(m));
+        // Shares of the original do not decrypt the re-randomized ciphertext.
+        let set: Vec<u32> = (1..=S::threshold(pk)).collect();
+        let old = shares_of::<S>(shares, &c, &set, &mut rng);
+        assert!(matches!(
+            S::combine(pk, &r1, &old, MAX),
+            Err(TaheError::BadShare { .. })
+        ));
+    }
+    // Deterministic in the seed (replayable parties).
+    let c = S::encrypt(pk, &S::scalar_from_u64(pk, 1), &mut seeded(9));
+    let d = S::encrypt(pk, &S::scalar_from_u64(pk, 1), &mut seeded(9));
+    assert!(c == d);
+}
+
+fn no_panic_garbage(len: usize, rng: &mut SessionRng, f: impl Fn(&[u8])) {
+    for l in [0, 1, len.saturating_sub(1), len, len + 1] {
+        let mut g = vec![0u8; l];
+        rng.fill(&mut g);
+        f(&g);
+    }
+    for _ in 0..32 {
+        let mut g = vec![0u8; len];
+        rng.fill(&mut g);
+        f(&g);
+    }
+}
+
+pub fn encodings<S: ThresholdAhe>(pk: &S::PublicKey, shares: &[S::KeyShare]) {
+    let mut rng = seeded(5);
+    let n = S::parties(pk);
+    // Ciphertexts.
+    let len = S::ciphertext_len(pk);
+    let c = S::encrypt(pk, &S::scalar_from_u64(pk, 99), &mut rng);
+    let b = S::encode_ciphertext(pk, &c);
+    assert_eq!(b.len(), len);
+    let d = S::decode_ciphertext(pk, &b).expect("own ciphertext decodes");
+    assert!(d == c);
+    assert_eq!(S::encode_ciphertext(pk, &d), b);
+    assert_eq!(dec::<S>(pk, shares, &d, &mut rng), Ok(99));
+    for l in [0, 1, len - 1, len + 1, 2 * len] {
+        let mut x = b.clone();
+        x.resize(l, 0);
+        assert!(
+            S::decode_ciphertext(pk, &x).is_err(),
+            "ciphertext of {l} bytes"
+        );
+    }
+    assert!(S::decode_ciphertext(pk, &vec![0xff; len]).is_err());
+    assert!(S::decode_ciphertext(pk, &vec![0u8; len]).is_err());
+    no_panic_garbage(len, &mut rng, |g| {
+        let _ = S::decode_ciphertext(pk, g);
+    });
+
+    // Decryption shares.
+    let slen = S::share_len(pk);
+    let s = S::decryption_share(&shares[0], &c, &mut rng);
+    let sb = S::encode_share(pk, &s);
+    assert_eq!(sb.len(), slen);
+    let s2 = S::decode_share(pk, &sb).expect("own share decodes");
+    assert_eq!(S::encode_share(pk, &s2), sb);
+    S::verify_share(pk, &c, &s2).expect("decoded share verifies");
+    for l in [0, 1, 4, slen - 1, slen + 1, 2 * slen] {
+        let mut x = sb.clone();
+        x.resize(l, 0);
+        assert!(S::decode_share(pk, &x).is_err(), "share of {l} bytes");
+    }
+    assert!(S::decode_share(pk, &vec![0xff; slen]).is_err());
+    assert!(S::decode_share(pk, &vec![0u8; slen]).is_err());
+    for bad_party in [0u32, n + 1, u32::MAX] {
+        let mut x = sb.clone();
+        x[..4].copy_from_slice(&bad_party.to_be_bytes());
+        assert!(matches!(
+            S::decode_share(pk, &x),
+            Err(TaheError::UnknownParty { .. })
+        ));
+    }
+    // Value / proof all-ones: out of range (or non-canonical).
+    let mut x = sb.clone();
+    x[4..].fill(0xff);
+    assert!(S::decode_share(pk, &x).is_err());
+    no_panic_garbage(slen, &mut rng, |g| {
+        let _ = S::decode_share(pk, g);
+    });
+
+    // Public keys.
+    let pkb = S::encode_public_key(pk);
+    let pk2 = S::decode_public_key(&pkb, n).expect("own key decodes");
+    assert_eq!(S::encode_public_key(&pk2), pkb);
+    assert_eq!(S::parties(&pk2), n);
+    assert_eq!(S::threshold(&pk2), S::threshold(pk));
+    // A decoded key verifies and combines shares made under the original.
+    let set: Vec<u32> = (1..=S::threshold(pk)).collect();
+    let sh = shares_of::<S>(shares, &c, &set, &mut rng);
+    assert_eq!(S::combine(&pk2, &c, &sh, MAX), Ok(99));
+    let c2 = S::encrypt(&pk2, &S::scalar_from_u64(pk, 31337), &mut rng);
+    assert_eq!(dec::<S>(pk, shares, &c2, &mut rng), Ok(31337));
+    // Too many parties for the caller's bound.
+    if n > 1 {
+        assert!(S::decode_public_key(&pkb, n - 1).is_err());
+    }
+    for l in [0, 1, 7, 8, pkb.len() - 1, pkb.len() + 1, pkb.len() + 64] {
+        let mut x = pkb.clone();
+        x.resize(l, 0);
+        assert!(S::decode_public_key(&x, n).is_err(), "key of {l} bytes");
+    }
+    assert!(S::decode_public_key(&vec![0u8; pkb.len()], n).is_err());
+    assert!(S::decode_public_key(&vec![0xff; pkb.len()], n).is_err());
+    // Header claims a huge party count: rejected before any allocation.
+    let mut x = pkb.clone();
+    x[..4].copy_from_slice(&u32::MAX.to_be_bytes());
+    assert!(S::decode_public_key(&x, u32::MAX).is_err());
+    no_panic_garbage(pkb.len(), &mut rng, |g| {
+        let _ = S::decode_public_key(g, n);
+    });
+    // Single-byte changes past the header never panic.
+    for pos in (8..pkb.len()).step_by((pkb.len() / 64).max(1)) {
+        let mut x = pkb.clone();
+        x[pos] ^= 0x40;
+        let _ = S::decode_public_key(&x, n);
+    }
+}

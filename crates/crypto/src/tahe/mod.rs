@@ -1,0 +1,251 @@
+//! Threshold additively homomorphic encryption, for multi-party PSI.
+//!
+//! # What the multi-party protocols need
+//!
+//! The three multi-party PSI protocols privset will run on its n-party engine (Bay et
+//! al.'s Bloom-filter protocol, Miyaji-Nishida's, and Hazay-Venkitasubramaniam's
+//! polynomial protocol, as presented and compared in de Jong's thesis, "Java
+//! Implementation and Analysis of Multi-party Private Set Intersection Protocols",
+//! Ch. 3-5) all use the same handful of operations of a threshold additively homomorphic
+//! scheme (de Jong, Sec. 2.2-2.4):
+//!
+//! * everybody encrypts under one joint public key, adds ciphertexts, multiplies them by
+//!   public (often random) scalars and re-randomizes them (`ReRand(C) = C +_H Enc(0)`,
+//!   de Jong Algorithm 1);
+//! * decryption needs the cooperation of at least `t` of the `n` key holders: each
+//!   computes a *decryption share* (`ShDec`) and anybody *combines* `t` of them (`Comb`);
+//! * the protocols only ever need to know whether a plaintext is zero ("decryption to
+//!   zero", `ShDec0`): the parties first multiply the ciphertext by random scalars, so a
+//!   non-zero plaintext becomes a uniformly random one, and then decrypt jointly.
+//!
+//! [`ThresholdAhe`] is exactly that interface. Two schemes implement it:
+//!
+//! * [`elgamal`]: threshold exponential ElGamal on ristretto255 with a dealer-free
+//!   distributed key generation (Pedersen 1991, with Feldman 1987 verifiable secret
+//!   sharing), decryption shares with Chaum-Pedersen proofs of correct decryption. The
+//!   default: keys need no trusted party, ciphertexts are 64 bytes, and every operation
+//!   is a few elliptic-curve multiplications. Only small plaintexts can be decrypted
+//!   (baby-step giant-step), which is all `is_zero` needs.
+//! * [`paillier`]: threshold Paillier / Damgard-Jurik (Damgard-Jurik 2001, Sec. 5,
+//!   building on Shoup 2000's RSA sharing), the scheme the thesis implements (de Jong,
+//!   Sec. 2.4). A trusted dealer generates and shares the key; full plaintexts in `Z_{n^s}`
+//!   can be decrypted.
+//!
+//! Every scheme runs the same conformance suite (`conformance`, behind the
+//! `conformance` feature).
+//!
+//! # Who learns what
+//!
+//! A decryption share is, by design, useful to whoever combines: `t` shares of a
+//! ciphertext reveal its whole plaintext (ElGamal: the point `mG`). `is_zero` therefore
+//! only hides a non-zero plaintext if the ciphertext was first multiplied by a random
+//! non-zero scalar nobody in the combining coalition knows (the protocols' `ShDec0`);
+//! this layer does not do that itself, because in the protocols the randomization is
+//! spread over the parties.
+//!
+//! # Malicious shares
+//!
+//! Every decryption share carries a non-interactive zero-knowledge proof that it was
+//! computed with the party's key share (Fiat-Shamir, SHA-256). [`ThresholdAhe::combine`]
+//! and [`ThresholdAhe::is_zero`] verify every share they are given and fail with
+//! [`TaheError::BadShare`] naming the first party whose share does not verify, so a
+//! wrong plaintext is never returned and the cheater is identified.
+
+pub mod elgamal;
+pub mod paillier;
+
+#[cfg(any(test, feature = "conformance"))]
+pub mod conformance;
+
+use crate::rng::SessionRng;
+
+/// Errors of the threshold layer. Anything decoded from peer bytes that fails validation
+/// is an error, never a panic.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TaheError {
+    /// An encoding (of a ciphertext, key, share, commitment ...) failed validation.
+    #[error("invalid {what}: {reason}")]
+    Invalid { what: &'static str, reason: String },
+    /// A decryption share failed its proof of correct decryption (or was computed for a
+    /// different ciphertext or key).
+    #[error("decryption share of party {party} is invalid: {reason}")]
+    BadShare { party: u32, reason: String },
+    /// Two shares claim the same party.
+    #[error("two decryption shares from party {party}")]
+    DuplicateShare { party: u32 },
+    /// A share names a party outside `1..=n`.
+    #[error("party index {party} is not in 1..={parties}")]
+    UnknownParty { party: u32, parties: u32 },
+    /// Fewer shares than the threshold: nothing is decrypted.
+    #[error("{got} decryption shares, {need} needed")]
+    TooFewShares { got: usize, need: usize },
+    /// The plaintext is not in the range the caller asked for (or cannot be computed).
+    #[error("plaintext is not in [0, {max}]")]
+    OutOfRange { max: u64 },
+    /// A dealer of the distributed key generation sent inconsistent data: its share for
+    /// this party does not match its commitments, or its commitments are malformed.
+    #[error("complaint against DKG dealer {dealer}: {reason}")]
+    Complaint { dealer: u32, reason: String },
+    /// Local configuration error (party counts, thresholds, modulus sizes).
+    #[error("unsupported parameters: {0}")]
+    Parameters(String),
+}
+
+/// Shorthand for an [`TaheError::Invalid`].
+pub(crate) fn invalid(what: &'static str, reason: impl Into<String>) -> TaheError {
+    TaheError::Invalid {
+        what,
+        reason: reason.into(),
+    }
+}
+
+/// A threshold additively homomorphic encryption scheme (de Jong, Sec. 2.2-2.4).
+///
+/// Parties are numbered `1..=n`; a key is `t`-out-of-`n`: any `t` distinct valid
+/// decryption shares decrypt, fewer decrypt nothing (`t = n` is n-out-of-n).
+///
+/// Plaintexts are elements of the scheme's plaintext ring (`Z_ℓ` for ElGamal, `Z_{n^s}`
+/// for Paillier), [`Self::Scalar`]; only small non-negative ones can be read back as a
+/// value (`combine`), and any can be tested against zero (`is_zero`).
+pub trait ThresholdAhe: Send + Sync + 'static {
+    /// Short name (`"elgamal"`, `"paillier"`).
+    const NAME: &'static str;
+    /// The joint public key with the parties' public verification keys.
+    type PublicKey: Clone + Send + Sync;
+    /// One party's share of the decryption key: zeroized on drop, not `Clone`, `Debug`
+    /// elided.
+    type KeyShare: Send + Sync + zeroize::ZeroizeOnDrop;
+    type Ciphertext: Clone + PartialEq + Send + Sync;
+    /// A partial decryption by one party, with its proof of correctness.
+    type DecryptionShare: Clone + Send + Sync;
+    /// An element of the plaintext ring.
+    type Scalar: Clone + PartialEq + std::fmt::Debug + Send + Sync;
+
+    /// Number of parties `n`.
+    fn parties(pk: &Self::PublicKey) -> u32;
+    /// Shares needed to decrypt, `t`.
+    fn threshold(pk: &Self::PublicKey) -> u32;
+    /// This share's party index, in `1..=n`.
+    fn share_index(ks: &Self::KeyShare) -> u32;
+    /// The public key the share belongs to.
+    fn share_public_key(ks: &Self::KeyShare) -> &Self::PublicKey;
+
+    /// `v` as a plaintext.
+    fn scalar_from_u64(pk: &Self::PublicKey, v: u64) -> Self::Scalar;
+    /// `-a` in the plaintext ring.
+    fn scalar_neg(pk: &Self::PublicKey, a: &Self::Scalar) -> Self::Scalar;
+    /// A uniformly random *unit* of the plaintext ring (multiplying by it keeps a
+    /// non-zero plaintext non-zero and makes it uniform among units: `ShDec0`).
+    fn random_unit(pk: &Self::PublicKey, rng: &mut SessionRng) -> Self::Scalar;
+
+    /// A fresh encryption of `m`.
+    fn encrypt(pk: &Self::PublicKey, m: &Self::Scalar, rng: &mut SessionRng) -> Self::Ciphertext;
+    /// An encryption of the sum of the plaintexts (deterministic: re-randomize before
+    /// sending if the inputs' randomness must be hidden).
+    fn add(pk: &Self::PublicKey, a: &Self::Ciphertext, b: &Self::Ciphertext) -> Self::Ciphertext;
+    /// An encryption of `k * m` (deterministic, as `add`).
+    fn mul_scalar(pk: &Self::PublicKey, c: &Self::Ciphertext, k: &Self::Scalar)
+    -> Self::Ciphertext;
+    /// `c +_H Enc(0)` with fresh full randomness: an encryption of the same plaintext
+    /// distributed exactly like a fresh encryption, so unlinkable to `c`.
+    fn rerandomize(
+        pk: &Self::PublicKey,
+        c: &Self::Ciphertext,
+        rng: &mut SessionRng,
+    ) -> Self::Ciphertext;
+
+    /// This party's decryption share of `c`, with a proof of correct decryption (the
+    /// proof's nonce comes from `rng`).
+    fn decryption_share(
+        ks: &Self::KeyShare,
+        c: &Self::Ciphertext,
+        rng: &mut SessionRng,
+    ) -> Self::DecryptionShare;
+    /// The party a share claims to come from (unverified until `verify_share`).
+    fn share_party(share: &Self::DecryptionShare) -> u32;
+    /// Checks a share's proof against `c` and the party's verification key.
+    fn verify_share(
+        pk: &Self::PublicKey,
+        c: &Self::Ciphertext,
+        share: &Self::DecryptionShare,
+    ) -> Result<(), TaheError>;
+    /// Verifies every share, then decrypts a plaintext known to be in `[0, max]`.
+    /// Errors: a bad share (naming its party), duplicates, unknown parties, fewer than
+    /// `t` shares, or a plaintext outside `[0, max]` (never a wrong value).
+    fn combine(
+        pk: &Self::PublicKey,
+        c: &Self::Ciphertext,
+        shares: &[Self::DecryptionShare],
+        max: u64,
+    ) -> Result<u64, TaheError>;
+    /// Verifies every share, then tells whether the plaintext is zero (same errors as
+    /// `combine`, except that no range applies).
+    fn is_zero(
+        pk: &Self::PublicKey,
+        c: &Self::Ciphertext,
+        shares: &[Self::DecryptionShare],
+    ) -> Result<bool, TaheError>;
+
+    /// Fixed length of an encoded ciphertext under `pk`.
+    fn ciphertext_len(pk: &Self::PublicKey) -> usize;
+    fn encode_ciphertext(pk: &Self::PublicKey, c: &Self::Ciphertext) -> Vec<u8>;
+    /// Validates (exact length, canonical, in range, in the right group).
+    fn decode_ciphertext(pk: &Self::PublicKey, bytes: &[u8])
+    -> Result<Self::Ciphertext, TaheError>;
+
+    /// Fixed length of an encoded decryption share under `pk`.
+    fn share_len(pk: &Self::PublicKey) -> usize;
+    fn encode_share(pk: &Self::PublicKey, s: &Self::DecryptionShare) -> Vec<u8>;
+    /// Validates the encoding (not the proof: that is `verify_share`'s job).
+    fn decode_share(pk: &Self::PublicKey, bytes: &[u8])
+    -> Result<Self::DecryptionShare, TaheError>;
+
+    fn encode_public_key(pk: &Self::PublicKey) -> Vec<u8>;
+    /// Validates a public key received from a peer. `max_parties` bounds the
+    /// allocation (the key holds one verification key per party).
+    fn decode_public_key(bytes: &[u8], max_parties: u32) -> Result<Self::PublicKey, TaheError>;
+}
+
+/// The most parties any key supports (the protocols target 3 to 100 organisations).
+pub const MAX_PARTIES: u32 = 1024;
+
+/// Checks `1 <= t <= n <= MAX_PARTIES`.
+pub(crate) fn check_counts(parties: u32, threshold: u32) -> Result<(), TaheError> {
+    if parties == 0 || parties > MAX_PARTIES || threshold == 0 || threshold > parties {
+        return Err(TaheError::Parameters(format!(
+            "need 1 <= t <= n <= {MAX_PARTIES}, got t = {threshold}, n = {parties}"
+        )));
+    }
+    Ok(())
+}
+
+/// Shared share-set checks: indices in range, no duplicates. Returns the shares'
+/// indices in the given order.
+pub(crate) fn check_share_set(
+    indices: impl Iterator<Item = u32>,
+    parties: u32,
+) -> Result<Vec<u32>, TaheError> {
+    let mut seen = vec![false; parties as usize + 1];
+    let mut out = Vec::new();
+    for i in indices {
+        if i == 0 || i > parties {
+            return Err(TaheError::UnknownParty { party: i, parties });
+        }
+        if std::mem::replace(&mut seen[i as usize], true) {
+            return Err(TaheError::DuplicateShare { party: i });
+        }
+        out.push(i);
+    }
+    Ok(out)
+}
+
+/// At least `t` shares.
+pub(crate) fn check_enough(got: usize, threshold: u32) -> Result<(), TaheError> {
+    if got < threshold as usize {
+        return Err(TaheError::TooFewShares {
+            got,
+            need: threshold as usize,
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,860 @@
+//! Threshold Paillier / Damgard-Jurik with a trusted dealer.
+//!
+//! # Scheme (Damgard-Jurik 2001, Sec. 5; Shoup 2000; de Jong, Sec. 2.4)
+//!
+//! This is the threshold variant the thesis implements (de Jong, Sec. 2.4, with `s = 1`),
+//! for any Damgard-Jurik exponent `s`: plaintexts in `Z_{n^s}`, ciphertexts in
+//! `Z*_{n^{s+1}}`, `Enc(M; r) = (1+n)^M r^{n^s} mod n^{s+1}` (the generator `g = 1 + n`).
+//!
+//! **Key generation** by a dealer ([`Dealer`]): safe primes `p = 2p' + 1`,
+//! `q = 2q' + 1`, `n = pq`, `m = p'q'`. The secret exponent `d` satisfies `d ≡ 0 (mod m)`
+//! and `d ≡ 1 (mod n^s)` (`d = m (m^{-1} mod n^s)`). It is shared with Shoup's
+//! polynomial sharing over the integers modulo `n^s m`:
+//! `f(X) = d + a_1 X + … + a_{t-1} X^{t-1} mod n^s m`, `a_k` uniform in `[0, n^s m)`;
+//! party `i` receives `s_i = f(i)`. With `Δ = n_parties!`, the public key carries a
+//! random square `v` (a generator of the cyclic group of squares, with overwhelming
+//! probability) and the verification keys `v_i = v^{Δ s_i} mod n^{s+1}`.
+//!
+//! **Decryption share** of `c` by party `i`: `c_i = c^{2Δ s_i} mod n^{s+1}`, with a proof
+//! that `log_{c^4}(c_i^2) = log_v(v_i)` (Shoup's proof of equality of discrete logs in a
+//! group of unknown order, as in Damgard-Jurik Sec. 5): the prover picks `r` with
+//! `(s+1)|n| + |Δ| + 2·256 + 128` random bits, sends `a = c^{4r}`, `b = v^r`, gets the
+//! Fiat-Shamir challenge `e` (256 bits of SHA-256 over the key, the party, `c`, `c_i`,
+//! `a`, `b`) and answers `z = r + e Δ s_i` over the integers (statistically hiding
+//! `Δ s_i`). The verifier checks `c^{4z} c_i^{-2e} = a` and `v^z v_i^{-e} = b` by
+//! recomputing `e`.
+//!
+//! **Combine** with a set `S` of `t` valid shares: the integer Lagrange coefficients
+//! `μ_i = Δ Π_{j∈S, j≠i} j / (j - i)` give
+//! `c' = Π c_i^{2μ_i} = c^{4Δ² d} = (1+n)^{4Δ² M} mod n^{s+1}` (the `r^{n^s}` part
+//! vanishes because `4m` is a multiple of its order; `d ≡ 1 (mod n^s)`). Damgard-Jurik's
+//! extraction gives `4Δ² M mod n^s`, and `M` after multiplying by `(4Δ²)^{-1} mod n^s`.
+//!
+//! # Trust in the dealer
+//!
+//! The dealer knows the factorisation and `d`, i.e. it can decrypt everything; the
+//! scheme is only as good as the dealer's honesty and its *erasure* of `p, q, p', q',
+//! m, d` and the polynomial after dealing. [`Dealer::deal`] keeps them in local
+//! variables overwritten before it returns (GMP temporaries are not covered), and
+//! nothing secret leaves it except the key shares, which must go to their parties
+//! over private channels. The public key cannot be checked for well-formedness by the
+//! parties (that `n` is a product of two safe primes, that `v` generates the squares,
+//! that the `v_i` belong to one polynomial): the decoder checks sizes, ranges and
+//! coprimality only. In Miyaji-Nishida's protocol (de Jong, Ch. 4) a dealer is part of
+//! the protocol anyway; where no party may be trusted, use the dealer-free
+//! [`super::elgamal`] scheme.
+//!
+//! # Prime type
+//!
+//! Safe primes, as Shoup and Damgard-Jurik require: the squares of `Z*_{n^{s+1}}` then form
+//! a cyclic group of order `n^s m` with `m = p'q'` having only large prime factors,
+//! which makes the proofs sound and `v` a generator with overwhelming probability.
+//! [`safe_prime`] sieves candidates `q'` so that neither `q'` nor `2q' + 1` has a factor
+//! below 2^16, then runs a base-2 Fermat test on `2q' + 1` and Miller-Rabin on both.
+//! At 1536 bits (for the default 3072-bit modulus) this takes tens of seconds to minutes
+//! per prime (see the `tahe_bench` example), so tests use the fixed, *public* primes of
+//! [`insecure_test_primes`] through [`Dealer::deal_with_primes`].
+//!
+//! # Encodings (fixed width, big-endian)
+//!
+//! With `B = modulus_bits / 8` and `C = (s + 1) B` (the width of `n^{s+1}`):
+//!
+//! * ciphertext: `C` bytes, in `[1, n^{s+1})` and coprime to `n`;
+//! * decryption share: `party (u32) ‖ c_i (C) ‖ e (32) ‖ z (Z)` where `Z` is the width
+//!   of the largest honest `z` ([`PublicKey::share_len`]); `c_i` as a ciphertext, `z`
+//!   below its bound;
+//! * public key: `n_parties (u32) ‖ t (u32) ‖ modulus_bits (u32) ‖ s (u32) ‖ n (B) ‖ v (C)
+//!   ‖ v_1 … v_n (C each)`.
+//!
+//! # Caveats
+//! GMP arithmetic is not constant-time; secret integers are overwritten on drop.
+
+use rug::integer::{IsPrime, Order};
+use rug::{Complete, Integer};
+use sha2::{Digest, Sha256};
+
+use super::{
+    MAX_PARTIES, TaheError, ThresholdAhe, check_counts, check_enough, check_share_set, invalid,
+};
+use crate::ahe::paillier::{
+    self as single, dj_dlog, random_below, random_bits, random_unit, wipe, write_be,
+};
+use crate::rng::SessionRng;
+
+pub use crate::ahe::paillier::Ciphertext;
+
+/// Bits of the Fiat-Shamir challenge.
+const CHALLENGE_BITS: u32 = 256;
+/// Statistical hiding of `Δ s_i` in the proof response (bits).
+const PROOF_SLACK_BITS: u32 = 128;
+
+/// Key parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Params {
+    /// Bit length of `n`: a multiple of 64, 1024..=8192 (3072 for 128-bit security;
+    /// 1024 only for tests).
+    pub modulus_bits: u32,
+    /// Damgard-Jurik exponent (plaintexts mod `n^s`), 1..=4; the thesis uses 1.
+    pub s: u32,
+    /// Number of parties `n`.
+    pub parties: u32,
+    /// Shares needed to decrypt, `t` (`1..=n`).
+    pub threshold: u32,
+}
+
+impl Params {
+    /// 128-bit security: a 3072-bit modulus, `s = 1`.
+    pub fn new(parties: u32, threshold: u32) -> Self {
+        Params {
+            modulus_bits: 3072,
+            s: 1,
+            parties,
+            threshold,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), TaheError> {
+        check_counts(self.parties, self.threshold)?;
+        check_sizes(self.modulus_bits, self.s)
+    }
+}
+
+fn check_sizes(modulus_bits: u32, s: u32) -> Result<(), TaheError> {
+    if !(1024..=8192).contains(&modulus_bits) || !modulus_bits.is_multiple_of(64) {
+        return Err(TaheError::Parameters(format!(
+            "modulus_bits must be a multiple of 64 in 1024..=8192, got {modulus_bits}"
+        )));
+    }
+    if !(1..=4).contains(&s) {
+        return Err(TaheError::Parameters(format!(
+            "Damgard-Jurik s must be in 1..=4, got {s}"
+        )));
+    }
+    Ok(())
+}
+
+/// Threshold Paillier / Damgard-Jurik (see the module docs).
+pub struct ThresholdPaillier;
+
+/// `n`, `s`, `v`, the verification keys and derived constants.
+#[derive(Clone)]
+pub struct PublicKey {
+    parties: u32,
+    threshold: u32,
+    modulus_bits: u32,
+    /// `n`, `n^0..=n^{s+1}` and the arithmetic of the single-key scheme (its DJN base is
+    /// unused here and set to 1).
+    inner: single::PublicKey,
+    v: Integer,
+    verification: Vec<Integer>,
+    /// `Δ = parties!`.
+    delta: Integer,
+    /// `(4Δ²)^{-1} mod n^s`.
+    combine_inv: Integer,
+    /// Bits of the proof nonce `r`.
+    r_bits: u32,
+    digest: [u8; 32],
+}
+
+impl std::fmt::Debug for PublicKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "tahe::paillier::PublicKey {{ n: {}, t: {}, modulus_bits: {}, s: {} }}",
+            self.parties,
+            self.threshold,
+            self.modulus_bits,
+            self.inner.s()
+        )
+    }
+}
+
+impl PublicKey {
+    fn new(
+        parties: u32,
+        threshold: u32,
+        modulus_bits: u32,
+        s: u32,
+        n: Integer,
+        v: Integer,
+        verification: Vec<Integer>,
+    ) -> Result<Self, TaheError> {
+        let delta = Integer::factorial(parties).complete();
+        let inner = single::PublicKey::new(n, s, Integer::from(1))
+            .map_err(|e| invalid("public key", e.to_string()))?;
+        let four_d2 = Integer::from(&delta * &delta) * 4u32;
+        let combine_inv = four_d2
+            .invert(inner.plaintext_modulus())
+            .map_err(|_| invalid("public key", "n shares a factor with 4Δ²"))?;
+        let r_bits = (s + 1) * modulus_bits
+            + delta.significant_bits()
+            + 2 * CHALLENGE_BITS
+            + PROOF_SLACK_BITS;
+        let mut pk = PublicKey {
+            parties,
+            threshold,
+            modulus_bits,
+            inner,
+            v,
+            verification,
+            delta,
+            combine_inv,
+            r_bits,
+            digest: [0; 32],
+        };
+        let mut h = Sha256::new();
+        h.update(b"privset/tahe/paillier/pk/v1");
+        h.update(encode_pk(&pk));
+        pk.digest = h.finalize().into();
+        Ok(pk)
+    }
+
+    /// The modulus `n`.
+    pub fn n(&self) -> &Integer {
+        self.inner.n()
+    }
+    /// The Damgard-Jurik `s`.
+    pub fn s(&self) -> u32 {
+        self.inner.s()
+    }
+    /// The plaintext modulus `n^s`.
+    pub fn plaintext_modulus(&self) -> &Integer {
+        self.inner.plaintext_modulus()
+    }
+    fn nn(&self) -> &Integer {
+        self.inner.ciphertext_modulus()
+    }
+    fn ct_len(&self) -> usize {
+        (self.s() as usize + 1) * self.modulus_bits as usize / 8
+    }
+    /// Bytes of the proof response `z` (it is below `2^(r_bits + 1)`).
+    fn z_len(&self) -> usize {
+        (self.r_bits as usize + 1).div_ceil(8)
+    }
+    /// Bytes of an encoded decryption share.
+    pub fn share_len(&self) -> usize {
+        4 + self.ct_len() + 32 + self.z_len()
+    }
+    fn ct_bytes(&self, x: &Integer) -> Vec<u8> {
+        let mut out = vec![0u8; self.ct_len()];
+        write_be(x, &mut out);
+        out
+    }
+    fn decode_ct(&self, bytes: &[u8], what: &'static str) -> Result<Integer, TaheError> {
+        if bytes.len() != self.ct_len() {
+            return Err(invalid(what, "wrong length"));
+        }
+        self.inner
+            .decode_ct_int(bytes, 0)
+            .map_err(|e| invalid(what, e.to_string()))
+    }
+}
+
+fn encode_pk(pk: &PublicKey) -> Vec<u8> {
+    let b = pk.modulus_bits as usize / 8;
+    let c = pk.ct_len();
+    let mut out = Vec::with_capacity(16 + b + c * (pk.verification.len() + 1));
+    for x in [pk.parties, pk.threshold, pk.modulus_bits, pk.s()] {
+        out.extend_from_slice(&x.to_be_bytes());
+    }
+    let start = out.len();
+    out.resize(start + b, 0);
+    write_be(pk.n(), &mut out[start..]);
+    for x in std::iter::once(&pk.v).chain(&pk.verification) {
+        out.extend_from_slice(&pk.ct_bytes(x));
+    }
+    out
+}
+
+/// Party `index`'s share `s_i = f(i)` of `d`. Overwritten on drop, not `Clone`, `Debug`
+/// elided.
+pub struct KeyShare {
+    index: u32,
+    si: Integer,
+    pk: PublicKey,
+}
+
+impl Drop for KeyShare {
+    fn drop(&mut self) {
+        wipe(&mut self.si);
+    }
+}
+impl zeroize::ZeroizeOnDrop for KeyShare {}
+
+impl std::fmt::Debug for KeyShare {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "tahe::paillier::KeyShare {{ index: {}, .. }}",
+            self.index
+        )
+    }
+}
+
+impl KeyShare {
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+    pub fn public_key(&self) -> &PublicKey {
+        &self.pk
+    }
+}
+
+/// Party `party`'s `c_i = c^{2Δ s_i}` with the proof `(e, z)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecryptionShare {
+    party: u32,
+    ci: Integer,
+    e: Integer,
+    z: Integer,
+}
+
+impl DecryptionShare {
+    pub fn party(&self) -> u32 {
+        self.party
+    }
+}
+
+fn challenge(
+    pk: &PublicKey,
+    party: u32,
+    c: &Integer,
+    ci: &Integer,
+    a: &Integer,
+    b: &Integer,
+) -> Integer {
+    let mut h = Sha256::new();
+    h.update(b"privset/tahe/paillier/dleq/v1");
+    h.update(pk.digest);
+    h.update(party.to_be_bytes());
+    for x in [c, ci, a, b] {
+        h.update(pk.ct_bytes(x));
+    }
+    Integer::from_digits(&h.finalize()[..], Order::Msf)
+}
+
+fn pow(base: &Integer, exp: &Integer, m: &Integer) -> Integer {
+    // Negative exponents invert; every base here is a unit (checked on decode).
+    base.pow_mod_ref(exp, m)
+        .map(Integer::from)
+        .unwrap_or_else(|| Integer::from(0))
+}
+
+fn verify(pk: &PublicKey, c: &Integer, s: &DecryptionShare) -> Result<(), TaheError> {
+    let bad = |reason: &str| TaheError::BadShare {
+        party: s.party,
+        reason: reason.to_string(),
+    };
+    let vi = pk
+        .verification
+        .get((s.party as usize).wrapping_sub(1))
+        .ok_or(TaheError::UnknownParty {
+            party: s.party,
+            parties: pk.parties,
+        })?;
+    let nn = pk.nn();
+    if s.z.is_negative()
+        || s.z.significant_bits() > pk.r_bits + 1
+        || s.e.significant_bits() > CHALLENGE_BITS
+    {
+        return Err(bad("proof values out of range"));
+    }
+    let c4 = pow(c, &Integer::from(4), nn);
+    let ci2 = pk.inner.mul_mod(&s.ci, &s.ci);
+    let neg_e = Integer::from(-&s.e);
+    // a = c^{4z} c_i^{-2e}, b = v^z v_i^{-e}
+    let a = pk
+        .inner
+        .mul_mod(&pow(&c4, &s.z, nn), &pow(&ci2, &neg_e, nn));
+    let b = pk
+        .inner
+        .mul_mod(&pow(&pk.v, &s.z, nn), &pow(vi, &neg_e, nn));
+    if challenge(pk, s.party, c, &s.ci, &a, &b) != s.e {
+        return Err(bad("proof of correct decryption does not verify"));
+    }
+    Ok(())
+}
+
+/// Verifies the shares and returns `M ∈ Z_{n^s}` from the first `t` of them.
+fn combine_int(
+    pk: &PublicKey,
+    c: &Ciphertext,
+    shares: &[DecryptionShare],
+) -> Result<Integer, TaheError> {
+    check_share_set(shares.iter().map(|s| s.party), pk.parties)?;
+    for s in shares {
+        verify(pk, &c.0, s)?;
+    }
+    check_enough(shares.len(), pk.threshold)?;
+    let used = &shares[..pk.threshold as usize];
+    let nn = pk.nn();
+    let mut acc = Integer::from(1);
+    for s in used {
+        // μ_i = Δ Π_{j≠i} j / (j - i), an integer.
+        let mut num = pk.delta.clone();
+        let mut den = Integer::from(1);
+        for o in used {
+            if o.party != s.party {
+                num *= o.party;
+                den *= Integer::from(o.party) - s.party;
+            }
+        }
+        let mu = num.div_exact(&den) * 2u32;
+        acc = pk.inner.mul_mod(&acc, &pow(&s.ci, &mu, nn));
+    }
+    let pows = &pk.inner.n_pows;
+    let m4d2 = dj_dlog(&acc, pk.s(), pows, &pk.inner.inv_fact);
+    let mut m = m4d2 * &pk.combine_inv;
+    m.modulo_mut(pk.plaintext_modulus());
+    Ok(m)
+}
+
+impl ThresholdPaillier {
+    /// Verifies the shares and decrypts the full plaintext in `Z_{n^s}`.
+    pub fn combine_integer(
+        pk: &PublicKey,
+        c: &Ciphertext,
+        shares: &[DecryptionShare],
+    ) -> Result<Integer, TaheError> {
+        combine_int(pk, c, shares)
+    }
+}
+
+impl ThresholdAhe for ThresholdPaillier {
+    const NAME: &'static str = "paillier";
+    type PublicKey = PublicKey;
+    type KeyShare = KeyShare;
+    type Ciphertext = Ciphertext;
+    type DecryptionShare = DecryptionShare;
+    type Scalar = Integer;
+
+    fn parties(pk: &PublicKey) -> u32 {
+        pk.parties
+    }
+    fn threshold(pk: &PublicKey) -> u32 {
+        pk.threshold
+    }
+    fn share_index(ks: &KeyShare) -> u32 {
+        ks.index
+    }
+    fn share_public_key(ks: &KeyShare) -> &PublicKey {
+        &ks.pk
+    }
+
+    fn scalar_from_u64(pk: &PublicKey, v: u64) -> Integer {
+        Integer::from(v).modulo(pk.plaintext_modulus())
+    }
+    fn scalar_neg(pk: &PublicKey, a: &Integer) -> Integer {
+        Integer::from(-a).modulo(pk.plaintext_modulus())
+    }
+    /// Uniform in `Z*_{n^s}` (coprime to `n`).
+    fn random_unit(pk: &PublicKey, rng: &mut SessionRng) -> Integer {
+        loop {
+            let r = random_below(rng, pk.plaintext_modulus());
+            if r != 0 && r.gcd_ref(pk.n()).complete() == 1 {
+                return r;
+            }
+        }
+    }
+
+    /// Full-size randomness `r ∈ Z*_n`; `m` is reduced mod `n^s`.
+    fn encrypt(pk: &PublicKey, m: &Integer, rng: &mut SessionRng) -> Ciphertext {
+        Ciphertext(pk.inner.encrypt_full(m, rng))
+    }
+    fn add(pk: &PublicKey, a: &Ciphertext, b: &Ciphertext) -> Ciphertext {
+        Ciphertext(pk.inner.mul_mod(&a.0, &b.0))
+    }
+    /// `c^(k mod n^s)`.
+    fn mul_scalar(pk: &PublicKey, c: &Ciphertext, k: &Integer) -> Ciphertext {
+        let k = k.modulo_ref(pk.plaintext_modulus()).complete();
+        Ciphertext(pow(&c.0, &k, pk.nn()))
+    }
+    /// Multiplies by `r^{n^s}` for a fresh uniform `r ∈ Z*_n`: the result is distributed
+    /// exactly as a fresh encryption of the same plaintext.
+    fn rerandomize(pk: &PublicKey, c: &Ciphertext, rng: &mut SessionRng) -> Ciphertext {
+        Ciphertext(pk.inner.mul_mod(&c.0, &pk.inner.full_randomizer(rng)))
+    }
+
+    fn decryption_share(ks: &KeyShare, c: &Ciphertext, rng: &mut SessionRng) -> DecryptionShare {
+        let pk = &ks.pk;
+        let nn = pk.nn();
+        let mut exp = Integer::from(&pk.delta * &ks.si);
+        let ci = pow(&c.0, &(Integer::from(&exp * 2u32)), nn);
+        let mut r = random_bits(rng, pk.r_bits);
+        let c4 = pow(&c.0, &Integer::from(4), nn);
+        let a = pow(&c4, &r, nn);
+        let b = pow(&pk.v, &r, nn);
+        let e = challenge(pk, ks.index, &c.0, &ci, &a, &b);
+        let z = Integer::from(&e * &exp) + &r;
+        wipe(&mut exp);
+        wipe(&mut r);
+        DecryptionShare {
+            party: ks.index,
+            ci,
+            e,
+            z,
+        }
+    }
+    fn share_party(share: &DecryptionShare) -> u32 {
+        share.party
+    }
+    fn verify_share(
+        pk: &PublicKey,
+        c: &Ciphertext,
+        share: &DecryptionShare,
+    ) -> Result<(), TaheError> {
+        verify(pk, &c.0, share)
+    }
+
+    fn combine(
+        pk: &PublicKey,
+        c: &Ciphertext,
+        shares: &[DecryptionShare],
+        max: u64,
+    ) -> Result<u64, TaheError> {
+        let m = combine_int(pk, c, shares)?;
+        m.to_u64()
+            .filter(|&v| v <= max)
+            .ok_or(TaheError::OutOfRange { max })
+    }
+    fn is_zero(
+        pk: &PublicKey,
+        c: &Ciphertext,
+        shares: &[DecryptionShare],
+    ) -> Result<bool, TaheError> {
+        Ok(combine_int(pk, c, shares)? == 0)
+    }
+
+    fn ciphertext_len(pk: &PublicKey) -> usize {
+        pk.ct_len()
+    }
+    fn encode_ciphertext(pk: &PublicKey, c: &Ciphertext) -> Vec<u8> {
+        pk.ct_bytes(&c.0)
+    }
+    fn decode_ciphertext(pk: &PublicKey, bytes: &[u8]) -> Result<Ciphertext, TaheError> {
+        pk.decode_ct(bytes, "ciphertext").map(Ciphertext)
+    }
+
+    fn share_len(pk: &PublicKey) -> usize {
+        pk.share_len()
+    }
+    fn encode_share(pk: &PublicKey, s: &DecryptionShare) -> Vec<u8> {
+        let mut out = vec![0u8; pk.share_len()];
+        out[..4].copy_from_slice(&s.party.to_be_bytes());
+        let c = pk.ct_len();
+        write_be(&s.ci, &mut out[4..4 + c]);
+        write_be(&s.e, &mut out[4 + c..36 + c]);
+        write_be(&s.z, &mut out[36 + c..]);
+        out
+    }
+    fn decode_share(pk: &PublicKey, bytes: &[u8]) -> Result<DecryptionShare, TaheError> {
+        let what = "decryption share";
+        if bytes.len() != pk.share_len() {
+            return Err(invalid(what, "wrong length"));
+        }
+        let party = u32::from_be_bytes(bytes[..4].try_into().expect("4 bytes"));
+        if party == 0 || party > pk.parties {
+            return Err(TaheError::UnknownParty {
+                party,
+                parties: pk.parties,
+            });
+        }
+        let c = pk.ct_len();
+        let ci = pk.decode_ct(&bytes[4..4 + c], what)?;
+        let e = Integer::from_digits(&bytes[4 + c..36 + c], Order::Msf);
+        let z = Integer::from_digits(&bytes[36 + c..], Order::Msf);
+        if z.significant_bits() > pk.r_bits + 1 {
+            return Err(invalid(what, "z is out of range"));
+        }
+        Ok(DecryptionShare { party, ci, e, z })
+    }
+
+    fn encode_public_key(pk: &PublicKey) -> Vec<u8> {
+        encode_pk(pk)
+    }
+    fn decode_public_key(bytes: &[u8], max_parties: u32) -> Result<PublicKey, TaheError> {
+        let what = "public key";
+        if bytes.len() < 16 {
+            return Err(invalid(what, "truncated header"));
+        }
+        let word =
+            |i: usize| u32::from_be_bytes(bytes[4 * i..4 * i + 4].try_into().expect("4 bytes"));
+        let (parties, threshold, modulus_bits, s) = (word(0), word(1), word(2), word(3));
+        if parties > max_parties.min(MAX_PARTIES) {
+            return Err(invalid(
+                what,
+                format!("{parties} parties, at most {max_parties} allowed"),
+            ));
+        }
+        check_counts(parties, threshold).map_err(|e| invalid(what, e.to_string()))?;
+        check_sizes(modulus_bits, s).map_err(|e| invalid(what, e.to_string()))?;
+        let b = modulus_bits as usize / 8;
+        let c = (s as usize + 1) * b;
+        if bytes.len() != 16 + b + c * (parties as usize + 1) {
+            return Err(invalid(what, "wrong length"));
+        }
+        let n = Integer::from_digits(&bytes[16..16 + b], Order::Msf);
+        if n.significant_bits() != modulus_bits || n.is_even() {
+            return Err(invalid(what, "n is not an odd modulus of the stated size"));
+        }
+        // Δ must be invertible mod n: no prime factor up to the party count.
+        let delta = Integer::factorial(parties).complete();
+        if n.gcd_ref(&delta).complete() != 1 {
+            return Err(invalid(what, "n has a small factor"));
+        }
+        let inner = single::PublicKey::new(n.clone(), s, Integer::from(1))
+            .map_err(|e| invalid(what, e.to_string()))?;
+        let mut elems = bytes[16 + b..].chunks_exact(c).map(|chunk| {
+            inner
+                .decode_ct_int(chunk, 0)
+                .map_err(|e| invalid(what, format!("v or a verification key: {e}")))
+        });
+        let v = elems.next().expect("length checked")?;
+        let verification: Vec<Integer> = elems.collect::<Result<_, _>>()?;
+        PublicKey::new(parties, threshold, modulus_bits, s, n, v, verification)
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Dealer
+
+/// The trusted dealer of Shoup / Damgard-Jurik key generation (see the module docs on
+/// the trust it needs).
+pub struct Dealer {
+    params: Params,
+}
+
+impl Dealer {
+    pub fn new(params: Params) -> Result<Self, TaheError> {
+        params.validate()?;
+        Ok(Dealer { params })
+    }
+
+    /// Generates two fresh safe primes of `modulus_bits / 2` bits and deals the key
+    /// (slow at real sizes: see [`safe_prime`]).
+    pub fn deal(&self, rng: &mut SessionRng) -> Result<(PublicKey, Vec<KeyShare>), TaheError> {
+        let half = self.params.modulus_bits / 2;
+        loop {
+            let mut p = safe_prime(half, rng);
+            let mut q = safe_prime(half, rng);
+            if p != q {
+                let out = self.deal_with_primes(&p, &q, rng);
+                wipe(&mut p);
+                wipe(&mut q);
+                return out;
+            }
+        }
+    }
+
+    /// Deals a key for `n = pq` from given safe primes of `modulus_bits / 2` bits each
+    /// (checked: distinct, safe, probable primes, `n` of exactly `modulus_bits` bits).
+    /// Erases everything secret it derives before returning; the caller owns (and must
+    /// erase) `p` and `q`.
+    pub fn deal_with_primes(
+        &self,
+        p: &Integer,
+        q: &Integer,
+        rng: &mut SessionRng,
+    ) -> Result<(PublicKey, Vec<KeyShare>), TaheError> {
+        let Params {
+            modulus_bits,
+            s,
+            parties,
+            threshold,
+        } = self.params;
+        let half = modulus_bits / 2;
+        for x in [p, q] {
+            if x.significant_bits() != half || !is_safe_prime(x) {
+                return Err(TaheError::Parameters(format!(
+                    "the primes must be safe primes of {half} bits"
+                )));
+            }
+        }
+        if p == q {
+            return Err(TaheError::Parameters("p and q must differ".into()));
+        }
+        let n = Integer::from(p * q);
+        if n.significant_bits() != modulus_bits {
+            return Err(TaheError::Parameters(format!(
+                "n = pq must have exactly {modulus_bits} bits"
+            )));
+        }
+        let n_s = Integer::from(rug::ops::Pow::pow(&n, s));
+        // m = p'q'; d ≡ 0 mod m, d ≡ 1 mod n^s.
+        let mut pp = Integer::from(p >> 1);
+        let mut qq = Integer::from(q >> 1);
+        let mut m = Integer::from(&pp * &qq);
+        let mut minv = m
+            .invert_ref(&n_s)
+            .map(Integer::from)
+            .ok_or_else(|| TaheError::Parameters("gcd(m, n) != 1".into()))?;
+        let mut d = Integer::from(&m * &minv);
+        let mut modulus = Integer::from(&n_s * &m);
+        // f(X) = d + a_1 X + ... + a_{t-1} X^{t-1} mod n^s m
+        let mut coeffs = vec![d.clone()];
+        for _ in 1..threshold {
+            coeffs.push(random_below(rng, &modulus));
+        }
+        let mut sis: Vec<Integer> = (1..=parties)
+            .map(|i| {
+                let mut acc = Integer::new();
+                for a in coeffs.iter().rev() {
+                    acc *= i;
+                    acc += a;
+                    acc.modulo_mut(&modulus);
+                }
+                acc
+            })
+            .collect();
+        let nn = Integer::from(&n_s * &n);
+        let delta = Integer::factorial(parties).complete();
+        let r = random_unit(rng, &n);
+        let v = Integer::from(&r * &r).modulo(&nn);
+        let verification: Vec<Integer> = sis
+            .iter()
+            .map(|si| pow(&v, &Integer::from(&delta * si), &nn))
+            .collect();
+        let pk = PublicKey::new(parties, threshold, modulus_bits, s, n, v, verification)?;
+        let shares = sis
+            .iter_mut()
+            .enumerate()
+            .map(|(i, si)| KeyShare {
+                index: i as u32 + 1,
+                si: std::mem::take(si),
+                pk: pk.clone(),
+            })
+            .collect();
+        for x in
+            coeffs
+                .iter_mut()
+                .chain([&mut pp, &mut qq, &mut m, &mut minv, &mut d, &mut modulus])
+        {
+            wipe(x);
+        }
+        Ok((pk, shares))
+    }
+}
+
+fn is_safe_prime(p: &Integer) -> bool {
+    p.is_probably_prime(40) != IsPrime::No
+        && Integer::from(p >> 1).is_probably_prime(40) != IsPrime::No
+        && p.is_odd()
+}
+
+/// Odd primes below 2^16.
+fn small_primes() -> Vec<u32> {
+    const LIMIT: usize = 1 << 16;
+    let mut composite = vec![false; LIMIT];
+    let mut out = Vec::new();
+    for i in 3..LIMIT {
+        if !composite[i] {
+            out.push(i as u32);
+            for j in (i * i..LIMIT).step_by(i) {
+                composite[j] = true;
+            }
+        }
+    }
+    out
+}
+
+/// A random safe prime `p = 2q' + 1` of exactly `bits` bits (top two bits set, so
+/// that the product of two has exactly `2 bits` bits). Candidates `q'` in a window of
+/// 2^16 consecutive integers are sieved so that neither `q'` nor `2q' + 1` has an odd
+/// factor below 2^16; survivors get a base-2 Fermat test on `p`, then Miller-Rabin
+/// (40 rounds) on both.
+///
+/// # Panics
+/// If `bits < 16`.
+pub fn safe_prime(bits: u32, rng: &mut SessionRng) -> Integer {
+    assert!(bits >= 16, "safe primes of at least 16 bits");
+    const WINDOW: usize = 1 << 16;
+    let primes = small_primes();
+    let two = Integer::from(2);
+    loop {
+        // q' has bits - 1 bits, its top two set; start even so offsets are explicit.
+        let mut x = random_bits(rng, bits - 1);
+        x.set_bit(bits - 2, true);
+        x.set_bit(bits - 3, true);
+        x.set_bit(0, false);
+        let mut dead = vec![false; WINDOW];
+        for &pr in &primes {
+            let pr = pr as usize;
+            let r = x.mod_u(pr as u32) as usize;
+            // q' = x + δ ≡ 0  ⇔  δ ≡ -r
+            let d0 = (pr - r) % pr;
+            // 2q' + 1 ≡ 0  ⇔  q' ≡ (pr - 1) / 2  ⇔  δ ≡ (pr - 1)/2 - r
+            let d1 = ((pr - 1) / 2 + pr - r) % pr;
+            for start in [d0, d1] {
+                for j in (start..WINDOW).step_by(pr) {
+                    dead[j] = true;
+                }
+            }
+        }
+        for (delta, _) in dead
+            .iter()
+            .enumerate()
+            .filter(|(d, dead)| d % 2 == 1 && !**dead)
+        {
+            let q = Integer::from(&x + delta as u32);
+            let p = Integer::from(&q * 2u32) + 1u32;
+            if p.significant_bits() != bits {
+                break;
+            }
+            let pm1 = Integer::from(&p - 1u32);
+            if pow(&two, &pm1, &p) != 1 {
+                continue;
+            }
+            if q.is_probably_prime(40) != IsPrime::No && p.is_probably_prime(40) != IsPrime::No {
+                return p;
+            }
+        }
+    }
+}
+
+/// Fixed safe primes for tests and benchmarks: `(p, q)` for a `modulus_bits` modulus
+/// (1024 or 2048). They are **public**, so any key dealt from them is broken: never
+/// use them outside tests.
+pub fn insecure_test_primes(modulus_bits: u32) -> Option<(Integer, Integer)> {
+    let parse = |h: &[&str]| Integer::from_str_radix(&h.concat(), 16).expect("hex constant");
+    match modulus_bits {
+        1024 => Some((parse(TEST_P512_A), parse(TEST_P512_B))),
+        2048 => Some((parse(TEST_P1024_A), parse(TEST_P1024_B))),
+        _ => None,
+    }
+}
+
+/// A second pair at 1024 bits, for tests that need two independent keys.
+pub fn insecure_test_primes_alt() -> (Integer, Integer) {
+    let parse = |h: &[&str]| Integer::from_str_radix(&h.concat(), 16).expect("hex constant");
+    (parse(TEST_P512_C), parse(TEST_P512_D))
+}
+
+// Safe primes generated with `openssl prime -generate -safe`.
+const TEST_P512_A: &[&str] = &[
+    "F5D3F093149A04B2978821A08812F5EB083982E9273478B5954ADBD2F5F1940A",
+    "2BC9A00E1C6375CDECE575A1226E1D30AA4BF477E8CD7DE602084399B147D38F",
+];
+const TEST_P512_B: &[&str] = &[
+    "CB02E9662BCC7A8375E791304E74B75C8540ECD923795716B3B54B3EAEE07615",
+    "E569EC2DC7EFD2E3E1F2FA9029BA6D488458B36C3E791630D338AE4DBC2EE157",
+];
+const TEST_P512_C: &[&str] = &[
+    "DF4A03BD8FE2FC3C31D881CF09FDC63B28E959A190BABAD973556EE224683D3D",
+    "7DC1A94639A87A6733B3B97DBA2395C0E31F47DA81F0432DCB085D7F163536A3",
+];
+const TEST_P512_D: &[&str] = &[
+    "ED4407A227FB01531807C7E493C23D80586F440FD974F0123D5F99105AB3BA6B",
+    "7D3A52B68E2BFB559F266171C886687A6E2DE036E5B6ECF0D6929C2B542B59FB",
+];
+const TEST_P1024_A: &[&str] = &[
+    "E7428D94026931FBBEEB0DF97954689B7DF80D898416D1A285EFB01D805545F7",
+    "75856CBDCC0C25AEAD436DB205608A2623480CC8ECB5D0960862B9EA3CE4A0BA",
+    "95D69B1E7FD311A8FC61610C4A27FD99510EF2D65DCCC1076D0C0653FBC92E9F",
+    "58E3CA4C5FF07DC702E2C350E157FA071A3C41DA389628D607ED5648727E6DAB",
+];
+const TEST_P1024_B: &[&str] = &[
+    "DF439D283A41DD3AE2F8CA7E821DA9187FBD6A309FCE3E2341A444F6D8099EF0",
+    "658969FAD805202111AFF9639E2763044C1B8A9079C1C4B2F4A6BAE931572B87",
+    "7059413ABE4BB646F83572E429A22C11D155C726693B3008F839947C32902DA2",
+    "4DB0DA2510E4902C8B0C4AF5EDF5BF7FAD7F5EE73F1DF25487B2E109DB91E2C7",
+];
