@@ -940,3 +940,39 @@ fn apsi_three_processes_over_mutual_tls() {
     assert!(!dir.join("x2.sig").exists());
     finish(judge);
 }
+
+#[test]
+fn exchange_dir_that_is_a_file_exits_4_and_a_killed_party_restarts_at_once() {
+    let dir = scratch("xdir-file");
+    write_inputs(&dir, 20, 20, 5);
+    let file = dir.join("not-a-dir");
+    std::fs::write(&file, "x").unwrap();
+    for x in [file.clone(), file.join("run-1")] {
+        let link = vec!["--exchange-dir".to_string(), x.display().to_string()];
+        let o = privset(&as_refs(&party_args(&dir, "p1", &link, &[])))
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+        assert!(stderr(&o).contains("not a directory") || stderr(&o).contains("lies under"));
+    }
+    // Killed and restarted before the old process is reaped: the kernel released the
+    // lock with the process, so the restart is not refused.
+    let x = dir.join("exchange");
+    let link = vec![
+        "--exchange-dir".to_string(),
+        x.display().to_string(),
+        "--poll-interval-ms".into(),
+        "20".into(),
+    ];
+    let args = party_args(&dir, "p1", &link, &[]);
+    let mut first = spawn(&as_refs(&args));
+    wait_for(&x.join("p1.lock"), Duration::from_secs(30));
+    first.kill().unwrap();
+    let mut second = spawn(&as_refs(&args));
+    std::thread::sleep(Duration::from_secs(3));
+    let exited = second.try_wait().unwrap();
+    let _ = second.kill();
+    let o = finish(second);
+    let _ = first.wait();
+    assert!(exited.is_none(), "restart refused: {}", stderr(&o));
+}

@@ -148,14 +148,7 @@ pub(crate) fn resume_seed(
             state_dir.display()
         ))
     })?;
-    let canonical = std::fs::create_dir_all(exchange_dir)
-        .and_then(|_| exchange_dir.canonicalize())
-        .map_err(|e| {
-            Failure::other(format!(
-                "cannot open exchange directory {}: {e}",
-                exchange_dir.display()
-            ))
-        })?;
+    let canonical = privset_net::dir::create_exchange_dir(exchange_dir)?;
     let mut h = Sha256::new();
     h.update(canonical.as_os_str().as_encoded_bytes());
     h.update(role.as_bytes());
