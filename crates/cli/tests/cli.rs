@@ -976,3 +976,26 @@ fn exchange_dir_that_is_a_file_exits_4_and_a_killed_party_restarts_at_once() {
     let _ = first.wait();
     assert!(exited.is_none(), "restart refused: {}", stderr(&o));
 }
+
+#[test]
+fn a_state_directory_inside_the_exchange_directory_is_refused() {
+    let dir = scratch("xdir-state");
+    write_inputs(&dir, 20, 20, 5);
+    let x = dir.join("exchange");
+    let link = vec!["--exchange-dir".to_string(), x.display().to_string()];
+    // --output in the shared directory puts the default state directory there too.
+    let mut args = party_args(&dir, "p1", &link, &["--timeout", "2"]);
+    let out = args.iter().position(|a| a == "--output").unwrap();
+    args[out + 1] = x.join("p1.json").display().to_string();
+    let o = privset(&as_refs(&args)).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("inside the exchange directory"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        !x.join(".privset-state").exists(),
+        "no seed in the shared directory"
+    );
+}
