@@ -999,3 +999,38 @@ fn a_state_directory_inside_the_exchange_directory_is_refused() {
         "no seed in the shared directory"
     );
 }
+
+#[test]
+fn a_silent_peer_is_dropped_after_timeout_not_a_fixed_handshake_wait() {
+    let dir = scratch("silent-greeting");
+    write_inputs(&dir, 20, 20, 5);
+    let addr = port();
+    let link = vec![
+        "--listen".to_string(),
+        addr.clone(),
+        "--insecure-no-tls".into(),
+    ];
+    let start = Instant::now();
+    let child = spawn(&as_refs(&party_args(
+        &dir,
+        "p1",
+        &link,
+        &["--timeout", "2"],
+    )));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let silent = loop {
+        match std::net::TcpStream::connect(&addr) {
+            Ok(s) => break s,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => panic!("{e}"),
+        }
+    };
+    let o = finish(child);
+    drop(silent);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert!(
+        start.elapsed() < Duration::from_secs(12),
+        "{:?}",
+        start.elapsed()
+    );
+}

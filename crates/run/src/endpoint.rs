@@ -200,8 +200,6 @@ impl Shared {
 
 /// How often the accepting thread looks for a connection, a cancel or a free slot.
 const POLL: Duration = Duration::from_millis(20);
-/// Longest a handshake may take, within the session's timeout.
-const MAX_HANDSHAKE: Duration = Duration::from_secs(30);
 
 /// Serves sessions of `service` on `listener` until `max_sessions` have ended or
 /// `opts.cancel` is cancelled; returns what it did. Fails only if the listener or the
@@ -386,7 +384,7 @@ impl Connection {
         );
         let conn_opts = ConnectOptions {
             connect_timeout: self.opts.timeout,
-            handshake_timeout: self.opts.timeout.min(MAX_HANDSHAKE),
+            handshake_timeout: self.opts.timeout,
             io_timeout: self.opts.timeout,
             server_name: None,
             cancel,

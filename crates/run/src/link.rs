@@ -70,10 +70,10 @@ impl LinkSpec {
         };
         let opts = ConnectOptions {
             connect_timeout: self.timeout,
+            handshake_timeout: self.timeout,
             io_timeout: self.timeout,
             server_name: self.server_name.clone(),
             cancel: self.cancel.clone(),
-            ..ConnectOptions::default()
         };
         let (transport, kind): (Box<dyn Transport + Send>, _) = match (&self.tls, listen) {
             (Some(files), true) => (Box::new(tls::accept(addr, files, &opts)?), "tcp+mtls"),
