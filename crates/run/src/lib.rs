@@ -20,6 +20,7 @@ pub mod apsi;
 pub mod csv_input;
 pub mod drive;
 pub mod endpoint;
+pub mod exec_policy;
 pub mod fail;
 pub mod link;
 pub mod links;
