@@ -148,7 +148,7 @@ pub fn decode_reply(bytes: &[u8]) -> Result<Option<String>, String> {
             bytes.len()
         ));
     }
-    let reason = String::from_utf8_lossy(&bytes[PREAMBLE_HEADER..]).into_owned();
+    let reason = privset_protocols::peer_text::sanitize(&bytes[PREAMBLE_HEADER..]);
     match bytes[5] {
         0 => Ok(None),
         1 => Ok(Some(reason)),

@@ -169,8 +169,9 @@ impl PolicySpec {
     }
 }
 
+/// A client ID for reports and logs: it may come from the peer, so made safe to print.
 fn lossy(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    privset_protocols::peer_text::sanitize(bytes)
 }
 
 /// What the client of Authorize reports (`privset apsi authorize --output`).
