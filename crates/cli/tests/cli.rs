@@ -1034,3 +1034,42 @@ fn a_silent_peer_is_dropped_after_timeout_not_a_fixed_handshake_wait() {
         start.elapsed()
     );
 }
+
+#[test]
+fn output_rows_carry_the_identifiers_exact_bytes() {
+    let dir = scratch("pso-bytes");
+    let odd: [&[u8]; 3] = [b"caf\xe9", b"\xff\xfe-id", b"quoted, \"yes\""];
+    let quote = |id: &[u8]| {
+        let mut q = b"\"".to_vec();
+        for &b in id {
+            if b == b'"' {
+                q.push(b'"');
+            }
+            q.push(b);
+        }
+        q.extend(b"\"");
+        q
+    };
+    let mut p1 = b"email\n".to_vec();
+    let mut p2 = b"id,spend\n".to_vec();
+    for (i, id) in odd.iter().enumerate() {
+        p1.extend(quote(id));
+        p1.push(b'\n');
+        p2.extend(quote(id));
+        p2.extend(format!(",{i}\n").as_bytes());
+    }
+    p1.extend(b"only-p1\n");
+    p2.extend(b"only-p2,9\n");
+    std::fs::write(dir.join("p1.csv"), p1).unwrap();
+    std::fs::write(dir.join("p2.csv"), p2).unwrap();
+    run_pso(&dir, "psi", &[]);
+    let mut r = csv::Reader::from_path(dir.join("psi-receiver.csv")).unwrap();
+    let mut got: Vec<Vec<u8>> = r
+        .byte_records()
+        .map(|rec| rec.unwrap()[0].to_vec())
+        .collect();
+    got.sort();
+    let mut want: Vec<Vec<u8>> = odd.iter().map(|id| id.to_vec()).collect();
+    want.sort();
+    assert_eq!(got, want);
+}
