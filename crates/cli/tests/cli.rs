@@ -372,6 +372,25 @@ fn input_errors_name_the_line_and_duplicates_follow_the_policy() {
         "{}",
         stderr(&o)
     );
+    // Errors name the line an editor shows, whatever the line endings, and quote the
+    // cell as written.
+    let cases: [(&str, &[u8], &str); 5] = [
+        ("crlf.csv", b"id,spend\r\na,1\r\nb,-2\r\n", "line 3"),
+        ("cr.csv", b"id,spend\ra,1\rb,-2\r", "line 3"),
+        ("multi.csv", b"id,spend\n\"a\nb\",1\nc,-2\n", "line 4"),
+        ("ragged.csv", b"id,spend\r\na,1\r\nb\r\n", "line 3"),
+        (
+            "huge.csv",
+            b"id,spend\r\na,123456789012345678901234567890123456789012345\r\n",
+            "line 2: value 1234567890123456789012345678901234567890...",
+        ),
+    ];
+    for (file, content, says) in cases {
+        std::fs::write(dir.join(file), content).unwrap();
+        let o = run(file, &[]);
+        assert_eq!(o.status.code(), Some(2), "{file}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{file}: {}", stderr(&o));
+    }
     // With an explicit policy the input is accepted: the run then fails only on the
     // network (exit code 4), after validation.
     for policy in ["sum", "first"] {

@@ -18,6 +18,7 @@
 
 pub mod apsi;
 pub mod csv_input;
+pub mod csv_lines;
 pub mod drive;
 pub mod endpoint;
 pub mod exec_policy;
