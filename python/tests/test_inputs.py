@@ -89,11 +89,16 @@ def test_csv_files_are_read_as_the_cli_reads_them(tmp_path: pathlib.Path) -> Non
         ("id,spend\na,1.5\n", 2),
         ("id,spend\na,4294967296\n", 2),
         ("id,spend\na,1\n  ,2\n", 3),
+        # The line an editor shows, whatever the line endings.
+        ("id,spend\r\na,1\r\nb,-2\r\n", 3),
+        ("id,spend\ra,1\rb,-2\r", 3),
+        ('id,spend\n"a\nb",1\nc,-2\n', 4),
+        ("id,spend\r\na,1\r\nb\r\n", 3),
     ],
 )
 def test_csv_errors_carry_the_cli_message(tmp_path: pathlib.Path, content: str, line: int) -> None:
     path = tmp_path / "p2.csv"
-    path.write_text(content)
+    path.write_bytes(content.encode())
     with pytest.raises(privset.InputError) as e:
         privset.PiSum.p2(path, id_column="id", value_columns=["spend"])
     assert e.value.line == line and f"line {line}" in str(e.value)
@@ -120,3 +125,32 @@ def test_csv_column_errors(tmp_path: pathlib.Path) -> None:
         privset.Psi.receiver(tmp_path / "missing.csv", id_column="email")
     with pytest.raises(privset.ConfigurationError, match="needs id_column"):
         privset.Psi.receiver(path)
+
+
+def test_a_huge_value_is_quoted_as_written(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "p2.csv"
+    path.write_bytes(b"id,spend\r\na," + b"12345" * 9 + b"\r\n")
+    with pytest.raises(privset.InputError) as e:
+        privset.PiSum.p2(path, id_column="id", value_columns=["spend"])
+    assert e.value.line == 2
+    assert f"value {'12345' * 8}... in column" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: privset.PiSum.p1(["a"], threshold=-1), "threshold must be between 0 and 2^64-1, got -1"),
+        (lambda: privset.PiSum.p1(["a"], max_peer_items=2**64), "max_peer_items must be between 0 and 2^64-1, got 18446744073709551616"),
+        (lambda: privset.PiSum.p1(["a"], he_modulus_bits=-3072), "he_modulus_bits must be between 0 and 2^32-1, got -3072"),
+        (lambda: privset.PiSum.p2(["a"], [1], value_bound=-5), "value_bound must be between 0 and 2^64-1, got -5"),
+        (lambda: privset.PiSum.p2(["a"], [1], sum_bound=-1), "sum_bound must be between 0 and 2^128-1, got -1"),
+        (lambda: privset.PsiCardSum.sender(["a"], [1], value_bound=10**50), "value_bound must be between 0 and 2^64-1, got 1000"),
+        (lambda: privset.Psi.receiver(["a"], max_peer_items=-1), "max_peer_items must be between 0 and 2^64-1, got -1"),
+        (lambda: privset.PiSum.p1(["a"], threshold="5"), "threshold must be an integer, got '5'"),
+    ],
+)
+def test_out_of_range_integers_are_configuration_errors(make, message: str) -> None:
+    with pytest.raises(privset.ConfigurationError) as e:
+        make()
+    assert message in str(e.value)
+    assert e.value.exit_code == 2

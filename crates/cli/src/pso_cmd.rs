@@ -215,28 +215,29 @@ fn write_rows(
 ) -> Result<Option<usize>, Failure> {
     let cannot =
         |e: &dyn std::fmt::Display| Failure::other(format!("cannot write {}: {e}", path.display()));
-    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    let (header, records): (Vec<String>, Vec<Vec<String>>) = match (output.rows(), own_ids) {
+    // Identifiers are written as their exact bytes (a CSV field of arbitrary bytes,
+    // quoted where needed), never re-encoded: they must match the input byte for byte.
+    let (header, records): (Vec<&[u8]>, Vec<Vec<Vec<u8>>>) = match (output.rows(), own_ids) {
         (Some(Rows::Items(items)), _) => (
-            vec![id_column.to_string()],
-            items.iter().map(|i| vec![text(i)]).collect(),
+            vec![id_column.as_bytes()],
+            items.iter().map(|i| vec![i.clone()]).collect(),
         ),
         (Some(Rows::Shares(shares)), _) => (
-            vec!["index".into(), "share".into()],
+            vec![b"index".as_slice(), b"share"],
             shares
                 .iter()
-                .map(|s| vec![s.index.to_string(), hex::encode(&s.share)])
+                .map(|s| vec![s.index.to_string().into(), hex::encode(&s.share).into()])
                 .collect(),
         ),
         // Both parties' files have the same rows in the same order: join on private_id.
         (Some(Rows::PrivateId(table)), Some(ids)) => (
-            vec!["private_id".into(), id_column.to_string()],
+            vec![b"private_id".as_slice(), id_column.as_bytes()],
             report::private_id_rows(table)
                 .into_iter()
                 .map(|(id, own)| {
                     vec![
-                        hex::encode(id),
-                        own.map(|i| text(&ids[i])).unwrap_or_default(),
+                        hex::encode(id).into(),
+                        own.map(|i| ids[i].clone()).unwrap_or_default(),
                     ]
                 })
                 .collect(),

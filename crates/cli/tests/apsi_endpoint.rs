@@ -148,6 +148,11 @@ impl Setup {
     }
 
     fn server(&self, addr: &str, extra: &[&str]) -> Child {
+        self.server_with(addr, extra, self.tls("server"))
+    }
+
+    /// `apsi serve` with `security`: TLS flags, or `--insecure-no-tls`.
+    fn server_with(&self, addr: &str, extra: &[&str], security: Vec<String>) -> Child {
         let mut serve = args(&[
             "apsi",
             "serve",
@@ -161,11 +166,15 @@ impl Setup {
             "card",
         ]);
         serve.extend(args(extra));
-        serve.extend(self.tls("server"));
+        serve.extend(security);
         spawn(&serve)
     }
 
     fn intersect(&self, addr: &str, output: &str) -> Child {
+        self.intersect_with(addr, output, self.tls("client"))
+    }
+
+    fn intersect_with(&self, addr: &str, output: &str, security: Vec<String>) -> Child {
         let mut inter = args(&[
             "apsi",
             "intersect",
@@ -186,7 +195,7 @@ impl Setup {
             "--timeout",
             "120",
         ]);
-        inter.extend(self.tls("client"));
+        inter.extend(security);
         spawn(&inter)
     }
 
@@ -329,4 +338,81 @@ fn a_silent_client_does_not_delay_an_honest_one() {
     assert_eq!(failed[0]["error"]["kind"], "timeout", "{lines:?}");
     assert_eq!(failed[0]["outcome"], serde_json::Value::Null);
     assert_eq!(ok[0]["outcome"]["client_id"], "acme");
+}
+
+/// Connects to `addr` and sends `bytes` one per second (a slow-loris client), until
+/// they run out or the server hangs up.
+fn slow_loris(addr: &str, bytes: Vec<u8>) -> std::thread::JoinHandle<Duration> {
+    use std::io::Write;
+    let mut sock = std::net::TcpStream::connect(addr).unwrap();
+    std::thread::spawn(move || {
+        let start = Instant::now();
+        for b in bytes {
+            if sock.write_all(&[b]).is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        start.elapsed()
+    })
+}
+
+#[test]
+fn a_slow_loris_client_does_not_delay_an_honest_one() {
+    let s = Setup::new("loris", 300);
+    // A TLS handshake record announcing 256 bytes; the plaintext greeting.
+    let mut hello = vec![0x16, 0x03, 0x01, 0x01, 0x00];
+    hello.extend([0u8; 256]);
+    let cases = [
+        ("tls", s.tls("server"), s.tls("client"), hello),
+        (
+            "plaintext",
+            args(&["--insecure-no-tls"]),
+            args(&["--insecure-no-tls"]),
+            b"PSETPLN1".to_vec(),
+        ),
+    ];
+    let timeout = 10u64;
+    for (name, server_security, client_security, loris_bytes) in cases {
+        let addr = port();
+        let server = s.server_with(
+            &addr,
+            &["--max-sessions", "1", "--timeout", &timeout.to_string()],
+            server_security,
+        );
+        // Wait for the server to listen, then start the slow client.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(&addr).is_err() {
+            assert!(Instant::now() < deadline, "{name}: server not listening");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let loris = slow_loris(&addr, loris_bytes);
+        std::thread::sleep(Duration::from_secs(2));
+        // The honest client, started after it, finishes normally and promptly.
+        let started = Instant::now();
+        let output = format!("{name}.json");
+        let o = s
+            .intersect_with(&addr, &output, client_security)
+            .wait_with_output()
+            .unwrap();
+        let took = started.elapsed();
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        assert_eq!(s.result(&output)["cardinality"], 100, "{name}");
+        assert!(
+            took < Duration::from_secs(timeout - 2),
+            "{name}: the honest client took {took:?}"
+        );
+        // The server logged the one session and refused the slow client at its
+        // deadline, whatever it kept sending.
+        let o = server.wait_with_output().unwrap();
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        let lines = log_lines(&o);
+        assert_eq!(lines.len(), 1, "{name}: {lines:?}");
+        assert_eq!(lines[0]["ok"], true, "{name}: {lines:?}");
+        let cut = loris.join().unwrap();
+        assert!(
+            cut < Duration::from_secs(timeout + 5),
+            "{name}: the slow client was cut off after {cut:?}"
+        );
+    }
 }

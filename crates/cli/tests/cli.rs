@@ -372,6 +372,25 @@ fn input_errors_name_the_line_and_duplicates_follow_the_policy() {
         "{}",
         stderr(&o)
     );
+    // Errors name the line an editor shows, whatever the line endings, and quote the
+    // cell as written.
+    let cases: [(&str, &[u8], &str); 5] = [
+        ("crlf.csv", b"id,spend\r\na,1\r\nb,-2\r\n", "line 3"),
+        ("cr.csv", b"id,spend\ra,1\rb,-2\r", "line 3"),
+        ("multi.csv", b"id,spend\n\"a\nb\",1\nc,-2\n", "line 4"),
+        ("ragged.csv", b"id,spend\r\na,1\r\nb\r\n", "line 3"),
+        (
+            "huge.csv",
+            b"id,spend\r\na,123456789012345678901234567890123456789012345\r\n",
+            "line 2: value 1234567890123456789012345678901234567890...",
+        ),
+    ];
+    for (file, content, says) in cases {
+        std::fs::write(dir.join(file), content).unwrap();
+        let o = run(file, &[]);
+        assert_eq!(o.status.code(), Some(2), "{file}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{file}: {}", stderr(&o));
+    }
     // With an explicit policy the input is accepted: the run then fails only on the
     // network (exit code 4), after validation.
     for policy in ["sum", "first"] {
@@ -939,4 +958,137 @@ fn apsi_three_processes_over_mutual_tls() {
     assert!(stderr(&o).contains("card 299 is blocked"), "{}", stderr(&o));
     assert!(!dir.join("x2.sig").exists());
     finish(judge);
+}
+
+#[test]
+fn exchange_dir_that_is_a_file_exits_4_and_a_killed_party_restarts_at_once() {
+    let dir = scratch("xdir-file");
+    write_inputs(&dir, 20, 20, 5);
+    let file = dir.join("not-a-dir");
+    std::fs::write(&file, "x").unwrap();
+    for x in [file.clone(), file.join("run-1")] {
+        let link = vec!["--exchange-dir".to_string(), x.display().to_string()];
+        let o = privset(&as_refs(&party_args(&dir, "p1", &link, &[])))
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+        assert!(stderr(&o).contains("not a directory") || stderr(&o).contains("lies under"));
+    }
+    // Killed and restarted before the old process is reaped: the kernel released the
+    // lock with the process, so the restart is not refused.
+    let x = dir.join("exchange");
+    let link = vec![
+        "--exchange-dir".to_string(),
+        x.display().to_string(),
+        "--poll-interval-ms".into(),
+        "20".into(),
+    ];
+    let args = party_args(&dir, "p1", &link, &[]);
+    let mut first = spawn(&as_refs(&args));
+    wait_for(&x.join("p1.lock"), Duration::from_secs(30));
+    first.kill().unwrap();
+    let mut second = spawn(&as_refs(&args));
+    std::thread::sleep(Duration::from_secs(3));
+    let exited = second.try_wait().unwrap();
+    let _ = second.kill();
+    let o = finish(second);
+    let _ = first.wait();
+    assert!(exited.is_none(), "restart refused: {}", stderr(&o));
+}
+
+#[test]
+fn a_state_directory_inside_the_exchange_directory_is_refused() {
+    let dir = scratch("xdir-state");
+    write_inputs(&dir, 20, 20, 5);
+    let x = dir.join("exchange");
+    let link = vec!["--exchange-dir".to_string(), x.display().to_string()];
+    // --output in the shared directory puts the default state directory there too.
+    let mut args = party_args(&dir, "p1", &link, &["--timeout", "2"]);
+    let out = args.iter().position(|a| a == "--output").unwrap();
+    args[out + 1] = x.join("p1.json").display().to_string();
+    let o = privset(&as_refs(&args)).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("inside the exchange directory"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        !x.join(".privset-state").exists(),
+        "no seed in the shared directory"
+    );
+}
+
+#[test]
+fn a_silent_peer_is_dropped_after_timeout_not_a_fixed_handshake_wait() {
+    let dir = scratch("silent-greeting");
+    write_inputs(&dir, 20, 20, 5);
+    let addr = port();
+    let link = vec![
+        "--listen".to_string(),
+        addr.clone(),
+        "--insecure-no-tls".into(),
+    ];
+    let start = Instant::now();
+    let child = spawn(&as_refs(&party_args(
+        &dir,
+        "p1",
+        &link,
+        &["--timeout", "2"],
+    )));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let silent = loop {
+        match std::net::TcpStream::connect(&addr) {
+            Ok(s) => break s,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => panic!("{e}"),
+        }
+    };
+    let o = finish(child);
+    drop(silent);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert!(
+        start.elapsed() < Duration::from_secs(12),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn output_rows_carry_the_identifiers_exact_bytes() {
+    let dir = scratch("pso-bytes");
+    let odd: [&[u8]; 3] = [b"caf\xe9", b"\xff\xfe-id", b"quoted, \"yes\""];
+    let quote = |id: &[u8]| {
+        let mut q = b"\"".to_vec();
+        for &b in id {
+            if b == b'"' {
+                q.push(b'"');
+            }
+            q.push(b);
+        }
+        q.extend(b"\"");
+        q
+    };
+    let mut p1 = b"email\n".to_vec();
+    let mut p2 = b"id,spend\n".to_vec();
+    for (i, id) in odd.iter().enumerate() {
+        p1.extend(quote(id));
+        p1.push(b'\n');
+        p2.extend(quote(id));
+        p2.extend(format!(",{i}\n").as_bytes());
+    }
+    p1.extend(b"only-p1\n");
+    p2.extend(b"only-p2,9\n");
+    std::fs::write(dir.join("p1.csv"), p1).unwrap();
+    std::fs::write(dir.join("p2.csv"), p2).unwrap();
+    run_pso(&dir, "psi", &[]);
+    let mut r = csv::Reader::from_path(dir.join("psi-receiver.csv")).unwrap();
+    let mut got: Vec<Vec<u8>> = r
+        .byte_records()
+        .map(|rec| rec.unwrap()[0].to_vec())
+        .collect();
+    got.sort();
+    let mut want: Vec<Vec<u8>> = odd.iter().map(|id| id.to_vec()).collect();
+    want.sort();
+    assert_eq!(got, want);
 }

@@ -7,8 +7,10 @@
 //! * `NNNN-<role>.msg`: message NNNN (that sender's index, from 0, zero-padded) of
 //!   `<role>`. Written as `NNNN-<role>.msg.tmp`, fsynced, then renamed, so a reader
 //!   never sees half a message.
-//! * `<role>.lock`: holds the pid of the live process playing `<role>`, so two processes
-//!   of the same role never write into one directory.
+//! * `<role>.lock`: locked (advisory file lock) by the live process playing `<role>`, so
+//!   two processes of the same role never write into one directory. The kernel drops
+//!   the lock when its holder exits, however it dies; the file holds its pid only to
+//!   name it in the refusal.
 //!
 //! An n-party session ([`open_links`]) shares one directory among all its participants,
 //! named `p0`, `p1`, ... by index. Each ordered pair of participants that talk has its own
@@ -22,12 +24,12 @@
 //! message whose file exists just reads it. A *different* existing message means the
 //! directory belongs to another run, which is refused.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::fs::{self, File, OpenOptions, TryLockError};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use privset_protocols::party::PartyId;
 
@@ -74,16 +76,6 @@ pub struct ExchangeDir {
     _lock: Arc<LockFile>,
 }
 
-/// A held lock file, removed on drop.
-#[derive(Debug)]
-struct LockFile(PathBuf);
-
-impl Drop for LockFile {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(&self.0);
-    }
-}
-
 /// The role of participant `p` of an n-party session in file names: `p<index>`.
 pub fn participant_role(p: PartyId) -> String {
     format!("p{p}")
@@ -126,17 +118,34 @@ pub fn open_links(
 
 /// Creates `dir` if needed and takes `role`'s lock in it.
 fn create_and_lock(dir: &Path, role: &str) -> Result<LockFile, TransportError> {
-    fs::create_dir_all(dir).map_err(|e| {
-        TransportError::io(format!("creating exchange directory {}", dir.display()), e)
-    })?;
-    let lock = dir.join(format!("{role}.lock"));
-    take_lock(&lock, role)?;
-    Ok(LockFile(lock))
+    create_exchange_dir(dir)?;
+    take_lock(&dir.join(format!("{role}.lock")), role)
 }
 
-/// A lock file whose content cannot be read as a pid is considered abandoned after this
-/// long (a process killed between creating and writing it).
-const UNREADABLE_LOCK_GRACE: Duration = Duration::from_secs(60);
+/// Creates the exchange directory `dir` if needed and returns its canonical path. A
+/// path that is (or lies under) something other than a directory is refused with a
+/// message naming the culprit, rather than the bare "File exists" of the system.
+pub fn create_exchange_dir(dir: &Path) -> Result<PathBuf, TransportError> {
+    if let Some(blocker) = dir
+        .ancestors()
+        .find(|p| !p.as_os_str().is_empty() && fs::metadata(p).is_ok_and(|m| !m.is_dir()))
+    {
+        let problem = if blocker == dir {
+            "is a file, not a directory".to_string()
+        } else {
+            format!("lies under {}, which is a file", blocker.display())
+        };
+        return Err(TransportError::ExchangeDir(format!(
+            "{} {problem}; give a directory (it is created if missing)",
+            dir.display()
+        )));
+    }
+    fs::create_dir_all(dir)
+        .and_then(|()| dir.canonicalize())
+        .map_err(|e| {
+            TransportError::io(format!("creating exchange directory {}", dir.display()), e)
+        })
+}
 
 impl ExchangeDir {
     /// Opens (creating if needed) `dir` as `my_role`, talking to `peer_role`, and takes
@@ -196,89 +205,113 @@ fn check_role(role: &str) -> Result<(), TransportError> {
     Ok(())
 }
 
-/// Creates the lock file exclusively; takes over a lock whose process is gone.
-fn take_lock(lock: &Path, role: &str) -> Result<(), TransportError> {
-    for _ in 0..2 {
-        match OpenOptions::new().write(true).create_new(true).open(lock) {
-            Ok(mut f) => {
-                let pid = std::process::id();
-                return f
-                    .write_all(format!("{pid}\n").as_bytes())
-                    .and_then(|()| f.sync_all())
-                    .map_err(|e| {
-                        TransportError::io(format!("writing lock file {}", lock.display()), e)
-                    });
+/// A held role lock: an advisory lock on `<role>.lock` that the kernel releases the
+/// moment its holder exits, however it dies (killed, crashed), so a restarted party
+/// never finds a stale lock and no pid has to be checked. The file holds the holder's
+/// pid, only to name it in the refusal.
+#[derive(Debug)]
+struct LockFile {
+    path: PathBuf,
+    file: File,
+}
+
+impl Drop for LockFile {
+    fn drop(&mut self) {
+        // Removed while still locked: a process that opened the file meanwhile finds,
+        // once it holds the lock, that the path no longer names it, and starts over.
+        let _ = fs::remove_file(&self.path);
+        let _ = self.file.unlock();
+    }
+}
+
+/// How long a refused lock is retried: a party restarted right after being killed may
+/// find the lock still held for the instant the kernel takes to tear the old process
+/// down.
+const LOCK_RETRY: Duration = Duration::from_secs(2);
+const LOCK_RETRY_PAUSE: Duration = Duration::from_millis(50);
+
+/// Takes `role`'s lock file `lock`, retrying a held lock for [`LOCK_RETRY`].
+fn take_lock(lock: &Path, role: &str) -> Result<LockFile, TransportError> {
+    let start = Instant::now();
+    loop {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(lock)
+            .map_err(|e| TransportError::io(format!("opening lock file {}", lock.display()), e))?;
+        match file.try_lock() {
+            Ok(()) => {
+                if !same_file(&file, lock) {
+                    // The previous holder removed it between our open and our lock.
+                    continue;
+                }
+                let mut held = LockFile {
+                    path: lock.to_path_buf(),
+                    file,
+                };
+                write_pid(&mut held.file).map_err(|e| {
+                    TransportError::io(format!("writing lock file {}", lock.display()), e)
+                })?;
+                return Ok(held);
             }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                if !lock_is_stale(lock, role)? {
+            Err(TryLockError::WouldBlock) => {
+                if start.elapsed() >= LOCK_RETRY {
                     return Err(lock_held_error(lock, role));
                 }
-                // Stale: the process that held it is gone. Take over.
-                match fs::remove_file(lock) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                    Err(e) => {
-                        return Err(TransportError::io(
-                            format!("removing stale lock file {}", lock.display()),
-                            e,
-                        ));
-                    }
-                }
+                thread::sleep(LOCK_RETRY_PAUSE);
             }
-            Err(e) => {
+            Err(TryLockError::Error(e)) => {
                 return Err(TransportError::io(
-                    format!("creating lock file {}", lock.display()),
+                    format!("locking {} for role {role:?}", lock.display()),
                     e,
                 ));
             }
         }
     }
-    Err(TransportError::ExchangeDir(format!(
-        "could not take the lock file {} for role {role:?}: another process keeps creating it",
-        lock.display()
-    )))
+}
+
+/// Replaces the lock file's content with this process's pid.
+fn write_pid(file: &mut File) -> io::Result<()> {
+    file.set_len(0)?;
+    file.seek(SeekFrom::Start(0))?;
+    file.write_all(format!("{}\n", std::process::id()).as_bytes())?;
+    file.sync_all()
+}
+
+/// True if `path` still names the open `file` (not a newer file of the same name).
+#[cfg(unix)]
+fn same_file(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+/// Elsewhere a file that is open cannot be removed by its holder, so the name still
+/// refers to the file as long as it exists.
+#[cfg(not(unix))]
+fn same_file(_file: &File, path: &Path) -> bool {
+    path.exists()
 }
 
 /// Fails with a message naming the live holder.
 fn lock_held_error(lock: &Path, role: &str) -> TransportError {
     let holder = fs::read_to_string(lock).unwrap_or_default();
+    let holder = match holder.trim() {
+        pid if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) => {
+            format!("process {pid}")
+        }
+        _ => "another process".to_string(),
+    };
     TransportError::ExchangeDir(format!(
-        "role {role:?} is already in use in this directory by process {} (lock file {}); \
-         if no such process is running, remove the lock file",
-        holder.trim(),
+        "role {role:?} is already in use in this directory by {holder} (lock file {}); \
+         the lock is released the moment that process exits: if it was just stopped, \
+         retry in a moment, otherwise stop it first",
         lock.display()
     ))
-}
-
-/// True if the lock's pid no longer runs. Without /proc (not Linux) we cannot tell and
-/// say "not stale", leaving the decision to the user.
-fn lock_is_stale(lock: &Path, role: &str) -> Result<bool, TransportError> {
-    let content = match fs::read_to_string(lock) {
-        Ok(c) => c,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
-        Err(e) => {
-            return Err(TransportError::io(
-                format!("reading lock file {} of role {role:?}", lock.display()),
-                e,
-            ));
-        }
-    };
-    match content.trim().parse::<u32>() {
-        Ok(pid) => {
-            if !Path::new("/proc/self").exists() {
-                return Ok(false);
-            }
-            Ok(!Path::new(&format!("/proc/{pid}")).exists())
-        }
-        Err(_) => {
-            let age = fs::metadata(lock)
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(|t| SystemTime::now().duration_since(t).ok())
-                .unwrap_or_default();
-            Ok(age > UNREADABLE_LOCK_GRACE)
-        }
-    }
 }
 
 impl Transport for ExchangeDir {

@@ -148,7 +148,7 @@ pub fn decode_reply(bytes: &[u8]) -> Result<Option<String>, String> {
             bytes.len()
         ));
     }
-    let reason = String::from_utf8_lossy(&bytes[PREAMBLE_HEADER..]).into_owned();
+    let reason = privset_protocols::peer_text::sanitize(&bytes[PREAMBLE_HEADER..]);
     match bytes[5] {
         0 => Ok(None),
         1 => Ok(Some(reason)),
@@ -400,28 +400,31 @@ impl Link {
         }
     }
 
-    /// Runs the preamble exchange `f` under the handshake timeout (a silent peer must
-    /// not hold the set-up for the much longer I/O timeout), then restores the I/O one.
+    /// Runs the preamble exchange `f` within the handshake timeout, in total (a silent
+    /// or trickling peer must not hold the set-up for the much longer I/O timeout).
     fn during_handshake<T>(
         &mut self,
         opts: &ConnectOptions,
         what: &str,
         f: impl FnOnce(&mut dyn Transport) -> Result<T, TransportError>,
     ) -> Result<T, TransportError> {
-        let configure = |tcp: &TcpStream, t: Duration| {
-            socket::set_timeouts(tcp, t)
-                .map_err(|e| TransportError::io(format!("configuring connection to {what}"), e))
-        };
-        configure(self.tcp(), opts.handshake_timeout)?;
+        self.cap(Some(Instant::now() + opts.handshake_timeout));
         let result = f(self.transport()).map_err(|e| match e {
             TransportError::Timeout { .. } => TransportError::Timeout {
                 what: format!("exchanging the link preamble with {what}"),
                 seconds: secs(opts.handshake_timeout),
             },
             other => other,
-        })?;
-        configure(self.tcp(), opts.io_timeout)?;
-        Ok(result)
+        });
+        self.cap(None);
+        result
+    }
+
+    fn cap(&mut self, cap: Option<Instant>) {
+        match self {
+            Link::Tls(t) => t.cap(cap),
+            Link::Plain(t) => t.cap(cap),
+        }
     }
 }
 

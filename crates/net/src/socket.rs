@@ -17,10 +17,11 @@ pub struct ConnectOptions {
     /// How long to keep retrying a connection (connect side) or to wait for one
     /// (accept side).
     pub connect_timeout: Duration,
-    /// How long the TLS handshake (or plaintext greeting) may take once connected.
+    /// How long the TLS handshake (or plaintext greeting) may take once connected, in
+    /// total: a peer sending a byte at a time does not extend it.
     pub handshake_timeout: Duration,
-    /// Longest silence tolerated while waiting for a message, so a vanished peer cannot
-    /// hang us forever. Also bounds blocking writes.
+    /// Longest wait for any one message to arrive in full (or to be sent), so a
+    /// vanished or trickling peer cannot hang us forever.
     pub io_timeout: Duration,
     /// Name to verify the server certificate against, instead of the host part of the
     /// address (useful when connecting by IP to a certificate issued for a DNS name).

@@ -30,7 +30,7 @@ pub(crate) fn looks_like_tls(bytes: &[u8]) -> bool {
 /// A plaintext, length-framed TCP connection.
 #[derive(Debug)]
 pub struct PlainTcpTransport {
-    stream: CountingStream<TcpStream>,
+    stream: CountingStream,
     opts: ConnectOptions,
     peer: String,
 }
@@ -83,6 +83,11 @@ impl PlainTcpTransport {
         &self.stream.inner
     }
 
+    /// Bounds every message until lifted (`None`) by `cap` too (a set-up phase).
+    pub(crate) fn cap(&mut self, cap: Option<std::time::Instant>) {
+        self.stream.cap(cap);
+    }
+
     /// Greets the peer on a connection already made or accepted.
     pub(crate) fn start(
         stream: TcpStream,
@@ -94,6 +99,7 @@ impl PlainTcpTransport {
             opts: opts.clone(),
             peer,
         };
+        t.stream.arm(opts.handshake_timeout);
         t.greet()?;
         socket::set_timeouts(&t.stream.inner, opts.io_timeout)
             .map_err(|e| TransportError::io(format!("configuring connection to {}", t.peer), e))?;
@@ -153,6 +159,7 @@ impl Transport for PlainTcpTransport {
                 max: framing::MAX_FRAME as u64,
             });
         }
+        self.stream.arm(self.opts.io_timeout);
         framing::write_frame(&mut self.stream, message).map_err(|e| {
             framing::map_stream_error(
                 e,
@@ -166,6 +173,7 @@ impl Transport for PlainTcpTransport {
         let what = format!("waiting for a message from {}", self.peer);
         let t = self.opts.io_timeout;
         let map = |e| framing::map_stream_error(e, &what, t);
+        self.stream.arm(t);
         // A TLS record read as a length is >= 335 MB; only call it TLS when that exceeds
         // the limit anyway, so a legitimate large message is never misread.
         match framing::read_prefix(&mut self.stream, max_len).map_err(map)? {

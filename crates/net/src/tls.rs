@@ -49,7 +49,7 @@ impl TlsFiles {
     }
 }
 
-type Sock = CountingStream<TcpStream>;
+type Sock = CountingStream;
 
 /// Either end of a TLS connection; `StreamOwned` is generic over the connection type.
 enum Stream {
@@ -64,9 +64,16 @@ impl Stream {
             Stream::Server(s) => &s.sock,
         }
     }
+    fn sock_mut(&mut self) -> &mut Sock {
+        match self {
+            Stream::Client(s) => &mut s.sock,
+            Stream::Server(s) => &mut s.sock,
+        }
+    }
     /// Sends close_notify (best effort). Only writes: `complete_io` would also wait to
     /// read, which blocks until the peer speaks or the I/O timeout fires.
-    fn close(&mut self) {
+    fn close(&mut self, timeout: Duration) {
+        self.sock_mut().arm(timeout);
         fn flush_tls<C, D>(s: &mut StreamOwned<C, Sock>)
         where
             C: std::ops::DerefMut<Target = rustls::ConnectionCommon<D>>,
@@ -138,13 +145,18 @@ impl TlsTransport {
     /// Ends the connection cleanly (TLS close_notify) and returns the final counters,
     /// which include the close_notify record. Dropping does the same, without counters.
     pub fn close(mut self) -> ByteCounters {
-        self.stream.close();
+        self.stream.close(self.io_timeout);
         self.counters()
     }
 
     /// The TCP socket underneath, for timeouts and cancel registration.
     pub(crate) fn tcp(&self) -> &TcpStream {
         &self.stream.sock().inner
+    }
+
+    /// Bounds every message until lifted (`None`) by `cap` too (a set-up phase).
+    pub(crate) fn cap(&mut self, cap: Option<std::time::Instant>) {
+        self.stream.sock_mut().cap(cap);
     }
 
     fn map_err(&self, err: io::Error, what: &str) -> TransportError {
@@ -154,7 +166,7 @@ impl TlsTransport {
 
 impl Drop for TlsTransport {
     fn drop(&mut self) {
-        self.stream.close();
+        self.stream.close(self.io_timeout);
     }
 }
 
@@ -166,12 +178,14 @@ impl Transport for TlsTransport {
                 max: framing::MAX_FRAME as u64,
             });
         }
+        self.stream.sock_mut().arm(self.io_timeout);
         framing::write_frame(&mut self.stream, message)
             .map_err(|e| self.map_err(e, &format!("sending to {}", self.peer)))
     }
 
     fn recv(&mut self, max_len: usize) -> Result<Vec<u8>, TransportError> {
         let what = format!("waiting for a message from {}", self.peer);
+        self.stream.sock_mut().arm(self.io_timeout);
         let prefix = framing::read_prefix(&mut self.stream, max_len);
         match prefix.map_err(|e| self.map_err(e, &what))? {
             Prefix::Closed => Err(TransportError::PeerClosed),
@@ -216,6 +230,7 @@ pub fn connect(
     let conn =
         ClientConnection::new(config, name).map_err(|e| TransportError::Tls(e.to_string()))?;
     let mut s = StreamOwned::new(conn, CountingStream::new(tcp));
+    s.sock.arm(opts.handshake_timeout);
     let what = format!("TLS handshake with {addr}");
     while s.conn.is_handshaking() {
         s.conn.complete_io(&mut s.sock).map_err(|e| {
@@ -275,6 +290,7 @@ pub(crate) fn handshake_accepted(
 ) -> Result<TlsTransport, TransportError> {
     let conn = ServerConnection::new(config).map_err(|e| TransportError::Tls(e.to_string()))?;
     let mut s = StreamOwned::new(conn, CountingStream::new(tcp));
+    s.sock.arm(opts.handshake_timeout);
     let what = format!("TLS handshake with {peer}");
     while s.conn.is_handshaking() {
         if let Err(e) = s.conn.complete_io(&mut s.sock) {
@@ -330,6 +346,7 @@ impl TlsAcceptor {
         let conn = ServerConnection::new(self.config.clone())
             .map_err(|e| TransportError::Tls(e.to_string()))?;
         let mut s = StreamOwned::new(conn, CountingStream::new(tcp));
+        s.sock.arm(opts.handshake_timeout);
         let what = format!("TLS handshake with {peer}");
         while s.conn.is_handshaking() {
             if let Err(e) = s.conn.complete_io(&mut s.sock) {

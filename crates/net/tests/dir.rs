@@ -140,12 +140,43 @@ fn lock_prevents_two_live_parties_of_one_role_and_stale_locks_are_taken_over() {
     let other_role = ExchangeDir::open(&dir, "b", "a", opts()).unwrap();
     drop(first);
     drop(other_role);
-    // A lock left by a process that no longer exists.
+    // A lock file left by a process that no longer exists.
     fs::write(dir.join("a.lock"), "4000000000\n").unwrap();
     let t = ExchangeDir::open(&dir, "a", "b", opts()).unwrap();
     let held = fs::read_to_string(dir.join("a.lock")).unwrap();
     assert_eq!(held.trim(), std::process::id().to_string());
     drop(t);
+}
+
+#[test]
+fn a_lock_file_nobody_holds_is_taken_over_whatever_pid_it_names() {
+    // The pid of a live process (this one, or any thread id of any process) does not
+    // make a lock file held: only a process holding the lock does.
+    let dir = temp_dir("dir-lock-pid");
+    fs::write(dir.join("a.lock"), format!("{}\n", std::process::id())).unwrap();
+    let t = ExchangeDir::open(&dir, "a", "b", opts()).unwrap();
+    drop(t);
+    // A refusal says the lock goes with its holder and to retry.
+    let _held = ExchangeDir::open(&dir, "a", "b", opts()).unwrap();
+    let err = ExchangeDir::open(&dir, "a", "b", opts()).unwrap_err();
+    assert!(err.to_string().contains("retry"), "{err}");
+}
+
+#[test]
+fn an_exchange_directory_that_is_a_file_is_refused_clearly() {
+    let dir = temp_dir("dir-file");
+    let file = dir.join("plain-file");
+    fs::write(&file, "not a directory").unwrap();
+    for (path, says) in [
+        (file.clone(), "is a file, not a directory"),
+        (file.join("run-1"), "lies under"),
+    ] {
+        let err = ExchangeDir::open(&path, "a", "b", opts()).unwrap_err();
+        assert!(
+            matches!(&err, TransportError::ExchangeDir(why) if why.contains(says)),
+            "{err}"
+        );
+    }
 }
 
 #[test]

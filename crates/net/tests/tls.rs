@@ -335,3 +335,106 @@ fn large_messages_cross_tls_intact() {
     assert_eq!(server.join().unwrap(), expected);
     assert!(t.counters().sent > 3_000_004);
 }
+
+/// Connects to `addr` and writes `bytes` one at a time, `gap` apart, until done, the
+/// server hangs up, or 5 s have passed.
+fn trickle(addr: String, bytes: Vec<u8>, gap: Duration) -> thread::JoinHandle<()> {
+    trickle_after(addr, Vec::new(), bytes, gap)
+}
+
+/// Like [`trickle`], after writing `first` at once.
+fn trickle_after(
+    addr: String,
+    first: Vec<u8>,
+    bytes: Vec<u8>,
+    gap: Duration,
+) -> thread::JoinHandle<()> {
+    thread::spawn(move || {
+        let start = Instant::now();
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.write_all(&first).unwrap();
+        for b in bytes {
+            if start.elapsed() > Duration::from_secs(5) || s.write_all(&[b]).is_err() {
+                return;
+            }
+            thread::sleep(gap);
+        }
+    })
+}
+
+fn short(handshake: Duration, io: Duration) -> ConnectOptions {
+    ConnectOptions {
+        handshake_timeout: handshake,
+        io_timeout: io,
+        ..opts()
+    }
+}
+
+#[test]
+fn a_trickled_plaintext_greeting_hits_the_total_deadline() {
+    let (l, addr) = listener();
+    let client = trickle(
+        addr,
+        PLAINTEXT_PREAMBLE.to_vec(),
+        Duration::from_millis(400),
+    );
+    let start = Instant::now();
+    let err =
+        PlainTcpTransport::accept_on(&l, &short(Duration::from_secs(1), Duration::from_secs(10)))
+            .unwrap_err();
+    assert!(matches!(err, TransportError::Timeout { .. }), "{err}");
+    assert!(
+        start.elapsed() < Duration::from_millis(2500),
+        "{:?}",
+        start.elapsed()
+    );
+    client.join().unwrap();
+}
+
+#[test]
+fn a_trickled_tls_hello_hits_the_total_deadline() {
+    let dir = temp_dir("tls-trickle");
+    certs_for(&dir, &["bob"]);
+    let (l, addr) = listener();
+    // A handshake record header announcing 256 bytes, then the bytes, slowly.
+    let mut hello = vec![0x16, 0x03, 0x01, 0x01, 0x00];
+    hello.extend([0u8; 256]);
+    let client = trickle(addr, hello, Duration::from_millis(200));
+    let start = Instant::now();
+    let bob = TlsFiles::in_dir(&dir, "bob");
+    let err = tls::accept_on(
+        &l,
+        &bob,
+        &short(Duration::from_secs(1), Duration::from_secs(10)),
+    )
+    .unwrap_err();
+    assert!(matches!(err, TransportError::Timeout { .. }), "{err}");
+    assert!(
+        start.elapsed() < Duration::from_millis(3500),
+        "{:?}",
+        start.elapsed()
+    );
+    drop(l);
+    client.join().unwrap();
+}
+
+#[test]
+fn a_trickled_message_hits_the_total_deadline() {
+    let (l, addr) = listener();
+    let mut bytes = 100u32.to_be_bytes().to_vec();
+    bytes.extend([7u8; 100]);
+    let gap = Duration::from_millis(200);
+    let client = trickle_after(addr, PLAINTEXT_PREAMBLE.to_vec(), bytes, gap);
+    let opts = short(Duration::from_secs(5), Duration::from_secs(1));
+    let mut t = PlainTcpTransport::accept_on(&l, &opts).unwrap();
+    let start = Instant::now();
+    let err = t.recv(1000).unwrap_err();
+    assert!(matches!(err, TransportError::Timeout { .. }), "{err}");
+    assert!(
+        start.elapsed() < Duration::from_millis(2500),
+        "{:?}",
+        start.elapsed()
+    );
+    drop(t);
+    client.join().unwrap();
+}

@@ -109,7 +109,8 @@ pub enum InputError {
     ValueTooLarge {
         line: u64,
         column: String,
-        value: u128,
+        /// The cell's text as written (shortened if long), or the sum of duplicates.
+        value: String,
         bound: u64,
     },
     #[error("the values of column {column:?} sum to {sum}, above the agreed sum bound {bound}")]

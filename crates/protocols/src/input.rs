@@ -63,29 +63,34 @@ pub fn parse_value(cell: &str, line: u64, column: &str, max_value: u64) -> Resul
     let not_int = || InputError::NotAnInteger {
         line,
         column: column.to_string(),
-        value: cell.to_string(),
+        value: cell_text(cell),
     };
     if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
         return Err(not_int());
     }
-    let v: u128 = t.parse().map_err(|_| {
-        // Only overflow is possible here: the string is all digits.
-        InputError::ValueTooLarge {
-            line,
-            column: column.to_string(),
-            value: u128::MAX,
-            bound: max_value,
-        }
-    })?;
+    let too_large = || InputError::ValueTooLarge {
+        line,
+        column: column.to_string(),
+        value: cell_text(t),
+        bound: max_value,
+    };
+    // Only overflow can fail the parse: the string is all digits.
+    let v: u128 = t.parse().map_err(|_| too_large())?;
     if v > max_value as u128 {
-        return Err(InputError::ValueTooLarge {
-            line,
-            column: column.to_string(),
-            value: v,
-            bound: max_value,
-        });
+        return Err(too_large());
     }
     Ok(v as u64)
+}
+
+/// Longest cell text quoted in a message, in characters.
+const MAX_CELL_TEXT: usize = 40;
+
+/// A cell's text for a message: as written, shortened to [`MAX_CELL_TEXT`] characters.
+fn cell_text(cell: &str) -> String {
+    match cell.char_indices().nth(MAX_CELL_TEXT) {
+        Some((cut, _)) => format!("{}...", &cell[..cut]),
+        None => cell.to_string(),
+    }
 }
 
 /// Builds a [`Dataset`] from rows, applying `policy` and `max_value`.
@@ -143,7 +148,7 @@ pub fn build_dataset(
                                 return Err(InputError::ValueTooLarge {
                                     line: row.line,
                                     column: column_names[c].clone(),
-                                    value: s,
+                                    value: format!("{s} (the sum of the duplicates)"),
                                     bound: max_value,
                                 });
                             }
@@ -241,17 +246,23 @@ mod tests {
             e,
             InputError::ValueTooLarge {
                 line: 9,
-                value: 11,
+                ref value,
                 ..
-            }
+            } if value == "11"
         ));
+        // The cell's text, not a saturated number.
+        let big = "1".repeat(45);
         let e = build_dataset(
-            vec![row(9, "a", &["99999999999999999999999999999999999999999"])],
+            vec![row(9, "a", &[&big])],
             &cols,
             DuplicatePolicy::Error,
             10,
         )
         .unwrap_err();
-        assert!(matches!(e, InputError::ValueTooLarge { line: 9, .. }));
+        let quoted = format!("{}...", "1".repeat(40));
+        assert!(
+            matches!(&e, InputError::ValueTooLarge { line: 9, value, .. } if *value == quoted),
+            "{e}"
+        );
     }
 }

@@ -16,6 +16,7 @@ pub mod engine;
 pub mod error;
 pub mod input;
 pub mod party;
+pub mod peer_text;
 pub mod pi_sum;
 pub mod pso;
 pub mod session;

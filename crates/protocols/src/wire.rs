@@ -204,7 +204,7 @@ pub fn decode_frame(protocol: ProtocolId, bytes: &[u8]) -> Result<Frame<'_>, Pro
         .into());
     }
     if kind == KIND_ALERT {
-        let reason = String::from_utf8_lossy(&body[..body.len().min(MAX_ALERT_LEN)]).into_owned();
+        let reason = crate::peer_text::sanitize(&body[..body.len().min(MAX_ALERT_LEN)]);
         return Err(ProtocolError::PeerAborted(reason));
     }
     Ok(Frame {
@@ -340,6 +340,12 @@ mod tests {
         assert_eq!(
             decode_frame(ProtocolId::PiSum, &a).unwrap_err(),
             ProtocolError::PeerAborted("nope".into())
+        );
+        // An alert cannot drive the user's terminal: control characters arrive escaped.
+        let a = alert_frame(header, "\x1b[2J\x1b]0;pwned\x07caf\u{e9}");
+        assert_eq!(
+            decode_frame(ProtocolId::PiSum, &a).unwrap_err(),
+            ProtocolError::PeerAborted("\\u{1b}[2J\\u{1b}]0;pwned\\u{7}caf\u{e9}".into())
         );
     }
 }

@@ -402,6 +402,34 @@ fn policy_rejections_are_typed() {
     }
 }
 
+/// A judge whose policy answers with terminal escape sequences.
+struct Hostile;
+
+impl privset_protocols::apsi::Policy for Hostile {
+    fn check(&self, _: &[u8], _: &[Vec<u8>]) -> Result<(), String> {
+        Err("\x1b[2J\x1b[Hall clear \u{2713}".into())
+    }
+}
+
+#[test]
+fn a_reject_reason_reaches_the_client_without_control_characters() {
+    let mut s = Setup::new(None, true);
+    let mut client = s.client("c", &items(0..3));
+    let config = JudgeConfig {
+        partial: None,
+        key_consistency: true,
+        max_items: DEFAULT_MAX_PEER_ITEMS,
+    };
+    let mut judge =
+        authorize::Judge::new(config, s.key.clone(), Arc::new(Hostile), seed(&mut s.rng)).unwrap();
+    let e = run_pair(&mut client, &mut judge).unwrap_err();
+    assert!(
+        matches!(e.error(), Some(ProtocolError::Rejected(reason))
+            if reason == "\\u{1b}[2J\\u{1b}[Hall clear \u{2713}"),
+        "{e}"
+    );
+}
+
 #[test]
 fn mismatched_settings_are_refused_before_items_leave() {
     // Client wants Partial-APSI, judge runs APSI.

@@ -554,10 +554,11 @@ impl ApsiParty {
         policy: &Bound<'_, PyAny>,
         partial: Option<f64>,
         key_consistency: bool,
-        max_items: u64,
+        max_items: &Bound<'_, PyAny>,
         policy_timeout: f64,
         allow_column: Option<&str>,
     ) -> PyResult<Self> {
+        let max_items = errors::u64_arg(py, "max_items", max_items)?;
         let timeout: Duration = link::seconds(py, "policy_timeout", policy_timeout)?;
         let policy = if let Ok(allow) = policy.cast::<Input>() {
             let ids = allow.get().data.dataset.ids.iter().cloned();
@@ -623,8 +624,9 @@ impl ApsiParty {
         input: &Input,
         judge_public: &JudgePublicKey,
         key_consistency: bool,
-        max_server_items: u64,
+        max_server_items: &Bound<'_, PyAny>,
     ) -> PyResult<Self> {
+        let max_server_items = errors::u64_arg(py, "max_server_items", max_server_items)?;
         let sigs = signatures.sigs.clone();
         let (signed, unauthorized) = sigs.select(&input.data.dataset.ids);
         // Checks the judge key and the key-consistency token now, before any run.

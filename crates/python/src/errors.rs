@@ -69,3 +69,63 @@ impl<T> IntoPy<T> for Result<T, Failure> {
         self.map_err(|f| to_py(py, f))
     }
 }
+
+/// A non-negative integer argument up to `max`, taken as any Python int so that a
+/// negative or huge value is a [`config`] error naming the argument ("value_bound must
+/// be between 0 and 2^64-1, got -5") rather than pyo3's bare `OverflowError`.
+pub(crate) fn uint(
+    py: Python<'_>,
+    name: &str,
+    value: &Bound<'_, PyAny>,
+    max: u128,
+) -> PyResult<u128> {
+    let bound = match max {
+        m if m == u128::MAX => "2^128-1".to_string(),
+        m if m == u128::from(u64::MAX) => "2^64-1".to_string(),
+        m if m == u128::from(u32::MAX) => "2^32-1".to_string(),
+        m => m.to_string(),
+    };
+    let out_of_range = |shown: String| {
+        config(
+            py,
+            format!("{name} must be between 0 and {bound}, got {shown}"),
+        )
+    };
+    let shown = || {
+        let text = value
+            .repr()
+            .map(|r| r.to_string())
+            .unwrap_or_else(|_| "?".into());
+        match text.char_indices().nth(60) {
+            Some((cut, _)) => format!("{}...", &text[..cut]),
+            None => text,
+        }
+    };
+    if !value.is_instance_of::<pyo3::types::PyInt>() {
+        return Err(config(
+            py,
+            format!("{name} must be an integer, got {}", shown()),
+        ));
+    }
+    match value.extract::<i128>() {
+        Ok(v) => u128::try_from(v)
+            .ok()
+            .filter(|&v| v <= max)
+            .ok_or_else(|| out_of_range(v.to_string())),
+        // Beyond i128: still fine for a u128 argument if non-negative and in range.
+        Err(_) => match value.extract::<u128>() {
+            Ok(v) if v <= max => Ok(v),
+            _ => Err(out_of_range(shown())),
+        },
+    }
+}
+
+/// [`uint`] for a `u64` argument.
+pub(crate) fn u64_arg(py: Python<'_>, name: &str, value: &Bound<'_, PyAny>) -> PyResult<u64> {
+    uint(py, name, value, u128::from(u64::MAX)).map(|v| v as u64)
+}
+
+/// [`uint`] for a `u32` argument.
+pub(crate) fn u32_arg(py: Python<'_>, name: &str, value: &Bound<'_, PyAny>) -> PyResult<u32> {
+    uint(py, name, value, u128::from(u32::MAX)).map(|v| v as u32)
+}

@@ -145,8 +145,9 @@ impl Input {
         values: Vec<(String, Vec<Bound<'_, PyAny>>)>,
         segments: Option<Vec<Bound<'_, PyAny>>>,
         duplicates: &str,
-        value_bound: u64,
+        value_bound: &Bound<'_, PyAny>,
     ) -> PyResult<Self> {
+        let value_bound = errors::u64_arg(py, "value_bound", value_bound)?;
         let policy = duplicate_policy(py, duplicates)?;
         let names: Vec<String> = values.iter().map(|(n, _)| n.clone()).collect();
         let rows = rows_from_python(&ids, &values, segments.as_deref()).py_err(py)?;
@@ -176,8 +177,9 @@ impl Input {
         value_columns: Vec<String>,
         segment_column: Option<String>,
         duplicates: &str,
-        value_bound: u64,
+        value_bound: &Bound<'_, PyAny>,
     ) -> PyResult<Self> {
+        let value_bound = errors::u64_arg(py, "value_bound", value_bound)?;
         let policy = duplicate_policy(py, duplicates)?;
         let dataset = py
             .detach(|| {

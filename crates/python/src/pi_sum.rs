@@ -84,16 +84,26 @@ impl PiSumParty {
         input: &Input,
         group: &str,
         values_he: &str,
-        he_modulus_bits: u32,
-        dj_s: u32,
+        he_modulus_bits: &Bound<'_, PyAny>,
+        dj_s: &Bound<'_, PyAny>,
         z_encoding: &str,
         reverse: bool,
-        threshold: Option<u64>,
+        threshold: Option<&Bound<'_, PyAny>>,
         sum_of_squares: bool,
-        value_bound: u64,
-        sum_bound: Option<u128>,
-        max_peer_items: u64,
+        value_bound: &Bound<'_, PyAny>,
+        sum_bound: Option<&Bound<'_, PyAny>>,
+        max_peer_items: &Bound<'_, PyAny>,
     ) -> PyResult<Self> {
+        let he_modulus_bits = errors::u32_arg(py, "he_modulus_bits", he_modulus_bits)?;
+        let dj_s = errors::u32_arg(py, "dj_s", dj_s)?;
+        let threshold = threshold
+            .map(|t| errors::u64_arg(py, "threshold", t))
+            .transpose()?;
+        let value_bound = errors::u64_arg(py, "value_bound", value_bound)?;
+        let sum_bound = sum_bound
+            .map(|b| errors::uint(py, "sum_bound", b, u128::MAX))
+            .transpose()?;
+        let max_peer_items = errors::u64_arg(py, "max_peer_items", max_peer_items)?;
         let role = match role {
             "p1" => Role::P1,
             "p2" => Role::P2,

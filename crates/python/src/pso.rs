@@ -143,9 +143,11 @@ impl PsoParty {
         group: &str,
         mqrpmt: &str,
         last_message: &str,
-        value_bound: u64,
-        max_peer_items: u64,
+        value_bound: &Bound<'_, PyAny>,
+        max_peer_items: &Bound<'_, PyAny>,
     ) -> PyResult<Self> {
+        let value_bound = errors::u64_arg(py, "value_bound", value_bound)?;
+        let max_peer_items = errors::u64_arg(py, "max_peer_items", max_peer_items)?;
         let operation = errors::named(
             py,
             "operation",

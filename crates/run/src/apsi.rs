@@ -6,11 +6,10 @@
 //! package (`privset.Apsi*`) both use these, so files written by one are read by the
 //! other and reports have the same fields.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use privset_crypto::bls::{PublicKey, SecretKey};
 use privset_protocols::Engine;
@@ -162,7 +161,7 @@ impl PolicySpec {
     pub fn build(&self) -> Arc<dyn Policy> {
         match self {
             Self::Allow(items) => Arc::new(AllowList::new(items.iter().cloned())),
-            Self::Exec { command, timeout } => Arc::new(ExecPolicy {
+            Self::Exec { command, timeout } => Arc::new(crate::exec_policy::ExecPolicy {
                 command: command.clone(),
                 timeout: *timeout,
             }),
@@ -170,81 +169,9 @@ impl PolicySpec {
     }
 }
 
-/// Asks an external command: items on stdin, one per line, the client ID in
-/// `$PRIVSET_CLIENT_ID`; `accept` on stdout and exit status 0 accepts, anything else
-/// rejects with the first output line as the reason. Each check runs its own command,
-/// so concurrent sessions check concurrently.
-struct ExecPolicy {
-    command: String,
-    timeout: Duration,
-}
-
-impl Policy for ExecPolicy {
-    fn check(&self, client_id: &[u8], items: &[Vec<u8>]) -> Result<(), String> {
-        if items.iter().any(|x| x.contains(&b'\n')) {
-            return Err("an item contains a newline, which the exec policy cannot read".into());
-        }
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(&self.command)
-            .env(
-                "PRIVSET_CLIENT_ID",
-                String::from_utf8_lossy(client_id).as_ref(),
-            )
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("the judge's policy command could not start: {e}"))?;
-        let mut stdin = child.stdin.take().expect("piped");
-        let input: Vec<u8> = items
-            .iter()
-            .flat_map(|x| x.iter().copied().chain([b'\n']))
-            .collect();
-        // Write from a thread: a command that answers before reading all would block us.
-        let writer = std::thread::spawn(move || {
-            let _ = stdin.write_all(&input);
-        });
-        let mut stdout = child.stdout.take().expect("piped");
-        let reader = std::thread::spawn(move || {
-            let mut out = Vec::new();
-            let _ = stdout.by_ref().take(64 * 1024).read_to_end(&mut out);
-            out
-        });
-        // A timeout too large to add to now (the user's choice) means no deadline.
-        let deadline = Instant::now().checked_add(self.timeout);
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) if deadline.is_none_or(|d| Instant::now() < d) => {
-                    std::thread::sleep(Duration::from_millis(10))
-                }
-                _ => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(format!(
-                        "the judge's policy command did not answer within {} s",
-                        self.timeout.as_secs()
-                    ));
-                }
-            }
-        };
-        let _ = writer.join();
-        let out = reader.join().unwrap_or_default();
-        let text = String::from_utf8_lossy(&out);
-        let first = text.lines().next().unwrap_or("").trim();
-        if status.success() && first == "accept" {
-            Ok(())
-        } else if first.is_empty() {
-            Err(format!("the judge's policy rejected the set ({status})"))
-        } else {
-            Err(first.to_string())
-        }
-    }
-}
-
+/// A client ID for reports and logs: it may come from the peer, so made safe to print.
 fn lossy(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    privset_protocols::peer_text::sanitize(bytes)
 }
 
 /// What the client of Authorize reports (`privset apsi authorize --output`).

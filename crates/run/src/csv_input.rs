@@ -2,12 +2,14 @@
 //!
 //! The file must have a header row. An identifier is the bytes of its cell after
 //! trimming surrounding whitespace (any bytes, not only UTF-8; see [`identifier`]);
-//! line numbers in errors count the header as line 1.
+//! line numbers in errors are the file's physical lines as an editor shows them (the
+//! header is line 1; see [`crate::csv_lines`]).
 
 use std::path::Path;
 
 use privset_protocols::input::{self, Dataset, DuplicatePolicy, Row};
 
+use crate::csv_lines::LineCounter;
 use crate::fail::Failure;
 
 /// Which columns to read.
@@ -61,21 +63,38 @@ pub fn read_dataset(
         .map(|v| find(v))
         .collect::<Result<Vec<_>, _>>()?;
     let segment_col = cols.segment.map(find).transpose()?;
+    let mut lines = LineCounter::open(path)
+        .map_err(|e| Failure::input(format!("cannot read {}: {e}", path.display())))?;
+    let mut line_at = |byte: u64| {
+        lines
+            .line_at(byte)
+            .map_err(|e| Failure::input(format!("cannot read {}: {e}", path.display())))
+    };
     let mut rows = Vec::new();
     // One record buffer for the whole file.
     let mut record = csv::ByteRecord::new();
     loop {
-        let more = reader.read_byte_record(&mut record).map_err(|e| {
-            let failure = Failure::input(format!("{}: {e}", path.display()));
-            match e.position() {
-                Some(p) => failure.at_line(p.line()),
-                None => failure,
+        let more = match reader.read_byte_record(&mut record) {
+            Ok(more) => more,
+            Err(e) => {
+                let failure = Failure::input(format!("{}: {e}", path.display()));
+                return Err(match e.position() {
+                    Some(p) => {
+                        let line = line_at(p.byte())?;
+                        Failure::input(format!("{}: line {line}: {}", path.display(), what(&e)))
+                            .at_line(line)
+                    }
+                    None => failure,
+                });
             }
-        })?;
+        };
         if !more {
             break;
         }
-        let line = record.position().map_or(0, |p| p.line());
+        let line = match record.position() {
+            Some(p) => line_at(p.byte())?,
+            None => 0,
+        };
         let cell = |i: usize| record.get(i).unwrap_or_default();
         let id = identifier(cell(id_col), line).map_err(|e| e.in_file(path))?;
         rows.push(Row {
@@ -90,6 +109,16 @@ pub fn read_dataset(
     }
     input::build_dataset(rows, cols.values, policy, max_value)
         .map_err(|e| Failure::from(e).in_file(path))
+}
+
+/// What is wrong with a record, without the `csv` crate's own (record-based) position.
+fn what(e: &csv::Error) -> String {
+    match e.kind() {
+        csv::ErrorKind::UnequalLengths {
+            expected_len, len, ..
+        } => format!("found a row of {len} fields where the header has {expected_len}"),
+        _ => e.to_string(),
+    }
 }
 
 /// An identifier as every front end reads it: the cell's bytes with surrounding ASCII

@@ -200,8 +200,6 @@ impl Shared {
 
 /// How often the accepting thread looks for a connection, a cancel or a free slot.
 const POLL: Duration = Duration::from_millis(20);
-/// Longest a handshake may take, within the session's timeout.
-const MAX_HANDSHAKE: Duration = Duration::from_secs(30);
 
 /// Serves sessions of `service` on `listener` until `max_sessions` have ended or
 /// `opts.cancel` is cancelled; returns what it did. Fails only if the listener or the
@@ -229,18 +227,22 @@ pub fn serve(
         changed: Condvar::new(),
     });
     let max = opts.max_sessions.unwrap_or(u64::MAX);
+    // Cut off connections still handshaking once no session can follow.
+    let closing = Cancel::new();
     let mut threads = Vec::new();
     loop {
-        // Room for one more connection: a free slot, and (with --max-sessions) no more
-        // candidates than sessions still to serve.
+        // Room for one more connection: a free slot, and (with --max-sessions) sessions
+        // still to number. Connections still in their handshake do not count against
+        // --max-sessions: a client that never completes its handshake must not keep an
+        // honest one out until its deadline. One that completes after the last session
+        // was numbered is turned away.
         {
             let mut counts = shared.lock();
             loop {
                 if opts.cancel.is_cancelled() || counts.ended >= max {
                     break;
                 }
-                let candidates = counts.numbered + counts.handshaking as u64;
-                if counts.in_progress() < opts.max_concurrent && candidates < max {
+                if counts.in_progress() < opts.max_concurrent && counts.numbered < max {
                     break;
                 }
                 counts = shared
@@ -283,6 +285,7 @@ pub fn serve(
                 .duration_since(UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64()),
             opts: opts.clone(),
+            closing: closing.clone(),
             max,
             acceptor: acceptor.clone(),
             service: service.clone(),
@@ -307,7 +310,9 @@ pub fn serve(
         }
         threads.retain(|t| !t.is_finished());
     }
-    // Stopped accepting: let the sessions in progress end (cut off if cancelled).
+    // Stopped accepting: let the sessions in progress end (cut off if cancelled); no
+    // connection still handshaking can become one.
+    closing.cancel();
     for t in threads {
         let _ = t.join();
     }
@@ -326,6 +331,8 @@ struct Connection {
     accepted: Instant,
     started: f64,
     opts: ServeOptions,
+    /// Cancelled when the endpoint stops accepting.
+    closing: Cancel,
     max: u64,
     acceptor: Option<Arc<TlsAcceptor>>,
     service: Arc<dyn Service>,
@@ -341,7 +348,7 @@ struct Deadline {
 }
 
 impl Deadline {
-    fn start(deadline: Instant, cancel: Cancel, endpoint: Cancel) -> Self {
+    fn start(deadline: Instant, cancel: Cancel, endpoint: Cancel, closing: Cancel) -> Self {
         let expired = Arc::new(AtomicBool::new(false));
         let (done, ended) = mpsc::channel::<()>();
         let flag = expired.clone();
@@ -350,7 +357,7 @@ impl Deadline {
                 let left = deadline.saturating_duration_since(Instant::now());
                 match ended.recv_timeout(left.min(Duration::from_millis(100))) {
                     Err(RecvTimeoutError::Timeout) => {
-                        if endpoint.is_cancelled() {
+                        if endpoint.is_cancelled() || closing.is_cancelled() {
                             cancel.cancel();
                             return;
                         }
@@ -383,10 +390,11 @@ impl Connection {
             self.accepted + self.opts.timeout,
             cancel.clone(),
             self.opts.cancel.clone(),
+            self.closing.clone(),
         );
         let conn_opts = ConnectOptions {
             connect_timeout: self.opts.timeout,
-            handshake_timeout: self.opts.timeout.min(MAX_HANDSHAKE),
+            handshake_timeout: self.opts.timeout,
             io_timeout: self.opts.timeout,
             server_name: None,
             cancel,
@@ -416,9 +424,14 @@ impl Connection {
             let mut counts = self.shared.lock();
             counts.handshaking -= 1;
             if counts.numbered >= self.max {
-                // Over --max-sessions (cannot happen: candidates are bounded); drop it.
+                // Over --max-sessions: another connection took the last session.
+                counts.refused += 1;
                 drop(counts);
                 self.shared.changed.notify_all();
+                (self.reporter.on_refused)(
+                    self.peer,
+                    &TransportError::Config("the endpoint has served its --max-sessions".into()),
+                );
                 return;
             }
             counts.numbered += 1;

@@ -18,8 +18,10 @@
 
 pub mod apsi;
 pub mod csv_input;
+pub mod csv_lines;
 pub mod drive;
 pub mod endpoint;
+pub mod exec_policy;
 pub mod fail;
 pub mod link;
 pub mod links;

@@ -70,10 +70,10 @@ impl LinkSpec {
         };
         let opts = ConnectOptions {
             connect_timeout: self.timeout,
+            handshake_timeout: self.timeout,
             io_timeout: self.timeout,
             server_name: self.server_name.clone(),
             cancel: self.cancel.clone(),
-            ..ConnectOptions::default()
         };
         let (transport, kind): (Box<dyn Transport + Send>, _) = match (&self.tls, listen) {
             (Some(files), true) => (Box::new(tls::accept(addr, files, &opts)?), "tcp+mtls"),
@@ -142,20 +142,14 @@ pub(crate) fn resume_seed(
     exchange_dir: &Path,
     role: &str,
 ) -> Result<([u8; 32], PathBuf), Failure> {
+    refuse_shared_state_dir(state_dir, exchange_dir)?;
+    let canonical = privset_net::dir::create_exchange_dir(exchange_dir)?;
     std::fs::create_dir_all(state_dir).map_err(|e| {
         Failure::other(format!(
             "cannot create state directory {}: {e}",
             state_dir.display()
         ))
     })?;
-    let canonical = std::fs::create_dir_all(exchange_dir)
-        .and_then(|_| exchange_dir.canonicalize())
-        .map_err(|e| {
-            Failure::other(format!(
-                "cannot open exchange directory {}: {e}",
-                exchange_dir.display()
-            ))
-        })?;
     let mut h = Sha256::new();
     h.update(canonical.as_os_str().as_encoded_bytes());
     h.update(role.as_bytes());
@@ -170,6 +164,56 @@ pub(crate) fn resume_seed(
     let seed = fresh_seed();
     write_private(&file, hex::encode(seed).as_bytes())?;
     Ok((seed, file))
+}
+
+/// Refuses a state directory inside the exchange directory: the other organisation
+/// reads that directory, and the seed in the state directory would let it recompute
+/// this party's secrets. Compares canonical paths (symlinks, `..`, relative paths
+/// resolved) and runs before anything is created or written.
+fn refuse_shared_state_dir(state_dir: &Path, exchange_dir: &Path) -> Result<(), Failure> {
+    let resolve = |p: &Path| {
+        canonical_lenient(p)
+            .map_err(|e| Failure::other(format!("cannot resolve {}: {e}", p.display())))
+    };
+    let (state, exchange) = (resolve(state_dir)?, resolve(exchange_dir)?);
+    if state.starts_with(&exchange) {
+        return Err(Failure::config(format!(
+            "the state directory {} is inside the exchange directory {}, which the other \
+             party reads: it would see this party's secret resume seed. Put the state \
+             directory elsewhere (--state-dir, or an --output outside the exchange directory)",
+            state_dir.display(),
+            exchange.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The canonical form of `path`, which need not exist yet: resolved one component at
+/// a time, following symlinks while the path exists and applying `..` lexically after.
+fn canonical_lenient(path: &Path) -> std::io::Result<PathBuf> {
+    use std::path::Component;
+    let absolute = std::path::absolute(path)?;
+    let mut out = PathBuf::new();
+    let mut exists = true;
+    for part in absolute.components() {
+        match part {
+            Component::Prefix(_) | Component::RootDir => out.push(part),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(name) => {
+                out.push(name);
+                if exists {
+                    match out.canonicalize() {
+                        Ok(c) => out = c,
+                        Err(_) => exists = false,
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Writes `bytes` to `path` atomically, readable by the owner only (mode 0600). The
@@ -193,4 +237,44 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
     f.sync_all()?;
     std::fs::rename(&tmp, path)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let d =
+            std::env::temp_dir().join(format!("privset-run-link-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn a_state_directory_inside_the_exchange_directory_is_refused_before_writing() {
+        let d = scratch("shared-state");
+        let x = d.join("exchange");
+        // Directly inside, and through a path that only resolves inside.
+        for state in [x.join(".privset-state"), d.join("elsewhere/../exchange/s")] {
+            let err = resume_seed(&state, &x, "p1").unwrap_err();
+            assert_eq!(
+                err.kind,
+                crate::fail::FailureKind::Config,
+                "{}",
+                err.message
+            );
+            assert!(
+                err.message.contains("inside the exchange directory"),
+                "{}",
+                err.message
+            );
+            assert!(!x.exists(), "nothing is created before the refusal");
+        }
+        // Beside it is fine, and the seed is readable by its owner only.
+        let (_, seed_file) = resume_seed(&d.join("state"), &x, "p1").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&seed_file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
 }

@@ -102,10 +102,10 @@ impl PartiesSpec {
                 };
                 let opts = ConnectOptions {
                     connect_timeout: self.timeout,
+                    handshake_timeout: self.timeout,
                     io_timeout: self.timeout,
                     server_name: self.server_name.clone(),
                     cancel: self.cancel.clone(),
-                    ..ConnectOptions::default()
                 };
                 Ok(PartyLinks {
                     links: plan.open(&opts)?,

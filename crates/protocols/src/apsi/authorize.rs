@@ -326,7 +326,7 @@ impl Protocol for Client {
             }
             ClientState::AwaitSignatures => {
                 if message.kind == kind::REJECT {
-                    let reason = String::from_utf8_lossy(message.body).into_owned();
+                    let reason = crate::peer_text::sanitize(message.body);
                     self.state = ClientState::Done;
                     return Err(ProtocolError::Rejected(reason));
                 }
