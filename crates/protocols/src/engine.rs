@@ -201,28 +201,40 @@ impl Outbox {
     }
 }
 
+/// What a party announces and checks before its session exists: who takes part, its
+/// settings, and the check of each peer's. One type per protocol family, shared by the
+/// family's roles.
+pub trait Handshake: Send {
+    /// The session's participants as this party sees them (asked once, at creation).
+    fn roster(&self) -> Roster;
+    /// The name of one of the protocol's message kinds, for errors.
+    fn kind_name(kind: u8) -> &'static str
+    where
+        Self: Sized;
+    /// This party's settings, announced in its hello after the salt (asked once).
+    fn settings(&self) -> Vec<u8>;
+    /// Longest settings a peer's hello may carry (asked once).
+    fn max_settings_len(&self) -> usize;
+    /// Checks one peer's announced settings against this party's; a mismatch is
+    /// `ProtocolError::Incompatible` naming the setting.
+    fn check_settings(&mut self, from: PartyId, settings: &[u8]) -> Result<(), ProtocolError>;
+}
+
 /// A protocol's states, messages and output: everything a party is beyond the engine.
 ///
-/// The engine calls, in order: [`Protocol::hello`] once; [`Protocol::check_hello`] once
-/// per peer; [`Protocol::start`] once the session is established; then
-/// [`Protocol::handle`] for each message, from the participant [`Protocol::awaiting`]
-/// names, and [`Protocol::do_deferred_work`] whenever [`Protocol::has_deferred_work`].
-/// After an error it calls nothing more (failure is the engine's, and sticky), so a
-/// protocol may leave its state half-moved on an error path.
+/// The engine asks [`Protocol::handshake`] for the roster and settings once, and to check
+/// each peer's settings; then it calls [`Protocol::start`] once the session is
+/// established, [`Protocol::handle`] for each message, from the participant
+/// [`Protocol::awaiting`] names, and [`Protocol::do_deferred_work`] whenever
+/// [`Protocol::has_deferred_work`]. After an error it calls nothing more (failure is the
+/// engine's, and sticky), so a protocol may leave its state half-moved on an error path.
 pub trait Protocol: Send + Sized {
     /// What this party learns, and nothing else.
     type Output;
-    /// The session's participants as this party sees them (called once, at creation).
-    fn roster(&self) -> Roster;
-    /// The name of a message kind, for errors.
-    fn kind_name(kind: u8) -> &'static str;
-    /// This party's settings, announced in its hello after the salt.
-    fn hello(&self) -> Vec<u8>;
-    /// Longest settings a peer's hello may carry.
-    fn max_hello_len(&self) -> usize;
-    /// Checks one peer's announced settings against this party's; a mismatch is
-    /// `ProtocolError::Incompatible` naming the setting.
-    fn check_hello(&mut self, from: PartyId, settings: &[u8]) -> Result<(), ProtocolError>;
+    /// The family's handshake (settings and roster).
+    type Handshake: Handshake;
+    /// This party's handshake part.
+    fn handshake(&mut self) -> &mut Self::Handshake;
     /// The session is established: queue the first messages.
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError>;
     /// One message from a peer.
@@ -267,6 +279,8 @@ enum Phase {
 pub struct Engine<P: Protocol> {
     protocol: P,
     roster: Roster,
+    /// Longest settings a peer's hello may carry.
+    max_settings_len: usize,
     rng: SessionRng,
     salts: Vec<Option<[u8; SALT_LEN]>>,
     out: Outbox,
@@ -276,8 +290,10 @@ pub struct Engine<P: Protocol> {
 impl<P: Protocol> Engine<P> {
     /// A party whose randomness all comes from `seed` (keep it private): its salt first,
     /// then whatever the protocol draws. Queues the hellos.
-    pub fn new(protocol: P, seed: [u8; 32]) -> Result<Self, ProtocolError> {
-        let roster = protocol.roster();
+    pub fn new(mut protocol: P, seed: [u8; 32]) -> Result<Self, ProtocolError> {
+        let handshake = protocol.handshake();
+        let roster = handshake.roster();
+        let max_settings_len = handshake.max_settings_len();
         roster.check()?;
         let mut rng = SessionRng::from_seed(seed);
         let mut salt = [0u8; SALT_LEN];
@@ -293,13 +309,14 @@ impl<P: Protocol> Engine<P> {
             queue: VecDeque::new(),
         };
         let mut hello = salt.to_vec();
-        hello.extend_from_slice(&protocol.hello());
+        hello.extend_from_slice(&protocol.handshake().settings());
         for peer in roster.peers() {
             out.send(peer, KIND_HELLO, &hello);
         }
         Ok(Self {
             protocol,
             roster,
+            max_settings_len,
             rng,
             salts,
             out,
@@ -345,7 +362,7 @@ impl<P: Protocol> Engine<P> {
                 self.expect_engine_kind(kind, KIND_HELLO)?;
                 let mut r = wire::Reader::new(body, "hello");
                 let salt = r.array::<SALT_LEN>()?;
-                self.protocol.check_hello(from, r.rest())?;
+                self.protocol.handshake().check_settings(from, r.rest())?;
                 self.salts[from as usize] = Some(salt);
                 if self.hellos_missing().is_none() {
                     self.on_hellos()?;
@@ -364,7 +381,7 @@ impl<P: Protocol> Engine<P> {
                     from,
                     kind,
                     body,
-                    names: P::kind_name,
+                    names: <P::Handshake as Handshake>::kind_name,
                 };
                 self.with_session(|protocol, session| protocol.handle(session, message))
             }
@@ -385,7 +402,7 @@ impl<P: Protocol> Engine<P> {
     fn unexpected(&self, kind: u8, expected: &str) -> ProtocolError {
         let got = match kind {
             KIND_HELLO | KIND_ROSTER => engine_kind_name(kind),
-            other => P::kind_name(other),
+            other => <P::Handshake as Handshake>::kind_name(other),
         };
         PeerMisbehaved::UnexpectedMessage {
             got: got.to_string(),
@@ -536,7 +553,7 @@ impl<P: Protocol> Party for Engine<P> {
 
     fn max_incoming_len(&self) -> usize {
         let body = match &self.phase {
-            Phase::Hellos => SALT_LEN.saturating_add(self.protocol.max_hello_len()),
+            Phase::Hellos => SALT_LEN.saturating_add(self.max_settings_len),
             Phase::AwaitRoster { .. } => self.roster.count() * SALT_LEN,
             Phase::Running(_) => self.protocol.max_message_len(),
             Phase::Failed => 0,

@@ -24,6 +24,6 @@ pub mod set_encoding;
 pub mod toy;
 pub mod wire;
 
-pub use engine::{Engine, Message, Protocol, Roster, Session, Topology};
+pub use engine::{Engine, Handshake, Message, Protocol, Roster, Session, Topology};
 pub use error::{InputError, PeerMisbehaved, ProtocolError};
 pub use party::{Outgoing, OutputParty, Party, PartyId};

@@ -17,7 +17,7 @@
 //! total (kind 2): u128 big-endian          hub -> every spoke (star)
 //! ```
 
-use crate::engine::{Engine, Message, Protocol, Roster, Session, Topology};
+use crate::engine::{Engine, Handshake, Message, Protocol, Roster, Session, Topology};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::wire::{self, PartyId, ProtocolId};
 
@@ -123,9 +123,7 @@ impl ToySum {
     }
 }
 
-impl Protocol for ToySum {
-    type Output = u128;
-
+impl Handshake for ToySum {
     fn roster(&self) -> Roster {
         Roster {
             protocol: ProtocolId::Toy,
@@ -143,16 +141,16 @@ impl Protocol for ToySum {
         }
     }
 
-    fn hello(&self) -> Vec<u8> {
+    fn settings(&self) -> Vec<u8> {
         // Roster::check refuses more than 255 participants before this is sent.
         vec![self.config.parties as u8, self.config.form.code()]
     }
 
-    fn max_hello_len(&self) -> usize {
+    fn max_settings_len(&self) -> usize {
         2
     }
 
-    fn check_hello(&mut self, from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
+    fn check_settings(&mut self, from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
         let mut r = wire::Reader::new(settings, "toy-sum hello");
         let (count, form) = (r.u8()?, r.u8()?);
         r.finish()?;
@@ -179,6 +177,15 @@ impl Protocol for ToySum {
             )));
         }
         Ok(())
+    }
+}
+
+impl Protocol for ToySum {
+    type Output = u128;
+    type Handshake = Self;
+
+    fn handshake(&mut self) -> &mut Self {
+        self
     }
 
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {

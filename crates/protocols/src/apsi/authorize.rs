@@ -20,7 +20,7 @@ use super::signatures::SignatureSet;
 use super::{CLIENT, PROVIDER, invalid, invalid_at, not_now, on_off};
 use super::{KcToken, MAX_ITEM_LEN, Mode, PartialFraction, Policy, h1_batch, h2_batch, kind};
 use super::{kc_base, kc_message, validate_client_id, validate_items};
-use crate::engine::{Engine, Message, Protocol, Roster, Session};
+use crate::engine::{Engine, Handshake, Message, Protocol, Roster, Session};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::wire::{MAX_ALERT_LEN, PartyId, ProtocolId, Reader, checked_len};
 
@@ -247,9 +247,7 @@ impl Client {
     }
 }
 
-impl Protocol for Client {
-    type Output = SignatureSet;
-
+impl Handshake for Client {
     fn roster(&self) -> Roster {
         Roster::pair(PROTOCOL, NAMES, CLIENT)
     }
@@ -258,15 +256,15 @@ impl Protocol for Client {
         kind::name(kind)
     }
 
-    fn hello(&self) -> Vec<u8> {
+    fn settings(&self) -> Vec<u8> {
         self.hello.encode()
     }
 
-    fn max_hello_len(&self) -> usize {
+    fn max_settings_len(&self) -> usize {
         hello::MAX_LEN
     }
 
-    fn check_hello(&mut self, _from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
+    fn check_settings(&mut self, _from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
         let judge = Hello::decode(settings)?;
         self.hello.check_peer(&judge, Role::Judge, 0)?;
         if judge.key_consistency != self.config.key_consistency {
@@ -297,6 +295,15 @@ impl Protocol for Client {
             self.judge_fraction = Some(asked);
         }
         Ok(())
+    }
+}
+
+impl Protocol for Client {
+    type Output = SignatureSet;
+    type Handshake = Self;
+
+    fn handshake(&mut self) -> &mut Self {
+        self
     }
 
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
@@ -581,9 +588,7 @@ impl Judge {
     }
 }
 
-impl Protocol for Judge {
-    type Output = JudgeOutput;
-
+impl Handshake for Judge {
     fn roster(&self) -> Roster {
         Roster::pair(PROTOCOL, NAMES, PROVIDER)
     }
@@ -592,15 +597,15 @@ impl Protocol for Judge {
         kind::name(kind)
     }
 
-    fn hello(&self) -> Vec<u8> {
+    fn settings(&self) -> Vec<u8> {
         self.hello.encode()
     }
 
-    fn max_hello_len(&self) -> usize {
+    fn max_settings_len(&self) -> usize {
         hello::MAX_LEN
     }
 
-    fn check_hello(&mut self, _from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
+    fn check_settings(&mut self, _from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
         let client = Hello::decode(settings)?;
         self.hello
             .check_peer(&client, Role::Client, self.config.max_items)?;
@@ -627,6 +632,15 @@ impl Protocol for Judge {
         }
         self.client = Some(client);
         Ok(())
+    }
+}
+
+impl Protocol for Judge {
+    type Output = JudgeOutput;
+    type Handshake = Self;
+
+    fn handshake(&mut self) -> &mut Self {
+        self
     }
 
     fn start(&mut self, _session: &mut Session<'_>) -> Result<(), ProtocolError> {

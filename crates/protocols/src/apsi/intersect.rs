@@ -29,7 +29,7 @@ use super::hello::{self, Hello, Role};
 use super::signatures::{SignatureSet, SignedItem};
 use super::{CLIENT, PROVIDER, invalid, invalid_at, not_now, on_off};
 use super::{KcToken, Mode, h1, h2, kc_message, kind, validate_items};
-use crate::engine::{Engine, Message, Protocol, Roster, Session};
+use crate::engine::{Engine, Handshake, Message, Protocol, Roster, Session};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::session::SessionContext;
 use crate::wire::{PartyId, ProtocolId, checked_len, expect_len};
@@ -261,9 +261,7 @@ impl Client {
     }
 }
 
-impl Protocol for Client {
-    type Output = ClientOutput;
-
+impl Handshake for Client {
     fn roster(&self) -> Roster {
         Roster::pair(PROTOCOL, NAMES, CLIENT)
     }
@@ -272,15 +270,15 @@ impl Protocol for Client {
         kind::name(kind)
     }
 
-    fn hello(&self) -> Vec<u8> {
+    fn settings(&self) -> Vec<u8> {
         self.hello.encode()
     }
 
-    fn max_hello_len(&self) -> usize {
+    fn max_settings_len(&self) -> usize {
         hello::MAX_LEN
     }
 
-    fn check_hello(&mut self, _from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
+    fn check_settings(&mut self, _from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
         let server = Hello::decode(settings)?;
         self.hello
             .check_peer(&server, Role::Server, self.max_server_items)?;
@@ -293,6 +291,15 @@ impl Protocol for Client {
         }
         self.server_items = server.items;
         Ok(())
+    }
+}
+
+impl Protocol for Client {
+    type Output = ClientOutput;
+    type Handshake = Self;
+
+    fn handshake(&mut self) -> &mut Self {
+        self
     }
 
     fn start(&mut self, _session: &mut Session<'_>) -> Result<(), ProtocolError> {
@@ -531,9 +538,7 @@ impl Server {
     }
 }
 
-impl Protocol for Server {
-    type Output = ServerOutput;
-
+impl Handshake for Server {
     fn roster(&self) -> Roster {
         Roster::pair(PROTOCOL, NAMES, PROVIDER)
     }
@@ -542,15 +547,15 @@ impl Protocol for Server {
         kind::name(kind)
     }
 
-    fn hello(&self) -> Vec<u8> {
+    fn settings(&self) -> Vec<u8> {
         self.hello.encode()
     }
 
-    fn max_hello_len(&self) -> usize {
+    fn max_settings_len(&self) -> usize {
         hello::MAX_LEN
     }
 
-    fn check_hello(&mut self, _from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
+    fn check_settings(&mut self, _from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
         let client = Hello::decode(settings)?;
         self.hello.check_peer(&client, Role::Client, 0)?;
         if client.client_id.is_empty() {
@@ -578,6 +583,15 @@ impl Protocol for Server {
         }
         self.client_id = client.client_id;
         Ok(())
+    }
+}
+
+impl Protocol for Server {
+    type Output = ServerOutput;
+    type Handshake = Self;
+
+    fn handshake(&mut self) -> &mut Self {
+        self
     }
 
     /// This run's order of the items, the check of the client's key-consistency token,

@@ -7,8 +7,10 @@ use privset_crypto::group::PrimeGroup;
 use privset_crypto::rng::SessionRng;
 use rayon::prelude::*;
 
-use super::{HeChoice, Hello, PiSumConfig, Role};
+use super::{HeChoice, Hello, PiSumConfig, Role, kind};
+use crate::engine::{Handshake, Roster};
 use crate::error::{PeerMisbehaved, ProtocolError};
+use crate::input::Dataset;
 use crate::wire::{PartyId, Reader};
 
 /// Longest public key accepted, whatever the scheme (a Paillier key at 8192 bits with
@@ -114,19 +116,7 @@ pub fn take_column<'a, H: HeChoice>(
     )?)
 }
 
-/// Decodes the settings in the hello of `from` and checks them against this party's.
-pub fn check_hello(
-    mine: &Hello,
-    config: &PiSumConfig,
-    from: PartyId,
-    settings: &[u8],
-) -> Result<Hello, ProtocolError> {
-    let peer = Hello::decode(settings)?;
-    mine.check_peer(&peer, Role::of(from), config.max_peer_items)?;
-    Ok(peer)
-}
-
-/// The peer's hello, moved out of the slot `check_hello` filled; the engine starts the
+/// The peer's hello, moved out of the slot `check_settings` filled; the engine starts the
 /// protocol only once every hello is in.
 pub fn take_peer(slot: &mut Option<Hello>) -> Result<Hello, ProtocolError> {
     slot.take().ok_or(ProtocolError::ApiMisuse(
@@ -153,4 +143,54 @@ pub fn segment_order(
         order.extend(g);
     }
     order
+}
+
+/// What every PI-Sum party announces and checks, whatever its role and variant: its
+/// settings and input, its hello, and the peer's hello once checked.
+pub struct Setup {
+    pub role: Role,
+    pub config: PiSumConfig,
+    pub input: Dataset,
+    /// This party's settings, as announced.
+    pub hello: Hello,
+    /// The peer's settings, once checked.
+    pub peer: Option<Hello>,
+}
+
+impl Setup {
+    pub fn new(role: Role, config: PiSumConfig, input: Dataset) -> Self {
+        Self {
+            hello: Hello::new(role, &config, &input),
+            role,
+            config,
+            input,
+            peer: None,
+        }
+    }
+}
+
+impl Handshake for Setup {
+    fn roster(&self) -> Roster {
+        self.role.roster()
+    }
+
+    fn kind_name(k: u8) -> &'static str {
+        kind::name(k)
+    }
+
+    fn settings(&self) -> Vec<u8> {
+        self.hello.encode()
+    }
+
+    fn max_settings_len(&self) -> usize {
+        super::hello::MAX_LEN
+    }
+
+    fn check_settings(&mut self, from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
+        let peer = Hello::decode(settings)?;
+        self.hello
+            .check_peer(&peer, Role::of(from), self.config.max_peer_items)?;
+        self.peer = Some(peer);
+        Ok(())
+    }
 }

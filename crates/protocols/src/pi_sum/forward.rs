@@ -20,9 +20,9 @@ use std::marker::PhantomData;
 use privset_crypto::ahe::ColumnBounds;
 use privset_crypto::group::PrimeGroup;
 
-use super::common::{self, bad_ciphertext, checked_len};
+use super::common::{self, Setup, bad_ciphertext, checked_len};
 use super::{HeChoice, Hello, PROTOCOL, PiSumConfig, PiSumOutput, Role, SegmentResult, kind};
-use crate::engine::{Message, Protocol, Roster, Session};
+use crate::engine::{Message, Protocol, Session};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::input::Dataset;
 use crate::set_encoding::ReceivedSet;
@@ -33,12 +33,7 @@ const FILTER_KEY: &str = "pi-sum/z-filter";
 
 /// P1: holds identifiers (optionally segmented); learns the cardinality per segment.
 pub struct P1<G: PrimeGroup, H: HeChoice> {
-    config: PiSumConfig,
-    input: Dataset,
-    /// This party's settings, as announced.
-    hello: Hello,
-    /// P2's settings, once its hello is checked.
-    peer: Option<Hello>,
+    setup: Setup,
     state: P1State<G>,
     _he: PhantomData<H>,
 }
@@ -57,10 +52,7 @@ enum P1State<G: PrimeGroup> {
 impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
     pub fn new(config: PiSumConfig, input: Dataset) -> Self {
         Self {
-            hello: Hello::new(Role::P1, &config, &input),
-            config,
-            input,
-            peer: None,
+            setup: Setup::new(Role::P1, config, input),
             state: P1State::Hellos,
             _he: PhantomData,
         }
@@ -73,18 +65,22 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
         key: &G::Scalar,
         peer: &Hello,
     ) -> Result<PiSumOutput, ProtocolError> {
-        let params = H::params(&self.config);
+        let params = H::params(&self.setup.config);
         let mut r = Reader::new(body, "round 2");
         let pk = common::read_public_key::<H>(&mut r, &params)?;
-        let segment_sizes = self.hello.segment_sizes();
+        let segment_sizes = self.setup.hello.segment_sizes();
         let n2 = peer.items as usize;
         let filter_key = session.ctx.derive_key(FILTER_KEY);
         let mut z_sets = Vec::with_capacity(segment_sizes.len());
         for &size in &segment_sizes {
-            let z =
-                self.hello
-                    .z
-                    .read(&mut r, size as usize, G::ELEMENT_LEN, n2, &filter_key, "Z")?;
+            let z = self.setup.hello.z.read(
+                &mut r,
+                size as usize,
+                G::ELEMENT_LEN,
+                n2,
+                &filter_key,
+                "Z",
+            )?;
             if let ReceivedSet::List { packed, .. } = &z {
                 common::validate_elements::<G>(packed, "Z")?;
             }
@@ -107,7 +103,7 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
         let segments = self.segment_results(&selections);
         let to = Role::P2.id();
 
-        if let Some(t) = self.config.threshold
+        if let Some(t) = self.setup.config.threshold
             && cardinality < t
         {
             session.send(to, kind::ABORT, &[]);
@@ -137,11 +133,11 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
     }
 
     fn segment_results(&self, selections: &[Vec<usize>]) -> Option<Vec<SegmentResult>> {
-        self.input.segment_of.as_ref()?;
+        self.setup.input.segment_of.as_ref()?;
         Some(
             selections
                 .iter()
-                .zip(&self.input.segment_names)
+                .zip(&self.setup.input.segment_names)
                 .map(|(s, name)| SegmentResult {
                     segment: name.clone(),
                     cardinality: s.len() as u64,
@@ -155,44 +151,24 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
 impl<G: PrimeGroup, H: HeChoice> Protocol for P1<G, H> {
     type Output = PiSumOutput;
 
-    fn roster(&self) -> Roster {
-        Role::P1.roster()
-    }
+    type Handshake = Setup;
 
-    fn kind_name(kind: u8) -> &'static str {
-        kind::name(kind)
-    }
-
-    fn hello(&self) -> Vec<u8> {
-        self.hello.encode()
-    }
-
-    fn max_hello_len(&self) -> usize {
-        super::hello::MAX_LEN
-    }
-
-    fn check_hello(&mut self, from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
-        self.peer = Some(common::check_hello(
-            &self.hello,
-            &self.config,
-            from,
-            settings,
-        )?);
-        Ok(())
+    fn handshake(&mut self) -> &mut Setup {
+        &mut self.setup
     }
 
     /// Draws k1 and sends round 1.
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
-        let peer = common::take_peer(&mut self.peer)?;
+        let peer = common::take_peer(&mut self.setup.peer)?;
         let key = G::random_scalar(session.rng);
         let dst = session.ctx.hash_dst(PROTOCOL, G::ID.suite());
         let order = common::segment_order(
-            self.input.segment_of.as_deref(),
-            self.hello.segment_count(),
-            self.input.ids.len(),
+            self.setup.input.segment_of.as_deref(),
+            self.setup.hello.segment_count(),
+            self.setup.input.ids.len(),
             session.rng,
         );
-        let items = common::gather(&self.input.ids, &order);
+        let items = common::gather(&self.setup.input.ids, &order);
         let round1 = G::hash_mul_encode_batch(&dst, &items, &key);
         session.send(Role::P2.id(), kind::ROUND1, &round1);
         self.state = P1State::AwaitRound2 { key, peer };
@@ -228,13 +204,14 @@ impl<G: PrimeGroup, H: HeChoice> Protocol for P1<G, H> {
         let P1State::AwaitRound2 { peer, .. } = &self.state else {
             return 0;
         };
-        let params = H::params(&self.config);
+        let params = H::params(&self.setup.config);
         let n2 = peer.items as usize;
         let z: usize = self
+            .setup
             .hello
             .segment_sizes()
             .iter()
-            .map(|&s| self.hello.z.max_len(s as usize, G::ELEMENT_LEN, n2))
+            .map(|&s| self.setup.hello.z.max_len(s as usize, G::ELEMENT_LEN, n2))
             .fold(0usize, usize::saturating_add);
         let columns = super::encrypted_columns(peer).len();
         let values = n2
@@ -271,12 +248,7 @@ impl<G: PrimeGroup, H: HeChoice> Protocol for P1<G, H> {
 
 /// P2: holds identifiers with values; learns the cardinality and the sums.
 pub struct P2<G: PrimeGroup, H: HeChoice> {
-    config: PiSumConfig,
-    input: Dataset,
-    /// This party's settings, as announced.
-    hello: Hello,
-    /// P1's settings, once its hello is checked.
-    peer: Option<Hello>,
+    setup: Setup,
     state: P2State<G, H>,
 }
 
@@ -305,10 +277,7 @@ struct Prepared<G: PrimeGroup, H: HeChoice> {
 impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
     pub fn new(config: PiSumConfig, input: Dataset) -> Self {
         Self {
-            hello: Hello::new(Role::P2, &config, &input),
-            config,
-            input,
-            peer: None,
+            setup: Setup::new(Role::P2, config, input),
             state: P2State::Hellos,
         }
     }
@@ -330,7 +299,7 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
         }
         let doubled = common::exponentiate_received::<G>(body, &prep.key, "P1's items")?;
         let mut round2 =
-            Vec::with_capacity(body.len() + self.hello.items as usize * G::ELEMENT_LEN);
+            Vec::with_capacity(body.len() + self.setup.hello.items as usize * G::ELEMENT_LEN);
         common::put_bytes(&mut round2, &H::encode_public_key(&prep.pk));
         let filter_key = session.ctx.derive_key(FILTER_KEY);
         let mut start = 0usize;
@@ -338,10 +307,10 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
             let end = start + size as usize * G::ELEMENT_LEN;
             // One set per segment, shuffled within the segment only (Ion et al. 2020,
             // Sec. 3.4, segmented input).
-            round2.extend_from_slice(&self.hello.z.encode(
+            round2.extend_from_slice(&self.setup.hello.z.encode(
                 &doubled[start..end],
                 G::ELEMENT_LEN,
-                self.hello.items as usize,
+                self.setup.hello.items as usize,
                 &filter_key,
                 session.rng,
             )?);
@@ -358,13 +327,13 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
     fn on_round3(&self, body: &[u8], prep: &Prepared<G, H>) -> Result<PiSumOutput, ProtocolError> {
         let mut r = Reader::new(body, "round 3");
         let segment_sizes = prep.peer.segment_sizes();
-        let value_columns = self.input.columns.len();
+        let value_columns = self.setup.input.columns.len();
         let mut segments = Vec::with_capacity(segment_sizes.len());
         let mut totals = vec![0u128; prep.bounds.len()];
         let mut cardinality = 0u64;
         for (index, &size) in segment_sizes.iter().enumerate() {
             let card = r.u64()?;
-            if card > size.min(self.hello.items) {
+            if card > size.min(self.setup.hello.items) {
                 return Err(PeerMisbehaved::Inconsistent(format!(
                     "segment {index}: cardinality {card} exceeds the smaller set size"
                 ))
@@ -405,44 +374,24 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
 impl<G: PrimeGroup, H: HeChoice> Protocol for P2<G, H> {
     type Output = PiSumOutput;
 
-    fn roster(&self) -> Roster {
-        Role::P2.roster()
-    }
+    type Handshake = Setup;
 
-    fn kind_name(kind: u8) -> &'static str {
-        kind::name(kind)
-    }
-
-    fn hello(&self) -> Vec<u8> {
-        self.hello.encode()
-    }
-
-    fn max_hello_len(&self) -> usize {
-        super::hello::MAX_LEN
-    }
-
-    fn check_hello(&mut self, from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
-        self.peer = Some(common::check_hello(
-            &self.hello,
-            &self.config,
-            from,
-            settings,
-        )?);
-        Ok(())
+    fn handshake(&mut self) -> &mut Setup {
+        &mut self.setup
     }
 
     /// Draws k2 and the homomorphic key pair, and does everything that does not depend
     /// on P1's items: H(w)^k2 and the encrypted values, shuffled.
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
-        let peer = common::take_peer(&mut self.peer)?;
+        let peer = common::take_peer(&mut self.setup.peer)?;
         let key = G::random_scalar(session.rng);
         let dst = session.ctx.hash_dst(PROTOCOL, G::ID.suite());
-        let (pk, sk) = H::keygen(&H::params(&self.config), session.rng);
-        let order = session.rng.permutation(self.input.ids.len());
+        let (pk, sk) = H::keygen(&H::params(&self.setup.config), session.rng);
+        let order = session.rng.permutation(self.setup.input.ids.len());
         let elements =
-            G::hash_mul_encode_batch(&dst, &common::gather(&self.input.ids, &order), &key);
-        let bounds = super::encrypted_columns(&self.hello);
-        let columns = super::plaintext_columns(&self.config, &self.input)
+            G::hash_mul_encode_batch(&dst, &common::gather(&self.setup.input.ids, &order), &key);
+        let bounds = super::encrypted_columns(&self.setup.hello);
+        let columns = super::plaintext_columns(&self.setup.config, &self.setup.input)
             .iter()
             .zip(&bounds)
             .map(|(col, b)| {

@@ -21,21 +21,16 @@ use std::collections::HashSet;
 use privset_crypto::ahe::{ColumnBounds, Mask};
 use privset_crypto::group::PrimeGroup;
 
-use super::common::{self, bad_ciphertext, checked_len};
+use super::common::{self, Setup, bad_ciphertext, checked_len};
 use super::{HeChoice, Hello, PROTOCOL, PiSumConfig, PiSumOutput, Role, kind};
-use crate::engine::{Message, Protocol, Roster, Session};
+use crate::engine::{Message, Protocol, Session};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::input::Dataset;
 use crate::wire::{PartyId, Reader};
 
 /// P1 in the reverse variant: learns the cardinality and the sums.
 pub struct P1<G: PrimeGroup, H: HeChoice> {
-    config: PiSumConfig,
-    input: Dataset,
-    /// This party's settings, as announced.
-    hello: Hello,
-    /// P2's settings, once its hello is checked.
-    peer: Option<Hello>,
+    setup: Setup,
     state: P1State<G, H>,
 }
 
@@ -63,10 +58,7 @@ struct Masked<H: HeChoice> {
 impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
     pub fn new(config: PiSumConfig, input: Dataset) -> Self {
         Self {
-            hello: Hello::new(Role::P1, &config, &input),
-            config,
-            input,
-            peer: None,
+            setup: Setup::new(Role::P1, config, input),
             state: P1State::Hellos,
         }
     }
@@ -78,7 +70,7 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
         key: &G::Scalar,
         peer: Hello,
     ) -> Result<Masked<H>, ProtocolError> {
-        let params = H::params(&self.config);
+        let params = H::params(&self.setup.config);
         let mut r = Reader::new(body, "reverse round 1");
         let pk = common::read_public_key::<H>(&mut r, &params)?;
         let n2 = peer.items as usize;
@@ -107,10 +99,10 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
             );
         }
         let dst = session.ctx.hash_dst(PROTOCOL, G::ID.suite());
-        let mine = session.rng.permutation(self.input.ids.len());
+        let mine = session.rng.permutation(self.setup.input.ids.len());
         reverse2.extend_from_slice(&G::hash_mul_encode_batch(
             &dst,
-            &common::gather(&self.input.ids, &mine),
+            &common::gather(&self.setup.input.ids, &mine),
             key,
         ));
         session.send(Role::P2.id(), kind::REVERSE2, &reverse2);
@@ -126,7 +118,7 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
         let mut r = Reader::new(body, "reverse round 3");
         let n2 = masked.peer.items;
         let cardinality = r.u64()?;
-        if cardinality > n2.min(self.hello.items) {
+        if cardinality > n2.min(self.setup.hello.items) {
             return Err(PeerMisbehaved::Inconsistent(format!(
                 "cardinality {cardinality} exceeds the smaller set size"
             ))
@@ -166,35 +158,15 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
 impl<G: PrimeGroup, H: HeChoice> Protocol for P1<G, H> {
     type Output = PiSumOutput;
 
-    fn roster(&self) -> Roster {
-        Role::P1.roster()
-    }
+    type Handshake = Setup;
 
-    fn kind_name(kind: u8) -> &'static str {
-        kind::name(kind)
-    }
-
-    fn hello(&self) -> Vec<u8> {
-        self.hello.encode()
-    }
-
-    fn max_hello_len(&self) -> usize {
-        super::hello::MAX_LEN
-    }
-
-    fn check_hello(&mut self, from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
-        self.peer = Some(common::check_hello(
-            &self.hello,
-            &self.config,
-            from,
-            settings,
-        )?);
-        Ok(())
+    fn handshake(&mut self) -> &mut Setup {
+        &mut self.setup
     }
 
     /// Draws k1; P2 speaks first.
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
-        let peer = common::take_peer(&mut self.peer)?;
+        let peer = common::take_peer(&mut self.setup.peer)?;
         let key = G::random_scalar(session.rng);
         self.state = P1State::AwaitReverse1 { key, peer };
         Ok(())
@@ -241,14 +213,14 @@ impl<G: PrimeGroup, H: HeChoice> Protocol for P1<G, H> {
         match &self.state {
             P1State::AwaitReverse1 { peer, .. } => {
                 let n2 = peer.items as usize;
-                let ct = H::max_ciphertext_len(&H::params(&self.config));
+                let ct = H::max_ciphertext_len(&H::params(&self.setup.config));
                 let columns = super::encrypted_columns(peer).len();
                 (4 + common::MAX_PUBLIC_KEY_LEN)
                     .saturating_add(n2.saturating_mul(G::ELEMENT_LEN))
                     .saturating_add(n2.saturating_mul(columns).saturating_mul(ct))
             }
             P1State::AwaitReverse3(m) => {
-                let card = m.peer.items.min(self.hello.items) as usize;
+                let card = m.peer.items.min(self.setup.hello.items) as usize;
                 8usize
                     .saturating_add(card.saturating_mul(4))
                     .saturating_add(
@@ -287,12 +259,7 @@ impl<G: PrimeGroup, H: HeChoice> Protocol for P1<G, H> {
 /// P2 in the reverse variant: holds the values and the key, computes the intersection,
 /// learns only the cardinality.
 pub struct P2<G: PrimeGroup, H: HeChoice> {
-    config: PiSumConfig,
-    input: Dataset,
-    /// This party's settings, as announced.
-    hello: Hello,
-    /// P1's settings, once its hello is checked.
-    peer: Option<Hello>,
+    setup: Setup,
     state: P2State<G, H>,
 }
 
@@ -314,10 +281,7 @@ struct Keys<G: PrimeGroup, H: HeChoice> {
 impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
     pub fn new(config: PiSumConfig, input: Dataset) -> Self {
         Self {
-            hello: Hello::new(Role::P2, &config, &input),
-            config,
-            input,
-            peer: None,
+            setup: Setup::new(Role::P2, config, input),
             state: P2State::Hellos,
         }
     }
@@ -328,7 +292,7 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
         body: &[u8],
         keys: &Keys<G, H>,
     ) -> Result<PiSumOutput, ProtocolError> {
-        let n2 = self.hello.items as usize;
+        let n2 = self.setup.hello.items as usize;
         let n1 = keys.peer.items as usize;
         let mut r = Reader::new(body, "reverse round 2");
         let doubled = r.take(checked_len(
@@ -337,7 +301,7 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
             "doubly exponentiated items",
         )?)?;
         let ct_len = H::ciphertext_len(&keys.pk);
-        let columns = super::encrypted_columns(&self.hello);
+        let columns = super::encrypted_columns(&self.setup.hello);
         let mut masked = Vec::with_capacity(columns.len());
         for _ in &columns {
             masked.push(r.take(checked_len(n2, ct_len, "masked values")?)?);
@@ -349,7 +313,7 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
         let selected = common::matches_in_list(doubled, &p1_doubled, G::ELEMENT_LEN);
         let cardinality = selected.len() as u64;
         let to = Role::P1.id();
-        if let Some(t) = self.config.threshold
+        if let Some(t) = self.setup.config.threshold
             && cardinality < t
         {
             session.send(to, kind::ABORT, &[]);
@@ -383,49 +347,29 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
 impl<G: PrimeGroup, H: HeChoice> Protocol for P2<G, H> {
     type Output = PiSumOutput;
 
-    fn roster(&self) -> Roster {
-        Role::P2.roster()
-    }
+    type Handshake = Setup;
 
-    fn kind_name(kind: u8) -> &'static str {
-        kind::name(kind)
-    }
-
-    fn hello(&self) -> Vec<u8> {
-        self.hello.encode()
-    }
-
-    fn max_hello_len(&self) -> usize {
-        super::hello::MAX_LEN
-    }
-
-    fn check_hello(&mut self, from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
-        self.peer = Some(common::check_hello(
-            &self.hello,
-            &self.config,
-            from,
-            settings,
-        )?);
-        Ok(())
+    fn handshake(&mut self) -> &mut Setup {
+        &mut self.setup
     }
 
     /// Draws k2 and the homomorphic key pair and sends reverse round 1: H(w)^k2 and the
     /// values encrypted one ciphertext per item, shuffled.
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
-        let peer = common::take_peer(&mut self.peer)?;
+        let peer = common::take_peer(&mut self.setup.peer)?;
         let key = G::random_scalar(session.rng);
-        let (pk, sk) = H::keygen(&H::params(&self.config), session.rng);
+        let (pk, sk) = H::keygen(&H::params(&self.setup.config), session.rng);
         let dst = session.ctx.hash_dst(PROTOCOL, G::ID.suite());
-        let order = session.rng.permutation(self.input.ids.len());
+        let order = session.rng.permutation(self.setup.input.ids.len());
         let mut reverse1 = Vec::new();
         common::put_bytes(&mut reverse1, &H::encode_public_key(&pk));
         reverse1.extend_from_slice(&G::hash_mul_encode_batch(
             &dst,
-            &common::gather(&self.input.ids, &order),
+            &common::gather(&self.setup.input.ids, &order),
             &key,
         ));
-        let bounds = super::encrypted_columns(&self.hello);
-        for (col, b) in super::plaintext_columns(&self.config, &self.input)
+        let bounds = super::encrypted_columns(&self.setup.hello);
+        for (col, b) in super::plaintext_columns(&self.setup.config, &self.setup.input)
             .iter()
             .zip(&bounds)
         {
@@ -466,8 +410,8 @@ impl<G: PrimeGroup, H: HeChoice> Protocol for P2<G, H> {
     fn max_message_len(&self) -> usize {
         match &self.state {
             P2State::AwaitReverse2(keys) => {
-                let n2 = self.hello.items as usize;
-                let columns = super::encrypted_columns(&self.hello).len();
+                let n2 = self.setup.hello.items as usize;
+                let columns = super::encrypted_columns(&self.setup.hello).len();
                 n2.saturating_mul(G::ELEMENT_LEN)
                     .saturating_add(
                         n2.saturating_mul(columns)

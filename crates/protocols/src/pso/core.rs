@@ -3,9 +3,10 @@
 
 use privset_crypto::cwprf::CwPrf;
 
-use super::hello::Hello;
-use super::{PsoConfig, PsoRole};
-use crate::engine::Roster;
+use super::hello::{self, Hello};
+use super::transfer::SumModulus;
+use super::{Operation, PsoConfig, PsoRole, kind};
+use crate::engine::{Handshake, Roster};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::input::Dataset;
 use crate::session::SessionContext;
@@ -39,22 +40,6 @@ impl Common {
         }
     }
 
-    pub fn roster(&self) -> Roster {
-        let me = match self.role {
-            PsoRole::Receiver => RECEIVER,
-            PsoRole::Sender => SENDER,
-        };
-        Roster::pair(self.config.operation.protocol(), ["receiver", "sender"], me)
-    }
-
-    /// Checks the peer's hello against ours.
-    pub fn check_hello(&mut self, settings: &[u8]) -> Result<(), ProtocolError> {
-        let peer = Hello::decode(settings)?;
-        self.hello.check_peer(&peer, self.config.max_peer_items)?;
-        self.peer = Some(peer);
-        Ok(())
-    }
-
     /// The session is established: derives the hash tag of the cwPRF `C`.
     pub fn start<C: CwPrf>(&mut self, ctx: &SessionContext) {
         self.dst = ctx.hash_dst(self.config.operation.protocol(), C::ID.suite());
@@ -74,6 +59,48 @@ impl Common {
 
     pub fn dst(&self) -> &[u8] {
         &self.dst
+    }
+
+    /// psi-card-sum's modulus for the masked sum, from what the sender announced.
+    pub fn sum_modulus(&self) -> Result<SumModulus, ProtocolError> {
+        let peer = self.peer();
+        SumModulus::new(peer.items, peer.max_value).ok_or_else(|| {
+            PeerMisbehaved::Malformed("announced value bound and set size overflow 2^127".into())
+                .into()
+        })
+    }
+}
+
+/// Every role of every set operation announces and checks the same settings.
+impl Handshake for Common {
+    fn roster(&self) -> Roster {
+        let me = match self.role {
+            PsoRole::Receiver => RECEIVER,
+            PsoRole::Sender => SENDER,
+        };
+        Roster::pair(self.config.operation.protocol(), ["receiver", "sender"], me)
+    }
+
+    fn kind_name(k: u8) -> &'static str {
+        kind::name(k)
+    }
+
+    fn settings(&self) -> Vec<u8> {
+        self.hello.encode()
+    }
+
+    fn max_settings_len(&self) -> usize {
+        hello::MAX_LEN
+    }
+
+    fn check_settings(&mut self, _from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
+        let peer = Hello::decode(settings)?;
+        self.hello.check_peer(&peer, self.config.max_peer_items)?;
+        self.peer = Some(peer);
+        if self.role == PsoRole::Receiver && self.config.operation == Operation::PsiCardSum {
+            self.sum_modulus()?;
+        }
+        Ok(())
     }
 }
 

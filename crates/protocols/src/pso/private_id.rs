@@ -56,7 +56,7 @@ use super::core::{Common, RECEIVER, SENDER, bad_ot, no_message_now};
 use super::mqrpmt::{self, Client, Server};
 use super::transfer;
 use super::{Construction, PrivateIdTable, PsoOutput, kind};
-use crate::engine::{Message, Protocol, Roster, Session};
+use crate::engine::{Message, Protocol, Session};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::wire::{PartyId, Reader};
 
@@ -264,24 +264,10 @@ impl<C: CwPrf> Receiver<C> {
 impl<C: CwPrf> Protocol for Receiver<C> {
     type Output = PsoOutput;
 
-    fn roster(&self) -> Roster {
-        self.common.roster()
-    }
+    type Handshake = Common;
 
-    fn kind_name(kind: u8) -> &'static str {
-        kind::name(kind)
-    }
-
-    fn hello(&self) -> Vec<u8> {
-        self.common.hello.encode()
-    }
-
-    fn max_hello_len(&self) -> usize {
-        super::hello::MAX_LEN
-    }
-
-    fn check_hello(&mut self, _from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
-        self.common.check_hello(settings)
+    fn handshake(&mut self) -> &mut Common {
+        &mut self.common
     }
 
     /// Blinds our items (the OPRF requests, also the PSU's first message) while the
@@ -511,24 +497,10 @@ impl<C: CwPrf> Sender<C> {
 impl<C: CwPrf> Protocol for Sender<C> {
     type Output = PsoOutput;
 
-    fn roster(&self) -> Roster {
-        self.common.roster()
-    }
+    type Handshake = Common;
 
-    fn kind_name(kind: u8) -> &'static str {
-        kind::name(kind)
-    }
-
-    fn hello(&self) -> Vec<u8> {
-        self.common.hello.encode()
-    }
-
-    fn max_hello_len(&self) -> usize {
-        super::hello::MAX_LEN
-    }
-
-    fn check_hello(&mut self, _from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
-        self.common.check_hello(settings)
+    fn handshake(&mut self) -> &mut Common {
+        &mut self.common
     }
 
     /// Blinds our items in a random order (Fig. 7 step 0: the receiver sees its

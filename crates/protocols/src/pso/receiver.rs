@@ -7,10 +7,10 @@ use privset_crypto::ot::{self, OtReceiverKeys, OtReceiverSetup};
 
 use super::core::{Common, SENDER, bad_ot, no_message_now};
 use super::mqrpmt::{self, Server};
-use super::transfer::{self, SumModulus, TAG_KEY};
+use super::transfer::{self, TAG_KEY};
 use super::{LastMessage, Operation, PsoOutput, ShareRow, kind};
-use crate::engine::{Message, Protocol, Roster, Session};
-use crate::error::{PeerMisbehaved, ProtocolError};
+use crate::engine::{Message, Protocol, Session};
+use crate::error::ProtocolError;
 use crate::wire::{PartyId, Reader};
 
 /// The receiver: holds `Y`; learns the operation's output.
@@ -207,7 +207,7 @@ impl<C: CwPrf> Receiver<C> {
                 peer_items,
             },
             Operation::PsiCardSum => {
-                let q = sum_modulus(&self.common)?;
+                let q = self.common.sum_modulus()?;
                 let masked = transfer::receive_sum(keys, q, payload)?;
                 let mut r3 = Vec::with_capacity(24);
                 r3.extend_from_slice(&cardinality.to_be_bytes());
@@ -231,28 +231,10 @@ impl<C: CwPrf> Receiver<C> {
 impl<C: CwPrf> Protocol for Receiver<C> {
     type Output = PsoOutput;
 
-    fn roster(&self) -> Roster {
-        self.common.roster()
-    }
+    type Handshake = Common;
 
-    fn kind_name(kind: u8) -> &'static str {
-        kind::name(kind)
-    }
-
-    fn hello(&self) -> Vec<u8> {
-        self.common.hello.encode()
-    }
-
-    fn max_hello_len(&self) -> usize {
-        super::hello::MAX_LEN
-    }
-
-    fn check_hello(&mut self, _from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
-        self.common.check_hello(settings)?;
-        if self.operation() == Operation::PsiCardSum {
-            sum_modulus(&self.common)?;
-        }
-        Ok(())
+    fn handshake(&mut self) -> &mut Common {
+        &mut self.common
     }
 
     /// Evaluates our items (and prepares the OT) while the sender evaluates its own; R1
@@ -357,13 +339,7 @@ fn payload_width(op: Operation, common: &Common) -> Result<usize, ProtocolError>
         Operation::Psu | Operation::PsiShare => {
             transfer::item_width(common.peer().max_item_len as usize)
         }
-        Operation::PsiCardSum => sum_modulus(common)?.bytes(),
+        Operation::PsiCardSum => common.sum_modulus()?.bytes(),
         Operation::PsiCard | Operation::PrivateId => 0,
-    })
-}
-
-fn sum_modulus(common: &Common) -> Result<SumModulus, ProtocolError> {
-    SumModulus::new(common.peer_items(), common.peer().max_value).ok_or_else(|| {
-        PeerMisbehaved::Malformed("announced value bound and set size overflow 2^127".into()).into()
     })
 }

@@ -7,7 +7,7 @@ use super::core::{Common, RECEIVER, bad_ot, no_message_now};
 use super::mqrpmt::{self, Client};
 use super::transfer::{self, SumModulus, TAG_KEY};
 use super::{Operation, PsoOutput, ShareRow, kind};
-use crate::engine::{Message, Protocol, Roster, Session};
+use crate::engine::{Message, Protocol, Session};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::wire::{PartyId, Reader};
 
@@ -204,24 +204,10 @@ impl<C: CwPrf> Sender<C> {
 impl<C: CwPrf> Protocol for Sender<C> {
     type Output = PsoOutput;
 
-    fn roster(&self) -> Roster {
-        self.common.roster()
-    }
+    type Handshake = Common;
 
-    fn kind_name(kind: u8) -> &'static str {
-        kind::name(kind)
-    }
-
-    fn hello(&self) -> Vec<u8> {
-        self.common.hello.encode()
-    }
-
-    fn max_hello_len(&self) -> usize {
-        super::hello::MAX_LEN
-    }
-
-    fn check_hello(&mut self, _from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
-        self.common.check_hello(settings)
+    fn handshake(&mut self) -> &mut Common {
+        &mut self.common
     }
 
     /// Our evaluated items do not depend on the receiver's: S1 leaves first, so both
