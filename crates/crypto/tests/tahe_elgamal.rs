@@ -296,3 +296,57 @@ fn combine_refuses_undecryptable_bounds() {
     ));
     assert!(pk.clone().with_table_bits(0).is_err());
 }
+
+/// The one-round n-out-of-n key: every party agrees, the key passes the conformance
+/// suite, and a contribution with a bad proof, from another session or claiming another
+/// party is a complaint naming its sender.
+#[test]
+fn joint_key_in_one_round() {
+    use privset_crypto::tahe::elgamal::joint::{
+        KeyContribution, contribute, joint_key_share, joint_public_key,
+    };
+    for n in [1u32, 3, 5] {
+        let context = b"session transcript";
+        let mut rng = SessionRng::from_seed([40 + n as u8; 32]);
+        let (secrets, contributions): (Vec<_>, Vec<_>) = (1..=n)
+            .map(|i| contribute(n, i, context, &mut rng).expect("contribute"))
+            .unzip();
+        let wire: Vec<Vec<u8>> = contributions.iter().map(KeyContribution::encode).collect();
+        let decoded: Vec<KeyContribution> = wire
+            .iter()
+            .enumerate()
+            .map(|(i, b)| KeyContribution::decode(b, n, i as u32 + 1, context).expect("decode"))
+            .collect();
+        let shares: Vec<KeyShare> = secrets
+            .iter()
+            .map(|s| joint_key_share(s, &decoded).expect("key share"))
+            .collect();
+        let pk = joint_public_key(n, &decoded).expect("public key");
+        for ks in &shares {
+            assert_eq!(
+                ThresholdElGamal::encode_public_key(ks.public_key()),
+                ThresholdElGamal::encode_public_key(&pk)
+            );
+        }
+        conformance::run_all::<ThresholdElGamal>(&shares);
+        if n > 1 {
+            // Another session's transcript, another claimed party, a flipped byte.
+            assert!(matches!(
+                KeyContribution::decode(&wire[1], n, 2, b"another session"),
+                Err(TaheError::Complaint { dealer: 2, .. })
+            ));
+            assert!(matches!(
+                KeyContribution::decode(&wire[1], n, 1, context),
+                Err(TaheError::Complaint { dealer: 1, .. })
+            ));
+            let mut flipped = wire[1].clone();
+            flipped[70] ^= 1;
+            assert!(KeyContribution::decode(&flipped, n, 2, context).is_err());
+            // A contribution missing, or one given twice.
+            assert!(joint_public_key(n, &decoded[1..]).is_err());
+            let mut twice = decoded.clone();
+            twice[0] = decoded[1].clone();
+            assert!(joint_public_key(n, &twice).is_err());
+        }
+    }
+}

@@ -55,6 +55,7 @@ pub fn run_all<S: ThresholdAhe>(shares: &[S::KeyShare]) {
     malicious_shares::<S>(&pk, shares);
     rerandomization::<S>(&pk, shares);
     encodings::<S>(&pk, shares);
+    bulk::<S>(&pk, shares);
 }
 
 /// Shares of `c` from the parties in `set` (1-based).
@@ -483,5 +484,102 @@ pub fn encodings<S: ThresholdAhe>(pk: &S::PublicKey, shares: &[S::KeyShare]) {
         let mut x = pkb.clone();
         x[pos] ^= 0x40;
         let _ = S::decode_public_key(&x, n);
+    }
+}
+
+/// The bulk operations: encryption and encoding of many ciphertexts, the zero test's
+/// randomization, and batches of shares from every party (with a tampered, missing,
+/// duplicated or misattributed batch refused, naming the party).
+pub fn bulk<S: ThresholdAhe>(pk: &S::PublicKey, shares: &[S::KeyShare]) {
+    let mut rng = seeded(60);
+    let n = S::parties(pk);
+    // Small plaintexts, zeros among them; more than one parallel task's worth would be
+    // slow for Paillier, so 2 tasks' worth only where the scheme is fast.
+    let count = if S::ciphertext_len(pk) <= 64 { 2100 } else { 6 };
+    let values: Vec<u64> = (0..count)
+        .map(|i| if i % 3 == 0 { 0 } else { i as u64 })
+        .collect();
+    let ms: Vec<S::Scalar> = values.iter().map(|&v| S::scalar_from_u64(pk, v)).collect();
+    let encoded = S::encrypt_encoded(pk, &ms, &mut rng);
+    assert_eq!(encoded.len(), count * S::ciphertext_len(pk));
+    let cts = S::decode_ciphertexts(pk, &encoded).expect("decode_ciphertexts");
+    assert_eq!(
+        S::encode_ciphertexts(pk, &cts),
+        encoded,
+        "encode_ciphertexts round trip"
+    );
+    assert!(S::decode_ciphertexts(pk, &encoded[1..]).is_err());
+    for k in [0, 1, 2, count - 1] {
+        assert_eq!(
+            dec::<S>(pk, shares, &cts[k], &mut rng),
+            Ok(values[k]),
+            "bulk encryption {k}"
+        );
+    }
+    let randomized =
+        S::decode_ciphertexts(pk, &S::randomize_encoded(pk, &cts, &mut rng)).expect("decode");
+    assert!(randomized[1] != cts[1], "randomized");
+
+    let batches: Vec<Vec<u8>> = shares
+        .iter()
+        .map(|ks| S::share_batch(ks, &randomized, &mut rng))
+        .collect();
+    for b in &batches {
+        assert_eq!(b.len(), S::share_batch_len(pk, count));
+    }
+    let run = |order: &[u32], batches: &[Vec<u8>]| -> Result<Vec<bool>, TaheError> {
+        let mut test = S::zero_test_new(pk, count);
+        for &p in order {
+            S::zero_test_absorb(pk, &mut test, &randomized, p, &batches[p as usize - 1])?;
+        }
+        S::zero_test_finish(pk, test, &randomized)
+    };
+    let all: Vec<u32> = (1..=n).rev().collect();
+    let flags = run(&all, &batches).expect("zero test");
+    let expected: Vec<bool> = values.iter().map(|&v| v == 0).collect();
+    assert_eq!(flags, expected, "zero test of randomized ciphertexts");
+
+    // Every party's batch is needed, whatever the threshold.
+    if n > 1 {
+        assert_eq!(
+            run(&all[1..], &batches),
+            Err(TaheError::MissingShares { party: n })
+        );
+    }
+    let mut twice = all.clone();
+    twice.push(1);
+    assert_eq!(
+        run(&twice, &batches),
+        Err(TaheError::DuplicateShare { party: 1 })
+    );
+    // A batch attributed to the wrong party, truncated, or with one share changed.
+    if n > 1 {
+        let mut swapped = batches.clone();
+        swapped.swap(0, 1);
+        assert!(matches!(
+            run(&all, &swapped),
+            Err(TaheError::BadShare { .. })
+        ));
+    }
+    let mut truncated = batches.clone();
+    truncated[n as usize - 1].pop();
+    assert!(matches!(
+        run(&all, &truncated),
+        Err(TaheError::BadShare { party, .. }) if party == n
+    ));
+    let other = S::share_batch(&shares[0], &cts, &mut rng);
+    let mut tampered = batches.clone();
+    // Replace the first share of party 1's batch with its share of another ciphertext
+    // (every share has the same size: the difference of two batch lengths).
+    let per_share = S::share_batch_len(pk, 2) - S::share_batch_len(pk, 1);
+    tampered[0][..per_share].copy_from_slice(&other[per_share..2 * per_share]);
+    assert!(matches!(
+        run(&all, &tampered),
+        Err(TaheError::BadShare { party: 1, .. })
+    ));
+    for garbage_len in [0, 1, S::share_batch_len(pk, count)] {
+        let mut garbage = batches.clone();
+        garbage[0] = vec![0xA5; garbage_len];
+        assert!(run(&all, &garbage).is_err());
     }
 }

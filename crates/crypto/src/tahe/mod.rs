@@ -70,12 +70,15 @@ pub enum TaheError {
     /// different ciphertext or key).
     #[error("decryption share of party {party} is invalid: {reason}")]
     BadShare { party: u32, reason: String },
-    /// Two shares claim the same party.
+    /// Two shares (or batches of shares) claim the same party.
     #[error("two decryption shares from party {party}")]
     DuplicateShare { party: u32 },
     /// A share names a party outside `1..=n`.
     #[error("party index {party} is not in 1..={parties}")]
     UnknownParty { party: u32, parties: u32 },
+    /// A zero test is missing a party's batch of shares.
+    #[error("no decryption shares from party {party}")]
+    MissingShares { party: u32 },
     /// Fewer shares than the threshold: nothing is decrypted.
     #[error("{got} decryption shares, {need} needed")]
     TooFewShares { got: usize, need: usize },
@@ -199,6 +202,89 @@ pub trait ThresholdAhe: Send + Sync + 'static {
     /// Validates the encoding (not the proof: that is `verify_share`'s job).
     fn decode_share(pk: &Self::PublicKey, bytes: &[u8])
     -> Result<Self::DecryptionShare, TaheError>;
+
+    // Many ciphertexts at once: what the multi-party protocols move in bulk. The
+    // defaults loop over the single operations; a scheme overrides them where batching
+    // is cheaper (ElGamal: batched point compression, one proof per batch of shares).
+
+    /// Fresh encryptions of every `ms[i]`, encoded back to back.
+    fn encrypt_encoded(pk: &Self::PublicKey, ms: &[Self::Scalar], rng: &mut SessionRng) -> Vec<u8> {
+        let mut out = Vec::with_capacity(ms.len() * Self::ciphertext_len(pk));
+        for m in ms {
+            out.extend_from_slice(&Self::encode_ciphertext(pk, &Self::encrypt(pk, m, rng)));
+        }
+        out
+    }
+    /// `cts` encoded back to back.
+    fn encode_ciphertexts(pk: &Self::PublicKey, cts: &[Self::Ciphertext]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(cts.len() * Self::ciphertext_len(pk));
+        for c in cts {
+            out.extend_from_slice(&Self::encode_ciphertext(pk, c));
+        }
+        out
+    }
+    /// Back-to-back ciphertexts, each validated (a length that is not a multiple of
+    /// [`Self::ciphertext_len`] is an error).
+    fn decode_ciphertexts(
+        pk: &Self::PublicKey,
+        bytes: &[u8],
+    ) -> Result<Vec<Self::Ciphertext>, TaheError> {
+        let len = Self::ciphertext_len(pk);
+        if bytes.len() % len != 0 {
+            return Err(invalid(
+                "ciphertexts",
+                "length is not a multiple of a ciphertext",
+            ));
+        }
+        bytes
+            .chunks_exact(len)
+            .map(|c| Self::decode_ciphertext(pk, c))
+            .collect()
+    }
+    /// The first step of the zero test (`ShDec0`) on each ciphertext: `ReRand(k c)` with a
+    /// fresh random unit `k` per ciphertext, encoded back to back. A zero plaintext stays
+    /// zero; any other becomes uniform among the units.
+    fn randomize_encoded(
+        pk: &Self::PublicKey,
+        cts: &[Self::Ciphertext],
+        rng: &mut SessionRng,
+    ) -> Vec<u8> {
+        let mut out = Vec::with_capacity(cts.len() * Self::ciphertext_len(pk));
+        for c in cts {
+            let k = Self::random_unit(pk, rng);
+            let r = Self::rerandomize(pk, &Self::mul_scalar(pk, c, &k), rng);
+            out.extend_from_slice(&Self::encode_ciphertext(pk, &r));
+        }
+        out
+    }
+
+    /// Bytes of one party's batch of decryption shares of `count` ciphertexts.
+    fn share_batch_len(pk: &Self::PublicKey, count: usize) -> usize;
+    /// This party's decryption shares of every ciphertext of `cts`, with proofs of
+    /// correct decryption, encoded as one batch for [`Self::zero_test_absorb`].
+    fn share_batch(ks: &Self::KeyShare, cts: &[Self::Ciphertext], rng: &mut SessionRng) -> Vec<u8>;
+    /// The state of a zero test of many ciphertexts, fed one party's batch at a time.
+    type ZeroTest: Send;
+    /// A zero test of `count` ciphertexts. It needs a batch from **every** party
+    /// (`1..=n`), whatever the threshold: the protocols decrypt with all key holders.
+    fn zero_test_new(pk: &Self::PublicKey, count: usize) -> Self::ZeroTest;
+    /// Decodes and verifies `party`'s batch of shares of `cts` (the ciphertexts the test
+    /// was made for), then keeps it. Errors name `party`: a bad encoding, a proof that
+    /// does not verify, a second batch from the same party.
+    fn zero_test_absorb(
+        pk: &Self::PublicKey,
+        test: &mut Self::ZeroTest,
+        cts: &[Self::Ciphertext],
+        party: u32,
+        batch: &[u8],
+    ) -> Result<(), TaheError>;
+    /// For each ciphertext, whether it decrypts to zero. Fails unless every party's batch
+    /// was absorbed.
+    fn zero_test_finish(
+        pk: &Self::PublicKey,
+        test: Self::ZeroTest,
+        cts: &[Self::Ciphertext],
+    ) -> Result<Vec<bool>, TaheError>;
 
     fn encode_public_key(pk: &Self::PublicKey) -> Vec<u8>;
     /// Validates a public key received from a peer. `max_parties` bounds the

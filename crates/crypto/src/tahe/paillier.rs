@@ -69,6 +69,7 @@
 //! # Caveats
 //! GMP arithmetic is not constant-time; secret integers are overwritten on drop.
 
+use rayon::prelude::*;
 use rug::integer::{IsPrime, Order};
 use rug::{Complete, Integer};
 use sha2::{Digest, Sha256};
@@ -385,6 +386,11 @@ fn combine_int(
     for s in shares {
         verify(pk, &c.0, s)?;
     }
+    combine_verified(pk, shares)
+}
+
+/// Combines shares already checked (distinct parties, proofs verified).
+fn combine_verified(pk: &PublicKey, shares: &[DecryptionShare]) -> Result<Integer, TaheError> {
     check_enough(shares.len(), pk.threshold)?;
     let used = &shares[..pk.threshold as usize];
     let nn = pk.nn();
@@ -567,6 +573,94 @@ impl ThresholdAhe for ThresholdPaillier {
             return Err(invalid(what, "z is out of range"));
         }
         Ok(DecryptionShare { party, ci, e, z })
+    }
+
+    fn share_batch_len(pk: &PublicKey, count: usize) -> usize {
+        count * pk.share_len()
+    }
+    /// One share with its own proof per ciphertext (Shoup's proofs do not batch here).
+    fn share_batch(ks: &KeyShare, cts: &[Ciphertext], rng: &mut SessionRng) -> Vec<u8> {
+        let pk = &ks.pk;
+        let mut rngs = rng.fork_many(cts.len());
+        let shares: Vec<Vec<u8>> = cts
+            .par_iter()
+            .zip(rngs.par_iter_mut())
+            .map(|(c, r)| Self::encode_share(pk, &Self::decryption_share(ks, c, r)))
+            .collect();
+        shares.concat()
+    }
+    /// Every party's verified shares, by party.
+    type ZeroTest = Vec<Option<Vec<DecryptionShare>>>;
+    fn zero_test_new(pk: &PublicKey, _count: usize) -> Self::ZeroTest {
+        vec![None; pk.parties as usize]
+    }
+    fn zero_test_absorb(
+        pk: &PublicKey,
+        test: &mut Self::ZeroTest,
+        cts: &[Ciphertext],
+        party: u32,
+        batch: &[u8],
+    ) -> Result<(), TaheError> {
+        let slot = party
+            .checked_sub(1)
+            .and_then(|i| test.get_mut(i as usize))
+            .ok_or(TaheError::UnknownParty {
+                party,
+                parties: pk.parties,
+            })?;
+        if slot.is_some() {
+            return Err(TaheError::DuplicateShare { party });
+        }
+        let len = pk.share_len();
+        if batch.len() != cts.len() * len {
+            return Err(TaheError::BadShare {
+                party,
+                reason: format!(
+                    "a batch of {} bytes for {} ciphertexts",
+                    batch.len(),
+                    cts.len()
+                ),
+            });
+        }
+        let shares = batch
+            .par_chunks_exact(len)
+            .zip(cts.par_iter())
+            .map(|(bytes, c)| {
+                let share = Self::decode_share(pk, bytes).map_err(|e| TaheError::BadShare {
+                    party,
+                    reason: e.to_string(),
+                })?;
+                if share.party != party {
+                    return Err(TaheError::BadShare {
+                        party,
+                        reason: format!("a share claims party {}", share.party),
+                    });
+                }
+                verify(pk, &c.0, &share)?;
+                Ok(share)
+            })
+            .collect::<Result<Vec<_>, TaheError>>()?;
+        *slot = Some(shares);
+        Ok(())
+    }
+    fn zero_test_finish(
+        pk: &PublicKey,
+        test: Self::ZeroTest,
+        cts: &[Ciphertext],
+    ) -> Result<Vec<bool>, TaheError> {
+        let mut by_party = Vec::with_capacity(test.len());
+        for (i, shares) in test.into_iter().enumerate() {
+            by_party.push(shares.ok_or(TaheError::MissingShares {
+                party: i as u32 + 1,
+            })?);
+        }
+        (0..cts.len())
+            .into_par_iter()
+            .map(|k| {
+                let shares: Vec<DecryptionShare> = by_party.iter().map(|p| p[k].clone()).collect();
+                Ok(combine_verified(pk, &shares)? == 0)
+            })
+            .collect()
     }
 
     fn encode_public_key(pk: &PublicKey) -> Vec<u8> {

@@ -63,6 +63,9 @@
 //! randomness) are multiplied with dalek's constant-time scalar multiplication and
 //! zeroized after use; verification uses variable-time arithmetic on public data only.
 
+mod batch;
+pub mod joint;
+
 use std::sync::Arc;
 
 use curve25519_dalek::constants::{RISTRETTO_BASEPOINT_POINT, RISTRETTO_BASEPOINT_TABLE};
@@ -535,6 +538,42 @@ impl ThresholdAhe for ThresholdElGamal {
         let e = scalar_from(&bytes[36..68]).ok_or_else(|| invalid(what, "e is not canonical"))?;
         let z = scalar_from(&bytes[68..100]).ok_or_else(|| invalid(what, "z is not canonical"))?;
         Ok(DecryptionShare { party, d, e, z })
+    }
+
+    fn encrypt_encoded(pk: &PublicKey, ms: &[Scalar], rng: &mut SessionRng) -> Vec<u8> {
+        batch::encrypt_encoded(pk, ms, rng)
+    }
+    fn decode_ciphertexts(_pk: &PublicKey, bytes: &[u8]) -> Result<Vec<Ciphertext>, TaheError> {
+        batch::decode_many(bytes)
+    }
+    fn randomize_encoded(pk: &PublicKey, cts: &[Ciphertext], rng: &mut SessionRng) -> Vec<u8> {
+        batch::randomize_encoded(pk, cts, rng)
+    }
+    fn share_batch_len(_pk: &PublicKey, count: usize) -> usize {
+        batch::batch_len(count)
+    }
+    fn share_batch(ks: &KeyShare, cts: &[Ciphertext], rng: &mut SessionRng) -> Vec<u8> {
+        batch::share_batch(ks, cts, rng)
+    }
+    type ZeroTest = batch::ZeroTest;
+    fn zero_test_new(pk: &PublicKey, count: usize) -> batch::ZeroTest {
+        batch::zero_test_new(pk, count)
+    }
+    fn zero_test_absorb(
+        pk: &PublicKey,
+        test: &mut batch::ZeroTest,
+        cts: &[Ciphertext],
+        party: u32,
+        shares: &[u8],
+    ) -> Result<(), TaheError> {
+        batch::zero_test_absorb(pk, test, cts, party, shares)
+    }
+    fn zero_test_finish(
+        _pk: &PublicKey,
+        test: batch::ZeroTest,
+        cts: &[Ciphertext],
+    ) -> Result<Vec<bool>, TaheError> {
+        batch::zero_test_finish(test, cts)
     }
 
     fn encode_public_key(pk: &PublicKey) -> Vec<u8> {
