@@ -230,7 +230,7 @@ pub trait ThresholdAhe: Send + Sync + 'static {
         bytes: &[u8],
     ) -> Result<Vec<Self::Ciphertext>, TaheError> {
         let len = Self::ciphertext_len(pk);
-        if bytes.len() % len != 0 {
+        if !bytes.len().is_multiple_of(len) {
             return Err(invalid(
                 "ciphertexts",
                 "length is not a multiple of a ciphertext",

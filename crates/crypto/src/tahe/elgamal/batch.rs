@@ -134,7 +134,7 @@ pub(super) fn randomize_encoded(
 
 /// Decodes back-to-back ciphertexts in parallel.
 pub(super) fn decode_many(bytes: &[u8]) -> Result<Vec<Ciphertext>, TaheError> {
-    if bytes.len() % CIPHERTEXT_LEN != 0 {
+    if !bytes.len().is_multiple_of(CIPHERTEXT_LEN) {
         return Err(invalid(
             "ciphertexts",
             "length is not a multiple of a ciphertext",
