@@ -53,8 +53,14 @@ pub struct BloomParams {
 
 impl From<&FilterParams> for BloomParams {
     fn from(params: &FilterParams) -> Self {
-        let n = params.n();
-        let k = FP_BITS + ceil_log2(params.q());
+        Self::new(params.n(), params.q())
+    }
+}
+
+impl BloomParams {
+    /// The numbers for `n` elements and `q` look-ups (`max(q, 1)` is used).
+    pub fn new(n: u64, q: u64) -> Self {
+        let k = FP_BITS + ceil_log2(q.max(1));
         let s = if n == 0 {
             0
         } else {
@@ -62,9 +68,12 @@ impl From<&FilterParams> for BloomParams {
         };
         Self { n, k, s }
     }
-}
 
-impl BloomParams {
+    /// The bit of partition `i` for the element's word `w` (see [`element_words`]).
+    pub fn bit(&self, i: u32, w: u64) -> u64 {
+        bit_index(self.s, i, w)
+    }
+
     /// Total bits `m = k·s`.
     pub fn bits(&self) -> u64 {
         self.k as u64 * self.s
@@ -117,6 +126,27 @@ impl Words {
 /// The bit for partition `i` given its word: `i·s + (w·s >> 64)`.
 fn bit_index(s: u64, i: u32, w: u64) -> u64 {
     i as u64 * s + ((w as u128 * s as u128) >> 64) as u64
+}
+
+/// The `k` hash words of every element under `key`, element by element (`k` words
+/// each): the filter's bits for any partition size `s` follow with [`BloomParams::bit`],
+/// so one hashing serves filters of different sizes (the same `k`). For protocols that
+/// keep a Bloom filter in a form of their own (encrypted, one ciphertext per bit).
+pub fn element_words(k: u32, key: &[u8; 32], elements: &[&[u8]]) -> Vec<u64> {
+    let h = KeyedHash::new(DOMAIN, key);
+    let mut out = vec![0u64; elements.len() * k as usize];
+    if k == 0 {
+        return out;
+    }
+    out.par_chunks_mut(k as usize)
+        .zip(elements.par_iter())
+        .for_each(|(slot, e)| {
+            let mut w = Words::new(h.hash(e));
+            for (i, x) in slot.iter_mut().enumerate() {
+                *x = w.word(i as u32);
+            }
+        });
+    out
 }
 
 /// Sets, for every element, one bit in each partition.

@@ -516,6 +516,37 @@ pub fn bulk<S: ThresholdAhe>(pk: &S::PublicKey, shares: &[S::KeyShare]) {
             "bulk encryption {k}"
         );
     }
+    // Polynomials: 3 + 0 x + 5 x^2 at x = 2 is 23; (x - 7)(x - 9) = 63 - 16 x + x^2
+    // vanishes at 7 and 9 and is 8 at 11.
+    let enc = |v: &S::Scalar, rng: &mut SessionRng| S::encrypt(pk, v, rng);
+    let u = |v: u64| S::scalar_from_u64(pk, v);
+    let poly: Vec<S::Ciphertext> = [u(3), u(0), u(5)]
+        .iter()
+        .map(|v| enc(v, &mut rng))
+        .collect();
+    let at2 = S::eval_polynomial(pk, &poly, &u(2)).expect("non-empty");
+    assert_eq!(
+        dec::<S>(pk, shares, &at2, &mut rng),
+        Ok(23),
+        "polynomial evaluation"
+    );
+    let minus16 = S::scalar_neg(pk, &u(16));
+    assert_eq!(S::scalar_add(pk, &minus16, &u(16)), u(0));
+    assert_eq!(S::scalar_mul(pk, &u(7), &u(9)), u(63));
+    let roots: Vec<S::Ciphertext> = [u(63), minus16, u(1)]
+        .iter()
+        .map(|v| enc(v, &mut rng))
+        .collect();
+    for (x, want) in [(7, 0), (9, 0), (11, 8)] {
+        let c = S::eval_polynomial(pk, &roots, &u(x)).expect("non-empty");
+        assert_eq!(
+            dec::<S>(pk, shares, &c, &mut rng),
+            Ok(want),
+            "polynomial at {x}"
+        );
+    }
+    assert!(S::eval_polynomial(pk, &[], &u(1)).is_none());
+    assert!(S::scalar_from_wide(pk, &[7; 64]) != S::scalar_from_wide(pk, &[8; 64]));
     let randomized =
         S::decode_ciphertexts(pk, &S::randomize_encoded(pk, &cts, &mut rng)).expect("decode");
     assert!(randomized[1] != cts[1], "randomized");

@@ -137,6 +137,15 @@ pub trait ThresholdAhe: Send + Sync + 'static {
     fn scalar_from_u64(pk: &Self::PublicKey, v: u64) -> Self::Scalar;
     /// `-a` in the plaintext ring.
     fn scalar_neg(pk: &Self::PublicKey, a: &Self::Scalar) -> Self::Scalar;
+    /// `a + b` in the plaintext ring.
+    fn scalar_add(pk: &Self::PublicKey, a: &Self::Scalar, b: &Self::Scalar) -> Self::Scalar;
+    /// `a · b` in the plaintext ring.
+    fn scalar_mul(pk: &Self::PublicKey, a: &Self::Scalar, b: &Self::Scalar) -> Self::Scalar;
+    /// A plaintext from 64 uniformly random bytes (a hash output): within `2^-128` of
+    /// uniform when the ring has at most 384 bits (ElGamal's `Z_ℓ`); for a larger ring
+    /// (Paillier) an injective-looking 512-bit value, which is what hashing items to
+    /// plaintexts needs (distinct items give distinct plaintexts, barring a hash collision).
+    fn scalar_from_wide(pk: &Self::PublicKey, bytes: &[u8; 64]) -> Self::Scalar;
     /// A uniformly random *unit* of the plaintext ring (multiplying by it keeps a
     /// non-zero plaintext non-zero and makes it uniform among units: `ShDec0`).
     fn random_unit(pk: &Self::PublicKey, rng: &mut SessionRng) -> Self::Scalar;
@@ -256,6 +265,21 @@ pub trait ThresholdAhe: Send + Sync + 'static {
             out.extend_from_slice(&Self::encode_ciphertext(pk, &r));
         }
         out
+    }
+
+    /// `Enc(Σ_k x^k m_k)` from encryptions of the coefficients `m_0, m_1, …` (lowest
+    /// degree first; deterministic, as `add`). The default is Horner's rule.
+    fn eval_polynomial(
+        pk: &Self::PublicKey,
+        coeffs: &[Self::Ciphertext],
+        x: &Self::Scalar,
+    ) -> Option<Self::Ciphertext> {
+        let (last, rest) = coeffs.split_last()?;
+        let mut acc = last.clone();
+        for c in rest.iter().rev() {
+            acc = Self::add(pk, &Self::mul_scalar(pk, &acc, x), c);
+        }
+        Some(acc)
     }
 
     /// Bytes of one party's batch of decryption shares of `count` ciphertexts.

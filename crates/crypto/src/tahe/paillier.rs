@@ -454,6 +454,15 @@ impl ThresholdAhe for ThresholdPaillier {
         Integer::from(-a).modulo(pk.plaintext_modulus())
     }
     /// Uniform in `Z*_{n^s}` (coprime to `n`).
+    fn scalar_add(pk: &PublicKey, a: &Integer, b: &Integer) -> Integer {
+        (a + b).complete() % pk.plaintext_modulus()
+    }
+    fn scalar_mul(pk: &PublicKey, a: &Integer, b: &Integer) -> Integer {
+        (a * b).complete() % pk.plaintext_modulus()
+    }
+    fn scalar_from_wide(pk: &PublicKey, bytes: &[u8; 64]) -> Integer {
+        Integer::from_digits(bytes, Order::Msf) % pk.plaintext_modulus()
+    }
     fn random_unit(pk: &PublicKey, rng: &mut SessionRng) -> Integer {
         loop {
             let r = random_below(rng, pk.plaintext_modulus());

@@ -71,7 +71,7 @@ use std::sync::Arc;
 use curve25519_dalek::constants::{RISTRETTO_BASEPOINT_POINT, RISTRETTO_BASEPOINT_TABLE};
 use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoBasepointTable, RistrettoPoint};
 use curve25519_dalek::scalar::Scalar;
-use curve25519_dalek::traits::{Identity, IsIdentity, VartimeMultiscalarMul};
+use curve25519_dalek::traits::{Identity, IsIdentity, MultiscalarMul, VartimeMultiscalarMul};
 use sha2::{Digest, Sha512};
 use zeroize::Zeroize;
 
@@ -424,6 +424,15 @@ impl ThresholdAhe for ThresholdElGamal {
     fn scalar_neg(_pk: &PublicKey, a: &Scalar) -> Scalar {
         -a
     }
+    fn scalar_add(_pk: &PublicKey, a: &Scalar, b: &Scalar) -> Scalar {
+        a + b
+    }
+    fn scalar_mul(_pk: &PublicKey, a: &Scalar, b: &Scalar) -> Scalar {
+        a * b
+    }
+    fn scalar_from_wide(_pk: &PublicKey, bytes: &[u8; 64]) -> Scalar {
+        Scalar::from_bytes_mod_order_wide(bytes)
+    }
     fn random_unit(_pk: &PublicKey, rng: &mut SessionRng) -> Scalar {
         random_nonzero_scalar(rng)
     }
@@ -548,6 +557,23 @@ impl ThresholdAhe for ThresholdElGamal {
     }
     fn randomize_encoded(pk: &PublicKey, cts: &[Ciphertext], rng: &mut SessionRng) -> Vec<u8> {
         batch::randomize_encoded(pk, cts, rng)
+    }
+    /// Two constant-time multi-scalar multiplications (Straus): the point `x` is
+    /// usually a party's own private item.
+    fn eval_polynomial(_pk: &PublicKey, coeffs: &[Ciphertext], x: &Scalar) -> Option<Ciphertext> {
+        if coeffs.is_empty() {
+            return None;
+        }
+        let mut powers = Vec::with_capacity(coeffs.len());
+        let mut p = Scalar::ONE;
+        for _ in coeffs {
+            powers.push(p);
+            p *= x;
+        }
+        let c1 = RistrettoPoint::multiscalar_mul(&powers, coeffs.iter().map(|c| c.c1));
+        let c2 = RistrettoPoint::multiscalar_mul(&powers, coeffs.iter().map(|c| c.c2));
+        powers.iter_mut().for_each(Zeroize::zeroize);
+        Some(Ciphertext { c1, c2 })
     }
     fn share_batch_len(_pk: &PublicKey, count: usize) -> usize {
         batch::batch_len(count)
