@@ -89,6 +89,14 @@ pub enum PeerMisbehaved {
     InvalidOt(privset_crypto::ot::OtError),
     #[error("{0}")]
     Inconsistent(String),
+    /// A key contribution, ciphertext or decryption share of the threshold scheme from
+    /// the named participant failed validation or its proof.
+    #[error("the {party}'s {what}: {source}")]
+    Threshold {
+        party: String,
+        what: &'static str,
+        source: privset_crypto::tahe::TaheError,
+    },
 }
 
 /// Problems with the user's own input, reported before any network traffic.

@@ -15,6 +15,7 @@ pub mod apsi;
 pub mod engine;
 pub mod error;
 pub mod input;
+pub mod mpsi;
 pub mod party;
 pub mod peer_text;
 pub mod pi_sum;

@@ -56,10 +56,16 @@ pub enum ProtocolId {
     ApsiIntersect,
     /// The toy sum of [`crate::toy`]: the harness test for n-party transports.
     Toy,
+    /// Multi-party PSI, Bay et al. (de Jong, Ch. 3).
+    MpsiBay,
+    /// Multi-party PSI, Miyaji-Nishida (de Jong, Ch. 4).
+    MpsiMiyajiNishida,
+    /// Multi-party PSI, Hazay-Venkitasubramaniam (de Jong, Ch. 5).
+    MpsiHazay,
 }
 
 impl ProtocolId {
-    pub const ALL: [ProtocolId; 10] = [
+    pub const ALL: [ProtocolId; 13] = [
         ProtocolId::PiSum,
         ProtocolId::Psi,
         ProtocolId::PsiCard,
@@ -70,6 +76,9 @@ impl ProtocolId {
         ProtocolId::ApsiAuthorize,
         ProtocolId::ApsiIntersect,
         ProtocolId::Toy,
+        ProtocolId::MpsiBay,
+        ProtocolId::MpsiMiyajiNishida,
+        ProtocolId::MpsiHazay,
     ];
     pub fn code(self) -> u8 {
         match self {
@@ -83,6 +92,9 @@ impl ProtocolId {
             ProtocolId::ApsiAuthorize => 8,
             ProtocolId::ApsiIntersect => 9,
             ProtocolId::Toy => 10,
+            ProtocolId::MpsiBay => 11,
+            ProtocolId::MpsiMiyajiNishida => 12,
+            ProtocolId::MpsiHazay => 13,
         }
     }
     pub fn name(self) -> &'static str {
@@ -97,6 +109,9 @@ impl ProtocolId {
             ProtocolId::ApsiAuthorize => "apsi-authorize",
             ProtocolId::ApsiIntersect => "apsi-intersect",
             ProtocolId::Toy => "toy-sum",
+            ProtocolId::MpsiBay => "mpsi-bay",
+            ProtocolId::MpsiMiyajiNishida => "mpsi-miyaji-nishida",
+            ProtocolId::MpsiHazay => "mpsi-hazay",
         }
     }
     pub fn from_code(code: u8) -> Option<Self> {

@@ -1,0 +1,94 @@
+//! The last round of the star protocols (Bay et al., Hazay-Venkitasubramaniam): the
+//! server randomizes its sums, the clients return decryption shares, and the server
+//! keeps the items whose sum decrypts to zero.
+
+use privset_crypto::tahe::ThresholdAhe;
+use privset_crypto::tahe::elgamal::{Ciphertext, KeyShare, PublicKey, ThresholdElGamal as S};
+
+use super::setup::{Expected, blame};
+use super::{HUB, KIND_COMBINED, KIND_SHARES};
+use crate::engine::Session;
+use crate::error::ProtocolError;
+use crate::wire::PartyId;
+
+/// Adds `c` into `acc` (an empty accumulator takes `c`).
+pub(super) fn accumulate(acc: &mut Option<Ciphertext>, c: &Ciphertext, pk: &PublicKey) {
+    *acc = Some(match acc {
+        Some(a) => S::add(pk, a, c),
+        None => *c,
+    });
+}
+
+/// The server's side: the ciphertexts sent for decryption and the shares so far.
+pub(super) struct ServerDecryption {
+    pk: PublicKey,
+    combined: Vec<Ciphertext>,
+    zero: <S as ThresholdAhe>::ZeroTest,
+}
+
+impl ServerDecryption {
+    /// Sends every client `ReRand(k_j s_j)` for every sum `s_j` (`k_j` a fresh random
+    /// unit: zero stays zero, anything else becomes uniform) and expects their shares.
+    pub fn start(
+        pk: &PublicKey,
+        sums: &[Ciphertext],
+        clients: impl Iterator<Item = PartyId>,
+        expected: &mut Expected,
+        session: &mut Session<'_>,
+    ) -> Self {
+        let encoded = S::randomize_encoded(pk, sums, session.rng);
+        let combined = S::decode_ciphertexts(pk, &encoded).expect("own encoding");
+        for c in clients {
+            session.send(c, KIND_COMBINED, &encoded);
+            expected.push(c, KIND_SHARES, S::share_batch_len(pk, combined.len()));
+        }
+        Self {
+            pk: pk.clone(),
+            zero: S::zero_test_new(pk, combined.len()),
+            combined,
+        }
+    }
+
+    /// One client's batch of shares, verified.
+    pub fn absorb(
+        &mut self,
+        from: PartyId,
+        name: String,
+        batch: &[u8],
+    ) -> Result<(), ProtocolError> {
+        S::zero_test_absorb(
+            &self.pk,
+            &mut self.zero,
+            &self.combined,
+            u32::from(from),
+            batch,
+        )
+        .map_err(blame(name, "decryption shares"))
+    }
+
+    /// The items (in the order of the sums) whose sum decrypts to zero.
+    pub fn finish(self, items: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, ProtocolError> {
+        let flags = S::zero_test_finish(&self.pk, self.zero, &self.combined)
+            .map_err(|e| ProtocolError::Config(e.to_string()))?;
+        Ok(items
+            .iter()
+            .zip(flags)
+            .filter(|(_, zero)| *zero)
+            .map(|(x, _)| x.clone())
+            .collect())
+    }
+}
+
+/// The client's side: its batch of shares of the server's ciphertexts.
+pub(super) fn send_shares(
+    key: &KeyShare,
+    body: &[u8],
+    server: String,
+    session: &mut Session<'_>,
+) -> Result<(), ProtocolError> {
+    let cts = S::decode_ciphertexts(key.public_key(), body)
+        .map_err(blame(server, "combined ciphertexts"))?;
+    let batch = S::share_batch(key, &cts, session.rng);
+    session.send(HUB, KIND_SHARES, &batch);
+    Ok(())
+}

@@ -1,0 +1,412 @@
+//! Miyaji and Nishida's protocol (de Jong, Ch. 4): encrypted Bloom filters summed by a
+//! dealer, decrypted by every party with every other's shares; a full mesh.
+//!
+//! ```text
+//!   party i (1..=t)                 other parties            dealer (participant 0)
+//!     key contribution ---------------> (and to the dealer) ------>
+//!     for each chunk of the filter:
+//!       Enc(BF_i[chunk]) ------------------------------------------>
+//!                                                  M_j = ReRand(r_j (Σ_i BF_i[j] − t))
+//!                     <-------------------------------------------- M[chunk]
+//!       shares of M[chunk] ----------> (every other party)
+//!                     <------------- their shares of M[chunk]
+//!       F[j] = 1 iff M_j decrypts to zero (every filter has bit j)
+//!     output: own items whose k bits are all set in F
+//! ```
+//!
+//! Every filter has the same size, fixed by the largest bound any party announced on
+//! every party's set size (`MpsiConfig::max_items`): the parties and the dealer learn
+//! that bound, not the sizes. The chunks move in lock step (a party sends its next
+//! filter chunk as soon as it has the dealer's answer for the current one), so no party
+//! ever holds more than a chunk of ciphertexts besides its filter's bits.
+
+use privset_crypto::filter::bloom::{BloomParams, element_words};
+use privset_crypto::tahe::ThresholdAhe;
+use privset_crypto::tahe::elgamal::{
+    CIPHERTEXT_LEN, Ciphertext, KeyShare, PublicKey, ThresholdElGamal as S, joint::CONTRIBUTION_LEN,
+};
+use rayon::prelude::*;
+
+use super::decrypt::accumulate;
+use super::setup::{Expected, JointKey, Setup, blame};
+use super::{
+    HUB, KIND_FILTER, KIND_KEY, KIND_MASKED, KIND_SHARES, MpsiConfig, MpsiOutput, Role, chunk,
+    chunks,
+};
+use crate::engine::{Message, Protocol, Session};
+use crate::error::ProtocolError;
+use crate::wire::PartyId;
+
+/// The common filter: the session's bound `N` on every set (the largest announced) and
+/// `t · N` look-ups over the run.
+fn filter_params(setup: &Setup) -> BloomParams {
+    let holders = setup.config.names.len() as u64 - 1;
+    let bound = (1..=holders as PartyId)
+        .map(|p| setup.size_of(p))
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    BloomParams::new(bound, bound.saturating_mul(holders))
+}
+
+fn holders(setup: &Setup) -> u32 {
+    setup.config.names.len() as u32 - 1
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum PartyPhase {
+    Keys,
+    Masked,
+    Shares,
+    Done,
+}
+
+pub(super) struct Party {
+    setup: Setup,
+    expected: Expected,
+    phase: PartyPhase,
+    keys: Option<JointKey>,
+    key: Option<KeyShare>,
+    params: BloomParams,
+    /// The `k` words of each own item.
+    words: Vec<u64>,
+    bloom: Vec<bool>,
+    /// The AND of every party's filter, as it is learned chunk by chunk.
+    and: Vec<bool>,
+    chunk: usize,
+    masked: Vec<Ciphertext>,
+    zero: Option<<S as ThresholdAhe>::ZeroTest>,
+    output: Option<Vec<Vec<u8>>>,
+}
+
+impl Party {
+    pub fn new(config: MpsiConfig) -> Self {
+        Self {
+            setup: Setup::new(config),
+            expected: Expected::default(),
+            phase: PartyPhase::Keys,
+            keys: None,
+            key: None,
+            params: BloomParams::new(0, 0),
+            words: Vec::new(),
+            bloom: Vec::new(),
+            and: Vec::new(),
+            chunk: 0,
+            masked: Vec::new(),
+            zero: None,
+            output: None,
+        }
+    }
+
+    fn pk(&self) -> &PublicKey {
+        self.key.as_ref().expect("key").public_key()
+    }
+
+    fn others(&self, me: PartyId) -> Vec<PartyId> {
+        (1..=holders(&self.setup) as PartyId)
+            .filter(|&p| p != me)
+            .collect()
+    }
+
+    fn send_filter_chunk(&self, c: usize, session: &mut Session<'_>) {
+        let (start, len) = chunk(self.bloom.len(), c);
+        let pk = self.pk().clone();
+        let (zero, one) = (S::scalar_from_u64(&pk, 0), S::scalar_from_u64(&pk, 1));
+        let bits: Vec<_> = self.bloom[start..start + len]
+            .iter()
+            .map(|&b| if b { one } else { zero })
+            .collect();
+        let encrypted = S::encrypt_encoded(&pk, &bits, session.rng);
+        session.send(HUB, KIND_FILTER, &encrypted);
+    }
+
+    fn expect_masked(&mut self) {
+        let len = chunk(self.bloom.len(), self.chunk).1;
+        self.expected.push(HUB, KIND_MASKED, len * CIPHERTEXT_LEN);
+        self.phase = PartyPhase::Masked;
+    }
+
+    fn finish(&mut self) {
+        let k = self.params.k as usize;
+        let items = &self.setup.config.items;
+        let mut out = Vec::new();
+        for (j, x) in items.iter().enumerate() {
+            let w = &self.words[j * k..(j + 1) * k];
+            if (0..k).all(|d| self.and[self.params.bit(d as u32, w[d]) as usize]) {
+                out.push(x.clone());
+            }
+        }
+        self.output = Some(out);
+        self.phase = PartyPhase::Done;
+    }
+}
+
+impl Protocol for Party {
+    type Output = MpsiOutput;
+    type Handshake = Setup;
+
+    fn handshake(&mut self) -> &mut Setup {
+        &mut self.setup
+    }
+
+    fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
+        let mut keys = JointKey::new(holders(&self.setup), session.ctx);
+        let mine = keys.contribute(session.me(), session.rng)?;
+        for p in session.roster.peers() {
+            session.send(p, KIND_KEY, &mine);
+        }
+        self.keys = Some(keys);
+        for p in self.others(session.me()) {
+            self.expected.push(p, KIND_KEY, CONTRIBUTION_LEN);
+        }
+        self.params = filter_params(&self.setup);
+        let slices: Vec<&[u8]> = self.setup.config.items.iter().map(Vec::as_slice).collect();
+        self.words = element_words(
+            self.params.k,
+            &session.ctx.derive_key("mpsi/bloom"),
+            &slices,
+        );
+        self.bloom = vec![false; self.params.bits() as usize];
+        for w in self.words.chunks_exact(self.params.k as usize) {
+            for (d, &word) in w.iter().enumerate() {
+                self.bloom[self.params.bit(d as u32, word) as usize] = true;
+            }
+        }
+        self.and = vec![false; self.bloom.len()];
+        Ok(())
+    }
+
+    fn handle(
+        &mut self,
+        session: &mut Session<'_>,
+        message: Message<'_>,
+    ) -> Result<(), ProtocolError> {
+        let (e, body) = self.expected.take(&message)?;
+        let name = self.setup.name(e.from);
+        match self.phase {
+            PartyPhase::Keys => {
+                let keys = self.keys.as_mut().expect("keys");
+                keys.accept(e.from, body, &name)?;
+                if keys.complete() {
+                    self.key = Some(keys.key_share()?);
+                    self.send_filter_chunk(0, session);
+                    self.expect_masked();
+                }
+            }
+            PartyPhase::Masked => {
+                let key = self.key.as_ref().expect("key");
+                let pk = key.public_key().clone();
+                self.masked =
+                    S::decode_ciphertexts(&pk, body).map_err(blame(name, "masked filter"))?;
+                let batch = S::share_batch(key, &self.masked, session.rng);
+                let me = session.me();
+                for p in self.others(me) {
+                    session.send(p, KIND_SHARES, &batch);
+                    self.expected
+                        .push(p, KIND_SHARES, S::share_batch_len(&pk, self.masked.len()));
+                }
+                let mut zero = S::zero_test_new(&pk, self.masked.len());
+                S::zero_test_absorb(&pk, &mut zero, &self.masked, u32::from(me), &batch)
+                    .map_err(|e| ProtocolError::Config(e.to_string()))?;
+                self.zero = Some(zero);
+                // Let the dealer work on the next chunk while the shares go round.
+                if self.chunk + 1 < chunks(self.bloom.len()) {
+                    self.send_filter_chunk(self.chunk + 1, session);
+                }
+                self.phase = PartyPhase::Shares;
+            }
+            PartyPhase::Shares => {
+                let pk = self.pk().clone();
+                let zero = self.zero.as_mut().expect("zero test");
+                S::zero_test_absorb(&pk, zero, &self.masked, u32::from(e.from), body)
+                    .map_err(blame(name, "decryption shares"))?;
+                if self.expected.is_empty() {
+                    let zero = self.zero.take().expect("zero test");
+                    let flags = S::zero_test_finish(&pk, zero, &self.masked)
+                        .map_err(|e| ProtocolError::Config(e.to_string()))?;
+                    let start = chunk(self.bloom.len(), self.chunk).0;
+                    self.and[start..start + flags.len()].copy_from_slice(&flags);
+                    self.chunk += 1;
+                    if self.chunk < chunks(self.bloom.len()) {
+                        self.expect_masked();
+                    } else {
+                        self.finish();
+                    }
+                }
+            }
+            PartyPhase::Done => return Err(ProtocolError::ApiMisuse("message after the end")),
+        }
+        Ok(())
+    }
+
+    fn awaiting(&self) -> Option<PartyId> {
+        self.expected.awaiting()
+    }
+
+    fn max_message_len(&self) -> usize {
+        self.expected.max_len()
+    }
+
+    fn is_done(&self) -> bool {
+        self.phase == PartyPhase::Done
+    }
+
+    fn status(&self) -> String {
+        let total = chunks(self.bloom.len());
+        match self.phase {
+            PartyPhase::Keys => "agreeing the joint key".into(),
+            PartyPhase::Masked => format!(
+                "waiting for the dealer's chunk {} of {total}",
+                self.chunk + 1
+            ),
+            PartyPhase::Shares => format!(
+                "exchanging decryption shares of chunk {} of {total}",
+                self.chunk + 1
+            ),
+            PartyPhase::Done => "done".into(),
+        }
+    }
+
+    fn into_output(self) -> Option<MpsiOutput> {
+        Some(MpsiOutput {
+            role: Role::Party,
+            intersection: Some(self.output?),
+        })
+    }
+}
+
+pub(super) struct Dealer {
+    setup: Setup,
+    expected: Expected,
+    keys: Option<JointKey>,
+    pk: Option<PublicKey>,
+    bits: usize,
+    chunk: usize,
+    sums: Vec<Option<Ciphertext>>,
+    done: bool,
+}
+
+impl Dealer {
+    pub fn new(config: MpsiConfig) -> Self {
+        Self {
+            setup: Setup::new(config),
+            expected: Expected::default(),
+            keys: None,
+            pk: None,
+            bits: 0,
+            chunk: 0,
+            sums: Vec::new(),
+            done: false,
+        }
+    }
+
+    fn expect_filters(&mut self) {
+        let len = chunk(self.bits, self.chunk).1;
+        for p in 1..=holders(&self.setup) as PartyId {
+            self.expected.push(p, KIND_FILTER, len * CIPHERTEXT_LEN);
+        }
+        self.sums = vec![None; len];
+    }
+
+    /// `ReRand(r_j (Σ_i BF_i[j] − t))` for every position of the chunk, to every party.
+    fn answer(&mut self, session: &mut Session<'_>) {
+        let pk = self.pk.clone().expect("key");
+        let minus_t = S::scalar_neg(
+            &pk,
+            &S::scalar_from_u64(&pk, u64::from(holders(&self.setup))),
+        );
+        let shift = S::encrypt(&pk, &minus_t, session.rng);
+        let shifted: Vec<Ciphertext> = self
+            .sums
+            .drain(..)
+            .map(|s| S::add(&pk, &s.expect("every party's chunk"), &shift))
+            .collect();
+        let masked = S::randomize_encoded(&pk, &shifted, session.rng);
+        for p in 1..=holders(&self.setup) as PartyId {
+            session.send(p, KIND_MASKED, &masked);
+        }
+        self.chunk += 1;
+        if self.chunk < chunks(self.bits) {
+            self.expect_filters();
+        } else {
+            self.done = true;
+        }
+    }
+}
+
+impl Protocol for Dealer {
+    type Output = MpsiOutput;
+    type Handshake = Setup;
+
+    fn handshake(&mut self) -> &mut Setup {
+        &mut self.setup
+    }
+
+    fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
+        self.keys = Some(JointKey::new(holders(&self.setup), session.ctx));
+        for p in 1..=holders(&self.setup) as PartyId {
+            self.expected.push(p, KIND_KEY, CONTRIBUTION_LEN);
+        }
+        self.bits = filter_params(&self.setup).bits() as usize;
+        Ok(())
+    }
+
+    fn handle(
+        &mut self,
+        session: &mut Session<'_>,
+        message: Message<'_>,
+    ) -> Result<(), ProtocolError> {
+        let (e, body) = self.expected.take(&message)?;
+        let name = self.setup.name(e.from);
+        if let Some(keys) = self.keys.as_mut() {
+            keys.accept(e.from, body, &name)?;
+            if keys.complete() {
+                self.pk = Some(keys.public_key()?);
+                self.keys = None;
+                self.expect_filters();
+            }
+            return Ok(());
+        }
+        let pk = self.pk.clone().expect("key");
+        let cts =
+            S::decode_ciphertexts(&pk, body).map_err(blame(name, "encrypted Bloom filter"))?;
+        self.sums
+            .par_iter_mut()
+            .zip(cts.par_iter())
+            .for_each(|(s, c)| accumulate(s, c, &pk));
+        if self.expected.is_empty() {
+            self.answer(session);
+        }
+        Ok(())
+    }
+
+    fn awaiting(&self) -> Option<PartyId> {
+        self.expected.awaiting()
+    }
+
+    fn max_message_len(&self) -> usize {
+        self.expected.max_len()
+    }
+
+    fn is_done(&self) -> bool {
+        self.done
+    }
+
+    fn status(&self) -> String {
+        if self.keys.is_some() {
+            return "agreeing the parties' joint key".into();
+        }
+        format!(
+            "adding up chunk {} of {} of the parties' filters",
+            self.chunk + 1,
+            chunks(self.bits)
+        )
+    }
+
+    fn into_output(self) -> Option<MpsiOutput> {
+        self.done.then_some(MpsiOutput {
+            role: Role::Dealer,
+            intersection: None,
+        })
+    }
+}

@@ -1,0 +1,357 @@
+//! Multi-party PSI (Bay et al., Miyaji-Nishida, Hazay-Venkitasubramaniam) over the
+//! in-memory n-party harness: every protocol against the plaintext intersection on
+//! random sets and the edge cases, and the errors a misbehaving participant causes.
+#![allow(clippy::result_large_err)] // HarnessError carries every party's error; tests only.
+
+use std::collections::HashSet;
+
+use privset_crypto::rng::SessionRng;
+use privset_net::memory::{HarnessError, HookAction, LinkHook, run_parties_with};
+use privset_protocols::mpsi::{
+    self, KIND_FILTER, KIND_POLYNOMIALS, KIND_SHARES, MpsiConfig, MpsiOutput, MpsiProtocol, Role,
+};
+use privset_protocols::party::{OutputParty, Party, PartyId};
+use privset_protocols::wire::HEADER_LEN;
+use privset_protocols::{PeerMisbehaved, ProtocolError};
+
+type Set = Vec<Vec<u8>>;
+
+fn build(
+    protocol: MpsiProtocol,
+    sets: &[Set],
+    max_items: u64,
+) -> Vec<Box<dyn OutputParty<MpsiOutput>>> {
+    let names = mpsi::default_names(protocol, sets.len());
+    sets.iter()
+        .enumerate()
+        .map(|(i, set)| {
+            let config = MpsiConfig {
+                protocol,
+                names: names.clone(),
+                me: i as PartyId,
+                items: set.clone(),
+                max_items,
+                max_peer_items: 1 << 24,
+            };
+            mpsi::new_party(config, [i as u8 + 7; 32]).expect("party")
+        })
+        .collect()
+}
+
+fn run_with(
+    protocol: MpsiProtocol,
+    sets: &[Set],
+    max_items: u64,
+    hook: &mut LinkHook<'_>,
+) -> Result<Vec<MpsiOutput>, HarnessError> {
+    let mut parties = build(protocol, sets, max_items);
+    {
+        let mut refs: Vec<&mut dyn Party> = parties
+            .iter_mut()
+            .map(|p| p.as_mut() as &mut dyn Party)
+            .collect();
+        run_parties_with(&mut refs, hook)?;
+    }
+    Ok(parties
+        .into_iter()
+        .map(|p| p.into_output().expect("finished"))
+        .collect())
+}
+
+fn run(protocol: MpsiProtocol, sets: &[Set]) -> Vec<MpsiOutput> {
+    run_with(protocol, sets, 0, &mut |_, _, _, _| HookAction::Deliver).expect("run")
+}
+
+/// The items of `of` held by every set of `holders`, in `of`'s order, once each.
+fn plain(of: &Set, holders: &[Set]) -> Set {
+    let mut seen = HashSet::new();
+    of.iter()
+        .filter(|x| holders.iter().all(|s| s.contains(x)))
+        .filter(|x| seen.insert((*x).clone()))
+        .cloned()
+        .collect()
+}
+
+/// Runs `protocol` and checks every participant's output against the plaintext answer.
+/// `sets[0]` is the server's set (Bay, Hazay) or empty (the dealer, Miyaji-Nishida).
+fn check(protocol: MpsiProtocol, sets: &[Set]) {
+    let outputs = run(protocol, sets);
+    match protocol {
+        MpsiProtocol::MiyajiNishida => {
+            assert_eq!(
+                outputs[0],
+                MpsiOutput {
+                    role: Role::Dealer,
+                    intersection: None
+                }
+            );
+            for (i, out) in outputs.iter().enumerate().skip(1) {
+                assert_eq!(out.role, Role::Party);
+                assert_eq!(
+                    out.intersection.as_ref(),
+                    Some(&plain(&sets[i], &sets[1..])),
+                    "{protocol:?}, party {i} of {}",
+                    sets.len()
+                );
+            }
+        }
+        _ => {
+            assert_eq!(outputs[0].role, Role::Server);
+            assert_eq!(
+                outputs[0].intersection.as_ref(),
+                Some(&plain(&sets[0], &sets[1..])),
+                "{protocol:?}, {} participants",
+                sets.len()
+            );
+            for out in &outputs[1..] {
+                assert_eq!(
+                    out,
+                    &MpsiOutput {
+                        role: Role::Client,
+                        intersection: None
+                    }
+                );
+            }
+        }
+    }
+}
+
+fn item(tag: &str, i: u64) -> Vec<u8> {
+    format!("{tag}-{i:06}").into_bytes()
+}
+
+/// `holders` sets sharing `common` items, each with `own[i]` items of its own, and for
+/// Bay / Hazay the server's set as `sets[0]` (with `common` and its own); for
+/// Miyaji-Nishida `sets[0]` is the dealer's (empty).
+fn random_sets(
+    protocol: MpsiProtocol,
+    holders: usize,
+    common: u64,
+    own: &[u64],
+    seed: u8,
+) -> Vec<Set> {
+    let mut rng = SessionRng::from_seed([seed; 32]);
+    let shared: Set = (0..common)
+        .map(|i| item("common", rng.next_u64() % 1_000_000 + i * 1_000_000))
+        .collect();
+    let mut sets: Vec<Set> = Vec::new();
+    for p in 0..=holders {
+        if p == 0 && !protocol_has_hub_set(protocol) {
+            sets.push(Vec::new());
+            continue;
+        }
+        let mut s = shared.clone();
+        s.extend((0..own[p % own.len()]).map(|i| item(&format!("p{p}"), i)));
+        // Some items held by all but one participant: they must not come out.
+        if p != 1 {
+            s.push(item("almost", 0));
+        }
+        rng.shuffle(&mut s);
+        sets.push(s);
+    }
+    sets
+}
+
+fn protocol_has_hub_set(p: MpsiProtocol) -> bool {
+    p != MpsiProtocol::MiyajiNishida
+}
+
+#[test]
+fn random_sets_for_3_5_and_10_participants() {
+    for protocol in MpsiProtocol::ALL {
+        for (holders, seed) in [(2usize, 1u8), (4, 2), (9, 3)] {
+            let sets = random_sets(protocol, holders, 9, &[20, 7, 33], seed);
+            check(protocol, &sets);
+        }
+    }
+}
+
+#[test]
+fn edge_cases() {
+    for protocol in MpsiProtocol::ALL {
+        let hub = |s: Set| {
+            if protocol_has_hub_set(protocol) {
+                s
+            } else {
+                Vec::new()
+            }
+        };
+        let a: Set = (0..12).map(|i| item("a", i)).collect();
+        let b: Set = (0..12).map(|i| item("b", i)).collect();
+        // Disjoint sets: empty intersection.
+        check(protocol, &[hub(a.clone()), b.clone(), a.clone(), a.clone()]);
+        // Everything shared.
+        check(protocol, &[hub(a.clone()), a.clone(), a.clone(), a.clone()]);
+        // One set holder with an empty set.
+        check(
+            protocol,
+            &[hub(a.clone()), a.clone(), Vec::new(), a.clone()],
+        );
+        // One item each, the same and different.
+        let one = vec![item("x", 1)];
+        check(protocol, &[hub(one.clone()), one.clone(), one.clone()]);
+        check(
+            protocol,
+            &[hub(one.clone()), one.clone(), vec![item("x", 2)]],
+        );
+        // Very different sizes.
+        let big: Set = (0..200).map(|i| item("a", i)).collect();
+        check(
+            protocol,
+            &[hub(a.clone()), big.clone(), one.clone(), a.clone()],
+        );
+        check(protocol, &[hub(big.clone()), a.clone(), big.clone()]);
+        // Duplicates in an input are one item.
+        let mut dup = a.clone();
+        dup.extend(a[..5].iter().cloned());
+        check(protocol, &[hub(dup.clone()), dup.clone(), a.clone()]);
+    }
+    // The server with an empty set learns an empty intersection.
+    for protocol in [MpsiProtocol::Bay, MpsiProtocol::Hazay] {
+        let a: Set = (0..12).map(|i| item("a", i)).collect();
+        check(protocol, &[Vec::new(), a.clone(), a.clone()]);
+    }
+}
+
+#[test]
+fn miyaji_nishida_bound_is_the_largest_announced() {
+    let a: Set = (0..40).map(|i| item("a", i)).collect();
+    let sets = vec![Vec::new(), a.clone(), a[..30].to_vec(), a[10..].to_vec()];
+    let outputs = run_with(MpsiProtocol::MiyajiNishida, &sets, 64, &mut |_, _, _, _| {
+        HookAction::Deliver
+    })
+    .expect("run");
+    assert_eq!(outputs[1].intersection.as_ref(), Some(&a[10..30].to_vec()));
+    // A set above the announced bound is refused before anything is sent.
+    let names = mpsi::default_names(MpsiProtocol::MiyajiNishida, 3);
+    let config = MpsiConfig {
+        protocol: MpsiProtocol::MiyajiNishida,
+        names,
+        me: 1,
+        items: a.clone(),
+        max_items: 8,
+        max_peer_items: 1 << 20,
+    };
+    assert!(matches!(
+        mpsi::new_party(config, [1; 32]),
+        Err(ProtocolError::Config(_))
+    ));
+}
+
+fn kind_of(message: &[u8]) -> u8 {
+    // The kind follows magic (4), version (1), protocol (1).
+    message[6]
+}
+
+/// The error of the participant that detected the fault, and who it blames.
+fn failure(case: &str, result: Result<Vec<MpsiOutput>, HarnessError>) -> (PartyId, ProtocolError) {
+    match result {
+        Err(HarnessError::Failed { party, error, .. }) => (party, error),
+        Err(other) => panic!("{case}: expected a participant's failure, got {other}"),
+        Ok(_) => panic!("{case}: the run succeeded"),
+    }
+}
+
+#[test]
+fn bad_decryption_shares_are_blamed_on_their_sender() {
+    for protocol in MpsiProtocol::ALL {
+        let sets = random_sets(protocol, 3, 5, &[10], 9);
+        let (party, error) = failure(
+            &format!("{protocol:?} bad shares"),
+            run_with(protocol, &sets, 0, &mut |from, _to, _, m| {
+                if from == 2 && kind_of(m) == KIND_SHARES {
+                    let last = m.len() - 40;
+                    m[last] ^= 1;
+                }
+                HookAction::Deliver
+            }),
+        );
+        let text = error.to_string();
+        assert!(
+            matches!(error, ProtocolError::PeerMisbehaved(PeerMisbehaved::Threshold { ref party, .. }) if party.ends_with(" 2")),
+            "{protocol:?}: participant {party} failed with {text}"
+        );
+    }
+}
+
+#[test]
+fn malformed_truncated_and_replayed_messages_fail_the_run() {
+    for protocol in MpsiProtocol::ALL {
+        let sets = random_sets(protocol, 2, 5, &[10], 11);
+        // A filter / polynomial chunk cut short.
+        let (_, error) = failure(
+            &format!("{protocol:?} truncated"),
+            run_with(protocol, &sets, 0, &mut |from, _, _, m| {
+                if from == 1 && m.len() > HEADER_LEN + 100 && kind_of(m) != KIND_SHARES {
+                    m.truncate(m.len() - 64);
+                }
+                HookAction::Deliver
+            }),
+        );
+        assert!(
+            matches!(error, ProtocolError::PeerMisbehaved(_)),
+            "{protocol:?}: {error}"
+        );
+        // Garbage in place of the ciphertexts of a chunk: not valid encodings. (The Bay
+        // server decodes only the filter entries its items hash to: an entry nobody
+        // looks at cannot change the answer.)
+        let (_, error) = failure(
+            &format!("{protocol:?} garbage"),
+            run_with(protocol, &sets, 0, &mut |from, _, _, m| {
+                if from == 1 && (kind_of(m) == KIND_FILTER || kind_of(m) == KIND_POLYNOMIALS) {
+                    m[HEADER_LEN..].fill(0xff);
+                }
+                HookAction::Deliver
+            }),
+        );
+        assert!(
+            matches!(error, ProtocolError::PeerMisbehaved(_)),
+            "{protocol:?}: {error}"
+        );
+        // A message delivered twice.
+        let (_, error) = failure(
+            &format!("{protocol:?} replayed"),
+            run_with(protocol, &sets, 0, &mut |from, _, index, _| {
+                if from == 2 && index == 1 {
+                    HookAction::Duplicate
+                } else {
+                    HookAction::Deliver
+                }
+            }),
+        );
+        assert!(
+            matches!(error, ProtocolError::PeerMisbehaved(_)),
+            "{protocol:?}: {error}"
+        );
+    }
+}
+
+#[test]
+fn too_few_participants_or_a_dealer_with_a_set_are_refused() {
+    let names = mpsi::default_names(MpsiProtocol::Bay, 2);
+    let config = MpsiConfig {
+        protocol: MpsiProtocol::Bay,
+        names,
+        me: 0,
+        items: vec![item("a", 1)],
+        max_items: 0,
+        max_peer_items: 1 << 20,
+    };
+    assert!(matches!(
+        mpsi::new_party(config, [1; 32]),
+        Err(ProtocolError::Config(_))
+    ));
+    let names = mpsi::default_names(MpsiProtocol::MiyajiNishida, 3);
+    let config = MpsiConfig {
+        protocol: MpsiProtocol::MiyajiNishida,
+        names,
+        me: 0,
+        items: vec![item("a", 1)],
+        max_items: 0,
+        max_peer_items: 1 << 20,
+    };
+    assert!(matches!(
+        mpsi::new_party(config, [1; 32]),
+        Err(ProtocolError::Config(_))
+    ));
+}
