@@ -24,6 +24,9 @@ pub enum BenchCommand {
     /// APSI and Partial-APSI (Falzon and Markatou, Table 3): judge, client and server per phase,
     /// and each party's CPU per item against the measured floor.
     Apsi(crate::bench_apsi::ApsiBenchArgs),
+    /// Multi-party PSI (de Jong, Table 7.4's tests): every participant its own process;
+    /// CPU, bytes, wall, memory and cost per role, and Table 7.5's comparison.
+    Mpsi(crate::bench_mpsi::MpsiBenchArgs),
     /// PI-Sum (Ion et al. 2020): CPU per party, wall, bytes each way, peak memory, cost.
     PiSum {
         /// Items per party, comma-separated.
@@ -52,6 +55,9 @@ pub fn run(cmd: &BenchCommand) -> Result<(), Failure> {
     let temp = || std::env::temp_dir().join(format!("privset-bench-{}", std::process::id()));
     match cmd {
         BenchCommand::Pso(args) => bench_pso::run(args, &args.dir.clone().unwrap_or_else(temp)),
+        BenchCommand::Mpsi(args) => {
+            crate::bench_mpsi::run(args, &args.dir.clone().unwrap_or_else(temp))
+        }
         BenchCommand::Apsi(args) => {
             crate::bench_apsi::run(args, &args.dir.clone().unwrap_or_else(temp))
         }

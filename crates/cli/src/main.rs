@@ -5,10 +5,12 @@ mod apsi_cmd;
 mod batch;
 mod bench;
 mod bench_apsi;
+mod bench_mpsi;
 mod bench_pso;
 mod connect;
 mod datagen;
 mod demo;
+mod mpsi_cmd;
 mod pi_sum_cmd;
 mod progress;
 mod pso_cmd;
@@ -89,6 +91,9 @@ enum Command {
     /// The toy sum among N participants (star or mesh): each holds a number, all learn
     /// the total. Nothing is hidden; it tests n-party links end to end.
     ToySum(Box<toy_cmd::ToySumArgs>),
+    /// Multi-party PSI among 3 to 255 participants, each its own process (de Jong's thesis:
+    /// Bay et al., Miyaji-Nishida, Hazay-Venkitasubramaniam) on threshold ElGamal.
+    Mpsi(Box<mpsi_cmd::MpsiArgs>),
     /// Run many exchange-directory executions (a directory of job specs) with bounded
     /// concurrency, then print a summary table: the 1,000-runs-a-day deployment.
     Batch(batch::BatchArgs),
@@ -153,6 +158,21 @@ fn main() {
                 report.parties,
                 report.form,
                 report.total,
+                report.run.bytes_sent,
+                report.run.bytes_received,
+                report.run.wall_seconds,
+                args.output.display()
+            );
+        }),
+        Command::Mpsi(args) => mpsi_cmd::run(&args).map(|report| {
+            let learned = report
+                .intersection_size
+                .map_or("learns nothing".to_string(), |n| format!("intersection {n}"));
+            eprintln!(
+                "mpsi {} {} ({}): {learned}, {} bytes sent, {} received, {:.2} s wall -> {}",
+                report.mpsi_protocol,
+                report.name,
+                report.role,
                 report.run.bytes_sent,
                 report.run.bytes_received,
                 report.run.wall_seconds,

@@ -18,6 +18,68 @@ pub enum RunError {
     /// Moving bytes failed: connection, TLS, timeout, exchange directory.
     #[error("transport failed: {0}")]
     Transport(#[from] TransportError),
+    /// Moving bytes to or from one participant of a session of three or more failed
+    /// (it dropped out, timed out, ...): the error names it.
+    #[error("transport failed with the {peer}: {source}")]
+    PeerTransport {
+        peer: String,
+        #[source]
+        source: TransportError,
+    },
+}
+
+impl RunError {
+    /// The transport error, whichever participant it concerns.
+    pub fn transport(&self) -> Option<&TransportError> {
+        match self {
+            RunError::Transport(t) | RunError::PeerTransport { source: t, .. } => Some(t),
+            RunError::Protocol(_) => None,
+        }
+    }
+
+    /// A transport error about `peer`, named when the party has names for its peers.
+    fn with_peer(party: &dyn Party, peer: PartyId, error: TransportError) -> Self {
+        match party.peer_name(peer) {
+            Some(name) => RunError::PeerTransport {
+                peer: name,
+                source: error,
+            },
+            None => RunError::Transport(error),
+        }
+    }
+}
+
+/// A link of a session of three or more failed: tells the other peers who dropped out
+/// (so they stop now, naming it, rather than at their own timeout), then returns the
+/// error.
+fn dropped(
+    party: &dyn Party,
+    links: &mut dyn Links,
+    peer: PartyId,
+    error: TransportError,
+) -> RunError {
+    if matches!(error, TransportError::Cancelled) {
+        // Our own run was cancelled: nobody dropped out.
+        return RunError::Transport(error);
+    }
+    // Only a link that broke means the peer is gone; a local fault (an exchange
+    // directory that holds another message, a configuration error) does not.
+    let gone = matches!(
+        error,
+        TransportError::PeerClosed
+            | TransportError::Timeout { .. }
+            | TransportError::Io { .. }
+            | TransportError::Tls(_)
+    );
+    let error = RunError::with_peer(party, peer, error);
+    if let (true, RunError::PeerTransport { peer: name, source }) = (gone, &error) {
+        let why = ProtocolError::PeerDropped {
+            peer: name.clone(),
+            reason: source.to_string(),
+        };
+        send_alerts(party, links, &why, Some(peer));
+    }
+    error
 }
 
 /// The transports of one party to its peers, by participant.
@@ -123,7 +185,7 @@ pub fn drive_links(
             send_alerts(party, links, &err, None);
             return Err(err.into());
         }
-        if let Some(done) = finish_sending(party, sent) {
+        if let Some(done) = finish_sending(party, links, sent) {
             return done.inspect(|()| report(party));
         }
         if deferred {
@@ -142,7 +204,8 @@ pub fn drive_links(
             .into());
         };
         let max = party.max_incoming_len();
-        let message = match links.link(from)?.recv(max) {
+        let received = links.link(from).and_then(|link| link.recv(max));
+        let message = match received {
             Ok(m) => m,
             Err(TransportError::TooLarge { len, max }) => {
                 // The peer broke the size the protocol allows: tell it, then stop.
@@ -150,9 +213,13 @@ pub fn drive_links(
                     "message of {len} bytes exceeds the {max} bytes allowed next"
                 ));
                 send_alerts(party, links, &why.into(), None);
-                return Err(TransportError::TooLarge { len, max }.into());
+                return Err(RunError::with_peer(
+                    party,
+                    from,
+                    TransportError::TooLarge { len, max },
+                ));
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(dropped(party, links, from, e)),
         };
         if let Err(err) = party.handle_message(from, &message) {
             // A peer that sent an alert already stopped; the others still wait.
@@ -178,11 +245,14 @@ fn send_alerts(
 }
 
 /// Sends `messages` in order, each over its recipient's link, stopping at the first
-/// failure.
-fn send_all(links: &mut dyn Links, messages: &[Outgoing]) -> Result<(), TransportError> {
-    messages
-        .iter()
-        .try_for_each(|m| links.link(m.to)?.send(&m.bytes))
+/// failure (and its recipient).
+fn send_all(links: &mut dyn Links, messages: &[Outgoing]) -> Result<(), (PartyId, TransportError)> {
+    messages.iter().try_for_each(|m| {
+        links
+            .link(m.to)
+            .and_then(|link| link.send(&m.bytes))
+            .map_err(|e| (m.to, e))
+    })
 }
 
 /// Sends `messages` on this thread while the party's deferred work runs on another.
@@ -194,7 +264,10 @@ fn send_while_working(
     party: &mut dyn Party,
     links: &mut dyn Links,
     messages: &[Outgoing],
-) -> (Result<(), TransportError>, Result<(), ProtocolError>) {
+) -> (
+    Result<(), (PartyId, TransportError)>,
+    Result<(), ProtocolError>,
+) {
     if messages.is_empty() {
         return (Ok(()), party.do_deferred_work());
     }
@@ -213,18 +286,19 @@ fn send_while_working(
 /// the error.
 fn finish_sending(
     party: &mut dyn Party,
-    sent: Result<(), TransportError>,
+    links: &mut dyn Links,
+    sent: Result<(), (PartyId, TransportError)>,
 ) -> Option<Result<(), RunError>> {
     match sent {
         Ok(()) => None,
-        Err(TransportError::PeerClosed) => {
+        Err((to, TransportError::PeerClosed)) => {
             while party.poll_outgoing().is_some() {}
             if party.is_finished() {
                 Some(Ok(()))
             } else {
-                Some(Err(TransportError::PeerClosed.into()))
+                Some(Err(dropped(party, links, to, TransportError::PeerClosed)))
             }
         }
-        Err(e) => Some(Err(e.into())),
+        Err((to, e)) => Some(Err(dropped(party, links, to, e))),
     }
 }

@@ -84,7 +84,7 @@ fn a_participant_recreated_from_its_seed_replays_identical_files() {
     // Another seed writes another hello: refused, not overwritten.
     let err = participant(&dir, 4, Form::Mesh, 2, 99).unwrap_err();
     assert!(
-        matches!(&err, RunError::Transport(TransportError::ExchangeDir(why)) if why.contains("different message")),
+        matches!(err.transport(), Some(TransportError::ExchangeDir(why)) if why.contains("different message")),
         "{err}"
     );
 }

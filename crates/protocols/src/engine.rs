@@ -591,6 +591,11 @@ impl<P: Protocol> Party for Engine<P> {
         }
     }
 
+    fn peer_name(&self, peer: PartyId) -> Option<String> {
+        (self.roster.count() > 2)
+            .then(|| format!("{} (participant {peer})", self.roster.name(peer)))
+    }
+
     fn alerts(&self, error: &ProtocolError) -> Vec<Outgoing> {
         self.out
             .channels

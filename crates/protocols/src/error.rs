@@ -19,6 +19,10 @@ pub enum ProtocolError {
     /// The peer aborted the run and said why.
     #[error("the peer aborted the run: {0}")]
     PeerAborted(String),
+    /// Another participant of a session of three or more stopped answering (its link
+    /// failed): what this party tells the others before it stops.
+    #[error("the {peer} dropped out: {reason}")]
+    PeerDropped { peer: String, reason: String },
     /// The local input is unusable; reported before anything is sent.
     #[error("input error: {0}")]
     Input(#[from] InputError),

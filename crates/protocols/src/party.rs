@@ -65,6 +65,11 @@ pub trait Party: Send {
     fn status(&self) -> String;
     /// Alert frames telling every peer this party talks to why it stopped.
     fn alerts(&self, error: &ProtocolError) -> Vec<Outgoing>;
+    /// The name of participant `peer` for errors about its link, in sessions where
+    /// names say more than "the peer" (three or more participants); `None` otherwise.
+    fn peer_name(&self, _peer: PartyId) -> Option<String> {
+        None
+    }
 }
 
 /// A party whose output can be taken once it finished, with the protocol's types erased

@@ -230,13 +230,16 @@ impl Policy for PythonPolicy {
     }
 }
 
+/// What a Python callable policy raised in the last run, for the judge to re-raise.
+type RaisedError = Arc<Mutex<Option<PyErr>>>;
+
 /// Where a judge's policy comes from: the CLI's `allow:` / `exec:` forms, an
 /// allowlist given as data, or a Python callable; built once, shared by every run.
 struct PolicySource {
     policy: Arc<dyn Policy>,
     /// A Python callable: the callable (for the garbage collector) and what it raised
     /// in the last run, for the judge's `run` to re-raise.
-    python: Option<(Arc<Py<PyAny>>, Arc<Mutex<Option<PyErr>>>)>,
+    python: Option<(Arc<Py<PyAny>>, RaisedError)>,
 }
 
 impl PolicySource {

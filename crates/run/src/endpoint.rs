@@ -82,7 +82,7 @@ impl SessionError {
             return Self::timeout(timeout);
         }
         let kind = match err {
-            RunError::Transport(t) => transport_kind(t),
+            RunError::Transport(t) | RunError::PeerTransport { source: t, .. } => transport_kind(t),
             RunError::Protocol(p) => match p {
                 ProtocolError::PeerMisbehaved(_) => "peer_misbehaved",
                 ProtocolError::PeerAborted(_) => "peer_aborted",

@@ -91,6 +91,7 @@ impl From<ProtocolError> for Failure {
             ProtocolError::Config(_) => (FailureKind::Config, None),
             ProtocolError::PeerMisbehaved(_)
             | ProtocolError::PeerAborted(_)
+            | ProtocolError::PeerDropped { .. }
             | ProtocolError::Incompatible(_) => (FailureKind::Peer, None),
             ProtocolError::Rejected(_) => (FailureKind::Rejected, None),
             _ => (FailureKind::Other, None),
@@ -134,9 +135,11 @@ impl From<RunError> for Failure {
     fn from(e: RunError) -> Self {
         match e {
             RunError::Protocol(p) => p.into(),
-            RunError::Transport(TransportError::Cancelled) => TransportError::Cancelled.into(),
+            e if matches!(e.transport(), Some(TransportError::Cancelled)) => {
+                TransportError::Cancelled.into()
+            }
             other => Self {
-                peer_stopped: matches!(other, RunError::Transport(TransportError::PeerClosed)),
+                peer_stopped: matches!(other.transport(), Some(TransportError::PeerClosed)),
                 ..Self::new(FailureKind::Transport, other.to_string())
             },
         }

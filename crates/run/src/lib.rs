@@ -26,6 +26,7 @@ pub mod fail;
 pub mod link;
 pub mod links;
 pub mod metrics;
+pub mod parties_file;
 pub mod report;
 
 pub use drive::{Metered, SeedFile, drive_links_metered, drive_metered};

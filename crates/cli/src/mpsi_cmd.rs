@@ -1,0 +1,314 @@
+//! `privset mpsi`: one participant of a multi-party PSI session (Bay et al.,
+//! Miyaji-Nishida or Hazay-Venkitasubramaniam, as in de Jong's thesis), its own process,
+//! over mutual TLS to every participant it talks to or over one exchange directory.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use privset_net::{Cancel, TlsFiles};
+use privset_protocols::input::DuplicatePolicy;
+use privset_protocols::mpsi::{self, MpsiConfig, MpsiProtocol, Role};
+use privset_run::csv_input::{self, Columns};
+use privset_run::parties_file::Participants;
+use privset_run::{Failure, Metered, PartiesEndpoint, PartiesSpec, Stopwatch, link};
+
+use crate::connect::TlsArgs;
+use crate::pi_sum_cmd::write_json;
+use crate::progress::Progress;
+use crate::run::PriceArgs;
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProtocolArg {
+    /// Bay et al. (thesis Ch. 3): encrypted inverted Bloom filters; the server learns the
+    /// intersection.
+    Bay,
+    /// Miyaji-Nishida (thesis Ch. 4): encrypted Bloom filters through a dealer; every party
+    /// learns the intersection.
+    MiyajiNishida,
+    /// Hazay-Venkitasubramaniam (thesis Ch. 5): encrypted polynomials per bin; the server
+    /// learns the intersection.
+    Hazay,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RoleArg {
+    Server,
+    Client,
+    Dealer,
+    Party,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MpsiDupArg {
+    /// A repeated identifier is an error naming both lines.
+    Error,
+    /// Keep the first occurrence.
+    First,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct MpsiArgs {
+    #[arg(long, value_enum)]
+    pub protocol: ProtocolArg,
+    /// This participant's role: the first participant of the parties file is the server
+    /// (bay, hazay) or the dealer (miyaji-nishida), every other a client or a party.
+    #[arg(long, value_enum)]
+    pub role: RoleArg,
+    /// This participant's name in the parties file.
+    #[arg(long, value_name = "NAME")]
+    pub name: String,
+    /// Every participant in session order, with its address and certificate (TOML).
+    #[arg(long, value_name = "parties.toml")]
+    pub parties: PathBuf,
+    /// CSV input with a header row (not for the dealer).
+    #[arg(long, value_name = "FILE.csv")]
+    pub input: Option<PathBuf>,
+    /// Column holding the identifiers.
+    #[arg(long, value_name = "NAME")]
+    pub id_column: Option<String>,
+    /// What to do with repeated identifiers.
+    #[arg(long, value_enum, default_value = "error")]
+    pub duplicates: MpsiDupArg,
+    /// Miyaji-Nishida: a public bound on every party's set size, the same at every party
+    /// (the session uses the largest announced). Default: this party's size rounded up to
+    /// a power of two, which the others then learn.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub max_items: u64,
+    /// Largest set size (or bound) accepted from a peer.
+    #[arg(long, value_name = "N", default_value_t = 1 << 24)]
+    pub max_peer_items: u64,
+    /// Exchange messages as files in DIR (shared storage, one directory per session)
+    /// instead of TCP to the addresses of the parties file.
+    #[arg(long, value_name = "DIR")]
+    pub exchange_dir: Option<PathBuf>,
+    /// Listen on HOST:PORT instead of this participant's own address.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub listen: Option<String>,
+    /// A label every participant of this session shares, so that sessions at the same
+    /// addresses never link up.
+    #[arg(long, value_name = "LABEL", default_value = "")]
+    pub session: String,
+    /// TLS: --tls-key is this participant's private key; --tls-cert and --tls-ca default
+    /// to its certificate and the CA in the parties file.
+    #[command(flatten)]
+    pub tls: TlsArgs,
+    /// Exchange directory: milliseconds between looks for a peer's next file.
+    #[arg(long, value_name = "MS", default_value_t = 200)]
+    pub poll_interval_ms: u64,
+    /// Exchange directory: where this participant keeps its private resume state.
+    /// Default: a `.privset-state` folder next to --output.
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Where to write the result (JSON: intersection size, bytes, time, cost).
+    #[arg(long, value_name = "RESULT.json")]
+    pub output: PathBuf,
+    /// Where to write the intersection (CSV), for the participants that learn it.
+    #[arg(long, value_name = "FILE.csv")]
+    pub output_rows: Option<PathBuf>,
+    #[command(flatten)]
+    pub prices: PriceArgs,
+}
+
+/// RESULT.json of mpsi.
+#[derive(serde::Serialize, Debug, Clone)]
+pub struct MpsiReport {
+    pub protocol: &'static str,
+    pub mpsi_protocol: &'static str,
+    pub role: &'static str,
+    pub name: String,
+    pub participants: usize,
+    pub items: usize,
+    /// For the participants that learn the intersection.
+    pub intersection_size: Option<usize>,
+    pub rows: Option<usize>,
+    pub rows_file: Option<PathBuf>,
+    #[serde(flatten)]
+    pub run: Metered,
+}
+
+impl MpsiArgs {
+    fn protocol(&self) -> MpsiProtocol {
+        match self.protocol {
+            ProtocolArg::Bay => MpsiProtocol::Bay,
+            ProtocolArg::MiyajiNishida => MpsiProtocol::MiyajiNishida,
+            ProtocolArg::Hazay => MpsiProtocol::Hazay,
+        }
+    }
+
+    fn role(&self) -> Role {
+        match self.role {
+            RoleArg::Server => Role::Server,
+            RoleArg::Client => Role::Client,
+            RoleArg::Dealer => Role::Dealer,
+            RoleArg::Party => Role::Party,
+        }
+    }
+
+    fn tls_files(&self, roster: &Participants, me: usize) -> Result<Option<TlsFiles>, Failure> {
+        if self.tls.insecure_no_tls {
+            return self.tls.tls_files();
+        }
+        let mut tls = self.tls.clone();
+        tls.tls_ca = tls.tls_ca.or_else(|| roster.ca.clone());
+        tls.tls_cert = tls.tls_cert.or_else(|| roster.list[me].certificate.clone());
+        tls.tls_files()
+    }
+
+    fn spec(&self, roster: &Participants, me: u8) -> Result<PartiesSpec, Failure> {
+        let endpoint = match &self.exchange_dir {
+            Some(dir) => {
+                if self.listen.is_some() {
+                    return Err(Failure::config(
+                        "--listen is for TCP links, not --exchange-dir",
+                    ));
+                }
+                PartiesEndpoint::ExchangeDir {
+                    dir: dir.clone(),
+                    state_dir: self.state_dir.clone().unwrap_or_else(|| {
+                        link::default_state_dir(self.output.parent().unwrap_or(Path::new("")))
+                    }),
+                    poll_interval: Duration::from_millis(self.poll_interval_ms),
+                }
+            }
+            None => PartiesEndpoint::Tcp {
+                addresses: roster.addresses()?,
+                listen: self.listen.clone(),
+            },
+        };
+        let tls = match self.exchange_dir {
+            Some(_) => None,
+            None => self.tls_files(roster, usize::from(me))?,
+        };
+        let protocol = self.protocol();
+        Ok(PartiesSpec {
+            endpoint,
+            parties: roster.list.len(),
+            me,
+            topology: protocol.topology(),
+            session: format!("mpsi/{}/{}", protocol.name(), self.session),
+            tls,
+            timeout: Duration::from_secs(self.tls.timeout),
+            server_name: self.tls.tls_server_name.clone(),
+            cancel: Cancel::default(),
+        })
+    }
+
+    /// The participant's items: none for the dealer, its input's identifiers otherwise.
+    fn items(&self, role: Role) -> Result<Vec<Vec<u8>>, Failure> {
+        match (role, &self.input, &self.id_column) {
+            (Role::Dealer, None, None) => Ok(Vec::new()),
+            (Role::Dealer, _, _) => Err(Failure::config(
+                "the dealer holds no set: leave out --input and --id-column",
+            )),
+            (_, Some(input), Some(id)) => {
+                let policy = match self.duplicates {
+                    MpsiDupArg::Error => DuplicatePolicy::Error,
+                    MpsiDupArg::First => DuplicatePolicy::First,
+                };
+                let columns = Columns {
+                    id,
+                    values: &[],
+                    segment: None,
+                };
+                Ok(csv_input::read_dataset(input, &columns, policy, u64::MAX)?.ids)
+            }
+            _ => Err(Failure::config(format!(
+                "the {} needs --input and --id-column",
+                role.name()
+            ))),
+        }
+    }
+}
+
+/// Runs one participant end to end and writes RESULT.json (and the rows). Returns the
+/// report.
+pub fn run(args: &MpsiArgs) -> Result<MpsiReport, Failure> {
+    let stopwatch = Stopwatch::start();
+    let protocol = args.protocol();
+    let roster = Participants::read(&args.parties)?;
+    let me = roster.index_of(&args.name)?;
+    let role = protocol.role_of(me);
+    if role != args.role() {
+        return Err(Failure::config(format!(
+            "{} is participant {} of the parties file, so its role in {} is {} (the first \
+             participant is the {}), not {}",
+            args.name,
+            me + 1,
+            protocol.name(),
+            role.name(),
+            protocol.role_of(mpsi::HUB).name(),
+            args.role().name()
+        )));
+    }
+    let items = args.items(role)?;
+    let config = MpsiConfig {
+        protocol,
+        names: roster.names(),
+        me,
+        items,
+        max_items: args.max_items,
+        max_peer_items: args.max_peer_items,
+    };
+    let item_count = config.items.len();
+    // Refuse a bad roster or input before opening any link.
+    mpsi::new_party(config.clone(), [0; 32])?;
+    let links = args.spec(&roster, me)?.open()?;
+    let mut party = mpsi::new_party(config, links.seed)?;
+    let label = format!("mpsi {} {}", protocol.name(), args.name);
+    let progress = Progress::new(&label);
+    let result = privset_run::drive_links_metered(
+        party.as_mut(),
+        links,
+        &mut |s| progress.status(s),
+        &stopwatch,
+        args.prices.prices(),
+    );
+    progress.finish();
+    let (run, seed_file) = result?;
+    let output = party
+        .into_output()
+        .ok_or_else(|| Failure::other("the run ended without an output"))?;
+    let rows = match (&output.intersection, &args.output_rows) {
+        (Some(items), Some(path)) => {
+            write_items(path, args.id_column.as_deref().unwrap_or("id"), items)?;
+            Some(items.len())
+        }
+        (None, Some(_)) => {
+            return Err(Failure::config(format!(
+                "the {} of {} learns no intersection: leave out --output-rows",
+                role.name(),
+                protocol.name()
+            )));
+        }
+        _ => None,
+    };
+    let report = MpsiReport {
+        protocol: "mpsi",
+        mpsi_protocol: protocol.name(),
+        role: role.name(),
+        name: args.name.clone(),
+        participants: roster.list.len(),
+        items: item_count,
+        intersection_size: output.intersection.as_ref().map(Vec::len),
+        rows,
+        rows_file: rows.and(args.output_rows.clone()),
+        run,
+    };
+    write_json(&args.output, &report)?;
+    seed_file.remove();
+    Ok(report)
+}
+
+/// Writes the identifiers as one CSV column, their exact bytes.
+fn write_items(path: &Path, column: &str, items: &[Vec<u8>]) -> Result<(), Failure> {
+    let cannot =
+        |e: &dyn std::fmt::Display| Failure::other(format!("cannot write {}: {e}", path.display()));
+    let mut w = csv::Writer::from_path(path).map_err(|e| cannot(&e))?;
+    w.write_record([column.as_bytes()])
+        .map_err(|e| cannot(&e))?;
+    for item in items {
+        w.write_record([item]).map_err(|e| cannot(&e))?;
+    }
+    w.flush().map_err(|e| cannot(&e))
+}

@@ -1,0 +1,270 @@
+//! `privset mpsi` end to end: every protocol with ten real processes over mutual TLS,
+//! an exchange directory, and a participant that drops out.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_privset");
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("privset-mpsi-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn port() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    format!("127.0.0.1:{}", l.local_addr().unwrap().port())
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn name(i: usize) -> String {
+    format!("org{i}")
+}
+
+/// Certificates for every participant and the parties file naming them.
+fn roster(dir: &Path, n: usize, tcp: bool) -> PathBuf {
+    let names: Vec<String> = (0..n).map(name).collect();
+    let o = Command::new(BIN)
+        .args([
+            "certs",
+            "--out",
+            dir.join("certs").to_str().unwrap(),
+            "--names",
+            &names.join(","),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut toml = String::from("ca = \"certs/ca.pem\"\n");
+    for n in &names {
+        toml.push_str(&format!(
+            "\n[[party]]\nname = \"{n}\"\ncertificate = \"certs/{n}.pem\"\n"
+        ));
+        if tcp {
+            toml.push_str(&format!("address = \"{}\"\n", port()));
+        }
+    }
+    let path = dir.join("parties.toml");
+    std::fs::write(&path, toml).unwrap();
+    path
+}
+
+/// Participant `i`'s set: `common` items everyone holds, plus its own.
+fn set(i: usize, common: usize) -> Vec<String> {
+    let mut s: Vec<String> = (0..common).map(|k| format!("plate-{k:05}")).collect();
+    s.extend((0..20 + 3 * i).map(|k| format!("own-{i}-{k}")));
+    // Held by every participant but 1: never in the intersection.
+    if i != 1 {
+        s.push("almost".into());
+    }
+    s
+}
+
+fn write_input(dir: &Path, i: usize, common: usize) -> PathBuf {
+    let p = dir.join(format!("{}.csv", name(i)));
+    let mut text = String::from("plate\n");
+    for x in set(i, common) {
+        text.push_str(&x);
+        text.push('\n');
+    }
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn role(protocol: &str, i: usize) -> &'static str {
+    match (protocol, i) {
+        ("miyaji-nishida", 0) => "dealer",
+        ("miyaji-nishida", _) => "party",
+        (_, 0) => "server",
+        _ => "client",
+    }
+}
+
+fn spawn(dir: &Path, protocol: &str, i: usize, parties: &Path, link: &[String]) -> Child {
+    let mut args: Vec<String> = vec![
+        "mpsi".into(),
+        "--protocol".into(),
+        protocol.into(),
+        "--role".into(),
+        role(protocol, i).into(),
+        "--name".into(),
+        name(i),
+        "--parties".into(),
+        parties.display().to_string(),
+        "--timeout".into(),
+        "60".into(),
+        "--output".into(),
+        dir.join(format!("{}.json", name(i))).display().to_string(),
+    ];
+    if role(protocol, i) != "dealer" {
+        args.extend([
+            "--input".into(),
+            write_input(dir, i, 15).display().to_string(),
+            "--id-column".into(),
+            "plate".into(),
+        ]);
+    }
+    if matches!(role(protocol, i), "server" | "party") {
+        args.extend([
+            "--output-rows".into(),
+            dir.join(format!("{}-rows.csv", name(i)))
+                .display()
+                .to_string(),
+        ]);
+    }
+    args.extend(link.iter().cloned());
+    Command::new(BIN)
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn tls_key(dir: &Path, i: usize) -> Vec<String> {
+    vec![
+        "--tls-key".into(),
+        dir.join("certs")
+            .join(format!("{}.key", name(i)))
+            .display()
+            .to_string(),
+    ]
+}
+
+fn check(dir: &Path, protocol: &str, n: usize, children: Vec<Child>, transport: &str) {
+    let holders: Vec<HashSet<String>> = (1..n).map(|i| set(i, 15).into_iter().collect()).collect();
+    for (i, child) in children.into_iter().enumerate() {
+        let o = child.wait_with_output().unwrap();
+        assert!(
+            o.status.success(),
+            "{protocol} participant {i}: {}",
+            stderr(&o)
+        );
+        let text = std::fs::read_to_string(dir.join(format!("{}.json", name(i)))).unwrap();
+        let report: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(report["mpsi_protocol"], protocol);
+        assert_eq!(report["role"], role(protocol, i));
+        assert_eq!(report["participants"], n);
+        assert_eq!(report["transport"], transport);
+        match role(protocol, i) {
+            "server" | "party" => {
+                let expected: Vec<String> = set(i, 15)
+                    .into_iter()
+                    .filter(|x| holders.iter().all(|h| h.contains(x)))
+                    .collect();
+                assert_eq!(
+                    report["intersection_size"],
+                    expected.len(),
+                    "{protocol} {i}"
+                );
+                let rows =
+                    std::fs::read_to_string(dir.join(format!("{}-rows.csv", name(i)))).unwrap();
+                let got: Vec<&str> = rows.lines().skip(1).collect();
+                assert_eq!(got, expected, "{protocol} participant {i}");
+            }
+            _ => assert!(report["intersection_size"].is_null()),
+        }
+    }
+}
+
+#[test]
+fn ten_processes_over_mutual_tls_for_every_protocol() {
+    const N: usize = 10;
+    for protocol in ["bay", "miyaji-nishida", "hazay"] {
+        let dir = scratch(&format!("tls-{protocol}"));
+        let parties = roster(&dir, N, true);
+        let children: Vec<Child> = (0..N)
+            .map(|i| spawn(&dir, protocol, i, &parties, &tls_key(&dir, i)))
+            .collect();
+        check(&dir, protocol, N, children, "tcp+mtls");
+    }
+}
+
+#[test]
+fn four_processes_over_an_exchange_directory() {
+    const N: usize = 4;
+    for protocol in ["bay", "miyaji-nishida"] {
+        let dir = scratch(&format!("dir-{protocol}"));
+        let parties = roster(&dir, N, false);
+        let exchange = dir.join("exchange");
+        let link = vec![
+            "--exchange-dir".to_string(),
+            exchange.display().to_string(),
+            "--poll-interval-ms".into(),
+            "10".into(),
+        ];
+        let children: Vec<Child> = (0..N)
+            .map(|i| spawn(&dir, protocol, i, &parties, &link))
+            .collect();
+        check(&dir, protocol, N, children, "exchange-dir");
+    }
+}
+
+#[test]
+fn a_participant_that_drops_out_is_named() {
+    const N: usize = 4;
+    let dir = scratch("dropout");
+    let parties = roster(&dir, N, true);
+    let mut children: Vec<Child> = (0..N)
+        .map(|i| spawn(&dir, "miyaji-nishida", i, &parties, &tls_key(&dir, i)))
+        .collect();
+    // Party 2 disappears once the session is under way.
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    children[2].kill().unwrap();
+    let started = std::time::Instant::now();
+    for (i, child) in children.into_iter().enumerate() {
+        let o = child.wait_with_output().unwrap();
+        if i == 2 {
+            continue;
+        }
+        assert!(
+            !o.status.success(),
+            "participant {i} finished without party 2"
+        );
+        let why = stderr(&o);
+        assert!(
+            why.contains("org2"),
+            "participant {i} does not name org2: {why}"
+        );
+    }
+    assert!(
+        started.elapsed().as_secs() < 40,
+        "the others took {:?} to stop",
+        started.elapsed()
+    );
+    // A role that does not match the parties file is refused before anything is sent.
+    let o = Command::new(BIN)
+        .args([
+            "mpsi",
+            "--protocol",
+            "bay",
+            "--role",
+            "client",
+            "--name",
+            "org0",
+            "--parties",
+        ])
+        .arg(&parties)
+        .args([
+            "--input",
+            "x.csv",
+            "--id-column",
+            "plate",
+            "--output",
+            "x.json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("its role in bay is server"),
+        "{}",
+        stderr(&o)
+    );
+}
