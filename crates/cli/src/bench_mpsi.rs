@@ -233,13 +233,14 @@ fn run_one(
             names[if protocol == "miyaji-nishida" { 1 } else { 0 }]
         )))?)
         .map_err(|e| Failure::other(e.to_string()))?;
-    let _ = std::fs::remove_dir_all(&work);
-    Ok(Outcome {
+    let outcome = Outcome {
         hub: read(0)?,
         holders: (1..parties).map(read).collect::<Result<_, _>>()?,
         wall,
         intersection: first_holder["intersection_size"].as_u64(),
-    })
+    };
+    let _ = std::fs::remove_dir_all(&work);
+    Ok(outcome)
 }
 
 fn mb(bytes: f64) -> String {

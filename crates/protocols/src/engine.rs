@@ -547,7 +547,13 @@ impl<P: Protocol> Party for Engine<P> {
             .into());
             return self.fail_on_error(result);
         }
-        let result = self.step(from, message);
+        let mut result = self.step(from, message);
+        if self.roster.count() > 2
+            && let Err(ProtocolError::PeerMisbehaved(fault)) = result
+        {
+            let peer = format!("{} (participant {from})", self.roster.name(from));
+            result = Err(ProtocolError::PeerMisbehaved(fault.by(peer)));
+        }
         self.fail_on_error(result)
     }
 

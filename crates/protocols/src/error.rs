@@ -93,6 +93,12 @@ pub enum PeerMisbehaved {
     InvalidOt(privset_crypto::ot::OtError),
     #[error("{0}")]
     Inconsistent(String),
+    /// In a session of three or more participants: what the named one did wrong.
+    #[error("the {peer}: {source}")]
+    By {
+        peer: String,
+        source: Box<PeerMisbehaved>,
+    },
     /// A key contribution, ciphertext or decryption share of the threshold scheme from
     /// the named participant failed validation or its proof.
     #[error("the {party}'s {what}: {source}")]
@@ -143,6 +149,27 @@ impl InputError {
             | InputError::NotAnInteger { line, .. }
             | InputError::ValueTooLarge { line, .. } => Some(*line),
             InputError::SumTooLarge { .. } | InputError::Other(_) => None,
+        }
+    }
+}
+
+impl PeerMisbehaved {
+    /// What was wrong, without the name of who did it ([`PeerMisbehaved::By`]).
+    pub fn root(&self) -> &PeerMisbehaved {
+        match self {
+            PeerMisbehaved::By { source, .. } => source.root(),
+            other => other,
+        }
+    }
+
+    /// The same fault, naming `peer` (unless it already names someone).
+    pub fn by(self, peer: String) -> Self {
+        match self {
+            named @ (PeerMisbehaved::By { .. } | PeerMisbehaved::Threshold { .. }) => named,
+            other => PeerMisbehaved::By {
+                peer,
+                source: Box::new(other),
+            },
         }
     }
 }

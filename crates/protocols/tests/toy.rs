@@ -82,7 +82,14 @@ fn tampered_session_id_is_a_typed_error() {
                 peer_errors,
             } => {
                 assert_eq!(party, 0, "{form:?}");
-                assert_eq!(error, PeerMisbehaved::WrongSession.into());
+                let ProtocolError::PeerMisbehaved(fault) = &error else {
+                    panic!("{error}");
+                };
+                assert_eq!(fault.root(), &PeerMisbehaved::WrongSession);
+                assert!(
+                    error.to_string().contains("party 2 (participant 2)"),
+                    "{error}"
+                );
                 // Participant 0's alerts reach those waiting for it.
                 assert!(
                     peer_errors
@@ -114,8 +121,8 @@ fn truncated_value_is_a_typed_error() {
     assert_eq!(party, 2);
     assert!(
         matches!(
-            error,
-            ProtocolError::PeerMisbehaved(PeerMisbehaved::WrongLength { what: "value", .. })
+            &error,
+            ProtocolError::PeerMisbehaved(f) if matches!(f.root(), PeerMisbehaved::WrongLength { what: "value", .. })
         ),
         "{error}"
     );
@@ -138,8 +145,8 @@ fn duplicated_message_is_out_of_order() {
     assert_eq!(party, 1);
     assert!(
         matches!(
-            error,
-            ProtocolError::PeerMisbehaved(PeerMisbehaved::OutOfOrder {
+            &error,
+            ProtocolError::PeerMisbehaved(f) if matches!(f.root(), PeerMisbehaved::OutOfOrder {
                 got: 0,
                 expected: 1
             })
