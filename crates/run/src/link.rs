@@ -136,8 +136,9 @@ pub(crate) fn fresh_seed() -> [u8; 32] {
 
 /// The seed of this party for this exchange directory: read back if a previous
 /// (killed) run left one, else made fresh and stored (mode 0600) before any message
-/// is written, so a restart replays the same run.
-pub(crate) fn resume_seed(
+/// is written, so a restart replays the same run. Public for the fuzz target that feeds
+/// it corrupt state files (fuzz/fuzz_targets/resume_state.rs).
+pub fn resume_seed(
     state_dir: &Path,
     exchange_dir: &Path,
     role: &str,

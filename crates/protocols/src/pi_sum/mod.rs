@@ -459,11 +459,16 @@ pub(crate) fn encrypted_columns(hello_p2: &Hello) -> Vec<ColumnBounds> {
     };
     let mut cols = vec![plain; hello_p2.value_columns as usize];
     if hello_p2.sum_of_squares() {
+        // Saturating: the bounds come from the peer's hello, and a wrapped product
+        // would be a bound below the real one (found by fuzz/fuzz_targets/hello.rs).
         let mv = hello_p2.max_value as u128;
+        let mv2 = mv.saturating_mul(mv);
         let squared = ColumnBounds {
             items,
-            max_value: (mv * mv).min(u64::MAX as u128) as u64,
-            max_sum: (mv * hello_p2.max_sum).min(items as u128 * mv * mv),
+            max_value: mv2.min(u64::MAX as u128) as u64,
+            max_sum: mv
+                .saturating_mul(hello_p2.max_sum)
+                .min((items as u128).saturating_mul(mv2)),
         };
         cols.extend(std::iter::repeat_n(
             squared,
@@ -507,5 +512,43 @@ impl HeChoice for ElGamal {
     }
     fn max_ciphertext_len(_: &elgamal::Params) -> usize {
         64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A P2 hello announcing sums of squares with the largest value and total bounds
+    /// (the fuzz target `hello` found the overflow): the squared column's bounds
+    /// saturate instead of wrapping to a bound below the real one.
+    #[test]
+    fn squared_column_bounds_saturate_on_a_hostile_hello() {
+        let hello = Hello {
+            flags: 2,
+            group: GroupId::P256Compressed,
+            he: HeId::ElGamal,
+            z: SetEncoding::Filter(FilterKind::Gcs),
+            he_modulus_bits: 0,
+            he_s: 0,
+            items: 5,
+            value_columns: 2,
+            max_value: 1000,
+            max_sum: u128::MAX / 3,
+            segments: vec![],
+        };
+        let cols = encrypted_columns(&hello);
+        assert_eq!(cols.len(), 4);
+        assert_eq!(cols[2].max_value, 1_000_000);
+        assert_eq!(cols[2].max_sum, 5_000_000);
+        let hello = Hello {
+            max_value: u64::MAX,
+            max_sum: u128::MAX,
+            items: u64::MAX,
+            ..hello
+        };
+        let cols = encrypted_columns(&hello);
+        assert_eq!(cols[3].max_value, u64::MAX);
+        assert_eq!(cols[3].max_sum, u128::MAX);
     }
 }

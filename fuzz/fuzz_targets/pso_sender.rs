@@ -1,0 +1,20 @@
+//! Every message the set-operation sender accepts (R1, R2, R3 and the receiver's hello), in the state that expects it.
+#![no_main]
+
+use std::sync::OnceLock;
+
+use libfuzzer_sys::fuzz_target;
+use privset_fuzz::{Scenario, protocol_seeds, run_protocol_input, scenarios, write_seeds_if_asked};
+
+static SCENARIOS: OnceLock<Vec<Scenario>> = OnceLock::new();
+const TO: &[u8] = &[1];
+
+fuzz_target!(
+    init: {
+        let s = SCENARIOS.get_or_init(scenarios::pso);
+        write_seeds_if_asked("pso_sender", || protocol_seeds(s, TO));
+    },
+    |data: &[u8]| {
+        run_protocol_input(SCENARIOS.get_or_init(scenarios::pso), TO, data);
+    }
+);

@@ -1,0 +1,479 @@
+//! The honest sessions the protocol targets start from: small sets (4 to 8 items) so an
+//! iteration is cheap, and every variant whose messages have their own decoders.
+
+use std::sync::Arc;
+
+use privset_crypto::ahe::{HeId, elgamal, paillier};
+use privset_crypto::bls::SecretKey;
+use privset_crypto::cwprf::CwPrfId;
+use privset_crypto::filter::FilterKind;
+use privset_crypto::group::GroupId;
+use privset_crypto::rng::SessionRng;
+use privset_protocols::apsi::authorize::{self, ClientConfig, JudgeConfig};
+use privset_protocols::apsi::intersect::{self, ServerConfig};
+use privset_protocols::apsi::signatures::SignatureSet;
+use privset_protocols::apsi::{AllowList, DEFAULT_MAX_PEER_ITEMS, Mode, PartialFraction};
+use privset_protocols::input::Dataset;
+use privset_protocols::party::{Party, PartyId};
+use privset_protocols::pi_sum::{self, PiSumConfig, Role};
+use privset_protocols::pso::{self, Construction, LastMessage, Operation, PsoConfig, PsoRole};
+use privset_protocols::set_encoding::SetEncoding;
+use privset_protocols::toy::{self, Form, ToySumConfig};
+
+use crate::{Make, Scenario};
+
+/// A fixed seed per participant and scenario.
+pub fn seed(scenario: u8, party: PartyId) -> [u8; 32] {
+    let mut s = [0u8; 32];
+    s[0] = scenario;
+    s[1] = party;
+    s[31] = 0x5e;
+    s
+}
+
+fn ids(range: std::ops::Range<u64>) -> Vec<Vec<u8>> {
+    range
+        .map(|i| format!("id-{i}-{}", "x".repeat((i % 5) as usize)).into_bytes())
+        .collect()
+}
+
+// ----- set operations (protocol ids 2-7) -----
+
+fn pso_config(
+    op: Operation,
+    cwprf: CwPrfId,
+    construction: Construction,
+    last: LastMessage,
+) -> PsoConfig {
+    let mut c = PsoConfig::new(op);
+    c.cwprf = cwprf;
+    c.construction = construction;
+    c.last_message = last;
+    c.max_value = 1000;
+    c.max_peer_items = 64;
+    c
+}
+
+fn pso_scenario(tag: u8, config: PsoConfig) -> Scenario {
+    let name = format!(
+        "{}/{:?}/{}/{}",
+        config.operation.name(),
+        config.cwprf,
+        config.construction.name(),
+        config.last_message.name()
+    );
+    let make: Make = Box::new(move |i| {
+        let values = config.operation == Operation::PsiCardSum;
+        let (role, input) = if i == 0 {
+            (
+                PsoRole::Receiver,
+                Dataset {
+                    ids: ids(0..5),
+                    ..Dataset::default()
+                },
+            )
+        } else {
+            let ids = ids(3..9);
+            let n = ids.len() as u64;
+            (
+                PsoRole::Sender,
+                Dataset {
+                    ids,
+                    columns: if values {
+                        vec![(1..=n).collect()]
+                    } else {
+                        vec![]
+                    },
+                    column_names: if values { vec!["v".into()] } else { vec![] },
+                    ..Dataset::default()
+                },
+            )
+        };
+        pso::new_party(role, &config, input, seed(tag, i)).expect("valid pso party")
+            as Box<dyn Party>
+    });
+    Scenario::record(name, 2, make)
+}
+
+/// psi, psi-card, psi-card-sum, psu and psi-share over every group and last message.
+pub fn pso() -> Vec<Scenario> {
+    use CwPrfId::{Group, X25519};
+    use GroupId::*;
+    let bloom = LastMessage::Set(SetEncoding::Filter(FilterKind::Bloom));
+    let gcs = LastMessage::Set(SetEncoding::Filter(FilterKind::Gcs));
+    let list = LastMessage::LIST;
+    let configs = [
+        (
+            Operation::Psi,
+            Group(Ristretto255),
+            Construction::Cwprf,
+            bloom,
+        ),
+        (
+            Operation::Psi,
+            Group(P256Compressed),
+            Construction::Poprf,
+            list,
+        ),
+        (Operation::Psi, Group(P256), Construction::Cwprf, list),
+        (
+            Operation::Psi,
+            X25519,
+            Construction::Cwprf,
+            LastMessage::Ordered,
+        ),
+        (
+            Operation::PsiCard,
+            Group(Ristretto255),
+            Construction::Poprf,
+            list,
+        ),
+        (Operation::PsiCard, X25519, Construction::Cwprf, gcs),
+        (
+            Operation::PsiCardSum,
+            Group(Ristretto255),
+            Construction::Cwprf,
+            gcs,
+        ),
+        (
+            Operation::PsiCardSum,
+            Group(P256Compressed),
+            Construction::Cwprf,
+            bloom,
+        ),
+        (
+            Operation::Psu,
+            Group(Ristretto255),
+            Construction::Cwprf,
+            list,
+        ),
+        (Operation::Psu, X25519, Construction::Cwprf, bloom),
+        (
+            Operation::PsiShare,
+            Group(Ristretto255),
+            Construction::Poprf,
+            list,
+        ),
+        (Operation::PsiShare, Group(P256), Construction::Cwprf, gcs),
+    ];
+    configs
+        .into_iter()
+        .enumerate()
+        .map(|(t, (op, cw, con, last))| pso_scenario(t as u8, pso_config(op, cw, con, last)))
+        .collect()
+}
+
+/// private-id over each cwPRF and last message.
+pub fn private_id() -> Vec<Scenario> {
+    use CwPrfId::{Group, X25519};
+    use GroupId::*;
+    let configs = [
+        (
+            Group(Ristretto255),
+            LastMessage::Set(SetEncoding::Filter(FilterKind::Bloom)),
+        ),
+        (
+            Group(P256Compressed),
+            LastMessage::Set(SetEncoding::Filter(FilterKind::Gcs)),
+        ),
+        (X25519, LastMessage::LIST),
+    ];
+    configs
+        .into_iter()
+        .enumerate()
+        .map(|(t, (cw, last))| {
+            pso_scenario(
+                100 + t as u8,
+                pso_config(Operation::PrivateId, cw, Construction::Cwprf, last),
+            )
+        })
+        .collect()
+}
+
+// ----- PI-Sum (protocol id 1) -----
+
+fn pi_sum_scenario(tag: u8, config: PiSumConfig, segmented: bool) -> Scenario {
+    let name = format!(
+        "pi-sum/{:?}/{:?}/{}/{}{}",
+        config.group,
+        config.he,
+        config.z_encoding.name(),
+        if config.reverse { "reverse" } else { "forward" },
+        if segmented { "/segmented" } else { "" }
+    );
+    let make: Make = Box::new(move |i| {
+        let (role, input) = if i == 0 {
+            let ids = ids(0..6);
+            let (segment_of, segment_names) = if segmented {
+                (Some(vec![0, 1, 0, 1, 0, 1]), vec!["a".into(), "b".into()])
+            } else {
+                (None, vec![])
+            };
+            (
+                Role::P1,
+                Dataset {
+                    ids,
+                    segment_of,
+                    segment_names,
+                    ..Dataset::default()
+                },
+            )
+        } else {
+            let ids = ids(3..8);
+            let n = ids.len() as u64;
+            let mut columns = vec![(1..=n).collect::<Vec<u64>>()];
+            let mut column_names = vec!["v".to_string()];
+            if config.sum_of_squares {
+                columns.push((1..=n).map(|v| v * 3).collect());
+                column_names.push("w".into());
+            }
+            (
+                Role::P2,
+                Dataset {
+                    ids,
+                    columns,
+                    column_names,
+                    ..Dataset::default()
+                },
+            )
+        };
+        pi_sum::new_party(role, &config, input, seed(tag, i)).expect("valid pi-sum party")
+            as Box<dyn Party>
+    });
+    Scenario::record(name, 2, make)
+}
+
+/// Forward and reverse, both groups, both HE schemes, every Z encoding, segments,
+/// sums of squares, the threshold abort.
+pub fn pi_sum() -> Vec<Scenario> {
+    let base = PiSumConfig {
+        he: HeId::ElGamal,
+        elgamal: elgamal::Params { max_table_bits: 10 },
+        paillier: paillier::Params {
+            modulus_bits: 1024,
+            s: 1,
+        },
+        max_value: 1000,
+        max_sum: Some(100_000),
+        max_peer_items: 64,
+        ..PiSumConfig::default()
+    };
+    let gcs = SetEncoding::Filter(FilterKind::Gcs);
+    let bloom = SetEncoding::Filter(FilterKind::Bloom);
+    let mut out = Vec::new();
+    let mut add = |config: PiSumConfig, segmented: bool| {
+        let tag = 200 + out.len() as u8;
+        out.push(pi_sum_scenario(tag, config, segmented));
+    };
+    add(base.clone(), false);
+    add(
+        PiSumConfig {
+            z_encoding: bloom,
+            group: GroupId::P256Compressed,
+            sum_of_squares: true,
+            ..base.clone()
+        },
+        true,
+    );
+    add(
+        PiSumConfig {
+            z_encoding: SetEncoding::List,
+            he: HeId::Paillier,
+            ..base.clone()
+        },
+        false,
+    );
+    add(
+        PiSumConfig {
+            reverse: true,
+            ..base.clone()
+        },
+        false,
+    );
+    add(
+        PiSumConfig {
+            reverse: true,
+            he: HeId::Paillier,
+            group: GroupId::P256,
+            ..base.clone()
+        },
+        false,
+    );
+    add(
+        PiSumConfig {
+            threshold: Some(100),
+            z_encoding: gcs,
+            ..base.clone()
+        },
+        false,
+    );
+    out
+}
+
+// ----- Authorized PSI (protocol ids 8 and 9) -----
+
+fn judge_key() -> Arc<SecretKey> {
+    Arc::new(SecretKey::generate(&mut SessionRng::from_seed([7u8; 32])))
+}
+
+fn apsi_items() -> Vec<Vec<u8>> {
+    ids(0..4)
+}
+
+fn authorize_make(tag: u8, partial: Option<PartialFraction>, kc: bool) -> Make {
+    let key = judge_key();
+    Box::new(move |i| {
+        if i == 0 {
+            let config = ClientConfig {
+                client_id: b"client-7".to_vec(),
+                partial,
+                key_consistency: kc,
+            };
+            Box::new(authorize::Client::new(config, apsi_items(), seed(tag, 0)).unwrap())
+                as Box<dyn Party>
+        } else {
+            let config = JudgeConfig {
+                partial,
+                key_consistency: kc,
+                max_items: 64,
+            };
+            Box::new(
+                authorize::Judge::new(
+                    config,
+                    key.clone(),
+                    Arc::new(AllowList::new(apsi_items())),
+                    seed(tag, 1),
+                )
+                .unwrap(),
+            )
+        }
+    })
+}
+
+fn apsi_modes() -> [(Option<PartialFraction>, bool); 3] {
+    let half = PartialFraction::new(0.5).ok();
+    [(None, false), (half, false), (half, true)]
+}
+
+/// Authorize (client and judge): APSI, Partial-APSI, Partial-APSI with key consistency.
+pub fn apsi_authorize() -> Vec<Scenario> {
+    apsi_modes()
+        .into_iter()
+        .enumerate()
+        .map(|(t, (partial, kc))| {
+            Scenario::record(
+                format!("apsi-authorize/{partial:?}/kc={kc}"),
+                2,
+                authorize_make(150 + t as u8, partial, kc),
+            )
+        })
+        .collect()
+}
+
+/// The signature set an honest Authorize gives the client (also a signature-file seed).
+pub fn signature_set(partial: Option<PartialFraction>, kc: bool, tag: u8) -> SignatureSet {
+    let make = authorize_make(tag, partial, kc);
+    let mut client = authorize::Client::new(
+        ClientConfig {
+            client_id: b"client-7".to_vec(),
+            partial,
+            key_consistency: kc,
+        },
+        apsi_items(),
+        seed(tag, 0),
+    )
+    .unwrap();
+    let mut judge = make(1);
+    // Run the pair to completion with the same lock-step loop as Scenario::record.
+    let mut parties: [&mut dyn Party; 2] = [&mut client, judge.as_mut()];
+    let mut queues: [Vec<Vec<u8>>; 2] = [vec![], vec![]];
+    loop {
+        let mut progress = false;
+        for (i, p) in parties.iter_mut().enumerate() {
+            while let Some(o) = p.poll_outgoing() {
+                queues[1 - i].push(o.bytes);
+                progress = true;
+            }
+            while p.has_deferred_work() {
+                p.do_deferred_work().unwrap();
+                progress = true;
+            }
+        }
+        for (i, p) in parties.iter_mut().enumerate() {
+            if p.awaiting().is_some() && !queues[i].is_empty() {
+                let m = queues[i].remove(0);
+                p.handle_message(1 - i as PartyId, &m).unwrap();
+                progress = true;
+            }
+        }
+        if !progress {
+            break;
+        }
+    }
+    client.into_output().expect("authorized")
+}
+
+/// Intersect (client and server) in each mode.
+pub fn apsi_intersect() -> Vec<Scenario> {
+    apsi_modes()
+        .into_iter()
+        .enumerate()
+        .map(|(t, (partial, kc))| {
+            let tag = 160 + t as u8;
+            let sigs = signature_set(partial, kc, tag);
+            let judge = judge_key().public_key();
+            let mode = if partial.is_some() {
+                Mode::Partial
+            } else {
+                Mode::Full
+            };
+            let make: Make = Box::new(move |i| {
+                if i == 0 {
+                    let (signed, _) = sigs.select(&apsi_items());
+                    Box::new(
+                        intersect::Client::new(
+                            &sigs,
+                            signed,
+                            &judge,
+                            kc,
+                            DEFAULT_MAX_PEER_ITEMS,
+                            seed(tag, 0),
+                        )
+                        .unwrap(),
+                    ) as Box<dyn Party>
+                } else {
+                    let config = ServerConfig {
+                        mode,
+                        key_consistency: kc,
+                        judge_key: judge,
+                    };
+                    Box::new(
+                        intersect::Server::new(config, ids(2..7).into(), seed(tag, 1)).unwrap(),
+                    )
+                }
+            });
+            Scenario::record(format!("apsi-intersect/{partial:?}/kc={kc}"), 2, make)
+        })
+        .collect()
+}
+
+// ----- toy-sum (protocol id 10): the engine's n-party paths (roster, routing) -----
+
+pub fn toy() -> Vec<Scenario> {
+    [(3usize, Form::Star), (3, Form::Mesh), (4, Form::Star)]
+        .into_iter()
+        .enumerate()
+        .map(|(t, (parties, form))| {
+            let make: Make = Box::new(move |i| {
+                let config = ToySumConfig {
+                    parties,
+                    me: i,
+                    form,
+                    value: 10 + i as u64,
+                };
+                Box::new(toy::new_party(config, seed(240 + t as u8, i)).unwrap()) as Box<dyn Party>
+            });
+            Scenario::record(format!("toy-sum/{parties}/{}", form.name()), parties, make)
+        })
+        .collect()
+}
