@@ -9,6 +9,7 @@ mod bench_pso;
 mod connect;
 mod datagen;
 mod demo;
+mod input_args;
 mod pi_sum_cmd;
 mod progress;
 mod pso_cmd;
