@@ -236,6 +236,7 @@ struct PolicySource {
     policy: Arc<dyn Policy>,
     /// A Python callable: the callable (for the garbage collector) and what it raised
     /// in the last run, for the judge's `run` to re-raise.
+    #[allow(clippy::type_complexity)]
     python: Option<(Arc<Py<PyAny>>, Arc<Mutex<Option<PyErr>>>)>,
 }
 
