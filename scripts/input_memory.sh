@@ -12,6 +12,7 @@ bin=target/release/examples/input_memory
   "$bin" gen "$dir" "$rows"
   echo "$rows" > "$dir/rows"
 }
+"$bin" synth "$rows"
 for f in ids.csv ids.csv.zst ids.parquet; do
   "$bin" read "$dir/$f"
 done

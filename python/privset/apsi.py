@@ -183,9 +183,12 @@ class ApsiAuthorizeClient(Party[ApsiAuthorizeResult]):
     ``client_id``. ``result.signatures`` is the authorization to keep.
 
     ``ids``: an iterable of identifiers (str, bytes or int), a pandas Series, a
-    DataFrame with ``id_column=``, or a ``pathlib.Path`` to a CSV file. ``partial``:
-    Partial-APSI, revealing at most this fraction of the items to the judge (it must
-    match the judge's). Duplicates are kept once, as the CLI does.
+    DataFrame with ``id_column=``, a pyarrow / polars table, or a ``pathlib.Path`` to a
+    file (CSV, compressed CSV, Parquet, Arrow). ``partial``: Partial-APSI, revealing at
+    most this fraction of the items to the judge (it must match the judge's). Duplicates
+    are kept once, as the CLI does. ``id_column`` (one or several columns),
+    ``normalize``, ``phone_region`` and ``hash_ids`` as for the other parties
+    (docs/inputs.md); the client's later ``ApsiClient`` must use the same.
     """
 
     def __init__(

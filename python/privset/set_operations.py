@@ -10,9 +10,13 @@ on: ``group`` ("ristretto255" default, "p256", "p256-compressed", "x25519"),
 "list").
 
 Identifiers are any iterable of str / bytes / int, a pandas Series, a DataFrame with
-``id_column=``, or a ``pathlib.Path`` to a CSV file; compared as bytes after trimming
-surrounding whitespace, exactly as the CLI reads them. ``duplicates``: "error"
-(default), "sum" or "first".
+``id_column=``, a pyarrow Table / RecordBatch or polars DataFrame (Arrow C stream, no
+copy through CSV), or a ``pathlib.Path`` to a CSV, gzip / zstd CSV, Parquet or Arrow IPC
+file; compared as bytes after trimming surrounding whitespace, exactly as the CLI reads
+them. ``id_column`` may list several columns making one key; ``normalize`` ("trim"
+default, "none", "lower", "email", "phone-e164" with ``phone_region``; one for all or a
+list, one per column) and ``hash_ids="sha256"`` must be the same on both sides
+(docs/inputs.md). ``duplicates``: "error" (default), "sum" or "first".
 """
 
 from __future__ import annotations

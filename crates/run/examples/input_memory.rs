@@ -6,6 +6,7 @@
 //! cargo run --release -p privset-run --example input_memory -- read DIR/ids.parquet
 //! ```
 //!
+//! `synth N` builds the same N rows from memory (no file), the floor to compare with.
 //! `gen` writes `ids.csv`, `ids.csv.zst` and `ids.parquet` (columns `id`, `spend`) with
 //! N rows; `read` reads one file as a party's input (the id and the value column) and
 //! prints the rows, the time and this process's peak RSS. scripts/input_memory.sh runs
@@ -106,6 +107,31 @@ fn main() {
                 peak_rss_mib()
             );
         }
-        _ => eprintln!("usage: input_memory gen DIR N | read FILE"),
+        Some("synth") => {
+            // The same rows built straight from memory, no file: the floor that reading
+            // a file is compared with.
+            let n: u64 = args[2].parse().unwrap();
+            let t = Instant::now();
+            let rows = (0..n).map(|i| privset_protocols::input::Row {
+                line: i + 2,
+                id: id(i).into_bytes(),
+                values: vec![(i % 1000).to_string()],
+                segment: None,
+            });
+            let d = privset_protocols::input::build_dataset(
+                rows,
+                &["spend".to_string()],
+                DuplicatePolicy::Error,
+                u32::MAX as u64,
+            )
+            .unwrap();
+            println!(
+                "in memory, no file: {} rows, built in {:.1} s, peak RSS {:.0} MiB",
+                d.ids.len(),
+                t.elapsed().as_secs_f64(),
+                peak_rss_mib()
+            );
+        }
+        _ => eprintln!("usage: input_memory gen DIR N | read FILE | synth N"),
     }
 }

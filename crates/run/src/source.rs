@@ -500,7 +500,7 @@ fn rows_of_batch(
     base: u64,
     what: &str,
 ) -> Result<Vec<Row>, Failure> {
-    let bad = |e: String| Failure::input(format!("{what}: rows {} on: {e}", base + 1));
+    let bad = |e: String| Failure::input(format!("{what}: from row {}: {e}", base + 1));
     let ids: Vec<Cells> = plan
         .ids
         .iter()
