@@ -9,7 +9,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
-use arrow_schema::{Field, Schema};
+use arrow_schema::{DataType, Field, Schema};
 
 const BIN: &str = env!("CARGO_BIN_EXE_privset");
 
@@ -93,17 +93,31 @@ fn tables(n1: u64, n2: u64, overlap: u64) -> (RecordBatch, RecordBatch, u64, u64
     (b1, b2, overlap, sum)
 }
 
+/// A cell as CSV text (the test tables hold strings and integers only; null is empty).
+fn cell_text(a: &ArrayRef, i: usize) -> String {
+    use arrow_array::Array;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float64Type, Int32Type, Int64Type, UInt64Type};
+    if a.is_null(i) {
+        return String::new();
+    }
+    match a.data_type() {
+        DataType::Utf8 => a.as_string::<i32>().value(i).to_string(),
+        DataType::Int32 => a.as_primitive::<Int32Type>().value(i).to_string(),
+        DataType::Int64 => a.as_primitive::<Int64Type>().value(i).to_string(),
+        DataType::UInt64 => a.as_primitive::<UInt64Type>().value(i).to_string(),
+        DataType::Float64 => a.as_primitive::<Float64Type>().value(i).to_string(),
+        t => panic!("no text for {t}"),
+    }
+}
+
 fn csv_of(b: &RecordBatch) -> Vec<u8> {
     let mut w = csv::Writer::from_writer(Vec::new());
     let s = b.schema();
     w.write_record(s.fields().iter().map(|f| f.name().as_str()))
         .unwrap();
     for i in 0..b.num_rows() {
-        let rec: Vec<String> = b
-            .columns()
-            .iter()
-            .map(|c| arrow_cast::display::array_value_to_string(c, i).unwrap())
-            .collect();
+        let rec: Vec<String> = b.columns().iter().map(|c| cell_text(c, i)).collect();
         w.write_record(&rec).unwrap();
     }
     w.into_inner().unwrap()
@@ -159,7 +173,7 @@ fn read_parquet_column(path: &Path, column: usize) -> Vec<String> {
     for b in r {
         let b = b.unwrap();
         for i in 0..b.num_rows() {
-            out.push(arrow_cast::display::array_value_to_string(b.column(column), i).unwrap());
+            out.push(cell_text(b.column(column), i));
         }
     }
     out.sort();

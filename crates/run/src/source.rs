@@ -16,7 +16,9 @@ use std::io::{self, BufReader, Read};
 use std::path::Path;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Int64Type, UInt64Type};
+use arrow_array::types::{
+    Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+};
 use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchReader};
 use arrow_schema::{DataType, Schema};
 use privset_protocols::input::{self, Dataset, DuplicatePolicy, Row};
@@ -304,22 +306,12 @@ impl Class {
             _ => return None,
         })
     }
-
-    fn target(self) -> DataType {
-        match self {
-            Self::Text => DataType::LargeUtf8,
-            Self::Binary => DataType::LargeBinary,
-            Self::Signed => DataType::Int64,
-            Self::Unsigned => DataType::UInt64,
-        }
-    }
 }
 
-/// A column's index, name and class.
+/// A column's index and name (its type checked by [`Plan::new`]).
 struct Col {
     index: usize,
     name: String,
-    class: Class,
 }
 
 /// The columns of a schema that an [`InputSpec`] reads, checked once up front.
@@ -342,7 +334,7 @@ impl Plan {
             let dt = field.data_type();
             let class = Class::of(dt)
                 .filter(|c| !ints_only || matches!(c, Class::Signed | Class::Unsigned));
-            let class = class.ok_or_else(|| {
+            class.ok_or_else(|| {
                 Failure::input(format!(
                     "column {name:?} has type {dt}; {}",
                     if ints_only {
@@ -355,7 +347,6 @@ impl Plan {
             Ok(Col {
                 index,
                 name: name.to_string(),
-                class,
             })
         };
         Ok(Self {
@@ -392,57 +383,62 @@ impl Plan {
     }
 }
 
-/// One batch's column, cast to one array type per class.
-enum Cells {
-    Text(ArrayRef),
-    Binary(ArrayRef),
-    Signed(ArrayRef),
-    Unsigned(ArrayRef),
+/// One batch's column: the array, and for a dictionary its keys (as indices into the
+/// values) and values.
+struct Cells {
+    array: ArrayRef,
+    dict: Option<(Vec<usize>, ArrayRef)>,
 }
 
 impl Cells {
-    fn of(batch: &RecordBatch, col: &Col) -> Result<Self, String> {
-        let array = batch.column(col.index);
-        let cast = arrow_cast::cast(array, &col.class.target()).map_err(|e| {
-            format!(
-                "column {:?}: cannot read {}: {e}",
-                col.name,
-                array.data_type()
-            )
-        })?;
-        Ok(match col.class {
-            Class::Text => Self::Text(cast),
-            Class::Binary => Self::Binary(cast),
-            Class::Signed => Self::Signed(cast),
-            Class::Unsigned => Self::Unsigned(cast),
-        })
+    fn of(batch: &RecordBatch, col: &Col) -> Self {
+        let array = batch.column(col.index).clone();
+        let dict = matches!(array.data_type(), DataType::Dictionary(..)).then(|| {
+            let d = array.as_any_dictionary();
+            (d.normalized_keys(), d.values().clone())
+        });
+        Self { array, dict }
     }
 
     /// Cell `i` as bytes (integers in decimal); `None` when null.
     fn get(&self, i: usize) -> Option<Cow<'_, [u8]>> {
-        let a = match self {
-            Self::Text(a) | Self::Binary(a) | Self::Signed(a) | Self::Unsigned(a) => a,
-        };
-        if a.is_null(i) {
+        if self.array.is_null(i) {
             return None;
         }
-        Some(match self {
-            Self::Text(a) => Cow::Borrowed(a.as_string::<i64>().value(i).as_bytes()),
-            Self::Binary(a) => Cow::Borrowed(a.as_binary::<i64>().value(i)),
-            Self::Signed(a) => Cow::Owned(
-                a.as_primitive::<Int64Type>()
-                    .value(i)
-                    .to_string()
-                    .into_bytes(),
-            ),
-            Self::Unsigned(a) => Cow::Owned(
-                a.as_primitive::<UInt64Type>()
-                    .value(i)
-                    .to_string()
-                    .into_bytes(),
-            ),
-        })
+        match &self.dict {
+            Some((keys, values)) => cell(values, keys[i]),
+            None => cell(&self.array, i),
+        }
     }
+}
+
+/// Cell `i` of a plain array of a type [`Class::of`] accepts.
+fn cell(a: &ArrayRef, i: usize) -> Option<Cow<'_, [u8]>> {
+    if a.is_null(i) {
+        return None;
+    }
+    fn int(v: impl ToString) -> Cow<'static, [u8]> {
+        Cow::Owned(v.to_string().into_bytes())
+    }
+    Some(match a.data_type() {
+        DataType::Utf8 => Cow::Borrowed(a.as_string::<i32>().value(i).as_bytes()),
+        DataType::LargeUtf8 => Cow::Borrowed(a.as_string::<i64>().value(i).as_bytes()),
+        DataType::Utf8View => Cow::Borrowed(a.as_string_view().value(i).as_bytes()),
+        DataType::Binary => Cow::Borrowed(a.as_binary::<i32>().value(i)),
+        DataType::LargeBinary => Cow::Borrowed(a.as_binary::<i64>().value(i)),
+        DataType::BinaryView => Cow::Borrowed(a.as_binary_view().value(i)),
+        DataType::FixedSizeBinary(_) => Cow::Borrowed(a.as_fixed_size_binary().value(i)),
+        DataType::Int8 => int(a.as_primitive::<Int8Type>().value(i)),
+        DataType::Int16 => int(a.as_primitive::<Int16Type>().value(i)),
+        DataType::Int32 => int(a.as_primitive::<Int32Type>().value(i)),
+        DataType::Int64 => int(a.as_primitive::<Int64Type>().value(i)),
+        DataType::UInt8 => int(a.as_primitive::<UInt8Type>().value(i)),
+        DataType::UInt16 => int(a.as_primitive::<UInt16Type>().value(i)),
+        DataType::UInt32 => int(a.as_primitive::<UInt32Type>().value(i)),
+        DataType::UInt64 => int(a.as_primitive::<UInt64Type>().value(i)),
+        // The plan accepted only the types above (and dictionaries of them).
+        _ => return None,
+    })
 }
 
 /// Reads and validates the batches of a Parquet file, an Arrow IPC file or stream, or
@@ -500,25 +496,9 @@ fn rows_of_batch(
     base: u64,
     what: &str,
 ) -> Result<Vec<Row>, Failure> {
-    let bad = |e: String| Failure::input(format!("{what}: from row {}: {e}", base + 1));
-    let ids: Vec<Cells> = plan
-        .ids
-        .iter()
-        .map(|c| Cells::of(batch, c))
-        .collect::<Result<_, _>>()
-        .map_err(bad)?;
-    let values: Vec<Cells> = plan
-        .values
-        .iter()
-        .map(|c| Cells::of(batch, c))
-        .collect::<Result<_, _>>()
-        .map_err(bad)?;
-    let segment = plan
-        .segment
-        .as_ref()
-        .map(|c| Cells::of(batch, c))
-        .transpose()
-        .map_err(bad)?;
+    let ids: Vec<Cells> = plan.ids.iter().map(|c| Cells::of(batch, c)).collect();
+    let values: Vec<Cells> = plan.values.iter().map(|c| Cells::of(batch, c)).collect();
+    let segment = plan.segment.as_ref().map(|c| Cells::of(batch, c));
     let mut rows = Vec::with_capacity(batch.num_rows());
     for i in 0..batch.num_rows() {
         let row = base + i as u64 + 1;
