@@ -40,24 +40,47 @@ class Input:
 
     @staticmethod
     def from_rows(
-        ids: Sequence[Any],
+        ids: Sequence[Tuple[str, Sequence[Any]]],
         values: Sequence[Tuple[str, Sequence[Any]]],
         segments: Optional[Sequence[Any]],
         duplicates: str,
         value_bound: int,
+        normalize: Sequence[str],
+        phone_region: Optional[str],
+        hash_ids: Optional[str],
     ) -> Input:
-        """In-memory rows; row ``i`` is line ``i + 2`` in error messages."""
+        """In-memory rows (one or more identifier columns making one key); row ``i``
+        is line ``i + 2`` in error messages."""
 
     @staticmethod
-    def from_csv(
+    def from_file(
         path: _Path,
-        id_column: str,
+        id_columns: Sequence[str],
         value_columns: Sequence[str],
         segment_column: Optional[str],
         duplicates: str,
         value_bound: int,
+        normalize: Sequence[str],
+        phone_region: Optional[str],
+        hash_ids: Optional[str],
     ) -> Input:
-        """A CSV file with a header row, read as the CLI reads it."""
+        """A file with a header row (CSV, gzip / zstd CSV, Parquet, Arrow IPC), read as
+        the CLI reads it."""
+
+    @staticmethod
+    def from_arrow(
+        data: Any,
+        what: str,
+        id_columns: Sequence[str],
+        value_columns: Sequence[str],
+        segment_column: Optional[str],
+        duplicates: str,
+        value_bound: int,
+        normalize: Sequence[str],
+        phone_region: Optional[str],
+        hash_ids: Optional[str],
+    ) -> Input:
+        """An object with ``__arrow_c_stream__`` (pyarrow, polars), read batch by batch."""
 
     def __len__(self) -> int:
         """Distinct identifiers after the duplicate policy."""

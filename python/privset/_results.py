@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple, Type, TypeVar
 
-from ._data import PartyInput, item
+from ._data import PartyInput
 from ._pandas import pandas
 
 
@@ -233,13 +233,13 @@ class SetOperationResult(_Report):
         if rows is not None:
             kind, table = rows
             if kind == "items":
-                items = [item(data.originals, row, raw) for row, raw in table]
+                items = [data.item(row, raw) for row, raw in table]
                 extra["intersection" if d["protocol"] == "psi" else "union"] = items
             elif kind == "shares":
                 extra["shares"] = [Share(index, share) for index, share in table]
             else:
                 extra["private_ids"] = [
-                    PrivateIdRow(pid, None if raw is None else item(data.originals, row, raw))
+                    PrivateIdRow(pid, None if raw is None else data.item(row, raw))
                     for pid, row, raw in table
                 ]
         return cls(
@@ -262,7 +262,7 @@ class SetOperationResult(_Report):
 
 
 def _apsi_items(data: PartyInput, table: Optional[List[Tuple[Optional[int], bytes]]]) -> List[Any]:
-    return [item(data.originals, row, raw) for row, raw in table or []]
+    return [data.item(row, raw) for row, raw in table or []]
 
 
 _R = TypeVar("_R")

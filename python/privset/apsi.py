@@ -27,7 +27,7 @@ import os
 from typing import Any, Callable, Dict, List, Optional, Union
 
 from . import _native
-from ._data import PartyInput, party_input
+from ._data import IdColumns, Normalize, PartyInput, party_input
 from ._link import TlsFiles
 from ._party import Party
 from ._results import ApsiAuthorizeResult, ApsiJudgeResult, ApsiResult, ApsiServerResult
@@ -69,8 +69,8 @@ def _public(judge_public: Any) -> Any:
     )
 
 
-def _ids(ids: Any, id_column: Optional[str], duplicates: str) -> PartyInput:
-    return party_input(ids, id_column=id_column, duplicates=duplicates, value_bound=DEFAULT_VALUE_BOUND)
+def _ids(ids: Any, id_column: IdColumns, duplicates: str, **keys: Any) -> PartyInput:
+    return party_input(ids, id_column=id_column, duplicates=duplicates, value_bound=DEFAULT_VALUE_BOUND, **keys)
 
 
 #: Sessions a serving judge or server runs at once unless told otherwise.
@@ -183,9 +183,12 @@ class ApsiAuthorizeClient(Party[ApsiAuthorizeResult]):
     ``client_id``. ``result.signatures`` is the authorization to keep.
 
     ``ids``: an iterable of identifiers (str, bytes or int), a pandas Series, a
-    DataFrame with ``id_column=``, or a ``pathlib.Path`` to a CSV file. ``partial``:
-    Partial-APSI, revealing at most this fraction of the items to the judge (it must
-    match the judge's). Duplicates are kept once, as the CLI does.
+    DataFrame with ``id_column=``, a pyarrow / polars table, or a ``pathlib.Path`` to a
+    file (CSV, compressed CSV, Parquet, Arrow). ``partial``: Partial-APSI, revealing at
+    most this fraction of the items to the judge (it must match the judge's). Duplicates
+    are kept once, as the CLI does. ``id_column`` (one or several columns),
+    ``normalize``, ``phone_region`` and ``hash_ids`` as for the other parties
+    (docs/inputs.md); the client's later ``ApsiClient`` must use the same.
     """
 
     def __init__(
@@ -193,12 +196,15 @@ class ApsiAuthorizeClient(Party[ApsiAuthorizeResult]):
         ids: Any,
         *,
         client_id: str,
-        id_column: Optional[str] = None,
+        id_column: IdColumns = None,
         partial: Optional[float] = None,
         key_consistency: bool = True,
         duplicates: str = "first",
+        normalize: Normalize = "trim",
+        phone_region: Optional[str] = None,
+        hash_ids: Optional[str] = None,
     ) -> None:
-        self._input = _ids(ids, id_column, duplicates)
+        self._input = _ids(ids, id_column, duplicates, normalize=normalize, phone_region=phone_region, hash_ids=hash_ids)
         self._native = _native.ApsiParty.authorize(
             self._input.native, client_id=client_id, partial=partial, key_consistency=key_consistency
         )
@@ -223,16 +229,22 @@ class ApsiClient(Party[ApsiResult]):
         ids: Any = None,
         *,
         judge_public: Any,
-        id_column: Optional[str] = None,
+        id_column: IdColumns = None,
         key_consistency: bool = True,
         max_server_items: int = DEFAULT_MAX_ITEMS,
         duplicates: str = "first",
+        normalize: Normalize = "trim",
+        phone_region: Optional[str] = None,
+        hash_ids: Optional[str] = None,
     ) -> None:
         if not isinstance(signatures, _native.Signatures):
             signatures = _native.Signatures.load(os.fspath(signatures))
+        keys: Any = dict(normalize=normalize, phone_region=phone_region, hash_ids=hash_ids)
         if ids is None:
+            # The signed items are identifiers already made (normalised, hashed).
             ids = [_text(x) for x in signatures.items]
-        self._input = _ids(ids, id_column, duplicates)
+            keys = dict(normalize="none")
+        self._input = _ids(ids, id_column, duplicates, **keys)
         self._native = _native.ApsiParty.intersect(
             signatures,
             self._input.native,
@@ -255,13 +267,16 @@ class ApsiServer(Party[ApsiServerResult]):
         ids: Any,
         *,
         judge_public: Any,
-        id_column: Optional[str] = None,
+        id_column: IdColumns = None,
         partial: Union[None, bool, float] = None,
         key_consistency: bool = True,
         duplicates: str = "first",
+        normalize: Normalize = "trim",
+        phone_region: Optional[str] = None,
+        hash_ids: Optional[str] = None,
     ) -> None:
         fraction = None if partial is None or partial is False else 1.0 if partial is True else float(partial)
-        self._input = _ids(ids, id_column, duplicates)
+        self._input = _ids(ids, id_column, duplicates, normalize=normalize, phone_region=phone_region, hash_ids=hash_ids)
         self._native = _native.ApsiParty.server(
             self._input.native,
             judge_public=_public(judge_public),

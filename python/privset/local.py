@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Type, Union
 
-from ._data import Values, item
+from ._data import IdColumns, Normalize, Values
 from ._party import DEFAULT_CPU_PRICE, DEFAULT_NETWORK_PRICE, DEFAULT_TIMEOUT, Party, run_local
 from ._progress import ProgressArg
 from ._results import (
@@ -131,7 +131,7 @@ def pi_sum(
     p2_ids: Any,
     p2_values: Optional[Values] = None,
     *,
-    id_column: Optional[str] = None,
+    id_column: IdColumns = None,
     value_columns: Union[None, str, Sequence[str]] = None,
     segments: Optional[Iterable[Any]] = None,
     segment_column: Optional[str] = None,
@@ -144,6 +144,9 @@ def pi_sum(
     reverse: bool = False,
     sum_of_squares: bool = False,
     duplicates: str = "error",
+    normalize: Normalize = "trim",
+    phone_region: Optional[str] = None,
+    hash_ids: Optional[str] = None,
     value_bound: int = DEFAULT_VALUE_BOUND,
     sum_bound: Optional[int] = None,
     max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
@@ -169,6 +172,9 @@ def pi_sum(
         reverse=reverse,
         duplicates=duplicates,
         max_peer_items=max_peer_items,
+        normalize=normalize,
+        phone_region=phone_region,
+        hash_ids=hash_ids,
     )
     p1 = PiSum.p1(p1_ids, segments=segments, segment_column=segment_column, **shared)
     p2 = PiSum.p2(
@@ -198,7 +204,7 @@ def _set_operation(
     sender_ids: Any,
     sender_values: Optional[Values] = None,
     *,
-    id_column: Optional[str],
+    id_column: IdColumns,
     value_column: Optional[str] = None,
     value_bound: int = DEFAULT_VALUE_BOUND,
     timeout: float,
@@ -247,7 +253,7 @@ def _open_shares(receiver: Any, r: SetOperationResult, s: SetOperationResult) ->
     opened = []
     for share in r.shares or []:
         raw = open_share(share.share, theirs[share.index])
-        opened.append(item(data.originals, data.native.row_of(raw), raw))
+        opened.append(data.item(data.native.row_of(raw), raw))
     return opened
 
 
@@ -266,11 +272,14 @@ def _identifiers_only(operation: Type[Any], name: str, learns: str) -> Callable[
         receiver_ids: Any,
         sender_ids: Any,
         *,
-        id_column: Optional[str] = None,
+        id_column: IdColumns = None,
         group: str = "ristretto255",
         mqrpmt: str = "cwprf",
         last_message: str = "bloom",
         duplicates: str = "error",
+        normalize: Normalize = "trim",
+        phone_region: Optional[str] = None,
+        hash_ids: Optional[str] = None,
         max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
         timeout: float = DEFAULT_TIMEOUT,
         cpu_price: float = DEFAULT_CPU_PRICE,
@@ -280,7 +289,7 @@ def _identifiers_only(operation: Type[Any], name: str, learns: str) -> Callable[
         return _set_operation(
             operation, receiver_ids, sender_ids, id_column=id_column, group=group, mqrpmt=mqrpmt,
             last_message=last_message, duplicates=duplicates, max_peer_items=max_peer_items,
-            timeout=timeout, cpu_price=cpu_price, network_price=network_price, progress=progress,
+            normalize=normalize, phone_region=phone_region, hash_ids=hash_ids, timeout=timeout, cpu_price=cpu_price, network_price=network_price, progress=progress,
         )  # fmt: skip
 
     run.__name__ = run.__qualname__ = name
@@ -302,12 +311,15 @@ def psi_card_sum(
     sender_ids: Any,
     sender_values: Optional[Values] = None,
     *,
-    id_column: Optional[str] = None,
+    id_column: IdColumns = None,
     value_column: Optional[str] = None,
     group: str = "ristretto255",
     mqrpmt: str = "cwprf",
     last_message: str = "bloom",
     duplicates: str = "error",
+    normalize: Normalize = "trim",
+    phone_region: Optional[str] = None,
+    hash_ids: Optional[str] = None,
     value_bound: int = DEFAULT_VALUE_BOUND,
     max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
     timeout: float = DEFAULT_TIMEOUT,
@@ -319,7 +331,7 @@ def psi_card_sum(
         PsiCardSum, receiver_ids, sender_ids, sender_values, id_column=id_column,
         value_column=value_column, value_bound=value_bound, group=group, mqrpmt=mqrpmt,
         last_message=last_message, duplicates=duplicates, max_peer_items=max_peer_items,
-        timeout=timeout, cpu_price=cpu_price, network_price=network_price, progress=progress,
+        normalize=normalize, phone_region=phone_region, hash_ids=hash_ids, timeout=timeout, cpu_price=cpu_price, network_price=network_price, progress=progress,
     )  # fmt: skip
 
 
@@ -377,7 +389,10 @@ def apsi(
     judge_key: Any = None,
     partial: Optional[float] = None,
     key_consistency: bool = True,
-    id_column: Optional[str] = None,
+    id_column: IdColumns = None,
+    normalize: Normalize = "trim",
+    phone_region: Optional[str] = None,
+    hash_ids: Optional[str] = None,
     max_items: int = DEFAULT_MAX_ITEMS,
     timeout: float = DEFAULT_TIMEOUT,
     cpu_price: float = DEFAULT_CPU_PRICE,
@@ -402,8 +417,9 @@ def apsi(
         key_consistency=key_consistency,
         max_items=max_items,
     )
+    keys: Dict[str, Any] = dict(normalize=normalize, phone_region=phone_region, hash_ids=hash_ids)
     asking = ApsiAuthorizeClient(
-        client_ids, client_id=client_id, id_column=id_column, partial=partial, key_consistency=key_consistency
+        client_ids, client_id=client_id, id_column=id_column, partial=partial, key_consistency=key_consistency, **keys
     )
     shared: Dict[str, Any] = dict(timeout=timeout, cpu_price=cpu_price, network_price=network_price, progress=progress)
     judged, authorized = run_local(judge, asking, **shared)
@@ -415,9 +431,10 @@ def apsi(
         id_column=id_column,
         key_consistency=key_consistency,
         max_server_items=max_items,
+        **keys,
     )
     server = ApsiServer(
-        server_ids, judge_public=public, id_column=id_column, partial=partial, key_consistency=key_consistency
+        server_ids, judge_public=public, id_column=id_column, partial=partial, key_consistency=key_consistency, **keys
     )
     found, served = run_local(client, server, **shared)
     return LocalApsi(

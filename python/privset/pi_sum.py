@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Optional, Sequence, Union
 
 from . import _native
-from ._data import Values, party_input
+from ._data import IdColumns, Normalize, Values, party_input
 from ._party import Party
 from ._results import PiSumResult
 
@@ -38,8 +38,10 @@ class PiSumP1(_PiSumParty):
     ``reverse=True``, the sums).
 
     ``ids``: an iterable of identifiers (str, bytes or int), a pandas Series, a
-    DataFrame with ``id_column=``, or a ``pathlib.Path`` to a CSV file with a header row
-    (``id_column=`` names the column). Identifiers are compared as bytes (str as UTF-8,
+    DataFrame with ``id_column=``, a pyarrow Table / RecordBatch or polars DataFrame
+    (read through the Arrow C stream interface, no copy through CSV), or a
+    ``pathlib.Path`` to a file with a header row: CSV, gzip / zstd CSV, Parquet or Arrow
+    IPC (``id_column=`` names the column). Identifiers are compared as bytes (str as UTF-8,
     int in decimal) after trimming surrounding whitespace, exactly as the CLI reads
     them, so a Python party and a CLI party agree.
 
@@ -48,13 +50,19 @@ class PiSumP1(_PiSumParty):
     ``threshold``: abort without computing any sum if the intersection is smaller (the
     party computing the intersection applies it: P1, or P2 with ``reverse``).
     ``duplicates``: "error" (default), "sum" or "first".
+
+    ``id_column`` may list several columns (of a DataFrame, Arrow table or file) that
+    together make the identifier. ``normalize``: "trim" (default), "none", "lower",
+    "email" or "phone-e164" (with ``phone_region=``, e.g. "GB" or "44"), one for all
+    identifier columns or a list with one per column; ``hash_ids="sha256"`` hashes each
+    identifier before use. Both parties must choose the same (docs/inputs.md).
     """
 
     def __init__(
         self,
         ids: Any,
         *,
-        id_column: Optional[str] = None,
+        id_column: IdColumns = None,
         segments: Optional[Iterable[Any]] = None,
         segment_column: Optional[str] = None,
         group: str = "ristretto255",
@@ -65,6 +73,9 @@ class PiSumP1(_PiSumParty):
         threshold: Optional[int] = None,
         reverse: bool = False,
         duplicates: str = "error",
+        normalize: Normalize = "trim",
+        phone_region: Optional[str] = None,
+        hash_ids: Optional[str] = None,
         max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
     ) -> None:
         self._input = party_input(
@@ -74,6 +85,9 @@ class PiSumP1(_PiSumParty):
             segment_column=segment_column,
             duplicates=duplicates,
             value_bound=DEFAULT_VALUE_BOUND,
+            normalize=normalize,
+            phone_region=phone_region,
+            hash_ids=hash_ids,
         )
         self._native = _native.PiSumParty(
             "p1",
@@ -112,7 +126,7 @@ class PiSumP2(_PiSumParty):
         ids: Any,
         values: Optional[Values] = None,
         *,
-        id_column: Optional[str] = None,
+        id_column: IdColumns = None,
         value_columns: Union[None, str, Sequence[str]] = None,
         group: str = "ristretto255",
         values_he: str = "paillier",
@@ -123,6 +137,9 @@ class PiSumP2(_PiSumParty):
         reverse: bool = False,
         sum_of_squares: bool = False,
         duplicates: str = "error",
+        normalize: Normalize = "trim",
+        phone_region: Optional[str] = None,
+        hash_ids: Optional[str] = None,
         value_bound: int = DEFAULT_VALUE_BOUND,
         sum_bound: Optional[int] = None,
         max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
@@ -134,6 +151,9 @@ class PiSumP2(_PiSumParty):
             value_columns=value_columns,
             duplicates=duplicates,
             value_bound=value_bound,
+            normalize=normalize,
+            phone_region=phone_region,
+            hash_ids=hash_ids,
         )
         self._native = _native.PiSumParty(
             "p2",

@@ -10,9 +10,13 @@ on: ``group`` ("ristretto255" default, "p256", "p256-compressed", "x25519"),
 "list").
 
 Identifiers are any iterable of str / bytes / int, a pandas Series, a DataFrame with
-``id_column=``, or a ``pathlib.Path`` to a CSV file; compared as bytes after trimming
-surrounding whitespace, exactly as the CLI reads them. ``duplicates``: "error"
-(default), "sum" or "first".
+``id_column=``, a pyarrow Table / RecordBatch or polars DataFrame (Arrow C stream, no
+copy through CSV), or a ``pathlib.Path`` to a CSV, gzip / zstd CSV, Parquet or Arrow IPC
+file; compared as bytes after trimming surrounding whitespace, exactly as the CLI reads
+them. ``id_column`` may list several columns making one key; ``normalize`` ("trim"
+default, "none", "lower", "email", "phone-e164" with ``phone_region``; one for all or a
+list, one per column) and ``hash_ids="sha256"`` must be the same on both sides
+(docs/inputs.md). ``duplicates``: "error" (default), "sum" or "first".
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from . import _native
-from ._data import Values, party_input
+from ._data import IdColumns, Normalize, Values, party_input
 from ._party import Party
 from ._results import SetOperationResult
 from .pi_sum import DEFAULT_MAX_PEER_ITEMS, DEFAULT_VALUE_BOUND
@@ -36,11 +40,14 @@ class SetOperationParty(Party[SetOperationResult]):
         self,
         ids: Any,
         *,
-        id_column: Optional[str] = None,
+        id_column: IdColumns = None,
         group: str = "ristretto255",
         mqrpmt: str = "cwprf",
         last_message: str = "bloom",
         duplicates: str = "error",
+        normalize: Normalize = "trim",
+        phone_region: Optional[str] = None,
+        hash_ids: Optional[str] = None,
         max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
     ) -> None:
         self._setup(
@@ -54,6 +61,9 @@ class SetOperationParty(Party[SetOperationResult]):
             duplicates=duplicates,
             value_bound=DEFAULT_VALUE_BOUND,
             max_peer_items=max_peer_items,
+            normalize=normalize,
+            phone_region=phone_region,
+            hash_ids=hash_ids,
         )
 
     def _setup(
@@ -61,7 +71,7 @@ class SetOperationParty(Party[SetOperationResult]):
         ids: Any,
         values: Optional[Values],
         *,
-        id_column: Optional[str],
+        id_column: IdColumns,
         value_column: Optional[str],
         group: str,
         mqrpmt: str,
@@ -69,6 +79,9 @@ class SetOperationParty(Party[SetOperationResult]):
         duplicates: str,
         value_bound: int,
         max_peer_items: int,
+        normalize: Normalize,
+        phone_region: Optional[str],
+        hash_ids: Optional[str],
     ) -> None:
         self._input = party_input(
             ids,
@@ -77,6 +90,9 @@ class SetOperationParty(Party[SetOperationResult]):
             value_columns=value_column,
             duplicates=duplicates,
             value_bound=value_bound,
+            normalize=normalize,
+            phone_region=phone_region,
+            hash_ids=hash_ids,
         )
         self._native = _native.PsoParty(
             self._operation,
@@ -144,12 +160,15 @@ class PsiCardSumSender(SetOperationParty):
         ids: Any,
         values: Optional[Values] = None,
         *,
-        id_column: Optional[str] = None,
+        id_column: IdColumns = None,
         value_column: Optional[str] = None,
         group: str = "ristretto255",
         mqrpmt: str = "cwprf",
         last_message: str = "bloom",
         duplicates: str = "error",
+        normalize: Normalize = "trim",
+        phone_region: Optional[str] = None,
+        hash_ids: Optional[str] = None,
         value_bound: int = DEFAULT_VALUE_BOUND,
         max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
     ) -> None:
@@ -164,6 +183,9 @@ class PsiCardSumSender(SetOperationParty):
             duplicates=duplicates,
             value_bound=value_bound,
             max_peer_items=max_peer_items,
+            normalize=normalize,
+            phone_region=phone_region,
+            hash_ids=hash_ids,
         )
 
 

@@ -16,14 +16,15 @@ use privset_protocols::apsi::authorize::{self, JudgeConfig};
 use privset_protocols::apsi::intersect::{self, ServerConfig};
 use privset_protocols::apsi::{DEFAULT_MAX_PEER_ITEMS, Mode, PartialFraction};
 use privset_run::apsi::{
-    AuthorizeReport, IntersectReport, JudgeService, PolicySpec, ServerService, read_ids,
+    AuthorizeReport, IntersectReport, JudgeService, PolicySpec, ServerService, read_keyed_ids,
     read_public_key, read_secret_key, read_signatures, write_public_key, write_secret_key,
     write_signatures,
 };
-use privset_run::{Reporter, ServeOptions, Service};
+use privset_run::{Reporter, ServeOptions, Service, output_rows};
 
 use crate::connect::TlsArgs;
 use crate::fail::Failure;
+use crate::input_args::InputArgs;
 use crate::metrics::Stopwatch;
 use crate::pi_sum_cmd::write_json;
 use crate::run::{self, Metered, PriceArgs};
@@ -114,11 +115,8 @@ pub struct AuthorizeArgs {
     /// This client's ID (the judge binds every signature to it).
     #[arg(long, value_name = "ID")]
     pub client_id: String,
-    /// CSV input with a header row.
-    #[arg(long, value_name = "FILE.csv")]
-    pub input: PathBuf,
-    #[arg(long, value_name = "NAME")]
-    pub id_column: String,
+    #[command(flatten)]
+    pub source: InputArgs,
     /// Where to write the signatures (mode 0600: Partial-APSI files hold the secret r).
     #[arg(long, value_name = "FILE")]
     pub signatures: PathBuf,
@@ -141,10 +139,8 @@ pub struct ServeArgs {
     /// The judge's public key.
     #[arg(long, value_name = "FILE")]
     pub judge_public: PathBuf,
-    #[arg(long, value_name = "FILE.csv")]
-    pub input: PathBuf,
-    #[arg(long, value_name = "NAME")]
-    pub id_column: String,
+    #[command(flatten)]
+    pub source: InputArgs,
     /// Partial-APSI (the value is the judge's; any P in (0, 1] selects the mode).
     #[arg(long, value_name = "P")]
     pub partial: Option<f64>,
@@ -167,10 +163,8 @@ pub struct IntersectArgs {
     pub signatures: PathBuf,
     /// The items to intersect (a subset of the authorized ones; others are reported
     /// and left out).
-    #[arg(long, value_name = "FILE.csv")]
-    pub input: PathBuf,
-    #[arg(long, value_name = "NAME")]
-    pub id_column: String,
+    #[command(flatten)]
+    pub source: InputArgs,
     #[arg(long)]
     pub no_key_consistency: bool,
     /// Largest server set accepted.
@@ -178,8 +172,9 @@ pub struct IntersectArgs {
     pub max_server_items: u64,
     #[arg(long, value_name = "FILE")]
     pub output: PathBuf,
-    /// The intersection as CSV (header: the id column's name).
-    #[arg(long, value_name = "FILE.csv")]
+    /// The intersection (header: the id column names), Parquet if the name ends in
+    /// .parquet, else CSV.
+    #[arg(long, value_name = "FILE.csv|FILE.parquet")]
     pub output_rows: Option<PathBuf>,
     #[command(flatten)]
     pub prices: PriceArgs,
@@ -316,7 +311,7 @@ fn fresh_seed() -> [u8; 32] {
 
 fn authorize_cmd(args: &AuthorizeArgs) -> Result<(), Failure> {
     let stopwatch = Stopwatch::start();
-    let items = read_ids(&args.input, &args.id_column)?;
+    let items = read_keyed_ids(&args.source.input, &args.source.keys()?)?;
     let config = authorize::ClientConfig {
         client_id: args.client_id.as_bytes().to_vec(),
         partial: fraction(args.partial)?,
@@ -353,7 +348,7 @@ fn authorize_cmd(args: &AuthorizeArgs) -> Result<(), Failure> {
 
 fn serve_cmd(args: &ServeArgs) -> Result<(), Failure> {
     let judge_key = read_public_key(&args.judge_public)?;
-    let items = read_ids(&args.input, &args.id_column)?;
+    let items = read_keyed_ids(&args.source.input, &args.source.keys()?)?;
     let mode = match fraction(args.partial)? {
         Some(_) => Mode::Partial,
         None => Mode::Full,
@@ -376,7 +371,7 @@ fn intersect_cmd(args: &IntersectArgs) -> Result<(), Failure> {
     let stopwatch = Stopwatch::start();
     let judge_key = read_public_key(&args.judge_public)?;
     let sigs = read_signatures(&args.signatures, Some(args.client_id.as_bytes()))?;
-    let subset = read_ids(&args.input, &args.id_column)?;
+    let subset = read_keyed_ids(&args.source.input, &args.source.keys()?)?;
     let (signed, unsigned) = sigs.select(&subset);
     if !unsigned.is_empty() {
         let shown: Vec<String> = unsigned
@@ -387,7 +382,7 @@ fn intersect_cmd(args: &IntersectArgs) -> Result<(), Failure> {
         eprintln!(
             "apsi intersect: {} items of {} have no signature and are left out (e.g. {})",
             unsigned.len(),
-            args.input.display(),
+            args.source.input.display(),
             shown.join(", ")
         );
     }
@@ -411,16 +406,9 @@ fn intersect_cmd(args: &IntersectArgs) -> Result<(), Failure> {
         .into_output()
         .ok_or_else(|| Failure::other("the server ended the session without a result"))?;
     if let Some(path) = &args.output_rows {
-        let mut w = csv::Writer::from_path(path)
-            .map_err(|e| Failure::other(format!("cannot write {}: {e}", path.display())))?;
-        w.write_record([args.id_column.as_bytes()])
-            .and_then(|_| {
-                out.intersection
-                    .iter()
-                    .try_for_each(|x| w.write_record([x.as_slice()]))
-            })
-            .and_then(|_| w.flush().map_err(csv::Error::from))
-            .map_err(|e| Failure::other(format!("cannot write {}: {e}", path.display())))?;
+        let keys = args.source.keys()?;
+        let records: Vec<Vec<Vec<u8>>> = out.intersection.iter().map(|x| keys.split(x)).collect();
+        output_rows::write_rows(path, &keys.output_columns(), &records)?;
     }
     let rows = args
         .output_rows

@@ -9,6 +9,7 @@ use privset_crypto::rng::SessionRng;
 use crate::connect::{ConnectArgs, TlsArgs};
 use crate::datagen;
 use crate::fail::Failure;
+use crate::input_args::InputArgs;
 use crate::metrics::MB;
 use crate::pi_sum_cmd::{self, DupArg, GroupArg, HeArg, PiSumArgs, RoleArg, ZArg};
 use crate::run::PriceArgs;
@@ -52,8 +53,7 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
         PiSumArgs {
             role,
             connect,
-            input: dir.join(format!("{name}.csv")),
-            id_column: "id".into(),
+            source: InputArgs::plain(dir.join(format!("{name}.csv")), "id"),
             value_columns: if role == RoleArg::P2 {
                 vec!["value".into()]
             } else {

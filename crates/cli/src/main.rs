@@ -10,6 +10,7 @@ mod bench_pso;
 mod connect;
 mod datagen;
 mod demo;
+mod input_args;
 mod mpsi_cmd;
 mod pi_sum_cmd;
 mod progress;

@@ -9,11 +9,13 @@ use clap::{Args, ValueEnum};
 use privset_net::{Cancel, TlsFiles};
 use privset_protocols::input::DuplicatePolicy;
 use privset_protocols::mpsi::{self, MpsiConfig, MpsiProtocol, Role};
-use privset_run::csv_input::{self, Columns};
+use privset_run::keys::Keys;
+use privset_run::output_rows;
 use privset_run::parties_file::Participants;
 use privset_run::{Failure, Metered, PartiesEndpoint, PartiesSpec, Stopwatch, link};
 
 use crate::connect::TlsArgs;
+use crate::input_args::{InputArgs, KeyArgs};
 use crate::pi_sum_cmd::write_json;
 use crate::progress::Progress;
 use crate::run::PriceArgs;
@@ -61,12 +63,15 @@ pub struct MpsiArgs {
     /// Every participant in session order, with its address and certificate (TOML).
     #[arg(long, value_name = "parties.toml")]
     pub parties: PathBuf,
-    /// CSV input with a header row (not for the dealer).
-    #[arg(long, value_name = "FILE.csv")]
+    /// The set (not for the dealer): CSV, compressed CSV, Parquet or Arrow IPC
+    /// (docs/inputs.md).
+    #[arg(long, value_name = "FILE")]
     pub input: Option<PathBuf>,
-    /// Column holding the identifiers.
-    #[arg(long, value_name = "NAME")]
-    pub id_column: Option<String>,
+    /// Column(s) holding the identifier (several, comma-separated, form one key).
+    #[arg(long, value_name = "NAME[,NAME...]", value_delimiter = ',')]
+    pub id_column: Vec<String>,
+    #[command(flatten)]
+    pub key: KeyArgs,
     /// What to do with repeated identifiers.
     #[arg(long, value_enum, default_value = "error")]
     pub duplicates: MpsiDupArg,
@@ -103,7 +108,8 @@ pub struct MpsiArgs {
     /// Where to write the result (JSON: intersection size, bytes, time, cost).
     #[arg(long, value_name = "RESULT.json")]
     pub output: PathBuf,
-    /// Where to write the intersection (CSV), for the participants that learn it.
+    /// Where to write the intersection (CSV, or Parquet for a `.parquet` name), for the
+    /// participants that learn it.
     #[arg(long, value_name = "FILE.csv")]
     pub output_rows: Option<PathBuf>,
     #[command(flatten)]
@@ -194,24 +200,25 @@ impl MpsiArgs {
         })
     }
 
-    /// The participant's items: none for the dealer, its input's identifiers otherwise.
-    fn items(&self, role: Role) -> Result<Vec<Vec<u8>>, Failure> {
-        match (role, &self.input, &self.id_column) {
-            (Role::Dealer, None, None) => Ok(Vec::new()),
-            (Role::Dealer, _, _) => Err(Failure::config(
+    /// The participant's items (none for the dealer) and how its identifiers are made.
+    fn items(&self, role: Role) -> Result<(Vec<Vec<u8>>, Option<Keys>), Failure> {
+        let source = self.input.as_ref().map(|input| InputArgs {
+            input: input.clone(),
+            id_column: self.id_column.clone(),
+            key: self.key.clone(),
+        });
+        match (role, source) {
+            (Role::Dealer, None) if self.id_column.is_empty() => Ok((Vec::new(), None)),
+            (Role::Dealer, _) => Err(Failure::config(
                 "the dealer holds no set: leave out --input and --id-column",
             )),
-            (_, Some(input), Some(id)) => {
+            (_, Some(source)) if !self.id_column.is_empty() => {
                 let policy = match self.duplicates {
                     MpsiDupArg::Error => DuplicatePolicy::Error,
                     MpsiDupArg::First => DuplicatePolicy::First,
                 };
-                let columns = Columns {
-                    id,
-                    values: &[],
-                    segment: None,
-                };
-                Ok(csv_input::read_dataset(input, &columns, policy, u64::MAX)?.ids)
+                let (keys, dataset) = source.read(&[], None, policy, u64::MAX)?;
+                Ok((dataset.ids, Some(keys)))
             }
             _ => Err(Failure::config(format!(
                 "the {} needs --input and --id-column",
@@ -241,7 +248,7 @@ pub fn run(args: &MpsiArgs) -> Result<MpsiReport, Failure> {
             args.role().name()
         )));
     }
-    let items = args.items(role)?;
+    let (items, keys) = args.items(role)?;
     let config = MpsiConfig {
         protocol,
         names: roster.names(),
@@ -269,12 +276,13 @@ pub fn run(args: &MpsiArgs) -> Result<MpsiReport, Failure> {
     let output = party
         .into_output()
         .ok_or_else(|| Failure::other("the run ended without an output"))?;
-    let rows = match (&output.intersection, &args.output_rows) {
-        (Some(items), Some(path)) => {
-            write_items(path, args.id_column.as_deref().unwrap_or("id"), items)?;
+    let rows = match (&output.intersection, &args.output_rows, &keys) {
+        (Some(items), Some(path), Some(keys)) => {
+            let records: Vec<Vec<Vec<u8>>> = items.iter().map(|i| keys.split(i)).collect();
+            output_rows::write_rows(path, &keys.output_columns(), &records)?;
             Some(items.len())
         }
-        (None, Some(_)) => {
+        (None, Some(_), _) => {
             return Err(Failure::config(format!(
                 "the {} of {} learns no intersection: leave out --output-rows",
                 role.name(),
@@ -298,17 +306,4 @@ pub fn run(args: &MpsiArgs) -> Result<MpsiReport, Failure> {
     write_json(&args.output, &report)?;
     seed_file.remove();
     Ok(report)
-}
-
-/// Writes the identifiers as one CSV column, their exact bytes.
-fn write_items(path: &Path, column: &str, items: &[Vec<u8>]) -> Result<(), Failure> {
-    let cannot =
-        |e: &dyn std::fmt::Display| Failure::other(format!("cannot write {}: {e}", path.display()));
-    let mut w = csv::Writer::from_path(path).map_err(|e| cannot(&e))?;
-    w.write_record([column.as_bytes()])
-        .map_err(|e| cannot(&e))?;
-    for item in items {
-        w.write_record([item]).map_err(|e| cannot(&e))?;
-    }
-    w.flush().map_err(|e| cannot(&e))
 }

@@ -9,11 +9,11 @@ use privset_crypto::group::GroupId;
 use privset_protocols::input::DuplicatePolicy;
 use privset_protocols::pi_sum::{self, PiSumConfig, Role};
 use privset_protocols::set_encoding::SetEncoding;
-use privset_run::csv_input::{self, Columns};
 pub use privset_run::report::PiSumReport;
 use privset_run::{Failure, Stopwatch};
 
 use crate::connect::ConnectArgs;
+use crate::input_args::InputArgs;
 use crate::run::{self, PriceArgs};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,12 +68,8 @@ pub struct PiSumArgs {
     pub role: RoleArg,
     #[command(flatten)]
     pub connect: ConnectArgs,
-    /// CSV input with a header row.
-    #[arg(long, value_name = "FILE.csv")]
-    pub input: PathBuf,
-    /// Column holding the identifiers (compared as bytes after trimming whitespace).
-    #[arg(long, value_name = "NAME")]
-    pub id_column: String,
+    #[command(flatten)]
+    pub source: InputArgs,
     /// p2: value column(s) to sum (repeat for several).
     #[arg(long = "value-column", value_name = "NAME")]
     pub value_columns: Vec<String>,
@@ -200,13 +196,9 @@ pub fn run(args: &PiSumArgs) -> Result<PiSumReport, Failure> {
     let config = args.config();
     let policy = DuplicatePolicy::from(args.duplicates);
     let stopwatch = Stopwatch::start();
-    let dataset = csv_input::read_dataset(
-        &args.input,
-        &Columns {
-            id: &args.id_column,
-            values: &args.value_columns,
-            segment: args.segment_column.as_deref(),
-        },
+    let (_, dataset) = args.source.read(
+        &args.value_columns,
+        args.segment_column.as_deref(),
         policy,
         args.value_bound,
     )?;

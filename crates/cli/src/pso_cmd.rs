@@ -12,11 +12,13 @@ use privset_protocols::pso::{
     self, Construction, LastMessage, Operation, PsoConfig, PsoOutput, PsoRole, Rows,
 };
 use privset_protocols::set_encoding::SetEncoding;
-use privset_run::csv_input::{self, Columns};
+use privset_run::keys::Keys;
+use privset_run::output_rows;
 use privset_run::report::{self, PsoReport};
 use privset_run::{Failure, Stopwatch};
 
 use crate::connect::ConnectArgs;
+use crate::input_args::InputArgs;
 use crate::pi_sum_cmd::{DupArg, write_json};
 use crate::run::{self, PriceArgs};
 
@@ -66,12 +68,8 @@ pub struct PsoArgs {
     pub role: PsoRoleArg,
     #[command(flatten)]
     pub connect: ConnectArgs,
-    /// CSV input with a header row.
-    #[arg(long, value_name = "FILE.csv")]
-    pub input: PathBuf,
-    /// Column holding the identifiers (compared as bytes after trimming whitespace).
-    #[arg(long, value_name = "NAME")]
-    pub id_column: String,
+    #[command(flatten)]
+    pub source: InputArgs,
     /// psi-card-sum sender: the value column to sum.
     #[arg(long, value_name = "NAME")]
     pub value_column: Option<String>,
@@ -94,9 +92,10 @@ pub struct PsoArgs {
     /// Where to write the result (JSON: counts, bytes, time, cost).
     #[arg(long, value_name = "RESULT.json")]
     pub output: PathBuf,
-    /// Where to write rows (CSV): the intersection (psi), the union (psu), this party's
-    /// shares (psi-share) or the private-ID table (private-id).
-    #[arg(long, value_name = "FILE.csv")]
+    /// Where to write rows (Parquet if the name ends in .parquet, else CSV): the
+    /// intersection (psi), the union (psu), this party's shares (psi-share) or the
+    /// private-ID table (private-id).
+    #[arg(long, value_name = "FILE.csv|FILE.parquet")]
     pub output_rows: Option<PathBuf>,
     #[command(flatten)]
     pub prices: PriceArgs,
@@ -158,16 +157,7 @@ pub fn run(operation: Operation, args: &PsoArgs) -> Result<PsoReport, Failure> {
     let stopwatch = Stopwatch::start();
     let values: Vec<String> = args.value_column.iter().cloned().collect();
     let policy = DuplicatePolicy::from(args.duplicates);
-    let dataset = csv_input::read_dataset(
-        &args.input,
-        &Columns {
-            id: &args.id_column,
-            values: &values,
-            segment: None,
-        },
-        policy,
-        args.value_bound,
-    )?;
+    let (keys, dataset) = args.source.read(&values, None, policy, args.value_bound)?;
     let items = dataset.ids.len();
     // Kept for the private-ID table, which lists own items in input order.
     let own_ids = (operation == Operation::PrivateId).then(|| dataset.ids.clone());
@@ -189,7 +179,7 @@ pub fn run(operation: Operation, args: &PsoArgs) -> Result<PsoReport, Failure> {
         .into_output()
         .ok_or_else(|| Failure::other("the run ended without an output"))?;
     let rows = match &args.output_rows {
-        Some(path) => write_rows(path, &args.id_column, &output, own_ids.as_deref())?,
+        Some(path) => write_rows(path, &keys, &output, own_ids.as_deref())?,
         None => None,
     };
     let report = PsoReport::new(
@@ -209,46 +199,45 @@ pub fn run(operation: Operation, args: &PsoArgs) -> Result<PsoReport, Failure> {
 /// Writes the operation's rows; `None` when the party has no rows to write.
 fn write_rows(
     path: &Path,
-    id_column: &str,
+    keys: &Keys,
     output: &PsoOutput,
     own_ids: Option<&[Vec<u8>]>,
 ) -> Result<Option<usize>, Failure> {
-    let cannot =
-        |e: &dyn std::fmt::Display| Failure::other(format!("cannot write {}: {e}", path.display()));
     // Identifiers are written as their exact bytes (a CSV field of arbitrary bytes,
     // quoted where needed), never re-encoded: they must match the input byte for byte.
-    let (header, records): (Vec<&[u8]>, Vec<Vec<Vec<u8>>>) = match (output.rows(), own_ids) {
-        (Some(Rows::Items(items)), _) => (
-            vec![id_column.as_bytes()],
-            items.iter().map(|i| vec![i.clone()]).collect(),
-        ),
+    // A multi-column identifier is written back as its columns.
+    let id_header = keys.output_columns();
+    let (header, records): (Vec<String>, Vec<Vec<Vec<u8>>>) = match (output.rows(), own_ids) {
+        (Some(Rows::Items(items)), _) => (id_header, items.iter().map(|i| keys.split(i)).collect()),
         (Some(Rows::Shares(shares)), _) => (
-            vec![b"index".as_slice(), b"share"],
+            vec!["index".into(), "share".into()],
             shares
                 .iter()
                 .map(|s| vec![s.index.to_string().into(), hex::encode(&s.share).into()])
                 .collect(),
         ),
         // Both parties' files have the same rows in the same order: join on private_id.
-        (Some(Rows::PrivateId(table)), Some(ids)) => (
-            vec![b"private_id".as_slice(), id_column.as_bytes()],
-            report::private_id_rows(table)
-                .into_iter()
-                .map(|(id, own)| {
-                    vec![
-                        hex::encode(id).into(),
-                        own.map(|i| ids[i].clone()).unwrap_or_default(),
-                    ]
-                })
-                .collect(),
-        ),
+        (Some(Rows::PrivateId(table)), Some(ids)) => {
+            let blank = vec![Vec::new(); id_header.len()];
+            (
+                std::iter::once("private_id".to_string())
+                    .chain(id_header.iter().cloned())
+                    .collect(),
+                report::private_id_rows(table)
+                    .into_iter()
+                    .map(|(id, own)| {
+                        let mut r = vec![hex::encode(id).into_bytes()];
+                        r.extend(
+                            own.map(|i| keys.split(&ids[i]))
+                                .unwrap_or_else(|| blank.clone()),
+                        );
+                        r
+                    })
+                    .collect(),
+            )
+        }
         (Some(Rows::PrivateId(_)), None) | (None, _) => return Ok(None),
     };
-    let mut w = csv::Writer::from_path(path).map_err(|e| cannot(&e))?;
-    w.write_record(&header).map_err(|e| cannot(&e))?;
-    for r in &records {
-        w.write_record(r).map_err(|e| cannot(&e))?;
-    }
-    w.flush().map_err(|e| cannot(&e))?;
+    output_rows::write_rows(path, &header, &records)?;
     Ok(Some(records.len()))
 }

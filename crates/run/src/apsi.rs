@@ -24,7 +24,9 @@ use crate::csv_input::{self, Columns};
 use crate::drive::Metered;
 use crate::endpoint::{ServedParty, Service};
 use crate::fail::Failure;
+use crate::keys::Keys;
 use crate::link::write_private;
+use crate::source::{self, InputSpec};
 
 const SECRET_HEADER: &str = "privset judge secret key (BLS12-381) v1";
 const PUBLIC_HEADER: &str = "privset judge public key (BLS12-381 G2) v1";
@@ -103,7 +105,7 @@ pub fn write_signatures(path: &Path, sigs: &SignatureSet) -> Result<(), Failure>
     write_private(path, &sigs.encode())
 }
 
-/// The identifiers of one column of a CSV file (duplicates kept once).
+/// The identifiers of one column of an input file (duplicates kept once).
 pub fn read_ids(path: &Path, column: &str) -> Result<Vec<Vec<u8>>, Failure> {
     let cols = Columns {
         id: column,
@@ -111,6 +113,16 @@ pub fn read_ids(path: &Path, column: &str) -> Result<Vec<Vec<u8>>, Failure> {
         segment: None,
     };
     Ok(csv_input::read_dataset(path, &cols, DuplicatePolicy::First, 0)?.ids)
+}
+
+/// The identifiers of an input file as `keys` make them (duplicates kept once).
+pub fn read_keyed_ids(path: &Path, keys: &Keys) -> Result<Vec<Vec<u8>>, Failure> {
+    let spec = InputSpec {
+        keys,
+        values: &[],
+        segment: None,
+    };
+    Ok(source::read_input(path, &spec, DuplicatePolicy::First, 0)?.ids)
 }
 
 fn first_column(path: &Path) -> Result<String, Failure> {

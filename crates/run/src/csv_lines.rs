@@ -6,12 +6,12 @@
 //! line break.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader};
+use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 
 /// Follows the parser through the file: ask for records in file order.
 pub struct LineCounter {
-    reader: BufReader<File>,
+    reader: BufReader<Box<dyn Read>>,
     /// Bytes consumed so far.
     pos: u64,
     /// Line of the byte at `pos` (1-based).
@@ -22,12 +22,18 @@ pub struct LineCounter {
 
 impl LineCounter {
     pub fn open(path: &Path) -> io::Result<Self> {
-        Ok(Self {
-            reader: BufReader::new(File::open(path)?),
+        Ok(Self::new(Box::new(File::open(path)?)))
+    }
+
+    /// Follows the bytes of `reader` (a second reader of the same content, e.g. a
+    /// second decompressor of the same file).
+    pub fn new(reader: Box<dyn Read>) -> Self {
+        Self {
+            reader: BufReader::with_capacity(64 * 1024, reader),
             pos: 0,
             line: 1,
             after_cr: false,
-        })
+        }
     }
 
     /// Line of the first content byte at or after byte offset `start` (where the

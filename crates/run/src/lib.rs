@@ -2,7 +2,11 @@
 //! command line and the Python package) so that both read input, open links, meter
 //! runs, report results and classify failures identically:
 //!
-//! * [`csv_input`]: a CSV file into a validated `Dataset`, errors naming the line;
+//! * [`source`]: an input file (CSV, gzip / zstd CSV, Parquet, Arrow IPC, detected by
+//!   its first bytes) into a validated `Dataset`, errors naming the line or row;
+//!   [`keys`]: identifiers from one or several columns, normalised, maybe hashed;
+//!   [`output_rows`]: `--output-rows` as CSV or Parquet; [`csv_input`]: the old
+//!   one-column interface;
 //! * [`link`]: listen / connect (mutual TLS) / exchange directory, from a [`LinkSpec`];
 //! * [`links`]: the n-party counterpart: a link to every peer (TCP or one directory);
 //! * [`drive`]: drive a party over a link and measure bytes, CPU, memory and cost;
@@ -23,11 +27,14 @@ pub mod drive;
 pub mod endpoint;
 pub mod exec_policy;
 pub mod fail;
+pub mod keys;
 pub mod link;
 pub mod links;
 pub mod metrics;
+pub mod output_rows;
 pub mod parties_file;
 pub mod report;
+pub mod source;
 
 pub use drive::{Metered, SeedFile, drive_links_metered, drive_metered};
 pub use endpoint::{Reporter, ServeOptions, ServeSummary, Service, SessionLog, serve};
