@@ -477,3 +477,34 @@ pub fn toy() -> Vec<Scenario> {
         })
         .collect()
 }
+
+// ----- mpsi (protocol ids 11-13): every participant of the three multi-party PSIs -----
+
+pub fn mpsi() -> Vec<Scenario> {
+    use privset_protocols::mpsi::{self, MpsiConfig, MpsiProtocol};
+    MpsiProtocol::ALL
+        .into_iter()
+        .enumerate()
+        .map(|(t, protocol)| {
+            let parties = 3usize;
+            let make: Make = Box::new(move |i| {
+                let items: Vec<Vec<u8>> = if i == 0 && protocol == MpsiProtocol::MiyajiNishida {
+                    Vec::new()
+                } else {
+                    (0..4u8).map(|k| vec![b'x', k, i as u8 % 2]).collect()
+                };
+                let config = MpsiConfig {
+                    protocol,
+                    names: mpsi::default_names(protocol, parties),
+                    me: i,
+                    items,
+                    max_items: 0,
+                    max_peer_items: 1 << 16,
+                };
+                let party = mpsi::new_party(config, seed(230 + t as u8, i)).unwrap();
+                party as Box<dyn Party>
+            });
+            Scenario::record(format!("mpsi/{}", protocol.name()), parties, make)
+        })
+        .collect()
+}
