@@ -2,7 +2,7 @@
 //! Miyaji-Nishida or Hazay-Venkitasubramaniam, as in de Jong's thesis), its own process,
 //! over mutual TLS to every participant it talks to or over one exchange directory.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
@@ -12,7 +12,7 @@ use privset_protocols::mpsi::{self, MpsiConfig, MpsiProtocol, Role};
 use privset_run::keys::Keys;
 use privset_run::output_rows;
 use privset_run::parties_file::Participants;
-use privset_run::{Failure, Metered, PartiesEndpoint, PartiesSpec, Stopwatch, link};
+use privset_run::{Failure, Metered, PartiesEndpoint, PartiesSpec, Stopwatch};
 
 use crate::connect::TlsArgs;
 use crate::input_args::{InputArgs, KeyArgs};
@@ -162,26 +162,14 @@ impl MpsiArgs {
     }
 
     fn spec(&self, roster: &Participants, me: u8) -> Result<PartiesSpec, Failure> {
-        let endpoint = match &self.exchange_dir {
-            Some(dir) => {
-                if self.listen.is_some() {
-                    return Err(Failure::config(
-                        "--listen is for TCP links, not --exchange-dir",
-                    ));
-                }
-                PartiesEndpoint::ExchangeDir {
-                    dir: dir.clone(),
-                    state_dir: self.state_dir.clone().unwrap_or_else(|| {
-                        link::default_state_dir(self.output.parent().unwrap_or(Path::new("")))
-                    }),
-                    poll_interval: Duration::from_millis(self.poll_interval_ms),
-                }
-            }
-            None => PartiesEndpoint::Tcp {
-                addresses: roster.addresses()?,
-                listen: self.listen.clone(),
-            },
-        };
+        let endpoint = PartiesEndpoint::from_flags(
+            self.exchange_dir.as_deref(),
+            self.listen.as_deref(),
+            || roster.addresses(),
+            self.state_dir.as_deref(),
+            &self.output,
+            Duration::from_millis(self.poll_interval_ms),
+        )?;
         let tls = match self.exchange_dir {
             Some(_) => None,
             None => self.tls_files(roster, usize::from(me))?,

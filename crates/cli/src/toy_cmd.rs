@@ -2,13 +2,12 @@
 //! participant holds a number and all learn the total (nothing is hidden: the numbers
 //! travel in the clear, inside TLS). It exercises the n-party links end to end.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{ArgGroup, Args, ValueEnum};
 use privset_net::Cancel;
 use privset_protocols::toy::{self, Form, ToySumConfig};
-use privset_run::link;
 use privset_run::{Failure, Metered, PartiesEndpoint, PartiesSpec, Stopwatch};
 
 use crate::connect::TlsArgs;
@@ -90,26 +89,14 @@ impl ToySumArgs {
     }
 
     fn spec(&self) -> Result<PartiesSpec, Failure> {
-        let endpoint = match &self.exchange_dir {
-            Some(dir) => {
-                if self.listen.is_some() {
-                    return Err(Failure::config(
-                        "--listen is for TCP links, not --exchange-dir",
-                    ));
-                }
-                PartiesEndpoint::ExchangeDir {
-                    dir: dir.clone(),
-                    state_dir: self.state_dir.clone().unwrap_or_else(|| {
-                        link::default_state_dir(self.output.parent().unwrap_or(Path::new("")))
-                    }),
-                    poll_interval: Duration::from_millis(self.poll_interval_ms),
-                }
-            }
-            None => PartiesEndpoint::Tcp {
-                addresses: self.addresses.clone(),
-                listen: self.listen.clone(),
-            },
-        };
+        let endpoint = PartiesEndpoint::from_flags(
+            self.exchange_dir.as_deref(),
+            self.listen.as_deref(),
+            || Ok(self.addresses.clone()),
+            self.state_dir.as_deref(),
+            &self.output,
+            Duration::from_millis(self.poll_interval_ms),
+        )?;
         let tls = if self.exchange_dir.is_some() {
             None
         } else {

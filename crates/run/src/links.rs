@@ -3,7 +3,7 @@
 //! shared exchange directory with a private resume seed. The n-party counterpart of
 //! [`crate::link::LinkSpec`].
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use privset_net::dir::{self, DirOptions};
@@ -31,6 +31,42 @@ pub enum PartiesEndpoint {
         /// Pause between looks for a peer's next file.
         poll_interval: Duration,
     },
+}
+
+impl PartiesEndpoint {
+    /// The endpoint a front end's flags describe: one shared exchange directory (the
+    /// private state directory defaulting to a `.privset-state` folder next to
+    /// `output`), or TCP links to `addresses` (asked for only then: an exchange
+    /// directory needs none).
+    pub fn from_flags(
+        exchange_dir: Option<&Path>,
+        listen: Option<&str>,
+        addresses: impl FnOnce() -> Result<Vec<String>, Failure>,
+        state_dir: Option<&Path>,
+        output: &Path,
+        poll_interval: Duration,
+    ) -> Result<Self, Failure> {
+        Ok(match exchange_dir {
+            Some(dir) => {
+                if listen.is_some() {
+                    return Err(Failure::config(
+                        "--listen is for TCP links, not --exchange-dir",
+                    ));
+                }
+                PartiesEndpoint::ExchangeDir {
+                    dir: dir.to_path_buf(),
+                    state_dir: state_dir.map(Path::to_path_buf).unwrap_or_else(|| {
+                        crate::link::default_state_dir(output.parent().unwrap_or(Path::new("")))
+                    }),
+                    poll_interval,
+                }
+            }
+            None => PartiesEndpoint::Tcp {
+                addresses: addresses()?,
+                listen: listen.map(str::to_string),
+            },
+        })
+    }
 }
 
 /// Everything needed to open one participant's links.

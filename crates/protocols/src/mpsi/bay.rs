@@ -25,7 +25,7 @@ use privset_crypto::tahe::elgamal::{
 };
 use rayon::prelude::*;
 
-use super::decrypt::{ServerDecryption, accumulate, send_shares};
+use super::decrypt::{ServerDecryption, accumulate, on_shares, send_shares};
 use super::setup::{Expected, JointKey, Setup, blame};
 use super::{
     HUB, KIND_COMBINED, KIND_FILTER, KIND_KEY, KIND_KEYS, KIND_QUERY, KIND_RANDOMIZED, MpsiConfig,
@@ -288,11 +288,17 @@ impl Protocol for Server {
                 }
             }
             ServerPhase::Shares => {
-                let decryption = self.decryption.as_mut().expect("decryption");
-                decryption.absorb(e.from, name, body)?;
-                if self.expected.is_empty() {
-                    let decryption = self.decryption.take().expect("decryption");
-                    self.output = Some(decryption.finish(self.items())?);
+                let items = &self.setup.config.items;
+                let found = on_shares(
+                    &mut self.decryption,
+                    &self.expected,
+                    e.from,
+                    name,
+                    body,
+                    items,
+                )?;
+                if let Some(found) = found {
+                    self.output = Some(found);
                     self.phase = ServerPhase::Done;
                 }
             }

@@ -79,6 +79,27 @@ impl ServerDecryption {
     }
 }
 
+/// Absorbs one client's shares into `slot`'s decryption; once no message is expected any
+/// more (the last client's shares are in), the items that decrypted to zero.
+pub(super) fn on_shares(
+    slot: &mut Option<ServerDecryption>,
+    expected: &Expected,
+    from: PartyId,
+    name: String,
+    batch: &[u8],
+    items: &[Vec<u8>],
+) -> Result<Option<Vec<Vec<u8>>>, ProtocolError> {
+    let decryption = slot.as_mut().ok_or(ProtocolError::ApiMisuse(
+        "shares before the decryption round",
+    ))?;
+    decryption.absorb(from, name, batch)?;
+    if !expected.is_empty() {
+        return Ok(None);
+    }
+    let decryption = slot.take().expect("present above");
+    decryption.finish(items).map(Some)
+}
+
 /// The client's side: its batch of shares of the server's ciphertexts.
 pub(super) fn send_shares(
     key: &KeyShare,
