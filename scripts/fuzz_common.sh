@@ -18,5 +18,14 @@ run_target() {
 clean_scratch() {
   local base=/dev/shm
   [ -d "$base" ] || base="${TMPDIR:-/tmp}"
-  find "$base" -maxdepth 1 -name 'privset-fuzz-*' -user "$(id -u)" -exec rm -rf {} + 2>/dev/null || true
+  # Only those of processes that are gone: another fuzz run of the same user (a smoke
+  # run beside a long one) keeps its own.
+  local d pid
+  for d in "$base"/privset-fuzz-*; do
+    [ -d "$d" ] && [ -O "$d" ] || continue
+    pid="${d##*-}"
+    if ! kill -0 "$pid" 2>/dev/null; then
+      rm -rf "$d"
+    fi
+  done
 }
