@@ -26,7 +26,7 @@ use privset_crypto::tahe::elgamal::{
 use rayon::prelude::*;
 
 use super::decrypt::{ServerDecryption, accumulate, on_shares, send_shares};
-use super::setup::{Expected, JointKey, Setup, blame};
+use super::setup::{Expected, JointKey, Setup, blame, bloom_bits};
 use super::{
     HUB, KIND_COMBINED, KIND_FILTER, KIND_KEY, KIND_KEYS, KIND_QUERY, KIND_RANDOMIZED, MpsiConfig,
     MpsiOutput, Role, chunk, chunks,
@@ -247,7 +247,7 @@ impl Protocol for Server {
     }
 
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
-        let holders = self.setup.config.names.len() as u32 - 1;
+        let holders = self.setup.holders();
         self.keys = Some(JointKey::new(holders, session.ctx));
         for c in self.clients() {
             self.expected.push(c, KIND_KEY, CONTRIBUTION_LEN);
@@ -399,7 +399,7 @@ impl Protocol for Client {
     }
 
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
-        let holders = self.setup.config.names.len() as u32 - 1;
+        let holders = self.setup.holders();
         let mut keys = JointKey::new(holders, session.ctx);
         let mine = keys.contribute(session.me(), session.rng)?;
         session.send(HUB, KIND_KEY, &mine);
@@ -425,12 +425,7 @@ impl Protocol for Client {
                 let params = filter_params(items.len() as u64, self.server_items() as u64);
                 let slices: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
                 let words = element_words(params.k, &session.ctx.derive_key("mpsi/bloom"), &slices);
-                self.bloom = vec![false; params.bits() as usize];
-                for w in words.chunks_exact(params.k.max(1) as usize) {
-                    for (d, &word) in w.iter().enumerate() {
-                        self.bloom[params.bit(d as u32, word) as usize] = true;
-                    }
-                }
+                self.bloom = bloom_bits(&params, &words);
                 self.phase = ClientPhase::Filter;
                 if self.bloom.is_empty() {
                     self.expect_query();

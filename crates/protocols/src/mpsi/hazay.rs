@@ -60,12 +60,8 @@ fn bin_words(ctx: &SessionContext, items: &[Vec<u8>]) -> Vec<u64> {
     element_words(1, &ctx.derive_key("mpsi/hazay/bins"), &slices)
 }
 
-fn clients(setup: &Setup) -> u32 {
-    setup.config.names.len() as u32 - 1
-}
-
 fn client_bins(setup: &Setup, client: PartyId) -> BinParams {
-    BinParams::new(setup.size_of(client), setup.size_of(HUB), clients(setup))
+    BinParams::new(setup.size_of(client), setup.size_of(HUB), setup.holders())
 }
 
 /// `Π (X − r)` over `roots`, lowest degree first, padded with zeros to `width`
@@ -140,7 +136,7 @@ impl Server {
         let all = keys.encode_all();
         self.scalars = item_scalars(&pk, session.ctx, &self.setup.config.items);
         self.words = bin_words(session.ctx, &self.setup.config.items);
-        for c in 1..=clients(&self.setup) as PartyId {
+        for c in 1..=self.setup.holders() as PartyId {
             session.send(c, KIND_KEYS, &all);
             let bins = client_bins(&self.setup, c);
             for i in 0..bins.chunks() {
@@ -213,8 +209,8 @@ impl Protocol for Server {
     }
 
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
-        self.keys = Some(JointKey::new(clients(&self.setup), session.ctx));
-        for c in 1..=clients(&self.setup) as PartyId {
+        self.keys = Some(JointKey::new(self.setup.holders(), session.ctx));
+        for c in 1..=self.setup.holders() as PartyId {
             self.expected.push(c, KIND_KEY, CONTRIBUTION_LEN);
         }
         self.acc = vec![None; self.setup.config.items.len()];
@@ -244,7 +240,7 @@ impl Protocol for Server {
                         .drain(..)
                         .map(|a| a.expect("every client evaluated"))
                         .collect();
-                    let clients = 1..=clients(&self.setup) as PartyId;
+                    let clients = 1..=self.setup.holders() as PartyId;
                     self.decryption = Some(ServerDecryption::start(
                         self.pk.as_ref().expect("key"),
                         &sums,
@@ -361,12 +357,12 @@ impl Protocol for Client {
     }
 
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
-        let mut keys = JointKey::new(clients(&self.setup), session.ctx);
+        let mut keys = JointKey::new(self.setup.holders(), session.ctx);
         let mine = keys.contribute(session.me(), session.rng)?;
         session.send(HUB, KIND_KEY, &mine);
         self.keys = Some(keys);
         self.expected
-            .push(HUB, KIND_KEYS, JointKey::all_len(clients(&self.setup)));
+            .push(HUB, KIND_KEYS, JointKey::all_len(self.setup.holders()));
         Ok(())
     }
 

@@ -28,7 +28,7 @@ use privset_crypto::tahe::elgamal::{
 use rayon::prelude::*;
 
 use super::decrypt::accumulate;
-use super::setup::{Expected, JointKey, Setup, blame};
+use super::setup::{Expected, JointKey, Setup, blame, bloom_bits};
 use super::{
     HUB, KIND_FILTER, KIND_KEY, KIND_MASKED, KIND_SHARES, MpsiConfig, MpsiOutput, Role, chunk,
     chunks,
@@ -40,17 +40,13 @@ use crate::wire::PartyId;
 /// The common filter: the session's bound `N` on every set (the largest announced) and
 /// `t · N` look-ups over the run.
 fn filter_params(setup: &Setup) -> BloomParams {
-    let holders = setup.config.names.len() as u64 - 1;
+    let holders = u64::from(setup.holders());
     let bound = (1..=holders as PartyId)
         .map(|p| setup.size_of(p))
         .max()
         .unwrap_or(1)
         .max(1);
     BloomParams::new(bound, bound.saturating_mul(holders))
-}
-
-fn holders(setup: &Setup) -> u32 {
-    setup.config.names.len() as u32 - 1
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -103,7 +99,7 @@ impl Party {
     }
 
     fn others(&self, me: PartyId) -> Vec<PartyId> {
-        (1..=holders(&self.setup) as PartyId)
+        (1..=self.setup.holders() as PartyId)
             .filter(|&p| p != me)
             .collect()
     }
@@ -150,7 +146,7 @@ impl Protocol for Party {
     }
 
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
-        let mut keys = JointKey::new(holders(&self.setup), session.ctx);
+        let mut keys = JointKey::new(self.setup.holders(), session.ctx);
         let mine = keys.contribute(session.me(), session.rng)?;
         for p in session.roster.peers() {
             session.send(p, KIND_KEY, &mine);
@@ -166,12 +162,7 @@ impl Protocol for Party {
             &session.ctx.derive_key("mpsi/bloom"),
             &slices,
         );
-        self.bloom = vec![false; self.params.bits() as usize];
-        for w in self.words.chunks_exact(self.params.k as usize) {
-            for (d, &word) in w.iter().enumerate() {
-                self.bloom[self.params.bit(d as u32, word) as usize] = true;
-            }
-        }
+        self.bloom = bloom_bits(&self.params, &self.words);
         self.and = vec![false; self.bloom.len()];
         Ok(())
     }
@@ -302,7 +293,7 @@ impl Dealer {
 
     fn expect_filters(&mut self) {
         let len = chunk(self.bits, self.chunk).1;
-        for p in 1..=holders(&self.setup) as PartyId {
+        for p in 1..=self.setup.holders() as PartyId {
             self.expected.push(p, KIND_FILTER, len * CIPHERTEXT_LEN);
         }
         self.sums = vec![None; len];
@@ -313,7 +304,7 @@ impl Dealer {
         let pk = self.pk.clone().expect("key");
         let minus_t = S::scalar_neg(
             &pk,
-            &S::scalar_from_u64(&pk, u64::from(holders(&self.setup))),
+            &S::scalar_from_u64(&pk, u64::from(self.setup.holders())),
         );
         let shift = S::encrypt(&pk, &minus_t, session.rng);
         let shifted: Vec<Ciphertext> = self
@@ -322,7 +313,7 @@ impl Dealer {
             .map(|s| S::add(&pk, &s.expect("every party's chunk"), &shift))
             .collect();
         let masked = S::randomize_encoded(&pk, &shifted, session.rng);
-        for p in 1..=holders(&self.setup) as PartyId {
+        for p in 1..=self.setup.holders() as PartyId {
             session.send(p, KIND_MASKED, &masked);
         }
         self.chunk += 1;
@@ -343,8 +334,8 @@ impl Protocol for Dealer {
     }
 
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
-        self.keys = Some(JointKey::new(holders(&self.setup), session.ctx));
-        for p in 1..=holders(&self.setup) as PartyId {
+        self.keys = Some(JointKey::new(self.setup.holders(), session.ctx));
+        for p in 1..=self.setup.holders() as PartyId {
             self.expected.push(p, KIND_KEY, CONTRIBUTION_LEN);
         }
         self.bits = filter_params(&self.setup).bits() as usize;

@@ -45,6 +45,11 @@ impl Setup {
         self.sizes.get(p as usize).copied().flatten().unwrap_or(0)
     }
 
+    /// Number of set holders (every participant but the coordinator).
+    pub(super) fn holders(&self) -> u32 {
+        self.config.names.len() as u32 - 1
+    }
+
     pub(super) fn name(&self, p: PartyId) -> String {
         self.config
             .names
@@ -278,4 +283,18 @@ pub(super) fn blame(
         }
         .into()
     }
+}
+
+/// A Bloom filter's bits from its elements' hash words (`params.k` per element).
+pub(super) fn bloom_bits(
+    params: &privset_crypto::filter::bloom::BloomParams,
+    words: &[u64],
+) -> Vec<bool> {
+    let mut bits = vec![false; params.bits() as usize];
+    for w in words.chunks_exact(params.k.max(1) as usize) {
+        for (d, &word) in w.iter().enumerate() {
+            bits[params.bit(d as u32, word) as usize] = true;
+        }
+    }
+    bits
 }
