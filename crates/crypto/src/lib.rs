@@ -12,6 +12,7 @@
 #![deny(unsafe_code)]
 
 pub mod ahe;
+pub mod bfv;
 pub mod bls;
 pub mod cwprf;
 pub mod filter;

@@ -23,6 +23,7 @@ pub mod pso;
 pub mod session;
 pub mod set_encoding;
 pub mod toy;
+pub mod upsi;
 pub mod wire;
 
 pub use engine::{Engine, Handshake, Message, Protocol, Roster, Session, Topology};

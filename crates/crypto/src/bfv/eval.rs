@@ -1,0 +1,96 @@
+//! A batch of polynomials, one per slot, evaluated on the encrypted powers of the query.
+//!
+//! Plain evaluation (low degree 0) is one plaintext product per coefficient, summed
+//! with lazy reduction (fhe.rs's `dot_product_scalar`). Paterson-Stockmeyer (Cong et
+//! al. 2021, Sec. 4.3) splits the polynomial into blocks of L + 1 coefficients: each
+//! block is a plaintext dot product with the low powers, multiplied by its high power;
+//! the products are summed before one relinearization, so a whole evaluation costs one
+//! key switch however many blocks it has.
+
+use fhe::bfv::{Ciphertext, Plaintext, RelinearizationKey, dot_product_scalar};
+
+use super::{BfvError, PowerPlan};
+
+/// Coefficients c_0..c_d of a batch of polynomials (c_i's slot j is the i-th
+/// coefficient of slot j's polynomial), encoded for products with level-0 ciphertexts.
+pub struct Polynomial {
+    pub coefficients: Vec<Plaintext>,
+}
+
+impl Polynomial {
+    /// The degree d (number of coefficients minus one).
+    pub fn degree(&self) -> usize {
+        self.coefficients.len().saturating_sub(1)
+    }
+}
+
+/// Evaluates `poly` on `powers` (from [`PowerPlan::compute`]): a level-0, two-part
+/// ciphertext of the slot-wise values.
+pub fn evaluate(
+    plan: &PowerPlan,
+    powers: &[Option<Ciphertext>],
+    poly: &Polynomial,
+    rk: &RelinearizationKey,
+) -> Result<Ciphertext, BfvError> {
+    let coefficients = &poly.coefficients;
+    if coefficients.len() < 2 || poly.degree() > plan.degree() as usize {
+        return Err(BfvError::Powers(format!(
+            "a polynomial of degree {} (1 to {} allowed)",
+            poly.degree(),
+            plan.degree()
+        )));
+    }
+    let power = |k: usize| {
+        powers
+            .get(k)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| BfvError::Powers(format!("power {k} was not computed")))
+    };
+    // Coefficients constant + 1..=constant + last times powers 1..=last, plus the
+    // coefficient `constant`.
+    let block = |constant: usize, last: usize| -> Result<Ciphertext, BfvError> {
+        let cts = (1..=last).map(power).collect::<Result<Vec<_>, _>>()?;
+        let mut sum = dot_product_scalar(
+            cts.into_iter(),
+            coefficients[constant + 1..=constant + last].iter(),
+        )?;
+        sum += &coefficients[constant];
+        Ok(sum)
+    };
+    let low = plan.low_degree() as usize;
+    if low == 0 {
+        return block(0, poly.degree());
+    }
+    let step = low + 1;
+    let d = poly.degree();
+    let mut result: Option<Ciphertext> = None;
+    let mut products: Option<Ciphertext> = None;
+    for j in 0..=d / step {
+        let constant = j * step;
+        let last = (d - constant).min(low);
+        let term = if j == 0 {
+            block(0, last)?
+        } else if last == 0 {
+            // Only the block's constant: a plaintext times the high power.
+            power(constant)? * &coefficients[constant]
+        } else {
+            let inner = block(constant, last)?;
+            let product = &inner * power(constant)?;
+            match &mut products {
+                Some(sum) => *sum += &product,
+                None => products = Some(product),
+            }
+            continue;
+        };
+        match &mut result {
+            Some(sum) => *sum += &term,
+            None => result = Some(term),
+        }
+    }
+    let mut result = result.expect("block 0 exists");
+    if let Some(mut products) = products {
+        rk.relinearizes(&mut products)?;
+        result += &products;
+    }
+    Ok(result)
+}

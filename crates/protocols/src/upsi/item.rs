@@ -1,0 +1,245 @@
+//! What an item becomes before it meets the homomorphic encryption: an OPRF output
+//! split into the item's hash (compared in the slots) and its label key (Cong et al.
+//! 2021, Sec. 5: the OPRF is what protects the server's items; a client learns the
+//! hash and label key of its own items only).
+
+use privset_crypto::group::PrimeGroup;
+use privset_crypto::group::ristretto::Ristretto255;
+use privset_crypto::rng::SessionRng;
+use sha2::{Digest, Sha256, Sha512};
+
+use crate::error::{PeerMisbehaved, ProtocolError};
+
+/// The OPRF key and blinding exponents.
+pub type Scalar = <Ristretto255 as PrimeGroup>::Scalar;
+
+use super::preset::{HASH_FUNCTIONS, Preset};
+
+/// Domain-separation tag of the OPRF's hash to ristretto255.
+pub const OPRF_DST: &[u8] = b"privset-upsi-oprf-v1";
+
+/// Bytes of one group element on the wire.
+pub const ELEMENT_LEN: usize = Ristretto255::ELEMENT_LEN;
+
+/// Bytes of the nonce in front of an encrypted label.
+pub const NONCE_LEN: usize = 16;
+
+/// Longest label, in bytes.
+pub const MAX_LABEL_LEN: usize = 1024;
+
+/// An item after the OPRF.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct HashedItem {
+    /// Compared in the slots (the low `Preset::item_bits` bits).
+    pub hash: u128,
+    /// Encrypts the item's label.
+    pub label_key: [u8; 32],
+}
+
+impl HashedItem {
+    /// From the OPRF's output point (its encoding).
+    pub fn from_oprf(encoded: &[u8]) -> Self {
+        let out = Sha512::new()
+            .chain_update(b"privset-upsi-oprf-output")
+            .chain_update(encoded)
+            .finalize();
+        Self {
+            hash: u128::from_le_bytes(out[..16].try_into().expect("16 bytes")),
+            label_key: out[16..48].try_into().expect("32 bytes"),
+        }
+    }
+
+    /// The item's value in each of its slots.
+    pub fn felts(&self, preset: &Preset) -> Vec<u64> {
+        let bits = preset.bits_per_felt();
+        let mask = (1u128 << bits) - 1;
+        (0..preset.felts_per_item)
+            .map(|j| ((self.hash >> (j as u32 * bits)) & mask) as u64)
+            .collect()
+    }
+
+    /// The item's bins under the cuckoo hash functions (distinct locations only).
+    pub fn locations(&self, table_size: usize) -> Vec<usize> {
+        let mut out = Vec::with_capacity(HASH_FUNCTIONS);
+        for i in 0..HASH_FUNCTIONS {
+            let loc = location(self.hash, i, table_size);
+            if !out.contains(&loc) {
+                out.push(loc);
+            }
+        }
+        out
+    }
+}
+
+/// Bin of `hash` under hash function `i`. The hash is already pseudorandom (an OPRF
+/// output), so a fixed mixer spreads it; no key is needed.
+pub fn location(hash: u128, i: usize, table_size: usize) -> usize {
+    let mix = |mut z: u64| {
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let (lo, hi) = (hash as u64, (hash >> 64) as u64);
+    let z = mix(lo ^ mix(hi.wrapping_add((i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15))));
+    ((u128::from(z) * table_size as u128) >> 64) as usize
+}
+
+/// The keystream a label is masked with.
+fn keystream(key: &[u8; 32], nonce: &[u8], len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len + 32);
+    let mut counter = 0u32;
+    while out.len() < len {
+        out.extend_from_slice(
+            &Sha256::new()
+                .chain_update(b"privset-upsi-label")
+                .chain_update(key)
+                .chain_update(nonce)
+                .chain_update(counter.to_be_bytes())
+                .finalize(),
+        );
+        counter += 1;
+    }
+    out.truncate(len);
+    out
+}
+
+/// `nonce || label XOR PRG(key, nonce)`: what the server's label polynomials return,
+/// so that a client that matches by chance learns nothing of the label.
+pub fn encrypt_label(key: &[u8; 32], nonce: [u8; NONCE_LEN], label: &[u8]) -> Vec<u8> {
+    let mut out = nonce.to_vec();
+    out.extend(
+        label
+            .iter()
+            .zip(keystream(key, &nonce, label.len()))
+            .map(|(a, b)| a ^ b),
+    );
+    out
+}
+
+/// The label from its encryption.
+pub fn decrypt_label(key: &[u8; 32], encrypted: &[u8]) -> Vec<u8> {
+    let (nonce, body) = encrypted.split_at(NONCE_LEN.min(encrypted.len()));
+    body.iter()
+        .zip(keystream(key, nonce, body.len()))
+        .map(|(a, b)| a ^ b)
+        .collect()
+}
+
+/// Number of item-sized parts an encrypted label of `label_len` bytes is split into.
+pub fn label_parts(preset: &Preset, label_len: usize) -> usize {
+    if label_len == 0 {
+        return 0;
+    }
+    let bits = (NONCE_LEN + label_len) * 8;
+    bits.div_ceil(preset.item_bits() as usize)
+}
+
+/// An encrypted label as slot values: part p, slot j holds bits
+/// `[(p * felts + j) * b, +b)` (little-endian bit order, zero-padded).
+pub fn label_felts(preset: &Preset, encrypted: &[u8], parts: usize) -> Vec<Vec<u64>> {
+    let b = preset.bits_per_felt() as usize;
+    let bit = |i: usize| -> u64 {
+        encrypted
+            .get(i / 8)
+            .map(|byte| u64::from((byte >> (i % 8)) & 1))
+            .unwrap_or(0)
+    };
+    (0..parts)
+        .map(|p| {
+            (0..preset.felts_per_item)
+                .map(|j| {
+                    let start = (p * preset.felts_per_item + j) * b;
+                    (0..b).fold(0u64, |acc, k| acc | (bit(start + k) << k))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The inverse of [`label_felts`]: `len` bytes from the parts' slot values.
+pub fn label_from_felts(preset: &Preset, parts: &[Vec<u64>], len: usize) -> Vec<u8> {
+    let b = preset.bits_per_felt() as usize;
+    let mut out = vec![0u8; len];
+    for (p, felts) in parts.iter().enumerate() {
+        for (j, &value) in felts.iter().enumerate() {
+            let start = (p * preset.felts_per_item + j) * b;
+            for k in 0..b {
+                let i = start + k;
+                if i / 8 < len && (value >> k) & 1 == 1 {
+                    out[i / 8] |= 1 << (i % 8);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The client's OPRF request: its items hashed to the group and blinded by one secret
+/// exponent `r` (returned), packed.
+pub fn oprf_blind(items: &[Vec<u8>], rng: &mut SessionRng) -> (Scalar, Vec<u8>) {
+    let r = Ristretto255::random_scalar(rng);
+    let packed = Ristretto255::hash_mul_encode_batch(OPRF_DST, items, &r);
+    (r, packed)
+}
+
+/// The server's OPRF answer: every requested element raised to its key.
+pub fn oprf_evaluate(key: &Scalar, request: &[u8]) -> Result<Vec<u8>, ProtocolError> {
+    Ristretto255::decode_mul_encode_batch(request, key)
+        .map_err(|e| PeerMisbehaved::Malformed(format!("unbalanced-PSI OPRF request: {e}")).into())
+}
+
+/// The client's items after the OPRF: the answer unblinded (`r^-1`) and hashed.
+pub fn oprf_finish(
+    r: &Scalar,
+    count: usize,
+    answer: &[u8],
+) -> Result<Vec<HashedItem>, ProtocolError> {
+    if answer.len() != count * ELEMENT_LEN {
+        return Err(PeerMisbehaved::Malformed(format!(
+            "unbalanced-PSI OPRF answer of {} bytes for {count} items",
+            answer.len()
+        ))
+        .into());
+    }
+    let unblinded = Ristretto255::decode_mul_encode_batch(answer, &Ristretto255::invert_scalar(r))
+        .map_err(|e| PeerMisbehaved::Malformed(format!("unbalanced-PSI OPRF answer: {e}")))?;
+    Ok(unblinded
+        .chunks_exact(ELEMENT_LEN)
+        .map(HashedItem::from_oprf)
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_round_trip_through_slots() {
+        let preset = Preset::named("n4096-c1k").unwrap();
+        for len in [1usize, 16, 100, 1024] {
+            let label: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+            let key = [9u8; 32];
+            let enc = encrypt_label(&key, [5; NONCE_LEN], &label);
+            let parts = label_parts(&preset, len);
+            let felts = label_felts(&preset, &enc, parts);
+            assert!(felts.iter().flatten().all(|&v| v < preset.plain_modulus));
+            let back = label_from_felts(&preset, &felts, enc.len());
+            assert_eq!(back, enc);
+            assert_eq!(decrypt_label(&key, &back), label);
+            assert_ne!(decrypt_label(&[8; 32], &back), label);
+        }
+    }
+
+    #[test]
+    fn locations_spread_and_stay_in_range() {
+        let mut counts = vec![0usize; 100];
+        for i in 0..100_000u128 {
+            let h = HashedItem::from_oprf(&i.to_le_bytes());
+            for loc in h.locations(100) {
+                counts[loc] += 1;
+            }
+        }
+        let (min, max) = (counts.iter().min().unwrap(), counts.iter().max().unwrap());
+        assert!(*min > 2500 && *max < 3500, "{min} {max}");
+    }
+}

@@ -1,0 +1,209 @@
+//! Unbalanced labeled PSI (Cong et al. 2021) against the plaintext answer.
+
+use privset_crypto::rng::SessionRng;
+use privset_protocols::upsi::item::{oprf_blind, oprf_evaluate, oprf_finish};
+use privset_protocols::upsi::query::{ClientQuery, answer};
+use privset_protocols::upsi::{Database, Preset};
+
+fn item(i: u64) -> Vec<u8> {
+    format!("+4479{i:08}").into_bytes()
+}
+
+fn label(i: u64, len: usize) -> Vec<u8> {
+    (0..len).map(|k| (i as usize * 31 + k * 7) as u8).collect()
+}
+
+/// Runs the OPRF and the query on the functions the parties use; the client's answer
+/// per item.
+fn run(db: &Database, client: &[Vec<u8>], rng: &mut SessionRng) -> Vec<Option<Vec<u8>>> {
+    let (r, request) = oprf_blind(client, rng);
+    let response = oprf_evaluate(&db.oprf_key(), &request).unwrap();
+    let hashed = oprf_finish(&r, client.len(), &response).unwrap();
+    let (query, message) = ClientQuery::new(db.preset().clone(), hashed, rng).unwrap();
+    let reply = answer(db, &message).unwrap();
+    query
+        .finish(&reply, &db.bundle_counts(), db.label_len())
+        .unwrap()
+}
+
+fn check(preset: &str, server: u64, client_hits: u64, client_misses: u64, label_len: usize) {
+    let mut rng = SessionRng::from_seed([7; 32]);
+    let mut db = Database::new(Preset::named(preset).unwrap(), label_len, &mut rng).unwrap();
+    let items: Vec<Vec<u8>> = (0..server).map(item).collect();
+    let labels: Vec<Vec<u8>> = if label_len > 0 {
+        (0..server).map(|i| label(i, label_len)).collect()
+    } else {
+        Vec::new()
+    };
+    db.insert(&items, &labels, &mut rng).unwrap();
+    db.prepare().unwrap();
+    let mut client: Vec<Vec<u8>> = (0..client_hits)
+        .map(|i| item(i * 3 % server.max(1)))
+        .collect();
+    client.extend((0..client_misses).map(|i| item(server + 10 + i)));
+    let got = run(&db, &client, &mut rng);
+    for (i, (c, g)) in client.iter().zip(&got).enumerate() {
+        let expected = items.iter().position(|x| x == c).map(|at| {
+            if label_len > 0 {
+                label(at as u64, label_len)
+            } else {
+                Vec::new()
+            }
+        });
+        assert_eq!(g, &expected, "client item {i} ({preset}, server {server})");
+    }
+}
+
+#[test]
+fn unlabeled_matches_plaintext() {
+    check("n4096-c1k", 5000, 100, 100, 0);
+}
+
+#[test]
+fn labeled_matches_plaintext() {
+    check("n4096-c1k", 3000, 50, 50, 16);
+}
+
+/// Every built-in preset on its deepest path: the query's sources at full size, every
+/// derived power, a polynomial of the full bin degree with random coefficients, the
+/// switch to the last level; the result must decrypt to the plaintext evaluation with
+/// noise to spare.
+#[test]
+fn presets_decrypt_on_their_deepest_path() {
+    use privset_crypto::bfv::{self, FheEncrypter, Polynomial, RelinearizationKey, SecretKey};
+    use privset_protocols::upsi::poly;
+    for preset in Preset::built_in() {
+        let mut rng = SessionRng::from_seed([3; 32]);
+        let params = preset.he().build().unwrap();
+        let plan = preset.plan().unwrap();
+        let t = preset.plain_modulus;
+        let n = preset.degree;
+        let sk = SecretKey::random(&params, &mut rng);
+        let rk = RelinearizationKey::new(&sk, &mut rng).unwrap();
+        let x: Vec<u64> = (0..n).map(|_| rng.below(t)).collect();
+        let sources = plan
+            .sources()
+            .iter()
+            .map(|&s| {
+                let values: Vec<u64> = x.iter().map(|&v| poly::pow(v, s.into(), t)).collect();
+                sk.try_encrypt(&bfv::encode(&params, &values).unwrap(), &mut rng)
+                    .unwrap()
+            })
+            .collect();
+        let powers = plan.compute(sources, &rk).unwrap();
+        let degree = preset.max_items_per_bin;
+        let coefficients: Vec<Vec<u64>> = (0..=degree)
+            .map(|_| (0..n).map(|_| rng.below(t)).collect())
+            .collect();
+        let polynomial = Polynomial {
+            coefficients: coefficients
+                .iter()
+                .map(|c| bfv::encode(&params, c).unwrap())
+                .collect(),
+        };
+        let mut ct = bfv::evaluate(&plan, &powers, &polynomial, &rk).unwrap();
+        let before = bfv::noise_bits(&sk, &ct).unwrap();
+        let budget = bfv::noise_budget_bits(&params, &preset.he(), 0);
+        ct.switch_to_level(params.max_level()).unwrap();
+        let after = bfv::noise_bits(&sk, &ct).unwrap();
+        let last_budget = bfv::noise_budget_bits(&params, &preset.he(), params.max_level());
+        println!(
+            "{}: depth {}, noise {before} of {budget} bits before the switch, {after} of {last_budget} after",
+            preset.name,
+            plan.evaluation_depth()
+        );
+        let got = bfv::decrypt(&sk, &ct).unwrap();
+        for slot in (0..n).step_by(97) {
+            let c: Vec<u64> = coefficients.iter().map(|c| c[slot]).collect();
+            assert_eq!(
+                got[slot],
+                poly::eval(&c, x[slot], t),
+                "{} slot {slot}",
+                preset.name
+            );
+        }
+        assert!(
+            before + 4 <= budget,
+            "{}: {before} of {budget} bits",
+            preset.name
+        );
+        assert!(
+            after + 4 <= last_budget,
+            "{}: {after} of {last_budget} bits",
+            preset.name
+        );
+    }
+}
+
+#[test]
+fn database_updates_save_and_load() {
+    use privset_protocols::upsi::store;
+    let mut rng = SessionRng::from_seed([9; 32]);
+    let mut db = Database::new(Preset::named("n4096-c1k").unwrap(), 4, &mut rng).unwrap();
+    let items: Vec<Vec<u8>> = (0..2000).map(item).collect();
+    let labels: Vec<Vec<u8>> = (0..2000).map(|i| label(i, 4)).collect();
+    db.insert(&items, &labels, &mut rng).unwrap();
+    // Remove some, relabel some, add new ones: only their bundles change.
+    assert_eq!(db.remove(&items[..10]), 10);
+    assert_eq!(db.remove(&[item(999_999)]), 0);
+    db.insert(&items[10..20], &vec![vec![0xee; 4]; 10], &mut rng)
+        .unwrap();
+    db.insert(&[item(5000)], &[label(5000, 4)], &mut rng)
+        .unwrap();
+    db.prepare().unwrap();
+    let client: Vec<Vec<u8>> = vec![
+        item(0),
+        item(5),
+        item(12),
+        item(5000),
+        item(1500),
+        item(7777),
+    ];
+    let expected = vec![
+        None,
+        None,
+        Some(vec![0xee; 4]),
+        Some(label(5000, 4)),
+        Some(label(1500, 4)),
+        None,
+    ];
+    assert_eq!(run(&db, &client, &mut rng), expected);
+    let bytes = store::save(&db);
+    let loaded = store::load(&bytes).unwrap();
+    assert_eq!(loaded.len(), db.len());
+    assert_eq!(run(&loaded, &client, &mut rng), expected);
+    // Truncated, flipped, wrong magic: clear errors.
+    for bad in [
+        bytes[..bytes.len() - 1].to_vec(),
+        bytes[..40].to_vec(),
+        {
+            let mut b = bytes.clone();
+            b[100] ^= 1;
+            b
+        },
+        b"not a database".to_vec(),
+    ] {
+        let err = store::load(&bad).err().expect("refused").to_string();
+        assert!(err.contains("not valid"), "{err}");
+    }
+}
+
+#[test]
+fn edge_cases() {
+    // Empty server, empty client, one item, everything matching.
+    check("n4096-c1k", 0, 0, 5, 0);
+    check("n4096-c1k", 1, 1, 0, 1);
+    check("n4096-c1k", 300, 300, 0, 0);
+    check("n4096-c4k", 2000, 0, 0, 0);
+    // A client over the preset's limit is refused before anything is sent.
+    let mut rng = SessionRng::from_seed([1; 32]);
+    let preset = Preset::named("n4096-c1k").unwrap();
+    let hashed = vec![
+        privset_protocols::upsi::item::HashedItem {
+            hash: 1,
+            label_key: [0; 32]
+        };
+        1025
+    ];
+    assert!(ClientQuery::new(preset, hashed, &mut rng).is_err());
+}
