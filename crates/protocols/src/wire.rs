@@ -62,10 +62,12 @@ pub enum ProtocolId {
     MpsiMiyajiNishida,
     /// Multi-party PSI, Hazay-Venkitasubramaniam (de Jong, Ch. 5).
     MpsiHazay,
+    /// Unbalanced labeled PSI (Cong et al. 2021).
+    Upsi,
 }
 
 impl ProtocolId {
-    pub const ALL: [ProtocolId; 13] = [
+    pub const ALL: [ProtocolId; 14] = [
         ProtocolId::PiSum,
         ProtocolId::Psi,
         ProtocolId::PsiCard,
@@ -79,6 +81,7 @@ impl ProtocolId {
         ProtocolId::MpsiBay,
         ProtocolId::MpsiMiyajiNishida,
         ProtocolId::MpsiHazay,
+        ProtocolId::Upsi,
     ];
     pub fn code(self) -> u8 {
         match self {
@@ -95,6 +98,7 @@ impl ProtocolId {
             ProtocolId::MpsiBay => 11,
             ProtocolId::MpsiMiyajiNishida => 12,
             ProtocolId::MpsiHazay => 13,
+            ProtocolId::Upsi => 14,
         }
     }
     pub fn name(self) -> &'static str {
@@ -112,6 +116,7 @@ impl ProtocolId {
             ProtocolId::MpsiBay => "mpsi-bay",
             ProtocolId::MpsiMiyajiNishida => "mpsi-miyaji-nishida",
             ProtocolId::MpsiHazay => "mpsi-hazay",
+            ProtocolId::Upsi => "upsi",
         }
     }
     pub fn from_code(code: u8) -> Option<Self> {

@@ -207,3 +207,128 @@ fn edge_cases() {
     ];
     assert!(ClientQuery::new(preset, hashed, &mut rng).is_err());
 }
+
+mod parties {
+    use super::*;
+    use privset_net::memory::{Direction, HookAction, PairError, run_pair, run_pair_with};
+    use privset_protocols::ProtocolError;
+    use privset_protocols::upsi::{Client, Server};
+    use std::sync::Arc;
+
+    fn database(server: u64, label_len: usize) -> Arc<Database> {
+        let mut rng = SessionRng::from_seed([4; 32]);
+        let mut db =
+            Database::new(Preset::named("n4096-c1k").unwrap(), label_len, &mut rng).unwrap();
+        let items: Vec<Vec<u8>> = (0..server).map(item).collect();
+        let labels: Vec<Vec<u8>> = if label_len > 0 {
+            (0..server).map(|i| label(i, label_len)).collect()
+        } else {
+            Vec::new()
+        };
+        db.insert(&items, &labels, &mut rng).unwrap();
+        db.prepare().unwrap();
+        Arc::new(db)
+    }
+
+    #[test]
+    fn client_and_server_agree_with_plaintext() {
+        let db = database(4000, 32);
+        // Hits, misses and a duplicate.
+        let client_items: Vec<Vec<u8>> = vec![
+            item(1),
+            item(9_000),
+            item(3999),
+            item(1),
+            item(2500),
+            item(4000),
+        ];
+        let mut client = Client::new(client_items.clone(), [1; 32]).unwrap();
+        let mut server = Server::new(db.clone(), [2; 32]).unwrap();
+        let (up, down) = run_pair(&mut client, &mut server).unwrap();
+        let out = client.into_output().unwrap();
+        assert_eq!(server.into_output().unwrap().client_items, 6);
+        let expected: Vec<Option<Vec<u8>>> = client_items
+            .iter()
+            .map(|c| (0..4000).find(|&i| &item(i) == c).map(|i| label(i, 32)))
+            .collect();
+        assert_eq!(out.matches, expected);
+        assert_eq!(out.preset, "n4096-c1k");
+        assert!(
+            out.false_positive_log2 < -40.0,
+            "{}",
+            out.false_positive_log2
+        );
+        assert!(up.sent > 0 && down.sent > 0);
+    }
+
+    fn fail(
+        db: &Arc<Database>,
+        client_items: Vec<Vec<u8>>,
+        hook: &mut dyn FnMut(Direction, u32, &mut Vec<u8>) -> HookAction,
+    ) -> PairError {
+        let mut client = Client::new(client_items, [1; 32]).unwrap();
+        let mut server = Server::new(db.clone(), [2; 32]).unwrap();
+        run_pair_with(&mut client, &mut server, hook).expect_err("the run fails")
+    }
+
+    #[test]
+    fn too_many_client_items_are_refused_at_the_hello() {
+        let db = database(100, 0);
+        let e = fail(&db, (0..1025).map(item).collect(), &mut |_, _, _| {
+            HookAction::Deliver
+        });
+        assert!(
+            matches!(e.error(), Some(ProtocolError::Incompatible(m)) if m.contains("at most 1024")),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn an_insecure_preset_from_the_server_is_refused() {
+        let db = database(100, 0);
+        let e = fail(&db, vec![item(1)], &mut |d, i, m| {
+            if d == Direction::BtoA && i == 0 {
+                let text = b"[36, 36, 37]";
+                let at = m.windows(text.len()).position(|w| w == text).unwrap();
+                m[at..at + text.len()].copy_from_slice(b"[40, 40, 40]");
+            }
+            HookAction::Deliver
+        });
+        assert!(
+            matches!(e.error(), Some(ProtocolError::Incompatible(m)) if m.contains("128-bit")),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn truncated_or_garbled_messages_fail_cleanly() {
+        let db = database(500, 8);
+        // (direction, message index): the OPRF request, the query, the OPRF answer, the answer.
+        for (dir, index) in [
+            (Direction::AtoB, 1),
+            (Direction::AtoB, 2),
+            (Direction::BtoA, 1),
+            (Direction::BtoA, 2),
+        ] {
+            for garble in [false, true] {
+                let e = fail(&db, vec![item(1), item(2)], &mut |d, i, m| {
+                    if d == dir && i == index {
+                        if garble {
+                            let n = m.len();
+                            for b in &mut m[n / 2..] {
+                                *b = 0xff;
+                            }
+                        } else {
+                            m.truncate(m.len() - 7);
+                        }
+                    }
+                    HookAction::Deliver
+                });
+                assert!(
+                    matches!(e.error(), Some(ProtocolError::PeerMisbehaved(_))),
+                    "{dir:?} {index} garble={garble}: {e}"
+                );
+            }
+        }
+    }
+}

@@ -296,6 +296,36 @@ mod tests {
     }
 
     #[test]
+    fn received_ciphertexts_are_checked() {
+        let params = HeParams {
+            degree: 4096,
+            plain_modulus: 65537,
+            moduli_bits: vec![36, 36, 37],
+        };
+        let par = params.build().unwrap();
+        let mut rng = crate::rng::SessionRng::from_seed([1; 32]);
+        let sk = SecretKey::random(&par, &mut rng);
+        let ct: Ciphertext = sk
+            .try_encrypt(&encode(&par, &[1, 2, 3]).unwrap(), &mut rng)
+            .unwrap();
+        assert!(decode_ciphertext(&ct.to_bytes(), &par, 0).is_ok());
+        // At another level than expected.
+        let mut low = ct.clone();
+        low.switch_down().unwrap();
+        let e = decode_ciphertext(&low.to_bytes(), &par, 0).unwrap_err();
+        assert!(e.to_string().contains("level 1"), "{e}");
+        // Three parts (not relinearized).
+        let three = &ct * &ct;
+        let e = decode_ciphertext(&three.to_bytes(), &par, 0).unwrap_err();
+        assert!(e.to_string().contains("3 parts"), "{e}");
+        // Garbage and truncation.
+        let bytes = ct.to_bytes();
+        assert!(decode_ciphertext(&bytes[..bytes.len() - 3], &par, 0).is_err());
+        assert!(decode_ciphertext(&[0xff; 100], &par, 0).is_err());
+        assert!(decode_ciphertext(&[], &par, 0).is_err());
+    }
+
+    #[test]
     fn primality() {
         let primes = [2u64, 40961, 65537, 4079617, 786433, 0xffff_ffff_ffff_ffc5];
         for p in primes {

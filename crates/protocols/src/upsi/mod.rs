@@ -14,10 +14,12 @@
 
 pub mod db;
 pub mod item;
+pub mod party;
 pub mod poly;
 pub mod preset;
 pub mod query;
 pub mod store;
 
 pub use db::Database;
+pub use party::{Client, ClientOutput, Server, ServerOutput};
 pub use preset::Preset;
