@@ -13,6 +13,8 @@
 //! * [`report`]: the RESULT.json structures;
 //! * [`apsi`]: authorized PSI's key, signature and policy files, its reports, and the
 //!   server's and judge's [`endpoint::Service`]s;
+//! * [`upsi`]: unbalanced labeled PSI's database file, labels as columns, the
+//!   server's hot-reloading [`endpoint::Service`] and the client's report;
 //! * [`endpoint`]: a long-lived listener serving many sessions at once, each on its own
 //!   thread with its own deadline, one log line per session;
 //! * [`fail`]: why a run failed, as a kind (exit code, exception class) and a message.
@@ -35,6 +37,7 @@ pub mod output_rows;
 pub mod parties_file;
 pub mod report;
 pub mod source;
+pub mod upsi;
 
 pub use drive::{Metered, SeedFile, drive_links_metered, drive_metered};
 pub use endpoint::{Reporter, ServeOptions, ServeSummary, Service, SessionLog, serve};

@@ -1,0 +1,334 @@
+//! Unbalanced labeled PSI for the front ends: the database file, the server's
+//! endpoint service (the database loaded once, shared by concurrent sessions, replaced
+//! when the file changes without disturbing sessions in flight), labels read from and
+//! written to columns, and the client's report.
+//!
+//! A label is the label columns' cells of a row, each prefixed by its length (u16), so
+//! several columns and any bytes round-trip; it is padded with zero bytes to the
+//! database's label length.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, SystemTime};
+
+use privset_crypto::rng::SessionRng;
+use privset_protocols::engine::Engine;
+use privset_protocols::input::DuplicatePolicy;
+use privset_protocols::upsi::{self, ClientOutput, Database, Server, store};
+
+use crate::drive::Metered;
+use crate::endpoint::{ServedParty, Service};
+use crate::fail::Failure;
+use crate::keys::{Keys, Normalize, split_key};
+use crate::link::write_private;
+use crate::source::{self, InputSpec};
+
+/// Reads a database file.
+pub fn read_database(path: &Path) -> Result<Database, Failure> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| Failure::input(format!("cannot read {}: {e}", path.display())))?;
+    store::load(&bytes).map_err(|e| Failure::input(format!("{}: {e}", path.display())))
+}
+
+/// Writes a database file atomically, readable by its owner only (it holds the OPRF
+/// key).
+pub fn write_database(path: &Path, db: &Database) -> Result<(), Failure> {
+    write_private(path, &store::save(db))
+}
+
+/// Rows of an input: identifiers (made by `keys`) and, when `label_columns` is not
+/// empty, each row's label (the label cells, length-prefixed). Rows repeating an
+/// identifier with the same label are read once; with different labels the last wins
+/// in the database.
+pub fn read_rows(
+    path: &Path,
+    keys: &Keys,
+    label_columns: &[String],
+) -> Result<(Vec<Vec<u8>>, Vec<Vec<u8>>), Failure> {
+    if label_columns.is_empty() {
+        let spec = InputSpec {
+            keys,
+            values: &[],
+            segment: None,
+        };
+        let ids = source::read_input(path, &spec, DuplicatePolicy::First, 0)?.ids;
+        return Ok((ids, Vec::new()));
+    }
+    // One read of the id and label columns together: the label cells unnormalised,
+    // nothing hashed; the identifier is then made from its cells as `keys` makes it.
+    let n_ids = keys.columns.len();
+    if let Some(c) = label_columns.iter().find(|c| keys.columns.contains(c)) {
+        return Err(Failure::config(format!(
+            "column {c:?} is both an identifier and a label column"
+        )));
+    }
+    let mut columns = keys.columns.clone();
+    columns.extend(label_columns.iter().cloned());
+    let combined = Keys {
+        columns,
+        normalize: (0..n_ids)
+            .map(|i| *keys.normalize.get(i).unwrap_or(&keys.normalize[0]))
+            .chain(label_columns.iter().map(|_| Normalize::None))
+            .collect(),
+        phone_region: keys.phone_region,
+        hash: None,
+    };
+    let spec = InputSpec {
+        keys: &combined,
+        values: &[],
+        segment: None,
+    };
+    let rows = source::read_input(path, &spec, DuplicatePolicy::First, 0)?.ids;
+    let mut ids = Vec::with_capacity(rows.len());
+    let mut labels = Vec::with_capacity(rows.len());
+    for row in rows {
+        let cells = split_key(&row, n_ids + label_columns.len())
+            .ok_or_else(|| Failure::other("a combined row did not split into its cells"))?;
+        let id_cells: Vec<&[u8]> = cells[..n_ids].iter().map(Vec::as_slice).collect();
+        ids.push(keys.key(&id_cells).map_err(Failure::input)?);
+        labels.push(encode_label(&cells[n_ids..])?);
+    }
+    Ok((ids, labels))
+}
+
+/// A label from its cells: each u16-length-prefixed.
+pub fn encode_label(cells: &[Vec<u8>]) -> Result<Vec<u8>, Failure> {
+    let mut out = Vec::new();
+    for cell in cells {
+        let len = u16::try_from(cell.len())
+            .map_err(|_| Failure::input(format!("a label cell of {} bytes", cell.len())))?;
+        out.extend_from_slice(&len.to_be_bytes());
+        out.extend_from_slice(cell);
+    }
+    Ok(out)
+}
+
+/// The cells of a label (padding dropped); `None` if it is not a label of this form
+/// (a false match decrypts to noise).
+pub fn decode_label(label: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut rest = label;
+    let mut cells = Vec::new();
+    while rest.len() >= 2 && rest.iter().any(|&b| b != 0) {
+        let len = u16::from_be_bytes([rest[0], rest[1]]) as usize;
+        cells.push(rest.get(2..2 + len)?.to_vec());
+        rest = &rest[2 + len..];
+    }
+    rest.iter().all(|&b| b == 0).then_some(cells)
+}
+
+/// Pads labels to `len` bytes (the database's label length), or fails naming the
+/// longest.
+pub fn pad_labels(labels: &mut [Vec<u8>], len: usize) -> Result<(), Failure> {
+    if let Some(longest) = labels.iter().map(Vec::len).max()
+        && longest > len
+    {
+        return Err(Failure::config(format!(
+            "a label takes {longest} bytes; this database's labels hold {len} (build it with a larger --label-bytes)"
+        )));
+    }
+    for label in labels {
+        label.resize(len, 0);
+    }
+    Ok(())
+}
+
+/// A new database from rows: the preset by name, or chosen for `client_items` and the
+/// number of rows.
+pub fn build_database(
+    ids: &[Vec<u8>],
+    mut labels: Vec<Vec<u8>>,
+    preset: Option<&str>,
+    client_items: usize,
+    label_bytes: Option<usize>,
+) -> Result<Database, Failure> {
+    let preset = match preset {
+        Some(name) => upsi::Preset::named(name)?,
+        None => upsi::Preset::for_sizes(ids.len() as u64, client_items)?,
+    };
+    let label_len = match label_bytes {
+        Some(n) => n,
+        None => labels.iter().map(Vec::len).max().unwrap_or(0),
+    };
+    if !labels.is_empty() && label_len == 0 {
+        return Err(Failure::config(
+            "--label-bytes must be at least 1 with label columns",
+        ));
+    }
+    pad_labels(&mut labels, label_len)?;
+    let mut rng = SessionRng::from_os();
+    let mut db = Database::new(preset, label_len, &mut rng)?;
+    db.insert(ids, &labels, &mut rng)?;
+    db.prepare()?;
+    Ok(db)
+}
+
+/// The server as the endpoint serves it: the current database, replaced by a watcher
+/// when its file changes. A session takes the database current at its start and keeps
+/// it to its end.
+pub struct UpsiService {
+    path: PathBuf,
+    current: RwLock<(Option<(SystemTime, u64)>, Arc<Database>)>,
+}
+
+fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+impl UpsiService {
+    /// Loads the database file.
+    pub fn open(path: &Path) -> Result<Self, Failure> {
+        let stamp = stamp(path);
+        let db = read_database(path)?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            current: RwLock::new((stamp, Arc::new(db))),
+        })
+    }
+
+    /// The database new sessions get.
+    pub fn database(&self) -> Arc<Database> {
+        self.current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .1
+            .clone()
+    }
+
+    /// Reloads the file if it changed since the last load; `Ok(true)` if it did.
+    /// A file that does not load leaves the current database in place.
+    pub fn reload_if_changed(&self) -> Result<bool, Failure> {
+        let now = stamp(&self.path);
+        if now == self.current.read().unwrap_or_else(|p| p.into_inner()).0 {
+            return Ok(false);
+        }
+        let db = read_database(&self.path)?;
+        *self.current.write().unwrap_or_else(|p| p.into_inner()) = (now, Arc::new(db));
+        Ok(true)
+    }
+
+    /// Polls the file every `period` on a thread of its own, reloading it when it
+    /// changes; `report` hears of each reload or failed reload.
+    pub fn watch(
+        self: &Arc<Self>,
+        period: Duration,
+        report: impl Fn(Result<&Database, &Failure>) + Send + 'static,
+    ) {
+        let service = Arc::downgrade(self);
+        std::thread::spawn(move || {
+            while let Some(service) = service.upgrade() {
+                match service.reload_if_changed() {
+                    Ok(true) => report(Ok(&service.database())),
+                    Ok(false) => {}
+                    Err(e) => report(Err(&e)),
+                }
+                drop(service);
+                std::thread::sleep(period);
+            }
+        });
+    }
+}
+
+impl Service for UpsiService {
+    fn role(&self) -> &'static str {
+        "upsi server"
+    }
+
+    fn party(&self, seed: [u8; 32]) -> Result<Box<dyn ServedParty>, Failure> {
+        Ok(Box::new(Server::new(self.database(), seed)?))
+    }
+}
+
+impl ServedParty for Engine<Server> {
+    fn outcome(self: Box<Self>) -> serde_json::Value {
+        self.into_output()
+            .map(|o| serde_json::json!({ "client_items": o.client_items }))
+            .unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// RESULT.json of a query.
+#[derive(serde::Serialize, Debug)]
+pub struct QueryReport {
+    pub protocol: &'static str,
+    pub preset: String,
+    pub items: u64,
+    pub matches: u64,
+    pub label_bytes: usize,
+    /// Bin bundles per bundle index: what the client learned of the server's set size.
+    pub bundle_counts: Vec<u32>,
+    pub false_positive_log2: f64,
+    pub rows: Option<u64>,
+    pub run: Metered,
+}
+
+impl QueryReport {
+    pub fn new(out: &ClientOutput, items: usize, rows: Option<u64>, run: Metered) -> Self {
+        Self {
+            protocol: "upsi",
+            preset: out.preset.clone(),
+            items: items as u64,
+            matches: out.matches.iter().filter(|m| m.is_some()).count() as u64,
+            label_bytes: out.label_len,
+            bundle_counts: out.bundle_counts.clone(),
+            false_positive_log2: out.false_positive_log2,
+            rows,
+            run,
+        }
+    }
+}
+
+/// The rows file of a query: the identifier columns, then the label's cells as
+/// `label_1`, `label_2`, ... (a label that does not decode is written whole, in hex, as
+/// `label_hex`).
+pub fn match_rows(
+    keys: &Keys,
+    items: &[Vec<u8>],
+    out: &ClientOutput,
+) -> (Vec<String>, Vec<Vec<Vec<u8>>>) {
+    let labelled: Vec<(&Vec<u8>, Option<Vec<Vec<u8>>>)> = items
+        .iter()
+        .zip(&out.matches)
+        .filter_map(|(item, m)| m.as_ref().map(|label| (item, decode_label(label))))
+        .collect();
+    let cells = labelled
+        .iter()
+        .map(|(_, l)| l.as_ref().map_or(1, Vec::len))
+        .max()
+        .unwrap_or(0);
+    let mut header = keys.output_columns();
+    if out.label_len > 0 {
+        header.extend((1..=cells).map(|i| format!("label_{i}")));
+    }
+    let rows = items
+        .iter()
+        .zip(&out.matches)
+        .filter_map(|(item, m)| {
+            let label = m.as_ref()?;
+            let mut row = keys.split(item);
+            if out.label_len > 0 {
+                let mut cells_of = decode_label(label)
+                    .unwrap_or_else(|| vec![format!("hex:{}", hex::encode(label)).into_bytes()]);
+                cells_of.resize(cells, Vec::new());
+                row.extend(cells_of);
+            }
+            Some(row)
+        })
+        .collect();
+    (header, rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_round_trip() {
+        let cells = vec![b"42".to_vec(), Vec::new(), b"acct-7".to_vec()];
+        let mut label = encode_label(&cells).unwrap();
+        label.resize(40, 0);
+        assert_eq!(decode_label(&label).unwrap(), cells);
+        assert!(decode_label(&[0, 9, 1]).is_none());
+        assert_eq!(decode_label(&[0; 8]).unwrap(), Vec::<Vec<u8>>::new());
+    }
+}
