@@ -275,3 +275,40 @@ def test_three_python_processes_over_an_exchange_directory(tmp_path: pathlib.Pat
     assert b["intersection"] == plaintext([sets[1], sets[0]])
     # Each seed is removed once its participant has its result.
     assert [p.name for p in tmp_path.glob("state-*/*")] == []
+
+
+def test_a_killed_participant_resumes_over_an_exchange_directory(tmp_path: pathlib.Path, rng) -> None:
+    """Bay et al. among three Python processes; a client is killed (SIGKILL) once it has
+    written its first filter chunk, before it can have a result, and started again with
+    the same arguments: it resumes from its seed in its state directory and the server
+    gets the plaintext intersection."""
+    names = ["hub", "c1", "c2"]
+    parties = roster(tmp_path, names, tcp=False)
+    sets = random_sets(rng, 3, 300, 40)
+    exchange = tmp_path / "exchange"
+
+    def party(i: int) -> Dict[str, Any]:
+        run = {
+            "parties": str(parties),
+            "name": names[i],
+            "exchange_dir": str(exchange),
+            "state_dir": str(tmp_path / f"state-{names[i]}"),
+            "poll_interval": 0.01,
+            "timeout": 60,
+        }
+        return spec("Bay.server" if i == 0 else "Bay.client", sets[i], run)
+
+    procs = [spawn_party(party(i)) for i in range(3)]
+    first_chunk = exchange / "0001-p1-to-p0.msg"  # after c1's key contribution
+    deadline = time.monotonic() + 60
+    while not first_chunk.exists():
+        assert time.monotonic() < deadline and procs[1].poll() is None, "c1 never sent its filter"
+        time.sleep(0.005)
+    procs[1].kill()
+    procs[1].wait()
+    assert list((tmp_path / "state-c1").iterdir()), "the killed client's seed is kept"
+    procs[1] = spawn_party(party(1))
+    s, c1, c2 = (finish(p) for p in procs)
+    assert s["intersection"] == plaintext(sets)
+    assert (c1["role"], c2["role"]) == ("client", "client")
+    assert [p.name for p in tmp_path.glob("state-*/*")] == []

@@ -272,8 +272,12 @@ impl MpsiParty {
             max_items,
             max_peer_items,
         });
-        // The settings and set, checked in the smallest session that has this role.
-        Seat::new(spec.clone(), mpsi::default_names(protocol, 3), me).py_err(py)?;
+        // The settings and set, checked in the smallest session that has this role
+        // (without the GIL: the check copies and deduplicates the set).
+        let names = mpsi::default_names(protocol, 3);
+        let check = spec.clone();
+        py.detach(move || Seat::new(check, names, me).map(drop))
+            .py_err(py)?;
         Ok(Self { spec })
     }
 
@@ -302,7 +306,8 @@ impl MpsiParty {
         let roster = Participants::read(&link.parties).py_err(py)?;
         let me = mpsi_run::participant(&roster, &link.name, self.spec.protocol, self.spec.role)
             .py_err(py)?;
-        let seat = Seat::new(self.spec.clone(), roster.names(), me).py_err(py)?;
+        let (spec, names) = (self.spec.clone(), roster.names());
+        let seat = py.detach(move || Seat::new(spec, names, me)).py_err(py)?;
         let tls = link.tls(py, &settings, &roster, me)?;
         let spec = settings
             .spec(self.spec.protocol, &roster, me, tls, Cancel::new())
