@@ -118,6 +118,20 @@ def test_duplicates_follow_the_policy(protocol: str) -> None:
         privset.local.mpsi(sets, protocol=protocol, duplicates="sum")
 
 
+def test_data_frames_and_files(tmp_path: pathlib.Path) -> None:
+    """Sets from a DataFrame (``id_column=``) and a CSV file, as for every party: the
+    learner gets its own rows back (a file's as text), ``to_frame`` the CLI's column."""
+    pd = pytest.importorskip("pandas")
+    csv = tmp_path / "server.csv"
+    csv.write_text("plate,seen\nAB-12,1\n CD-34 ,2\nEF-56,3\n")
+    frame = pd.DataFrame({"plate": ["CD-34", "AB-12", "ZZ-99"], "seen": [1, 2, 3]})
+    r = privset.local.mpsi([csv, frame, frame], protocol="bay", id_column="plate")
+    assert r.intersection == ["AB-12", "CD-34"]
+    assert list(r.participants[0].to_frame()["plate"]) == ["AB-12", "CD-34"]
+    r = privset.local.mpsi([frame, csv, frame], protocol="miyaji-nishida", id_column="plate")
+    assert r.intersection == ["CD-34", "AB-12"]
+
+
 def test_classes_names_and_settings() -> None:
     assert privset.Bay.server is privset.BayServer and privset.Hazay.client is privset.HazayClient
     assert privset.MiyajiNishida.dealer is privset.MiyajiNishidaDealer

@@ -173,3 +173,107 @@ pub fn check_holds_set(role: Role, has_set: bool, what: &str) -> Result<(), Fail
         (_, false) => Err(Failure::config(format!("the {} needs {what}", role.name()))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parties_file::Participant;
+
+    fn roster(tcp: bool) -> Participants {
+        Participants {
+            ca: Some("ca.pem".into()),
+            list: ["hub", "b", "c"]
+                .into_iter()
+                .enumerate()
+                .map(|(i, name)| Participant {
+                    name: name.into(),
+                    address: tcp.then(|| format!("127.0.0.1:{}", 7100 + i)),
+                    certificate: Some(format!("{name}.pem").into()),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn the_role_follows_the_place_in_the_parties_file() {
+        let r = roster(true);
+        assert_eq!(
+            participant(&r, "hub", MpsiProtocol::Bay, Role::Server).unwrap(),
+            0
+        );
+        assert_eq!(
+            participant(&r, "c", MpsiProtocol::MiyajiNishida, Role::Party).unwrap(),
+            2
+        );
+        let e = participant(&r, "b", MpsiProtocol::Hazay, Role::Server).unwrap_err();
+        assert!(
+            e.message.contains("its role in hazay is client"),
+            "{}",
+            e.message
+        );
+        assert!(participant(&r, "z", MpsiProtocol::Bay, Role::Client).is_err());
+        assert!(check_holds_set(Role::Dealer, true, "ids").is_err());
+        assert!(check_holds_set(Role::Client, false, "ids").is_err());
+        assert!(check_holds_set(Role::Dealer, false, "ids").is_ok());
+    }
+
+    #[test]
+    fn links_come_from_the_parties_file() {
+        let r = roster(true);
+        let settings = LinkSettings {
+            tls_key: Some("b.key".into()),
+            session: "s1".into(),
+            ..LinkSettings::default()
+        };
+        // The CA and the certificate default to the parties file's.
+        let (ca, cert, key) = settings.tls_paths(&r, 1);
+        assert_eq!(
+            (ca, cert, key),
+            (
+                Some("ca.pem".into()),
+                Some("b.pem".into()),
+                Some("b.key".into())
+            )
+        );
+        let spec = settings
+            .spec(MpsiProtocol::Bay, &r, 1, None, Cancel::default())
+            .unwrap();
+        assert_eq!((spec.parties, spec.me, spec.peers()), (3, 1, vec![0]));
+        assert_eq!(spec.session, "mpsi/bay/s1");
+        assert!(
+            matches!(spec.endpoint, PartiesEndpoint::Tcp { ref addresses, .. } if addresses.len() == 3)
+        );
+        // An exchange directory needs no address and carries no TLS.
+        let dir = LinkSettings {
+            exchange_dir: Some("x".into()),
+            ..settings
+        };
+        let files = TlsFiles {
+            ca: "ca.pem".into(),
+            cert: "b.pem".into(),
+            key: "b.key".into(),
+        };
+        let spec = dir
+            .spec(
+                MpsiProtocol::MiyajiNishida,
+                &roster(false),
+                1,
+                Some(files),
+                Cancel::default(),
+            )
+            .unwrap();
+        assert!(spec.tls.is_none() && spec.peers() == vec![0, 2]);
+        // TCP needs every participant's address.
+        let tcp = LinkSettings::default();
+        assert!(
+            tcp.spec(
+                MpsiProtocol::Bay,
+                &roster(false),
+                1,
+                None,
+                Cancel::default()
+            )
+            .is_err()
+        );
+    }
+}
