@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 import privset
+from privset.mpsi import run_session
 from helpers import finish, free_port, privset_binary, spawn_party
 from test_runs import interrupt
 
@@ -156,6 +157,15 @@ def test_classes_names_and_settings() -> None:
         privset.local.mpsi([["a"], ["a"]], protocol="bay")
     with pytest.raises(privset.ConfigurationError, match="2 names for 3 participants"):
         privset.local.mpsi([["a"], ["a"], ["a"]], protocol="bay", names=["x", "y"])
+
+
+def test_a_peer_over_the_limit_stops_the_session_naming_it() -> None:
+    server = privset.Bay.server(["a", "b", "c", "d"])
+    careful = privset.Bay.client(["a", "b"], max_peer_items=2)
+    with pytest.raises(privset.PeerMisbehaved, match=r"the server \(participant 0\): announced set size 4"):
+        run_session([server, careful, privset.Bay.client(["a"])], names=None, timeout=30, cpu_price=0,
+                    network_price=0, progress=None)  # fmt: skip
+    assert privset._native.live_workers() == 0
 
 
 def test_progress_reaches_the_callback(rng) -> None:
