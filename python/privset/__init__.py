@@ -23,7 +23,9 @@ Protocols: :class:`PiSum` (Ion et al. 2020, intersection-sum with cardinality) a
 operations of Chen et al. 2024 — :class:`Psi`, :class:`PsiCard`, :class:`PsiCardSum`,
 :class:`Psu`, :class:`PsiShare`, :class:`PrivateId`; authorized PSI of Falzon and Markatou —
 :class:`ApsiJudge`, :class:`ApsiAuthorizeClient`, :class:`ApsiClient`,
-:class:`ApsiServer` (also as :class:`Apsi`). Every party is the same Rust state
+:class:`ApsiServer` (also as :class:`Apsi`); multi-party PSI among 3 to 255
+organisations (de Jong's thesis) — :class:`Bay`, :class:`MiyajiNishida`, :class:`Hazay`
+(:func:`privset.local.mpsi` runs a whole session). Every party is the same Rust state
 machine the ``privset`` command line runs, with the same settings, results
 (RESULT.json's fields) and error messages. See docs/python.md.
 """
@@ -37,6 +39,7 @@ from ._results import (
     ApsiJudgeResult,
     ApsiResult,
     ApsiServerResult,
+    MpsiResult,
     PiSumResult,
     PrivateIdRow,
     Prices,
@@ -61,6 +64,18 @@ from .errors import (
     PeerMisbehaved,
     PrivsetError,
     TransportError,
+)
+from .mpsi import (
+    Bay,
+    BayClient,
+    BayServer,
+    Hazay,
+    HazayClient,
+    HazayServer,
+    MiyajiNishida,
+    MiyajiNishidaDealer,
+    MiyajiNishidaParty,
+    MpsiParticipant,
 )
 from .pi_sum import PiSum, PiSumP1, PiSumP2
 from .set_operations import (
@@ -99,10 +114,21 @@ __all__ = [
     "ApsiServer",
     "ApsiServerResult",
     "AuthorizationRejected",
+    "Bay",
+    "BayClient",
+    "BayServer",
     "ConfigurationError",
+    "Hazay",
+    "HazayClient",
+    "HazayServer",
     "InputError",
     "JudgeKey",
     "JudgePublicKey",
+    "MiyajiNishida",
+    "MiyajiNishidaDealer",
+    "MiyajiNishidaParty",
+    "MpsiParticipant",
+    "MpsiResult",
     "Party",
     "PeerMisbehaved",
     "PiSum",

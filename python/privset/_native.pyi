@@ -11,6 +11,7 @@ __all__ = [
     "Input",
     "PiSumParty",
     "PsoParty",
+    "MpsiParty",
     "ApsiParty",
     "JudgeKey",
     "JudgePublicKey",
@@ -164,6 +165,46 @@ class PsoParty:
         progress: Optional[_ProgressCallback] = None,
     ) -> Tuple[_PsoOutcome, _PsoOutcome]:
         """Runs with ``other`` in this process; this party's outcome first."""
+
+#: RESULT.json of an mpsi participant and its intersection as (own row or None,
+#: identifier bytes), None for the participants that learn none.
+_MpsiOutcome = Tuple[str, Optional[List[Tuple[Optional[int], bytes]]]]
+
+@final
+class MpsiParty:
+    """A multi-party PSI participant (protocol "bay", "miyaji-nishida" or "hazay"; role
+    "server", "client", "dealer" or "party")."""
+
+    def __new__(
+        cls,
+        protocol: str,
+        role: str,
+        input: Optional[Input],
+        *,
+        max_items: int,
+        max_peer_items: int,
+    ) -> MpsiParty: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def protocol(self) -> str: ...
+    def run(
+        self,
+        link: dict[str, Any],
+        prices: Tuple[float, float],
+        progress: Optional[_ProgressCallback] = None,
+    ) -> _MpsiOutcome:
+        """Runs as the parties file's participant ``link["name"]``."""
+
+    @staticmethod
+    def run_session(
+        parties: List[MpsiParty],
+        names: Optional[List[str]],
+        timeout: float,
+        prices: Tuple[float, float],
+        progress: Optional[_ProgressCallback] = None,
+    ) -> List[_MpsiOutcome]:
+        """Runs every participant of a session in this process, in order."""
 
 @final
 class JudgeKey:

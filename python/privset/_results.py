@@ -407,3 +407,70 @@ class ApsiServerResult(_Report):
     @classmethod
     def _from_native(cls, outcome: Tuple[str, Any, Any, Any]) -> "ApsiServerResult":
         return _from_report(cls, outcome[0])
+
+
+@dataclass(frozen=True)
+class MpsiResult(_Report):
+    """What one participant of a multi-party PSI learns (docs/mpsi.md), with
+    RESULT.json's fields in its order, then the intersection the CLI writes with
+    ``--output-rows``.
+
+    The server (Bay et al., Hazay-Venkitasubramaniam) and every Miyaji-Nishida party
+    learn the intersection; clients and the dealer learn nothing (``intersection`` and
+    ``intersection_size`` are None).
+    """
+
+    protocol: str
+    #: "bay", "miyaji-nishida" or "hazay".
+    mpsi_protocol: str
+    #: "server", "client", "dealer" or "party".
+    role: str
+    #: This participant's name in the session.
+    name: str
+    #: How many participants the session had.
+    participants: int
+    #: This participant's distinct identifiers (0 for the dealer).
+    items: int
+    #: |intersection| for the participants that learn it.
+    intersection_size: Optional[int]
+    #: Rows of ``intersection`` (None for the participants that learn none).
+    rows: Optional[int]
+    #: Always None here (the CLI's --output-rows file); the rows are in ``intersection``.
+    rows_file: Optional[str]
+    #: "tcp+mtls", "tcp-plaintext", "exchange-dir" or "memory" (local runs).
+    transport: str
+    #: Bytes on the wire (TLS and framing included) over every link of this participant.
+    bytes_sent: int
+    bytes_received: int
+    #: CPU of the whole process (every participant's in a local run) and wall time.
+    cpu_seconds: float
+    wall_seconds: float
+    peak_rss_mib: float
+    cost_cents: float
+    prices: Prices
+    #: This participant's items that every set holder holds, in input order: your own
+    #: objects where they came from your in-memory input.
+    intersection: Optional[List[Any]]
+    #: Column name for identifiers in :meth:`to_frame`.
+    id_column: str = field(repr=False)
+    _json: str = field(repr=False, compare=False)
+
+    def to_frame(self) -> Any:
+        """The intersection as a pandas DataFrame with the column of the CLI's
+        ``--output-rows`` file."""
+        if self.intersection is None:
+            raise ValueError(f"the {self.role} of {self.mpsi_protocol} learns no intersection")
+        return pandas().DataFrame({self.id_column: self.intersection})
+
+    @classmethod
+    def _from_native(cls, outcome: Tuple[str, Any], data: Optional[PartyInput]) -> "MpsiResult":
+        text, table = outcome
+        intersection = None
+        if table is not None:
+            intersection = [data.item(row, raw) if data is not None else raw for row, raw in table]
+        return _from_report(
+            cls,
+            text,
+            intersection=intersection,
+            id_column=data.id_column if data is not None else "id",
+        )

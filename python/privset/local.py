@@ -25,6 +25,7 @@ from ._results import (
     ApsiJudgeResult,
     ApsiResult,
     ApsiServerResult,
+    MpsiResult,
     PiSumResult,
     SetOperationResult,
 )
@@ -37,7 +38,10 @@ from .apsi import (
     JudgeKey,
     PolicyArg,
 )
-from .errors import PrivsetError
+from .errors import ConfigurationError, PrivsetError
+from .mpsi import DEFAULT_MAX_PEER_ITEMS as MPSI_DEFAULT_MAX_PEER_ITEMS
+from .mpsi import PROTOCOLS as MPSI_PROTOCOLS
+from .mpsi import MpsiParticipant, run_session
 from .pi_sum import DEFAULT_MAX_PEER_ITEMS, DEFAULT_VALUE_BOUND, PiSum
 from .set_operations import PrivateId, Psi, PsiCard, PsiCardSum, PsiShare, Psu, open_share
 
@@ -54,6 +58,8 @@ __all__ = [
     "psi_share",
     "private_id",
     "apsi",
+    "mpsi",
+    "LocalMpsi",
     "run_pair",
 ]
 
@@ -446,4 +452,83 @@ def apsi(
         authorize=authorized,
         client=found,
         server=served,
+    )
+
+
+@dataclass(frozen=True)
+class LocalMpsi:
+    """The answer of a local multi-party PSI session and every participant's result."""
+
+    #: "bay", "miyaji-nishida" or "hazay".
+    protocol: str
+    #: The items every set holds: the server's (Bay et al., Hazay-Venkitasubramaniam)
+    #: or the first party's (Miyaji-Nishida) own objects, in its input order.
+    intersection: List[Any]
+    #: Every participant's result, in session order (the server or the dealer first).
+    participants: Tuple[MpsiResult, ...]
+
+
+def mpsi(
+    sets: Sequence[Any],
+    protocol: str = "bay",
+    *,
+    names: Optional[Sequence[str]] = None,
+    id_column: IdColumns = None,
+    duplicates: str = "error",
+    normalize: Normalize = "trim",
+    phone_region: Optional[str] = None,
+    hash_ids: Optional[str] = None,
+    max_items: int = 0,
+    max_peer_items: int = MPSI_DEFAULT_MAX_PEER_ITEMS,
+    timeout: float = DEFAULT_TIMEOUT,
+    cpu_price: float = DEFAULT_CPU_PRICE,
+    network_price: float = DEFAULT_NETWORK_PRICE,
+    progress: ProgressArg = None,
+) -> LocalMpsi:
+    """Runs a whole multi-party PSI session (de Jong's thesis; docs/mpsi.md) in this
+    process, one thread per participant over in-memory links, and returns the
+    intersection of ``sets`` and every participant's result.
+
+    ``sets`` are the set holders' sets: with "bay" and "hazay" the first is the
+    server's and every other a client's (3 sets at least); with "miyaji-nishida" each
+    is a party's and a dealer with no set is added as the first participant (2 sets at
+    least). ``names`` name the participants in session order (default: their roles).
+    The other keywords are the party classes' (``max_items``: Miyaji-Nishida's bound
+    ``N``).
+    """
+    namespace = MPSI_PROTOCOLS.get(protocol)
+    if namespace is None:
+        raise ConfigurationError(f"protocol must be one of bay, miyaji-nishida, hazay, not {protocol!r}")
+    how: Dict[str, Any] = dict(
+        id_column=id_column,
+        duplicates=duplicates,
+        normalize=normalize,
+        phone_region=phone_region,
+        hash_ids=hash_ids,
+        max_peer_items=max_peer_items,
+    )
+    participants: List[MpsiParticipant]
+    if protocol == "miyaji-nishida":
+        dealer = namespace.dealer(max_peer_items=max_peer_items)  # type: ignore[attr-defined]
+        holders = [namespace.party(s, max_items=max_items, **how) for s in sets]  # type: ignore[attr-defined]
+        participants = [dealer, *holders]
+        learner = 1
+    else:
+        server = [namespace.server(s, **how) for s in sets[:1]]  # type: ignore[attr-defined]
+        clients = [namespace.client(s, **how) for s in sets[1:]]  # type: ignore[attr-defined]
+        participants = [*server, *clients]
+        learner = 0
+    results = run_session(
+        participants,
+        names=None if names is None else list(names),
+        timeout=timeout,
+        cpu_price=cpu_price,
+        network_price=network_price,
+        progress=progress,
+    )
+    intersection = results[learner].intersection if len(results) > learner else None
+    return LocalMpsi(
+        protocol=protocol,
+        intersection=list(intersection or []),
+        participants=tuple(results),
     )

@@ -2,7 +2,7 @@
 until interrupted and reports (JSON, last line) when KeyboardInterrupt was raised and
 how long the party threads took to end.
 
-Usage: python interrupt_process.py local|listen|exchange-dir N
+Usage: python interrupt_process.py local|listen|exchange-dir|mpsi-local|mpsi-exchange-dir N
 """
 
 from __future__ import annotations
@@ -23,6 +23,15 @@ def main() -> None:
     try:
         if kind == "local":
             privset.local.psi(ids, ids[n // 2 :] + [f"other{i}" for i in range(n // 2)])
+        elif kind == "mpsi-local":  # a server and two clients, all computing
+            privset.local.mpsi([ids, ids[n // 2 :], ids[: n // 2 + 1]], protocol="bay")
+        elif kind == "mpsi-exchange-dir":  # a client whose server never writes
+            with tempfile.TemporaryDirectory() as d:
+                with open(f"{d}/parties.toml", "w") as f:
+                    f.write("".join(f'[[party]]\nname = "org{i}"\n' for i in range(3)))
+                privset.Bay.client(ids).run(
+                    parties=f"{d}/parties.toml", name="org1", exchange_dir=f"{d}/x", state_dir=f"{d}/s"
+                )
         elif kind == "listen":  # no peer ever connects
             privset.Psi.receiver(ids).run(listen="127.0.0.1:0", insecure_no_tls=True, timeout=600)
         else:  # no peer ever writes

@@ -2,17 +2,18 @@
 //! Miyaji-Nishida or Hazay-Venkitasubramaniam, as in de Jong's thesis), its own process,
 //! over mutual TLS to every participant it talks to or over one exchange directory.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use privset_net::{Cancel, TlsFiles};
+use privset_net::Cancel;
 use privset_protocols::input::DuplicatePolicy;
 use privset_protocols::mpsi::{self, MpsiConfig, MpsiProtocol, Role};
 use privset_run::keys::Keys;
+use privset_run::mpsi::{self as mpsi_run, LinkSettings, MpsiReport};
 use privset_run::output_rows;
 use privset_run::parties_file::Participants;
-use privset_run::{Failure, Metered, PartiesEndpoint, PartiesSpec, Stopwatch};
+use privset_run::{Failure, PartiesSpec, Stopwatch};
 
 use crate::connect::TlsArgs;
 use crate::input_args::{InputArgs, KeyArgs};
@@ -116,23 +117,6 @@ pub struct MpsiArgs {
     pub prices: PriceArgs,
 }
 
-/// RESULT.json of mpsi.
-#[derive(serde::Serialize, Debug, Clone)]
-pub struct MpsiReport {
-    pub protocol: &'static str,
-    pub mpsi_protocol: &'static str,
-    pub role: &'static str,
-    pub name: String,
-    pub participants: usize,
-    pub items: usize,
-    /// For the participants that learn the intersection.
-    pub intersection_size: Option<usize>,
-    pub rows: Option<usize>,
-    pub rows_file: Option<PathBuf>,
-    #[serde(flatten)]
-    pub run: Metered,
-}
-
 impl MpsiArgs {
     fn protocol(&self) -> MpsiProtocol {
         match self.protocol {
@@ -151,41 +135,42 @@ impl MpsiArgs {
         }
     }
 
-    fn tls_files(&self, roster: &Participants, me: usize) -> Result<Option<TlsFiles>, Failure> {
-        if self.tls.insecure_no_tls {
-            return self.tls.tls_files();
+    fn link_settings(&self) -> LinkSettings {
+        LinkSettings {
+            exchange_dir: self.exchange_dir.clone(),
+            listen: self.listen.clone(),
+            state_dir: self.state_dir.clone(),
+            state_near: self
+                .output
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_default(),
+            poll_interval: Duration::from_millis(self.poll_interval_ms),
+            tls_ca: self.tls.tls_ca.clone(),
+            tls_cert: self.tls.tls_cert.clone(),
+            tls_key: self.tls.tls_key.clone(),
+            timeout: Duration::from_secs(self.tls.timeout),
+            server_name: self.tls.tls_server_name.clone(),
+            session: self.session.clone(),
         }
-        let mut tls = self.tls.clone();
-        tls.tls_ca = tls.tls_ca.or_else(|| roster.ca.clone());
-        tls.tls_cert = tls.tls_cert.or_else(|| roster.list[me].certificate.clone());
-        tls.tls_files()
     }
 
     fn spec(&self, roster: &Participants, me: u8) -> Result<PartiesSpec, Failure> {
-        let endpoint = PartiesEndpoint::from_flags(
-            self.exchange_dir.as_deref(),
-            self.listen.as_deref(),
-            || roster.addresses(),
-            self.state_dir.as_deref(),
-            &self.output,
-            Duration::from_millis(self.poll_interval_ms),
-        )?;
+        let settings = self.link_settings();
         let tls = match self.exchange_dir {
             Some(_) => None,
-            None => self.tls_files(roster, usize::from(me))?,
+            None => {
+                let (tls_ca, tls_cert, tls_key) = settings.tls_paths(roster, me);
+                TlsArgs {
+                    tls_ca,
+                    tls_cert,
+                    tls_key,
+                    ..self.tls.clone()
+                }
+                .tls_files()?
+            }
         };
-        let protocol = self.protocol();
-        Ok(PartiesSpec {
-            endpoint,
-            parties: roster.list.len(),
-            me,
-            topology: protocol.topology(),
-            session: format!("mpsi/{}/{}", protocol.name(), self.session),
-            tls,
-            timeout: Duration::from_secs(self.tls.timeout),
-            server_name: self.tls.tls_server_name.clone(),
-            cancel: Cancel::default(),
-        })
+        settings.spec(self.protocol(), roster, me, tls, Cancel::default())
     }
 
     /// The participant's items (none for the dealer) and how its identifiers are made.
@@ -195,12 +180,15 @@ impl MpsiArgs {
             id_column: self.id_column.clone(),
             key: self.key.clone(),
         });
-        match (role, source) {
-            (Role::Dealer, None) if self.id_column.is_empty() => Ok((Vec::new(), None)),
-            (Role::Dealer, _) => Err(Failure::config(
-                "the dealer holds no set: leave out --input and --id-column",
-            )),
-            (_, Some(source)) if !self.id_column.is_empty() => {
+        // The dealer may give neither; a set holder must give both.
+        let given = match role {
+            Role::Dealer => source.is_some() || !self.id_column.is_empty(),
+            _ => source.is_some() && !self.id_column.is_empty(),
+        };
+        mpsi_run::check_holds_set(role, given, "--input and --id-column")?;
+        match source {
+            None => Ok((Vec::new(), None)),
+            Some(source) => {
                 let policy = match self.duplicates {
                     MpsiDupArg::Error => DuplicatePolicy::Error,
                     MpsiDupArg::First => DuplicatePolicy::First,
@@ -208,10 +196,6 @@ impl MpsiArgs {
                 let (keys, dataset) = source.read(&[], None, policy, u64::MAX)?;
                 Ok((dataset.ids, Some(keys)))
             }
-            _ => Err(Failure::config(format!(
-                "the {} needs --input and --id-column",
-                role.name()
-            ))),
         }
     }
 }
@@ -222,20 +206,8 @@ pub fn run(args: &MpsiArgs) -> Result<MpsiReport, Failure> {
     let stopwatch = Stopwatch::start();
     let protocol = args.protocol();
     let roster = Participants::read(&args.parties)?;
-    let me = roster.index_of(&args.name)?;
-    let role = protocol.role_of(me);
-    if role != args.role() {
-        return Err(Failure::config(format!(
-            "{} is participant {} of the parties file, so its role in {} is {} (the first \
-             participant is the {}), not {}",
-            args.name,
-            me + 1,
-            protocol.name(),
-            role.name(),
-            protocol.role_of(mpsi::HUB).name(),
-            args.role().name()
-        )));
-    }
+    let role = args.role();
+    let me = mpsi_run::participant(&roster, &args.name, protocol, role)?;
     let (items, keys) = args.items(role)?;
     let config = MpsiConfig {
         protocol,
@@ -279,18 +251,15 @@ pub fn run(args: &MpsiArgs) -> Result<MpsiReport, Failure> {
         }
         _ => None,
     };
-    let report = MpsiReport {
-        protocol: "mpsi",
-        mpsi_protocol: protocol.name(),
-        role: role.name(),
-        name: args.name.clone(),
-        participants: roster.list.len(),
-        items: item_count,
-        intersection_size: output.intersection.as_ref().map(Vec::len),
-        rows,
-        rows_file: rows.and(args.output_rows.clone()),
+    let report = MpsiReport::new(
+        protocol,
+        &args.name,
+        roster.list.len(),
+        item_count,
+        &output,
+        rows.and(args.output_rows.clone()),
         run,
-    };
+    );
     write_json(&args.output, &report)?;
     seed_file.remove();
     Ok(report)

@@ -1,9 +1,12 @@
-//! Killed parties over an exchange directory: both parties of pi-sum and psi-card-sum
-//! run as real processes; one or both are killed with SIGKILL at random moments
-//! (possibly several times) and restarted at once with the same command. Every run must
-//! end with both RESULT.json files giving the plaintext answer computed here from the
-//! generated inputs. The full count (20 runs each at 5,000 a side) is
-//! `scripts/kill_resume.sh`; its figures are in docs/reliability.md.
+//! Killed parties over an exchange directory: both parties of pi-sum and psi-card-sum,
+//! and the three participants of each multi-party PSI (de Jong's thesis: Bay et al.,
+//! Miyaji-Nishida, Hazay-Venkitasubramaniam), run as real processes; one or several are
+//! killed with SIGKILL at random moments (possibly several times) and restarted at once
+//! with the same command. Every run must end with every RESULT.json giving the
+//! plaintext answer computed here from the generated inputs (for mpsi, the learners'
+//! rows files holding exactly the plaintext intersection). The full two-party count
+//! (20 runs each at 5,000 a side) is `scripts/kill_resume.sh`; its figures are in
+//! docs/reliability.md.
 //!
 //! The kill schedule comes from a seed printed at the start of each test; rerun with
 //! `PRIVSET_KILL_SEED=<seed>` to replay the same inputs and kill delays.
@@ -107,26 +110,142 @@ fn shuffle<T>(v: &mut [T], rng: &mut Rng) {
 enum Op {
     PiSum,
     PsiCardSum,
+    /// Multi-party PSI with [`MPSI_PARTIES`] participants, by protocol name.
+    Mpsi(&'static str),
 }
+
+/// Participants of each multi-party run: the coordinator and two set holders.
+const MPSI_PARTIES: usize = 3;
 
 impl Op {
     fn name(self) -> &'static str {
         match self {
             Op::PiSum => "pi-sum",
             Op::PsiCardSum => "psi-card-sum",
+            Op::Mpsi(protocol) => protocol,
         }
     }
-    /// Role names: (holder of `a.csv`, holder of `b.csv` with the values).
-    fn roles(self) -> [&'static str; 2] {
+    /// Role names, which name each party's files: (holder of `a.csv`, holder of
+    /// `b.csv` with the values), or the mpsi participants' names in the parties file.
+    fn roles(self) -> Vec<&'static str> {
         match self {
-            Op::PiSum => ["p1", "p2"],
-            Op::PsiCardSum => ["receiver", "sender"],
+            Op::PiSum => vec!["p1", "p2"],
+            Op::PsiCardSum => vec!["receiver", "sender"],
+            Op::Mpsi(_) => ["org0", "org1", "org2"][..MPSI_PARTIES].to_vec(),
         }
     }
 }
 
+/// The mpsi role of participant `which` (the first is the coordinator).
+fn mpsi_role(protocol: &str, which: usize) -> &'static str {
+    match (protocol, which) {
+        ("miyaji-nishida", 0) => "dealer",
+        ("miyaji-nishida", _) => "party",
+        (_, 0) => "server",
+        _ => "client",
+    }
+}
+
+/// Whether mpsi participant `which` learns the intersection.
+fn mpsi_learns(protocol: &str, which: usize) -> bool {
+    matches!(mpsi_role(protocol, which), "server" | "party")
+}
+
+/// The command line of one mpsi participant; the same for every restart.
+fn mpsi_args(protocol: &'static str, dir: &Path, which: usize) -> Vec<String> {
+    let name = Op::Mpsi(protocol).roles()[which];
+    let s = |p: PathBuf| p.display().to_string();
+    let mut a: Vec<String> = vec![
+        "mpsi".into(),
+        "--protocol".into(),
+        protocol.into(),
+        "--role".into(),
+        mpsi_role(protocol, which).into(),
+        "--name".into(),
+        name.into(),
+        "--parties".into(),
+        s(dir.join("parties.toml")),
+        "--exchange-dir".into(),
+        s(dir.join("exchange")),
+        "--poll-interval-ms".into(),
+        "5".into(),
+        "--timeout".into(),
+        "120".into(),
+        "--state-dir".into(),
+        s(dir.join(format!("state-{name}"))),
+        "--output".into(),
+        s(dir.join(format!("{name}.json"))),
+    ];
+    if mpsi_role(protocol, which) != "dealer" {
+        a.extend([
+            "--input".into(),
+            s(dir.join(format!("{name}.csv"))),
+            "--id-column".into(),
+            "id".into(),
+        ]);
+    }
+    if mpsi_learns(protocol, which) {
+        a.extend([
+            "--output-rows".into(),
+            s(dir.join(format!("{name}-rows.csv"))),
+        ]);
+    }
+    a
+}
+
+/// Writes the parties file and every set holder's `<name>.csv` (column `id`, `n`
+/// random identifiers, `overlap` of them held by every holder, the rest fresh, in
+/// random order); returns the plaintext intersection.
+fn write_mpsi_inputs(
+    protocol: &'static str,
+    dir: &Path,
+    n: usize,
+    overlap: usize,
+    rng: &mut Rng,
+) -> HashSet<String> {
+    let names = Op::Mpsi(protocol).roles();
+    let mut toml = String::new();
+    for name in &names {
+        toml.push_str(&format!("[[party]]\nname = \"{name}\"\n"));
+    }
+    std::fs::write(dir.join("parties.toml"), toml).unwrap();
+    let mut seen = HashSet::new();
+    let mut fresh = |rng: &mut Rng| loop {
+        let id = format!("{:016x}", rng.next());
+        if seen.insert(id.clone()) {
+            return id;
+        }
+    };
+    let shared: Vec<String> = (0..overlap).map(|_| fresh(rng)).collect();
+    for (which, name) in names.iter().enumerate() {
+        if mpsi_role(protocol, which) == "dealer" {
+            continue;
+        }
+        let mut set = shared.clone();
+        set.extend((overlap..n).map(|_| fresh(rng)));
+        shuffle(&mut set, rng);
+        let text: String = std::iter::once("id".to_string())
+            .chain(set)
+            .map(|l| l + "\n")
+            .collect();
+        std::fs::write(dir.join(format!("{name}.csv")), text).unwrap();
+    }
+    shared.into_iter().collect()
+}
+
+/// The plaintext answer a run must give.
+enum Want {
+    /// (cardinality, sum of b's values over the intersection).
+    CardSum(u64, u64),
+    /// The intersection every learner's rows file must hold.
+    Intersection(HashSet<String>),
+}
+
 /// The command line of one party; the same for every restart.
 fn party_args(op: Op, dir: &Path, which: usize) -> Vec<String> {
+    if let Op::Mpsi(protocol) = op {
+        return mpsi_args(protocol, dir, which);
+    }
     let role = op.roles()[which];
     let mut a: Vec<String> = vec![op.name().into(), "--role".into(), role.into()];
     let s = |p: PathBuf| p.display().to_string();
@@ -270,27 +389,29 @@ impl Drop for Guard {
     }
 }
 
-/// Runs both parties of `op` once, killing per `kills` (per party: delays from the
+/// Runs every party of `op` once, killing per `kills` (per party: delays from the
 /// start of each of its processes). Returns the landed kills and the wall time.
 fn run_once(
     op: Op,
     dir: &Path,
-    kills: [Vec<Duration>; 2],
-    want: (u64, u64),
+    kills: Vec<Vec<Duration>>,
+    want: &Want,
 ) -> Result<(Vec<String>, Duration), String> {
-    let parties = [0, 1].map(|which| Party {
-        role: op.roles()[which],
-        args: party_args(op, dir, which),
-        output: dir.join(format!("{}.json", op.roles()[which])),
-        dir: dir.to_path_buf(),
-        child: None,
-        started: Instant::now(),
-        attempt: 0,
-        kills: kills[which].clone(),
-        landed: Vec::new(),
-        done: false,
-    });
-    let mut g = Guard(parties.into());
+    let parties: Vec<Party> = (0..op.roles().len())
+        .map(|which| Party {
+            role: op.roles()[which],
+            args: party_args(op, dir, which),
+            output: dir.join(format!("{}.json", op.roles()[which])),
+            dir: dir.to_path_buf(),
+            child: None,
+            started: Instant::now(),
+            attempt: 0,
+            kills: kills[which].clone(),
+            landed: Vec::new(),
+            done: false,
+        })
+        .collect();
+    let mut g = Guard(parties);
     let t0 = Instant::now();
     for p in &mut g.0 {
         p.spawn();
@@ -305,34 +426,78 @@ fn run_once(
         std::thread::sleep(Duration::from_millis(2));
     }
     let wall = t0.elapsed();
-    let [ra, rb] = [0, 1].map(|i| result(&g.0[i].output));
-    let (ra, rb) = (
-        ra.ok_or("first party wrote no result")?,
-        rb.ok_or("second party wrote no result")?,
-    );
-    let (card, sum) = want;
-    let got = match op {
-        Op::PiSum => (
-            ra["cardinality"].as_u64(),
-            rb["cardinality"].as_u64(),
-            rb["sums"][0].as_u64(),
-        ),
-        Op::PsiCardSum => (
-            ra["cardinality"].as_u64(),
-            rb["cardinality"].as_u64(),
-            rb["sum"].as_u64(),
-        ),
-    };
-    if got != (Some(card), Some(card), Some(sum)) {
-        return Err(format!(
-            "wrong answer: got (cardinality, cardinality, sum) = {got:?}, want ({card}, {card}, {sum})"
-        ));
-    }
+    check_answer(op, dir, &g.0, want)?;
     let landed =
         g.0.iter()
             .flat_map(|p| p.landed.iter().map(move |k| format!("{}@{k}", p.role)))
             .collect();
     Ok((landed, wall))
+}
+
+/// Checks every party's RESULT.json (and mpsi learners' rows) against `want`.
+fn check_answer(op: Op, dir: &Path, parties: &[Party], want: &Want) -> Result<(), String> {
+    let results = parties
+        .iter()
+        .map(|p| result(&p.output).ok_or(format!("{} wrote no result", p.role)))
+        .collect::<Result<Vec<_>, _>>()?;
+    match (op, want) {
+        (Op::Mpsi(protocol), Want::Intersection(want)) => {
+            for (which, (p, r)) in parties.iter().zip(&results).enumerate() {
+                if !mpsi_learns(protocol, which) {
+                    if !r["intersection_size"].is_null() {
+                        return Err(format!("{} learned an intersection size", p.role));
+                    }
+                    continue;
+                }
+                let rows = std::fs::read_to_string(dir.join(format!("{}-rows.csv", p.role)))
+                    .map_err(|e| format!("{}'s rows: {e}", p.role))?;
+                let got: HashSet<String> = rows.lines().skip(1).map(str::to_string).collect();
+                if &got != want || r["intersection_size"].as_u64() != Some(want.len() as u64) {
+                    return Err(format!(
+                        "wrong answer at {}: {} rows (intersection_size {}), want {} (the plaintext intersection)",
+                        p.role,
+                        got.len(),
+                        r["intersection_size"],
+                        want.len()
+                    ));
+                }
+            }
+            Ok(())
+        }
+        (_, &Want::CardSum(card, sum)) => {
+            let (ra, rb) = (&results[0], &results[1]);
+            let got = match op {
+                Op::PiSum => (
+                    ra["cardinality"].as_u64(),
+                    rb["cardinality"].as_u64(),
+                    rb["sums"][0].as_u64(),
+                ),
+                _ => (
+                    ra["cardinality"].as_u64(),
+                    rb["cardinality"].as_u64(),
+                    rb["sum"].as_u64(),
+                ),
+            };
+            if got != (Some(card), Some(card), Some(sum)) {
+                return Err(format!(
+                    "wrong answer: got (cardinality, cardinality, sum) = {got:?}, want ({card}, {card}, {sum})"
+                ));
+            }
+            Ok(())
+        }
+        _ => unreachable!("every operation has its kind of answer"),
+    }
+}
+
+/// The inputs of one run in `dir`, and the plaintext answer.
+fn write_run_inputs(op: Op, dir: &Path, n: usize, overlap: usize, rng: &mut Rng) -> Want {
+    match op {
+        Op::Mpsi(protocol) => Want::Intersection(write_mpsi_inputs(protocol, dir, n, overlap, rng)),
+        _ => {
+            let (card, sum) = write_inputs(dir, n, overlap, rng);
+            Want::CardSum(card, sum)
+        }
+    }
 }
 
 /// `runs` runs of `op` at `n` a side: a clean run first (the answer without kills, and
@@ -347,8 +512,9 @@ fn kill_and_resume(op: Op, runs: usize, n: usize) {
     let root = scratch(op.name());
     let base = root.join("clean");
     std::fs::create_dir_all(&base).unwrap();
-    let want = write_inputs(&base, n, n * 2 / 5, &mut rng);
-    let (_, clean) = run_once(op, &base, [vec![], vec![]], want)
+    let parties = op.roles().len();
+    let want = write_run_inputs(op, &base, n, n * 2 / 5, &mut rng);
+    let (_, clean) = run_once(op, &base, vec![vec![]; parties], &want)
         .unwrap_or_else(|e| panic!("{} clean run (seed {seed}): {e}", op.name()));
     eprintln!("{}: clean run {:.2}s", op.name(), clean.as_secs_f64());
     let mut total_landed = 0;
@@ -356,23 +522,25 @@ fn kill_and_resume(op: Op, runs: usize, n: usize) {
         let dir = root.join(format!("run-{run}"));
         std::fs::create_dir_all(&dir).unwrap();
         let overlap = 1 + rng.below(n as u64 - 1) as usize;
-        let want = write_inputs(&dir, n, overlap, &mut rng);
-        // One party (either) or both; one to three kills each, each at a uniform moment
+        let want = write_run_inputs(op, &dir, n, overlap, &mut rng);
+        // One party (any) or all; one to three kills each, each at a uniform moment
         // within 80% of a clean run after the start of that party's current process.
-        let victims = match rng.below(3) {
-            0 => [true, false],
-            1 => [false, true],
-            _ => [true, true],
+        let victims: Vec<bool> = match rng.below(parties as u64 + 1) as usize {
+            all if all == parties => vec![true; parties],
+            one => (0..parties).map(|p| p == one).collect(),
         };
         let window = clean.as_secs_f64() * 0.8;
-        let kills = victims.map(|v| {
-            let count = if v { 1 + rng.below(3) } else { 0 };
-            (0..count)
-                .map(|_| Duration::from_secs_f64(window * rng.unit()))
-                .collect::<Vec<_>>()
-        });
+        let kills: Vec<Vec<Duration>> = victims
+            .iter()
+            .map(|&v| {
+                let count = if v { 1 + rng.below(3) } else { 0 };
+                (0..count)
+                    .map(|_| Duration::from_secs_f64(window * rng.unit()))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
         let plan = format!("{kills:?}");
-        let (landed, wall) = run_once(op, &dir, kills, want).unwrap_or_else(|e| {
+        let (landed, wall) = run_once(op, &dir, kills, &want).unwrap_or_else(|e| {
             panic!(
                 "{} run {run} (seed {seed}, kill plan {plan}): {e}",
                 op.name()
@@ -403,4 +571,19 @@ fn pi_sum_survives_killed_parties() {
 #[test]
 fn psi_card_sum_survives_killed_parties() {
     kill_and_resume(Op::PsiCardSum, 5, 2000);
+}
+
+#[test]
+fn bay_survives_killed_participants() {
+    kill_and_resume(Op::Mpsi("bay"), 4, 200);
+}
+
+#[test]
+fn miyaji_nishida_survives_killed_participants() {
+    kill_and_resume(Op::Mpsi("miyaji-nishida"), 4, 200);
+}
+
+#[test]
+fn hazay_survives_killed_participants() {
+    kill_and_resume(Op::Mpsi("hazay"), 4, 200);
 }

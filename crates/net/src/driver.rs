@@ -118,6 +118,21 @@ impl LinkSet {
         self.links.keys().copied()
     }
 
+    /// Every link passed through `wrap` (a front end metering or cancelling all of a
+    /// participant's links alike).
+    pub fn wrap(
+        self,
+        mut wrap: impl FnMut(Box<dyn Transport + Send>) -> Box<dyn Transport + Send>,
+    ) -> Self {
+        Self {
+            links: self
+                .links
+                .into_iter()
+                .map(|(peer, t)| (peer, wrap(t)))
+                .collect(),
+        }
+    }
+
     /// Bytes moved over every link together.
     pub fn counters(&self) -> ByteCounters {
         self.links

@@ -28,7 +28,7 @@ use crate::errors::{self, IntoPy};
 use crate::input::{Input, InputData};
 use crate::link::{self, LinkArgs};
 use crate::monitor::Monitor;
-use crate::play::{self, Playable};
+use crate::play::{self, Paired, Playable};
 use crate::runner::{self, Job};
 
 /// The judge's BLS12-381 signing key (the CLI's `judge.key` file).
@@ -337,13 +337,8 @@ impl Playable for Spec {
     type Machine = Machine;
     type Outcome = Outcome;
 
-    fn names(&self) -> (&'static str, &'static str) {
-        match self {
-            Spec::Judge { .. } => ("judge", "client"),
-            Spec::Authorize { .. } => ("client", "judge"),
-            Spec::Intersect { .. } => ("client", "server"),
-            Spec::Server { .. } => ("server", "client"),
-        }
+    fn label(&self) -> String {
+        self.names().0.to_string()
     }
 
     fn machine(&self, seed: [u8; 32]) -> Result<Machine, Failure> {
@@ -444,6 +439,17 @@ impl Playable for Spec {
                 ))?))
             }
             _ => Err(Failure::other("an APSI machine of another role")),
+        }
+    }
+}
+
+impl Paired for Spec {
+    fn names(&self) -> (&'static str, &'static str) {
+        match self {
+            Spec::Judge { .. } => ("judge", "client"),
+            Spec::Authorize { .. } => ("client", "judge"),
+            Spec::Intersect { .. } => ("client", "server"),
+            Spec::Server { .. } => ("server", "client"),
         }
     }
 }

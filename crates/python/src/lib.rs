@@ -4,7 +4,7 @@
 //! the CLI drives (`privset_protocols`), over the same transports (`privset_net`), with
 //! the same input validation, metering, RESULT.json and error messages (`privset_run`).
 //! What this crate adds is the Python surface: inputs from Python objects
-//! ([`input`]), keyword arguments ([`link`], [`pi_sum`], [`pso`], [`apsi`]), and running a party
+//! ([`input`]), keyword arguments ([`link`], [`pi_sum`], [`pso`], [`apsi`], [`mpsi`]), and running a party
 //! on a worker thread with the GIL released, progress callbacks and Ctrl-C
 //! ([`runner`], [`play`], [`monitor`]). The pure-Python layer in `python/privset`
 //! wraps these in one class per protocol and role and frozen result dataclasses.
@@ -14,6 +14,7 @@ mod errors;
 mod input;
 mod link;
 mod monitor;
+mod mpsi;
 mod pi_sum;
 mod play;
 mod pso;
@@ -42,6 +43,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<input::Input>()?;
     m.add_class::<pi_sum::PiSumParty>()?;
     m.add_class::<pso::PsoParty>()?;
+    m.add_class::<mpsi::MpsiParty>()?;
     m.add_class::<apsi::ApsiParty>()?;
     m.add_class::<apsi::JudgeKey>()?;
     m.add_class::<apsi::JudgePublicKey>()?;

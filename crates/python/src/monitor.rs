@@ -50,13 +50,15 @@ impl Monitor {
         *self.status.lock().unwrap_or_else(|e| e.into_inner()) = status.to_string();
     }
 
-    fn count(&self, counters: ByteCounters, sent: u64, received: u64) {
+    /// Adds one link's messages and its bytes since it last reported (`bytes`): a
+    /// participant of a multi-party session reports all its links into one monitor.
+    fn count(&self, bytes: ByteCounters, sent: u64, received: u64) {
         self.messages_sent.fetch_add(sent, Ordering::Relaxed);
         self.messages_received
             .fetch_add(received, Ordering::Relaxed);
-        self.bytes_sent.store(counters.sent, Ordering::Relaxed);
+        self.bytes_sent.fetch_add(bytes.sent, Ordering::Relaxed);
         self.bytes_received
-            .store(counters.received, Ordering::Relaxed);
+            .fetch_add(bytes.received, Ordering::Relaxed);
     }
 
     pub fn snapshot(&self) -> Snapshot {
@@ -78,11 +80,27 @@ impl Monitor {
 pub(crate) struct Monitored {
     inner: Box<dyn Transport + Send>,
     monitor: Arc<Monitor>,
+    /// This link's byte counts when it last reported.
+    reported: ByteCounters,
 }
 
 impl Monitored {
     pub fn new(inner: Box<dyn Transport + Send>, monitor: Arc<Monitor>) -> Self {
-        Self { inner, monitor }
+        Self {
+            inner,
+            monitor,
+            reported: ByteCounters::default(),
+        }
+    }
+
+    fn count(&mut self, sent: u64, received: u64) {
+        let now = self.inner.counters();
+        let delta = ByteCounters {
+            sent: now.sent.saturating_sub(self.reported.sent),
+            received: now.received.saturating_sub(self.reported.received),
+        };
+        self.reported = now;
+        self.monitor.count(delta, sent, received);
     }
 }
 
@@ -90,7 +108,7 @@ impl Transport for Monitored {
     fn send(&mut self, message: &[u8]) -> Result<(), TransportError> {
         self.monitor.cancel.check()?;
         self.inner.send(message)?;
-        self.monitor.count(self.inner.counters(), 1, 0);
+        self.count(1, 0);
         Ok(())
     }
 
@@ -100,7 +118,7 @@ impl Transport for Monitored {
         // A cancel that woke a blocked read shows as a closed socket: say what it was.
         self.monitor.cancel.check()?;
         let message = received?;
-        self.monitor.count(self.inner.counters(), 0, 1);
+        self.count(0, 1);
         Ok(message)
     }
 

@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use crate::errors::{self, IntoPy};
 use crate::input::{Input, InputData};
 use crate::link::LinkArgs;
-use crate::play::{self, Playable};
+use crate::play::{self, Paired, Playable};
 
 /// One party of PI-Sum with its validated input and settings.
 #[pyclass(frozen, module = "privset._native")]
@@ -35,11 +35,8 @@ impl Playable for Spec {
     /// RESULT.json.
     type Outcome = String;
 
-    fn names(&self) -> (&'static str, &'static str) {
-        match self.role {
-            Role::P1 => ("p1", "p2"),
-            Role::P2 => ("p2", "p1"),
-        }
+    fn label(&self) -> String {
+        self.names().0.to_string()
     }
 
     fn machine(&self, seed: [u8; 32]) -> Result<Self::Machine, Failure> {
@@ -65,6 +62,15 @@ impl Playable for Spec {
             run,
         );
         serde_json::to_string(&report).map_err(|e| Failure::other(e.to_string()))
+    }
+}
+
+impl Paired for Spec {
+    fn names(&self) -> (&'static str, &'static str) {
+        match self.role {
+            Role::P1 => ("p1", "p2"),
+            Role::P2 => ("p2", "p1"),
+        }
     }
 }
 

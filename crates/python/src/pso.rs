@@ -19,7 +19,7 @@ use pyo3::types::{PyBytes, PyList, PyTuple};
 use crate::errors::{self, IntoPy};
 use crate::input::{Input, InputData};
 use crate::link::LinkArgs;
-use crate::play::{self, Playable};
+use crate::play::{self, Paired, Playable};
 
 /// One party of a set operation with its validated input and settings.
 #[pyclass(frozen, module = "privset._native")]
@@ -43,11 +43,8 @@ impl Playable for Spec {
     type Machine = Machine;
     type Outcome = Outcome;
 
-    fn names(&self) -> (&'static str, &'static str) {
-        match self.role {
-            PsoRole::Receiver => ("receiver", "sender"),
-            PsoRole::Sender => ("sender", "receiver"),
-        }
+    fn label(&self) -> String {
+        self.names().0.to_string()
     }
 
     fn machine(&self, seed: [u8; 32]) -> Result<Self::Machine, Failure> {
@@ -69,6 +66,15 @@ impl Playable for Spec {
         let items = self.input.dataset.ids.len();
         let report = PsoReport::new(&self.config, self.role, &output, items, rows, None, run);
         Ok(Outcome { report, output })
+    }
+}
+
+impl Paired for Spec {
+    fn names(&self) -> (&'static str, &'static str) {
+        match self.role {
+            PsoRole::Receiver => ("receiver", "sender"),
+            PsoRole::Sender => ("sender", "receiver"),
+        }
     }
 }
 

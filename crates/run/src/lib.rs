@@ -9,6 +9,8 @@
 //!   one-column interface;
 //! * [`link`]: listen / connect (mutual TLS) / exchange directory, from a [`LinkSpec`];
 //! * [`links`]: the n-party counterpart: a link to every peer (TCP or one directory);
+//!   [`parties_file`]: the roster of an n-party session; [`mpsi`]: what both front ends
+//!   of multi-party PSI share (role check, links from the roster, RESULT.json);
 //! * [`drive`]: drive a party over a link and measure bytes, CPU, memory and cost;
 //! * [`report`]: the RESULT.json structures;
 //! * [`apsi`]: authorized PSI's key, signature and policy files, its reports, and the
@@ -33,6 +35,7 @@ pub mod keys;
 pub mod link;
 pub mod links;
 pub mod metrics;
+pub mod mpsi;
 pub mod output_rows;
 pub mod parties_file;
 pub mod report;
