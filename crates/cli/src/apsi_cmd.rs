@@ -230,7 +230,7 @@ fn judge_serve(args: &JudgeServeArgs) -> Result<(), Failure> {
 /// Serves sessions of `service` on --listen, up to --max-concurrent at once, each cut
 /// off after --timeout, until --max-sessions have ended: one JSON line per session on
 /// stdout (and appended to --log), refused connections on stderr.
-fn serve_sessions(args: &ListenArgs, service: Arc<dyn Service>) -> Result<(), Failure> {
+pub(crate) fn serve_sessions(args: &ListenArgs, service: Arc<dyn Service>) -> Result<(), Failure> {
     let role = service.role();
     let listener = args.tls.bind(&args.listen)?;
     let opts = ServeOptions {
@@ -286,7 +286,7 @@ pub fn run_apsi(cmd: &ApsiCommand) -> Result<(), Failure> {
 }
 
 /// Drives a client party over a fresh connection to `addr`, metered.
-fn drive_client(
+pub(crate) fn drive_client(
     party: &mut dyn Party,
     tls: &TlsArgs,
     addr: &str,
@@ -305,7 +305,7 @@ fn drive_client(
     Ok(metered)
 }
 
-fn fresh_seed() -> [u8; 32] {
+pub(crate) fn fresh_seed() -> [u8; 32] {
     SessionRng::from_os().seed()
 }
 

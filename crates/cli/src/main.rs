@@ -17,6 +17,7 @@ mod progress;
 mod pso_cmd;
 mod run;
 mod toy_cmd;
+mod upsi_cmd;
 
 use std::path::PathBuf;
 
@@ -66,6 +67,13 @@ enum Command {
     Apsi {
         #[command(subcommand)]
         which: apsi_cmd::ApsiCommand,
+    },
+    /// Unbalanced labeled PSI (Cong et al. 2021): a server's large database, built once
+    /// and updated in place, queried by clients with up to 4,096 items, who learn which
+    /// are in it and their labels.
+    Upsi {
+        #[command(subcommand)]
+        which: upsi_cmd::UpsiCommand,
     },
     /// Make a throwaway CA and per-party certificates for trying privset out.
     Certs {
@@ -142,6 +150,7 @@ fn main() {
         Command::PrivateId(args) => run_pso(Operation::PrivateId, &args),
         Command::Judge { which } => apsi_cmd::run_judge(&which),
         Command::Apsi { which } => apsi_cmd::run_apsi(&which),
+        Command::Upsi { which } => upsi_cmd::run(&which),
         Command::Certs { out, names } => privset_net::certs::generate(&out, &names)
             .map(|files| {
                 for f in files {

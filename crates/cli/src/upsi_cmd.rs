@@ -1,0 +1,294 @@
+//! `privset upsi db build|add|remove|info`, `privset upsi serve` and `privset upsi
+//! query`: unbalanced labeled PSI (Cong et al. 2021) between a server holding a large
+//! database and clients with small sets.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Subcommand};
+use privset_protocols::upsi::{Client, Database, Preset};
+use privset_run::output_rows;
+use privset_run::upsi::{
+    QueryReport, UpsiService, build_database, match_rows, pad_labels, read_database, read_rows,
+    write_database,
+};
+
+use crate::apsi_cmd::{ListenArgs, drive_client, fresh_seed, serve_sessions};
+use crate::connect::TlsArgs;
+use crate::fail::Failure;
+use crate::input_args::InputArgs;
+use crate::metrics::Stopwatch;
+use crate::pi_sum_cmd::write_json;
+use crate::run::PriceArgs;
+
+#[derive(Subcommand, Debug)]
+pub enum UpsiCommand {
+    /// The server's database: build it from a file, add or remove items, describe it.
+    Db {
+        #[command(subcommand)]
+        which: DbCommand,
+    },
+    /// Answer clients' queries from a database, several sessions at once; a changed
+    /// database file is picked up without disturbing sessions in flight.
+    Serve(Box<ServeArgs>),
+    /// Ask a server which of this set's items it holds, and their labels.
+    Query(Box<QueryArgs>),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum DbCommand {
+    /// Build a database from an input file (all cores).
+    Build(Box<BuildArgs>),
+    /// Insert items (or replace their labels) without a rebuild.
+    Add(Box<ChangeArgs>),
+    /// Remove items without a rebuild.
+    Remove(Box<ChangeArgs>),
+    /// Print a database's preset, size and label length.
+    Info {
+        #[arg(long, value_name = "FILE")]
+        db: PathBuf,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct BuildArgs {
+    #[command(flatten)]
+    pub source: InputArgs,
+    /// Columns whose cells form each item's label (returned to clients that hold the
+    /// item). None: an unlabeled database.
+    #[arg(long, value_name = "NAME[,NAME...]", value_delimiter = ',')]
+    pub label_column: Vec<String>,
+    /// Bytes of every label (1 to 1,024; default: the longest in the input). Leave room
+    /// for labels added later.
+    #[arg(long, value_name = "N")]
+    pub label_bytes: Option<usize>,
+    /// Parameter preset (default: chosen from the input's size and --client-items).
+    #[arg(long, value_name = "NAME")]
+    pub preset: Option<String>,
+    /// Most items a client will query with (chooses the preset).
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub client_items: usize,
+    /// The database file to write (mode 0600: it holds the OPRF key).
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct ChangeArgs {
+    #[command(flatten)]
+    pub source: InputArgs,
+    /// The label columns (add on a labeled database).
+    #[arg(long, value_name = "NAME[,NAME...]", value_delimiter = ',')]
+    pub label_column: Vec<String>,
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub listen: ListenArgs,
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+    /// Seconds between looks at the database file for changes.
+    #[arg(long, value_name = "SECS", default_value_t = 2)]
+    pub reload_interval: u64,
+}
+
+#[derive(Args, Debug)]
+pub struct QueryArgs {
+    /// The server's HOST:PORT.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub peer: String,
+    #[command(flatten)]
+    pub tls: TlsArgs,
+    #[command(flatten)]
+    pub source: InputArgs,
+    #[arg(long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// The matches: the id columns, then the label's cells (label_1, ...); Parquet if
+    /// the name ends in .parquet, else CSV.
+    #[arg(long, value_name = "FILE.csv|FILE.parquet")]
+    pub output_rows: Option<PathBuf>,
+    #[command(flatten)]
+    pub prices: PriceArgs,
+}
+
+pub fn run(cmd: &UpsiCommand) -> Result<(), Failure> {
+    match cmd {
+        UpsiCommand::Db { which } => match which {
+            DbCommand::Build(args) => build(args),
+            DbCommand::Add(args) => change(args, true),
+            DbCommand::Remove(args) => change(args, false),
+            DbCommand::Info { db } => {
+                let db_file = read_database(db)?;
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&info(&db_file)).unwrap_or_default()
+                );
+                Ok(())
+            }
+        },
+        UpsiCommand::Serve(args) => serve(args),
+        UpsiCommand::Query(args) => query(args),
+    }
+}
+
+/// What `db info` prints and `db build` reports.
+fn info(db: &Database) -> serde_json::Value {
+    let preset = db.preset();
+    serde_json::json!({
+        "items": db.len(),
+        "preset": preset.name,
+        "label_bytes": db.label_len(),
+        "bundle_counts": db.bundle_counts(),
+        "max_client_items": preset.max_client_items,
+        "false_positive_log2": preset.false_positive_log2(preset.max_client_items, db.max_bundles_per_index()),
+        "ring_degree": preset.degree,
+        "plain_modulus": preset.plain_modulus,
+        "moduli_bits": preset.moduli_bits,
+    })
+}
+
+fn build(args: &BuildArgs) -> Result<(), Failure> {
+    let started = Instant::now();
+    let keys = args.source.keys()?;
+    let (ids, labels) = read_rows(&args.source.input, &keys, &args.label_column)?;
+    eprintln!(
+        "upsi db build: read {} items from {} in {:.1} s; hashing (OPRF) and computing the bins' polynomials on every core",
+        ids.len(),
+        args.source.input.display(),
+        started.elapsed().as_secs_f64()
+    );
+    let db = build_database(
+        &ids,
+        labels,
+        args.preset.as_deref(),
+        args.client_items,
+        args.label_bytes,
+    )?;
+    write_database(&args.db, &db)?;
+    eprintln!(
+        "upsi db build: {} items, preset {}, labels of {} bytes, {} bin bundles, {:.1} s -> {}",
+        db.len(),
+        db.preset().name,
+        db.label_len(),
+        db.bundle_counts().iter().sum::<u32>(),
+        started.elapsed().as_secs_f64(),
+        args.db.display()
+    );
+    Ok(())
+}
+
+fn change(args: &ChangeArgs, add: bool) -> Result<(), Failure> {
+    let started = Instant::now();
+    let mut db = read_database(&args.db)?;
+    let keys = args.source.keys()?;
+    if add && db.label_len() > 0 && args.label_column.is_empty() {
+        return Err(Failure::config(
+            "this database is labeled: give --label-column for the items added",
+        ));
+    }
+    let (ids, mut labels) = read_rows(
+        &args.source.input,
+        &keys,
+        if add { &args.label_column } else { &[] },
+    )?;
+    let before = db.len();
+    let mut rng = privset_crypto::rng::SessionRng::from_os();
+    if add {
+        pad_labels(&mut labels, db.label_len())?;
+        db.insert(&ids, &labels, &mut rng)?;
+    } else {
+        db.remove(&ids);
+    }
+    db.prepare()?;
+    write_database(&args.db, &db)?;
+    eprintln!(
+        "upsi db {}: {} -> {} items in {:.1} s -> {}",
+        if add { "add" } else { "remove" },
+        before,
+        db.len(),
+        started.elapsed().as_secs_f64(),
+        args.db.display()
+    );
+    Ok(())
+}
+
+fn serve(args: &ServeArgs) -> Result<(), Failure> {
+    let service = Arc::new(UpsiService::open(&args.db)?);
+    let db = service.database();
+    eprintln!(
+        "privset upsi server: {} items, preset {}, labels of {} bytes",
+        db.len(),
+        db.preset().name,
+        db.label_len()
+    );
+    drop(db);
+    let path = args.db.display().to_string();
+    service.watch(
+        Duration::from_secs(args.reload_interval.max(1)),
+        move |result| match result {
+            Ok(db) => eprintln!(
+                "privset upsi server: {path} changed: {} items now (sessions in flight keep the old database)",
+                db.len()
+            ),
+            Err(e) => eprintln!(
+                "privset upsi server: {path} changed but does not load ({}); still serving the previous database",
+                e.message
+            ),
+        },
+    );
+    serve_sessions(&args.listen, service)
+}
+
+fn query(args: &QueryArgs) -> Result<(), Failure> {
+    let stopwatch = Stopwatch::start();
+    let keys = args.source.keys()?;
+    let (items, _) = read_rows(&args.source.input, &keys, &[])?;
+    let largest = Preset::built_in()
+        .iter()
+        .map(|p| p.max_client_items)
+        .max()
+        .unwrap_or(0);
+    if items.len() > largest {
+        return Err(Failure::config(format!(
+            "{} items to query; the largest preset takes {largest} (split the set)",
+            items.len()
+        )));
+    }
+    let mut client = Client::new(items.clone(), fresh_seed())?;
+    let run = drive_client(
+        &mut client,
+        &args.tls,
+        &args.peer,
+        "upsi query",
+        &stopwatch,
+        &args.prices,
+    )?;
+    let out = client
+        .into_output()
+        .ok_or_else(|| Failure::other("the server ended the session without an answer"))?;
+    let rows = match &args.output_rows {
+        Some(path) => {
+            let (header, rows) = match_rows(&keys, &items, &out);
+            output_rows::write_rows(path, &header, &rows)?;
+            Some(rows.len() as u64)
+        }
+        None => None,
+    };
+    let report = QueryReport::new(&out, items.len(), rows, run);
+    eprintln!(
+        "upsi query: {} of {} items in the server's set (preset {}, false-positive probability 2^{:.0}), {} bytes sent, {} received, {:.2} s wall -> {}",
+        report.matches,
+        report.items,
+        report.preset,
+        report.false_positive_log2,
+        report.run.bytes_sent,
+        report.run.bytes_received,
+        report.run.wall_seconds,
+        args.output.display()
+    );
+    write_json(&args.output, &report)
+}

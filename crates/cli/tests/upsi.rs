@@ -1,0 +1,337 @@
+//! `privset upsi` with real processes over mutual TLS: a labeled database built from a
+//! CSV file, served, queried, changed while served, and refused when corrupted.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_privset");
+
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(name: &str) -> Self {
+        let d =
+            std::env::temp_dir().join(format!("privset-upsi-test-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let o = run(&[
+            "certs",
+            "--out",
+            &d.join("certs").display().to_string(),
+            "--names",
+            "server,client",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        Self(d)
+    }
+    fn p(&self, name: &str) -> String {
+        self.0.join(name).display().to_string()
+    }
+    fn tls(&self, who: &str) -> Vec<String> {
+        vec![
+            "--tls-ca".into(),
+            self.p("certs/ca.pem"),
+            "--tls-cert".into(),
+            self.p(&format!("certs/{who}.pem")),
+            "--tls-key".into(),
+            self.p(&format!("certs/{who}.key")),
+        ]
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn port() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    format!("127.0.0.1:{}", l.local_addr().unwrap().port())
+}
+
+fn phone(i: u64) -> String {
+    format!("+4479{i:08}")
+}
+
+/// The server's table: phone, risk, account.
+fn write_db_csv(path: &str, range: std::ops::Range<u64>) -> BTreeMap<String, (String, String)> {
+    let mut s = String::from("phone,risk,account\n");
+    let mut rows = BTreeMap::new();
+    for i in range {
+        let (risk, account) = ((i * 37 % 100).to_string(), format!("acct-{i}"));
+        s.push_str(&format!("{},{risk},{account}\n", phone(i)));
+        rows.insert(phone(i), (risk, account));
+    }
+    std::fs::write(path, s).unwrap();
+    rows
+}
+
+fn write_contacts(path: &str, phones: &[String]) {
+    let mut s = String::from("phone\n");
+    for p in phones {
+        // Spaces around the number: the default --normalize trim matches them.
+        s.push_str(&format!(" {p} \n"));
+    }
+    std::fs::write(path, s).unwrap();
+}
+
+fn serve(d: &Dir, addr: &str, sessions: u32) -> Child {
+    let mut a: Vec<String> = [
+        "upsi",
+        "serve",
+        "--db",
+        &d.p("db.upsi"),
+        "--listen",
+        addr,
+        "--max-sessions",
+        &sessions.to_string(),
+        "--reload-interval",
+        "1",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    a.extend(d.tls("server"));
+    Command::new(BIN)
+        .args(&a)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn query(d: &Dir, addr: &str, contacts: &str, rows: &str) -> Output {
+    let mut a: Vec<String> = [
+        "upsi",
+        "query",
+        "--peer",
+        addr,
+        "--tls-server-name",
+        "server",
+        "--input",
+        contacts,
+        "--id-column",
+        "phone",
+        "--output",
+        &d.p("result.json"),
+        "--output-rows",
+        rows,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    a.extend(d.tls("client"));
+    Command::new(BIN).args(&a).output().unwrap()
+}
+
+fn read_rows(path: &str) -> BTreeMap<String, (String, String)> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("phone,label_1,label_2"));
+    lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[0].to_string(), (f[1].to_string(), f[2].to_string()))
+        })
+        .collect()
+}
+
+fn expected(
+    table: &BTreeMap<String, (String, String)>,
+    phones: &[String],
+) -> BTreeMap<String, (String, String)> {
+    phones
+        .iter()
+        .filter_map(|p| table.get(p).map(|v| (p.clone(), v.clone())))
+        .collect()
+}
+
+#[test]
+fn labeled_queries_match_the_plaintext_answer_and_see_updates() {
+    let d = Dir::new("labeled");
+    let mut table = write_db_csv(&d.p("db.csv"), 0..6000);
+    let o = run(&[
+        "upsi",
+        "db",
+        "build",
+        "--input",
+        &d.p("db.csv"),
+        "--id-column",
+        "phone",
+        "--label-column",
+        "risk,account",
+        "--label-bytes",
+        "24",
+        "--db",
+        &d.p("db.upsi"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let info = run(&["upsi", "db", "info", "--db", &d.p("db.upsi")]);
+    let info: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    assert_eq!(info["items"], 6000);
+    assert_eq!(info["label_bytes"], 24);
+
+    let addr = port();
+    let mut server = serve(&d, &addr, 2);
+    // Hits, misses, a duplicate.
+    let mut phones: Vec<String> = (0..12000).step_by(37).map(phone).collect();
+    phones.push(phone(37));
+    write_contacts(&d.p("contacts.csv"), &phones);
+    let o = query(&d, &addr, &d.p("contacts.csv"), &d.p("rows.csv"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(read_rows(&d.p("rows.csv")), expected(&table, &phones));
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.p("result.json")).unwrap()).unwrap();
+    assert_eq!(
+        report["matches"].as_u64().unwrap() as usize,
+        expected(&table, &phones).len()
+    );
+
+    // Change the database while it is served: remove 0..100, relabel 100..110, add
+    // 20000..20050. The server picks the new file up.
+    std::fs::write(
+        d.p("remove.csv"),
+        (0..100).fold(String::from("phone\n"), |s, i| s + &phone(i) + "\n"),
+    )
+    .unwrap();
+    let o = run(&[
+        "upsi",
+        "db",
+        "remove",
+        "--input",
+        &d.p("remove.csv"),
+        "--id-column",
+        "phone",
+        "--db",
+        &d.p("db.upsi"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut add = String::from("phone,risk,account\n");
+    for i in (100..110).chain(20000..20050) {
+        add.push_str(&format!("{},new,acct-new-{i}\n", phone(i)));
+        table.insert(phone(i), ("new".into(), format!("acct-new-{i}")));
+    }
+    for i in 0..100 {
+        table.remove(&phone(i));
+    }
+    std::fs::write(d.p("add.csv"), add).unwrap();
+    let o = run(&[
+        "upsi",
+        "db",
+        "add",
+        "--input",
+        &d.p("add.csv"),
+        "--id-column",
+        "phone",
+        "--label-column",
+        "risk,account",
+        "--db",
+        &d.p("db.upsi"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let phones2: Vec<String> = (0..130).chain(19990..20060).map(phone).collect();
+    write_contacts(&d.p("contacts2.csv"), &phones2);
+    // The watcher looks every second; wait until the server says it reloaded.
+    std::thread::sleep(Duration::from_millis(2500));
+    let o = query(&d, &addr, &d.p("contacts2.csv"), &d.p("rows2.csv"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(read_rows(&d.p("rows2.csv")), expected(&table, &phones2));
+    let start = Instant::now();
+    while server.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = server.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("changed"), "{}", stderr(&out));
+}
+
+#[test]
+fn bad_databases_and_oversized_queries_are_clear_errors() {
+    let d = Dir::new("errors");
+    write_db_csv(&d.p("db.csv"), 0..500);
+    let o = run(&[
+        "upsi",
+        "db",
+        "build",
+        "--input",
+        &d.p("db.csv"),
+        "--id-column",
+        "phone",
+        "--db",
+        &d.p("db.upsi"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Corrupted and truncated files: input errors (exit 2) naming the file.
+    let bytes = std::fs::read(d.p("db.upsi")).unwrap();
+    let mut flipped = bytes.clone();
+    flipped[bytes.len() / 2] ^= 0x40;
+    for (name, content) in [
+        ("flipped.upsi", flipped),
+        ("short.upsi", bytes[..bytes.len() / 3].to_vec()),
+    ] {
+        std::fs::write(d.p(name), content).unwrap();
+        let o = run(&["upsi", "db", "info", "--db", &d.p(name)]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains("not valid"), "{}", stderr(&o));
+    }
+    // An unknown preset and labels too long for the database.
+    let o = run(&[
+        "upsi",
+        "db",
+        "build",
+        "--input",
+        &d.p("db.csv"),
+        "--id-column",
+        "phone",
+        "--preset",
+        "huge",
+        "--db",
+        &d.p("x.upsi"),
+    ]);
+    assert!(
+        !o.status.success() && stderr(&o).contains("no unbalanced-PSI preset"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&[
+        "upsi",
+        "db",
+        "build",
+        "--input",
+        &d.p("db.csv"),
+        "--id-column",
+        "phone",
+        "--label-column",
+        "account",
+        "--label-bytes",
+        "4",
+        "--db",
+        &d.p("x.upsi"),
+    ]);
+    assert!(
+        !o.status.success() && stderr(&o).contains("--label-bytes"),
+        "{}",
+        stderr(&o)
+    );
+    // A client over the server's preset is refused at the hello.
+    let addr = port();
+    let mut server = serve(&d, &addr, 1);
+    let phones: Vec<String> = (0..1500).map(phone).collect();
+    write_contacts(&d.p("big.csv"), &phones);
+    let o = query(&d, &addr, &d.p("big.csv"), &d.p("rows.csv"));
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("at most 1024"), "{}", stderr(&o));
+    let _ = server.kill();
+    let _ = server.wait();
+}
