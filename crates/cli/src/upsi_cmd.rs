@@ -10,8 +10,8 @@ use clap::{Args, Subcommand};
 use privset_protocols::upsi::{Client, Database, Preset};
 use privset_run::output_rows;
 use privset_run::upsi::{
-    QueryReport, UpsiService, build_database, match_rows, pad_labels, read_database, read_rows,
-    write_database,
+    QueryReport, Rows, UpsiService, build_database, match_rows, pad_labels, read_database,
+    read_rows, write_database,
 };
 
 use crate::apsi_cmd::{ListenArgs, drive_client, fresh_seed, serve_sessions};
@@ -154,7 +154,7 @@ fn info(db: &Database) -> serde_json::Value {
 fn build(args: &BuildArgs) -> Result<(), Failure> {
     let started = Instant::now();
     let keys = args.source.keys()?;
-    let (ids, labels) = read_rows(&args.source.input, &keys, &args.label_column)?;
+    let Rows { ids, labels } = read_rows(&args.source.input, &keys, &args.label_column)?;
     eprintln!(
         "upsi db build: read {} items from {} in {:.1} s; hashing (OPRF) and computing the bins' polynomials on every core",
         ids.len(),
@@ -190,7 +190,7 @@ fn change(args: &ChangeArgs, add: bool) -> Result<(), Failure> {
             "this database is labeled: give --label-column for the items added",
         ));
     }
-    let (ids, mut labels) = read_rows(
+    let Rows { ids, mut labels } = read_rows(
         &args.source.input,
         &keys,
         if add { &args.label_column } else { &[] },
@@ -246,7 +246,7 @@ fn serve(args: &ServeArgs) -> Result<(), Failure> {
 fn query(args: &QueryArgs) -> Result<(), Failure> {
     let stopwatch = Stopwatch::start();
     let keys = args.source.keys()?;
-    let (items, _) = read_rows(&args.source.input, &keys, &[])?;
+    let items = read_rows(&args.source.input, &keys, &[])?.ids;
     let largest = Preset::built_in()
         .iter()
         .map(|p| p.max_client_items)

@@ -36,15 +36,18 @@ pub fn write_database(path: &Path, db: &Database) -> Result<(), Failure> {
     write_private(path, &store::save(db))
 }
 
+/// The rows of an input: identifiers and, labeled, one label per identifier.
+pub struct Rows {
+    pub ids: Vec<Vec<u8>>,
+    /// Empty when no label columns were read.
+    pub labels: Vec<Vec<u8>>,
+}
+
 /// Rows of an input: identifiers (made by `keys`) and, when `label_columns` is not
 /// empty, each row's label (the label cells, length-prefixed). Rows repeating an
 /// identifier with the same label are read once; with different labels the last wins
 /// in the database.
-pub fn read_rows(
-    path: &Path,
-    keys: &Keys,
-    label_columns: &[String],
-) -> Result<(Vec<Vec<u8>>, Vec<Vec<u8>>), Failure> {
+pub fn read_rows(path: &Path, keys: &Keys, label_columns: &[String]) -> Result<Rows, Failure> {
     if label_columns.is_empty() {
         let spec = InputSpec {
             keys,
@@ -52,7 +55,10 @@ pub fn read_rows(
             segment: None,
         };
         let ids = source::read_input(path, &spec, DuplicatePolicy::First, 0)?.ids;
-        return Ok((ids, Vec::new()));
+        return Ok(Rows {
+            ids,
+            labels: Vec::new(),
+        });
     }
     // One read of the id and label columns together: the label cells unnormalised,
     // nothing hashed; the identifier is then made from its cells as `keys` makes it.
@@ -88,7 +94,7 @@ pub fn read_rows(
         ids.push(keys.key(&id_cells).map_err(Failure::input)?);
         labels.push(encode_label(&cells[n_ids..])?);
     }
-    Ok((ids, labels))
+    Ok(Rows { ids, labels })
 }
 
 /// A label from its cells: each u16-length-prefixed.
@@ -167,10 +173,13 @@ pub fn build_database(
 /// it to its end.
 pub struct UpsiService {
     path: PathBuf,
-    current: RwLock<(Option<(SystemTime, u64)>, Arc<Database>)>,
+    current: RwLock<(Stamp, Arc<Database>)>,
 }
 
-fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
+/// A file's modification time and length: what tells a changed database file.
+type Stamp = Option<(SystemTime, u64)>;
+
+fn stamp(path: &Path) -> Stamp {
     let meta = std::fs::metadata(path).ok()?;
     Some((meta.modified().ok()?, meta.len()))
 }
@@ -286,14 +295,11 @@ pub fn match_rows(
     items: &[Vec<u8>],
     out: &ClientOutput,
 ) -> (Vec<String>, Vec<Vec<Vec<u8>>>) {
-    let labelled: Vec<(&Vec<u8>, Option<Vec<Vec<u8>>>)> = items
+    let cells = items
         .iter()
         .zip(&out.matches)
-        .filter_map(|(item, m)| m.as_ref().map(|label| (item, decode_label(label))))
-        .collect();
-    let cells = labelled
-        .iter()
-        .map(|(_, l)| l.as_ref().map_or(1, Vec::len))
+        .filter_map(|(_, m)| m.as_ref())
+        .map(|label| decode_label(label).map_or(1, |c| c.len()))
         .max()
         .unwrap_or(0);
     let mut header = keys.output_columns();
