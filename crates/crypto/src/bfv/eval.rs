@@ -59,7 +59,7 @@ pub fn evaluate(
     };
     let low = plan.low_degree() as usize;
     if low == 0 {
-        return block(0, poly.degree());
+        return plain(poly, &power, rk);
     }
     let step = low + 1;
     let d = poly.degree();
@@ -93,4 +93,44 @@ pub fn evaluate(
         result += &products;
     }
     Ok(result)
+}
+
+/// Plain evaluation: the two-part and three-part powers (see [`PowerPlan::compute`])
+/// summed apart, the three-part sum relinearized once.
+fn plain<'a>(
+    poly: &Polynomial,
+    power: &dyn Fn(usize) -> Result<&'a Ciphertext, BfvError>,
+    rk: &RelinearizationKey,
+) -> Result<Ciphertext, BfvError> {
+    let coefficients = &poly.coefficients;
+    let mut by_parts: [(Vec<&Ciphertext>, Vec<&Plaintext>); 2] = Default::default();
+    for (i, c) in coefficients.iter().enumerate().skip(1) {
+        let ct = power(i)?;
+        let group = usize::from(ct.len() == 3);
+        if ct.len() > 3 {
+            return Err(BfvError::Powers(format!(
+                "power {i} has {} parts",
+                ct.len()
+            )));
+        }
+        by_parts[group].0.push(ct);
+        by_parts[group].1.push(c);
+    }
+    let mut sum: Option<Ciphertext> = None;
+    for (group, (cts, pts)) in by_parts.iter().enumerate() {
+        if cts.is_empty() {
+            continue;
+        }
+        let mut part = dot_product_scalar(cts.iter().copied(), pts.iter().copied())?;
+        if group == 1 {
+            rk.relinearizes(&mut part)?;
+        }
+        match &mut sum {
+            Some(s) => *s += &part,
+            None => sum = Some(part),
+        }
+    }
+    let mut sum = sum.expect("a polynomial of degree >= 1 has a power");
+    sum += &coefficients[0];
+    Ok(sum)
 }

@@ -2,40 +2,97 @@
 //! a bin's values, and the Newton interpolation polynomial that maps each value to its
 //! label part (Cong et al. 2021, Sec. 4.1). Coefficients lowest degree first.
 
-/// `a * b mod t` (t < 2^32, so the product fits in 64 bits).
-fn mul(a: u64, b: u64, t: u64) -> u64 {
-    a * b % t
+/// Arithmetic mod a prime t < 2^32 with Barrett reduction (the database build spends
+/// most of its time here; a hardware division is several times slower).
+#[derive(Clone, Copy)]
+struct Zt {
+    t: u64,
+    /// floor(2^64 / t)
+    mu: u64,
+}
+
+impl Zt {
+    fn new(t: u64) -> Self {
+        debug_assert!(t > 1 && t < 1 << 32);
+        Self {
+            t,
+            mu: u64::MAX / t,
+        }
+    }
+
+    #[inline]
+    fn mul(self, a: u64, b: u64) -> u64 {
+        let x = a * b;
+        let q = ((u128::from(x) * u128::from(self.mu)) >> 64) as u64;
+        // q is at most 2 below the true quotient.
+        let mut r = x - q * self.t;
+        while r >= self.t {
+            r -= self.t;
+        }
+        r
+    }
+
+    #[inline]
+    fn add(self, a: u64, b: u64) -> u64 {
+        let r = a + b;
+        if r >= self.t { r - self.t } else { r }
+    }
+
+    #[inline]
+    fn neg(self, a: u64) -> u64 {
+        if a == 0 { 0 } else { self.t - a }
+    }
+
+    fn pow(self, mut b: u64, mut e: u64) -> u64 {
+        let mut r = 1;
+        b %= self.t;
+        while e > 0 {
+            if e & 1 == 1 {
+                r = self.mul(r, b);
+            }
+            b = self.mul(b, b);
+            e >>= 1;
+        }
+        r
+    }
+
+    /// `out[i] = values[i]^-1` for non-zero values.
+    fn batch_invert(self, values: &[u64], out: &mut [u64]) {
+        let mut acc = 1u64;
+        for (o, &v) in out.iter_mut().zip(values) {
+            *o = acc;
+            acc = self.mul(acc, v);
+        }
+        let mut inv = self.pow(acc, self.t - 2);
+        for (o, &v) in out.iter_mut().zip(values).rev() {
+            *o = self.mul(*o, inv);
+            inv = self.mul(inv, v);
+        }
+    }
+
+    /// `c <- c * (x - root)`, in place (c grows by one coefficient).
+    fn mul_linear(self, c: &mut Vec<u64>, root: u64) {
+        let neg = self.neg(root % self.t);
+        c.push(0);
+        for i in (0..c.len()).rev() {
+            let shifted = if i > 0 { c[i - 1] } else { 0 };
+            c[i] = self.add(shifted, self.mul(c[i], neg));
+        }
+    }
 }
 
 /// `b^e mod t`.
-pub fn pow(mut b: u64, mut e: u64, t: u64) -> u64 {
-    let mut r = 1;
-    b %= t;
-    while e > 0 {
-        if e & 1 == 1 {
-            r = mul(r, b, t);
-        }
-        b = mul(b, b, t);
-        e >>= 1;
-    }
-    r
-}
-
-/// `a^-1 mod t` for prime t and a != 0.
-fn inverse(a: u64, t: u64) -> u64 {
-    pow(a, t - 2, t)
+pub fn pow(b: u64, e: u64, t: u64) -> u64 {
+    Zt::new(t).pow(b, e)
 }
 
 /// The coefficients of `prod (x - root)`.
 pub fn from_roots(roots: &[u64], t: u64) -> Vec<u64> {
-    let mut c = vec![1u64];
+    let z = Zt::new(t);
+    let mut c = Vec::with_capacity(roots.len() + 1);
+    c.push(1u64);
     for &r in roots {
-        let neg = (t - r % t) % t;
-        c.push(0);
-        for i in (0..c.len()).rev() {
-            let shifted = if i > 0 { c[i - 1] } else { 0 };
-            c[i] = (shifted + mul(c[i], neg, t)) % t;
-        }
+        z.mul_linear(&mut c, r);
     }
     c
 }
@@ -43,37 +100,42 @@ pub fn from_roots(roots: &[u64], t: u64) -> Vec<u64> {
 /// The polynomial of degree < n through the n points `(xs[i], ys[i])`; the xs must be
 /// distinct mod t (the database keeps them so).
 pub fn interpolate(xs: &[u64], ys: &[u64], t: u64) -> Vec<u64> {
+    let z = Zt::new(t);
     let n = xs.len();
     if n == 0 {
         return Vec::new();
     }
     // Divided differences, in place.
     let mut d: Vec<u64> = ys.iter().map(|y| y % t).collect();
+    let mut inverses = vec![0u64; n];
     for level in 1..n {
+        // The level's denominators xs[i] - xs[i - level], inverted together
+        // (Montgomery's trick: one exponentiation per level, not one per point).
+        let dens: Vec<u64> = (level..n)
+            .map(|i| z.add(xs[i] % t, z.neg(xs[i - level] % t)))
+            .collect();
+        z.batch_invert(&dens, &mut inverses[..dens.len()]);
         for i in (level..n).rev() {
-            let num = (d[i] + t - d[i - 1]) % t;
-            let den = (xs[i] + t - xs[i - level]) % t;
-            d[i] = mul(num, inverse(den, t), t);
+            let num = z.add(d[i], z.neg(d[i - 1]));
+            d[i] = z.mul(num, inverses[i - level]);
         }
     }
     // Horner on the Newton form: p = d0 + (x - x0)(d1 + (x - x1)(d2 + ...)).
-    let mut c = vec![d[n - 1]];
+    let mut c = Vec::with_capacity(n);
+    c.push(d[n - 1]);
     for i in (0..n - 1).rev() {
-        // c = c * (x - xs[i]) + d[i]
-        let neg = (t - xs[i] % t) % t;
-        c.push(0);
-        for k in (0..c.len()).rev() {
-            let shifted = if k > 0 { c[k - 1] } else { 0 };
-            c[k] = (shifted + mul(c[k], neg, t)) % t;
-        }
-        c[0] = (c[0] + d[i]) % t;
+        z.mul_linear(&mut c, xs[i]);
+        c[0] = z.add(c[0], d[i]);
     }
     c
 }
 
 /// `p(x) mod t`.
 pub fn eval(c: &[u64], x: u64, t: u64) -> u64 {
-    c.iter().rev().fold(0, |acc, &ci| (mul(acc, x, t) + ci) % t)
+    let z = Zt::new(t);
+    c.iter()
+        .rev()
+        .fold(0, |acc, &ci| z.add(z.mul(acc, x % t), ci))
 }
 
 #[cfg(test)]
