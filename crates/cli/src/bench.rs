@@ -27,6 +27,9 @@ pub enum BenchCommand {
     /// Multi-party PSI (de Jong, Table 7.4's tests): every participant its own process;
     /// CPU, bytes, wall, memory and cost per role, and Table 7.5's comparison.
     Mpsi(crate::bench_mpsi::MpsiBenchArgs),
+    /// Unbalanced labeled PSI (Cong et al. 2021): database build, query time, bytes each
+    /// way and memory, beside Microsoft APSI's figures on this machine kind.
+    Upsi(crate::bench_upsi::UpsiBenchArgs),
     /// PI-Sum (Ion et al. 2020): CPU per party, wall, bytes each way, peak memory, cost.
     PiSum {
         /// Items per party, comma-separated.
@@ -57,6 +60,9 @@ pub fn run(cmd: &BenchCommand) -> Result<(), Failure> {
         BenchCommand::Pso(args) => bench_pso::run(args, &args.dir.clone().unwrap_or_else(temp)),
         BenchCommand::Mpsi(args) => {
             crate::bench_mpsi::run(args, &args.dir.clone().unwrap_or_else(temp))
+        }
+        BenchCommand::Upsi(args) => {
+            crate::bench_upsi::run(args, &args.dir.clone().unwrap_or_else(temp))
         }
         BenchCommand::Apsi(args) => {
             crate::bench_apsi::run(args, &args.dir.clone().unwrap_or_else(temp))

@@ -7,6 +7,7 @@ mod bench;
 mod bench_apsi;
 mod bench_mpsi;
 mod bench_pso;
+mod bench_upsi;
 mod connect;
 mod datagen;
 mod demo;

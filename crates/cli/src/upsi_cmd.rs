@@ -72,6 +72,9 @@ pub struct BuildArgs {
     /// The database file to write (mode 0600: it holds the OPRF key).
     #[arg(long, value_name = "FILE")]
     pub db: PathBuf,
+    /// Also write the build's figures (items, preset, time, CPU, peak memory) as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -153,6 +156,7 @@ fn info(db: &Database) -> serde_json::Value {
 
 fn build(args: &BuildArgs) -> Result<(), Failure> {
     let started = Instant::now();
+    let stopwatch = Stopwatch::start();
     let keys = args.source.keys()?;
     let Rows { ids, labels } = read_rows(&args.source.input, &keys, &args.label_column)?;
     eprintln!(
@@ -178,6 +182,18 @@ fn build(args: &BuildArgs) -> Result<(), Failure> {
         started.elapsed().as_secs_f64(),
         args.db.display()
     );
+    if let Some(path) = &args.output {
+        let (cpu, wall) = stopwatch.elapsed();
+        let mut report = info(&db);
+        report["wall_seconds"] = wall.into();
+        report["cpu_seconds"] = cpu.into();
+        report["peak_rss_mib"] = privset_run::metrics::peak_rss_mib().into();
+        report["file_bytes"] = std::fs::metadata(&args.db)
+            .map(|m| m.len())
+            .unwrap_or(0)
+            .into();
+        write_json(path, &report)?;
+    }
     Ok(())
 }
 
