@@ -508,3 +508,34 @@ pub fn mpsi() -> Vec<Scenario> {
         })
         .collect()
 }
+
+/// Unbalanced labeled PSI (client 0, server 1): an unlabeled and a labeled database of
+/// a few items under the smallest preset, built once and shared by every replay.
+pub fn upsi() -> Vec<Scenario> {
+    use privset_protocols::upsi::{Client, Database, Preset, Server};
+    [0usize, 8]
+        .into_iter()
+        .enumerate()
+        .map(|(t, label_len)| {
+            let mut rng = SessionRng::from_seed(seed(250 + t as u8, 9));
+            let preset = Preset::named("n4096-c1k").unwrap();
+            let mut db = Database::new(preset, label_len, &mut rng).unwrap();
+            let labels: Vec<Vec<u8>> = if label_len > 0 {
+                (0..6u8).map(|i| vec![i; label_len]).collect()
+            } else {
+                Vec::new()
+            };
+            db.insert(&ids(0..6), &labels, &mut rng).unwrap();
+            db.prepare().unwrap();
+            let db = Arc::new(db);
+            let make: Make = Box::new(move |i| {
+                if i == 0 {
+                    Box::new(Client::new(ids(3..9), seed(250 + t as u8, 0)).unwrap()) as Box<dyn Party>
+                } else {
+                    Box::new(Server::new(db.clone(), seed(250 + t as u8, 1)).unwrap())
+                }
+            });
+            Scenario::record(format!("upsi/labels={label_len}"), 2, make)
+        })
+        .collect()
+}

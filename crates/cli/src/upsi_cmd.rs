@@ -44,6 +44,12 @@ pub enum DbCommand {
     Add(Box<ChangeArgs>),
     /// Remove items without a rebuild.
     Remove(Box<ChangeArgs>),
+    /// Replace the OPRF key (every item hashed again, labels re-encrypted); clients'
+    /// earlier results say nothing about the new hashes.
+    RotateKey {
+        #[arg(long, value_name = "FILE")]
+        db: PathBuf,
+    },
     /// Print a database's preset, size and label length.
     Info {
         #[arg(long, value_name = "FILE")]
@@ -124,6 +130,20 @@ pub fn run(cmd: &UpsiCommand) -> Result<(), Failure> {
             DbCommand::Build(args) => build(args),
             DbCommand::Add(args) => change(args, true),
             DbCommand::Remove(args) => change(args, false),
+            DbCommand::RotateKey { db } => {
+                let started = Instant::now();
+                let mut database = read_database(db)?;
+                database.rotate_key(&mut privset_crypto::rng::SessionRng::from_os())?;
+                database.prepare()?;
+                write_database(db, &database)?;
+                eprintln!(
+                    "upsi db rotate-key: {} items under a new OPRF key in {:.1} s -> {}",
+                    database.len(),
+                    started.elapsed().as_secs_f64(),
+                    db.display()
+                );
+                Ok(())
+            }
             DbCommand::Info { db } => {
                 let db_file = read_database(db)?;
                 println!(

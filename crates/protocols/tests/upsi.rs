@@ -168,6 +168,12 @@ fn database_updates_save_and_load() {
         None,
     ];
     assert_eq!(run(&db, &client, &mut rng), expected);
+    // A new OPRF key: the same answers (labels re-encrypted), other hashes.
+    let before = store::save(&db);
+    db.rotate_key(&mut rng).unwrap();
+    db.prepare().unwrap();
+    assert_eq!(run(&db, &client, &mut rng), expected);
+    assert_ne!(store::save(&db), before);
     let bytes = store::save(&db);
     let loaded = store::load(&bytes).unwrap();
     assert_eq!(loaded.len(), db.len());

@@ -204,6 +204,30 @@ impl Database {
         Ok(())
     }
 
+    /// Replaces the OPRF key: every item is hashed again under a fresh key and every
+    /// label re-encrypted under its new label key (the old label keys are recomputed to
+    /// open the labels). Clients of the old key learn nothing about the new hashes.
+    pub fn rotate_key(&mut self, rng: &mut SessionRng) -> Result<(), ProtocolError> {
+        let items: Vec<Vec<u8>> = self.records.keys().cloned().collect();
+        let labels: Vec<Vec<u8>> = if self.label_len > 0 {
+            let packed = Ristretto255::hash_mul_encode_batch(OPRF_DST, &items, &self.oprf_key());
+            packed
+                .par_chunks(item::ELEMENT_LEN)
+                .zip(&items)
+                .map(|(point, raw)| {
+                    let key = HashedItem::from_oprf(point).label_key;
+                    item::decrypt_label(&key, &self.records[raw].encrypted_label)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        rng.fill(&mut self.key_seed);
+        self.records.clear();
+        self.bundles = vec![Vec::new(); self.preset.bundle_indices()];
+        self.insert(&items, &labels, rng)
+    }
+
     /// Removes items; returns how many were present.
     pub fn remove(&mut self, items: &[Vec<u8>]) -> usize {
         items.iter().filter(|raw| self.remove_one(raw)).count()
