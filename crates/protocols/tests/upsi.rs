@@ -338,3 +338,57 @@ mod parties {
         }
     }
 }
+
+/// Runs a labeled database under `preset` against the plaintext answer.
+fn check_preset(preset: Preset, server: u64, label_len: usize) {
+    let mut rng = SessionRng::from_seed([5; 32]);
+    let mut db = Database::new(preset.clone(), label_len, &mut rng).unwrap();
+    let items: Vec<Vec<u8>> = (0..server).map(item).collect();
+    let labels: Vec<Vec<u8>> = (0..server).map(|i| label(i, label_len)).collect();
+    db.insert(&items, if label_len > 0 { &labels } else { &[] }, &mut rng)
+        .unwrap();
+    db.prepare().unwrap();
+    let client: Vec<Vec<u8>> = (0..40).map(|i| item(i * 97 % (2 * server))).collect();
+    let got = run(&db, &client, &mut rng);
+    for (c, g) in client.iter().zip(&got) {
+        let expected = items.iter().position(|x| x == c).map(|at| {
+            if label_len > 0 {
+                label(at as u64, label_len)
+            } else {
+                Vec::new()
+            }
+        });
+        assert_eq!(g, &expected, "{}", preset.name);
+    }
+}
+
+#[test]
+fn paterson_stockmeyer_preset_matches_plaintext() {
+    check_preset(Preset::named("n8192-c1k").unwrap(), 3000, 16);
+}
+
+#[test]
+fn labels_of_one_and_1024_bytes() {
+    check_preset(Preset::named("n4096-c1k").unwrap(), 500, 1);
+    check_preset(Preset::named("n4096-c1k").unwrap(), 300, 1024);
+}
+
+/// A preset with bins of 6 items: a few thousand items spread every bin over several
+/// bundles, so colliding items land in later bundles.
+#[test]
+fn items_colliding_in_bins_spread_over_bundles() {
+    let preset = Preset::parse(
+        "name = \"tiny-bins\"\ndegree = 4096\nplain_modulus = 786433\n\
+         moduli_bits = [36, 36, 37]\nfelts_per_item = 5\ntable_size = 1638\n\
+         max_items_per_bin = 6\nmax_client_items = 1024\nps_low_degree = 0\n\
+         query_powers = [1, 2, 4]\n",
+    )
+    .unwrap();
+    let mut rng = SessionRng::from_seed([6; 32]);
+    let mut db = Database::new(preset.clone(), 0, &mut rng).unwrap();
+    db.insert(&(0..8000).map(item).collect::<Vec<_>>(), &[], &mut rng)
+        .unwrap();
+    assert!(db.max_bundles_per_index() >= 3, "{:?}", db.bundle_counts());
+    check_preset(preset.clone(), 8000, 0);
+    check_preset(preset, 8000, 4);
+}
