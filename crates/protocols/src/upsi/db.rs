@@ -257,11 +257,7 @@ impl Database {
     fn place(&mut self, record: &Record) {
         let preset = &self.preset;
         let bpb = preset.bins_per_bundle();
-        let felts = HashedItem {
-            hash: record.hashed,
-            label_key: [0; 32],
-        }
-        .felts(preset);
+        let felts = item::felts(record.hashed, preset);
         let label = item::label_felts(
             preset,
             &record.encrypted_label,
@@ -350,11 +346,7 @@ impl Database {
 }
 
 fn locations(preset: &Preset, hash: u128) -> Vec<usize> {
-    HashedItem {
-        hash,
-        label_key: [0; 32],
-    }
-    .locations(preset.table_size)
+    item::locations(hash, preset.table_size)
 }
 
 /// The matching polynomial and label polynomials of one bin bundle, encoded.

@@ -51,24 +51,34 @@ impl HashedItem {
 
     /// The item's value in each of its slots.
     pub fn felts(&self, preset: &Preset) -> Vec<u64> {
-        let bits = preset.bits_per_felt();
-        let mask = (1u128 << bits) - 1;
-        (0..preset.felts_per_item)
-            .map(|j| ((self.hash >> (j as u32 * bits)) & mask) as u64)
-            .collect()
+        felts(self.hash, preset)
     }
 
     /// The item's bins under the cuckoo hash functions (distinct locations only).
     pub fn locations(&self, table_size: usize) -> Vec<usize> {
-        let mut out = Vec::with_capacity(HASH_FUNCTIONS);
-        for i in 0..HASH_FUNCTIONS {
-            let loc = location(self.hash, i, table_size);
-            if !out.contains(&loc) {
-                out.push(loc);
-            }
-        }
-        out
+        locations(self.hash, table_size)
     }
+}
+
+/// An item hash's value in each of its slots: `bits_per_felt`-bit pieces, low first.
+pub fn felts(hash: u128, preset: &Preset) -> Vec<u64> {
+    let bits = preset.bits_per_felt();
+    let mask = (1u128 << bits) - 1;
+    (0..preset.felts_per_item)
+        .map(|j| ((hash >> (j as u32 * bits)) & mask) as u64)
+        .collect()
+}
+
+/// An item hash's bins under the cuckoo hash functions (distinct locations only).
+pub fn locations(hash: u128, table_size: usize) -> Vec<usize> {
+    let mut out = Vec::with_capacity(HASH_FUNCTIONS);
+    for i in 0..HASH_FUNCTIONS {
+        let loc = location(hash, i, table_size);
+        if !out.contains(&loc) {
+            out.push(loc);
+        }
+    }
+    out
 }
 
 /// Bin of `hash` under hash function `i`. The hash is already pseudorandom (an OPRF
