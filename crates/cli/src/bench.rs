@@ -81,6 +81,16 @@ pub fn run(cmd: &BenchCommand) -> Result<(), Failure> {
     }
 }
 
+/// A JSON file a benchmarked process wrote (its RESULT.json or build report).
+pub(crate) fn read_json(path: &Path) -> Result<serde_json::Value, Failure> {
+    serde_json::from_str(&std::fs::read_to_string(path)?).map_err(|e| Failure::other(e.to_string()))
+}
+
+/// A number field of a report, NaN when absent (printed as such, never invented).
+pub(crate) fn number(v: &serde_json::Value, key: &str) -> f64 {
+    v[key].as_f64().unwrap_or(f64::NAN)
+}
+
 pub struct PartyResult {
     pub cpu: f64,
     pub wall: f64,

@@ -13,6 +13,7 @@ use group::Curve;
 use privset_crypto::bls;
 use privset_crypto::rng::SessionRng;
 
+use crate::bench::{number as f, read_json as json};
 use crate::demo::free_port;
 use crate::fail::Failure;
 
@@ -162,14 +163,6 @@ fn last_log_line(path: &Path) -> Result<serde_json::Value, Failure> {
     let text = std::fs::read_to_string(path)?;
     let line = text.lines().last().unwrap_or("{}");
     serde_json::from_str(line).map_err(|e| Failure::other(e.to_string()))
-}
-
-fn json(path: &Path) -> Result<serde_json::Value, Failure> {
-    serde_json::from_str(&std::fs::read_to_string(path)?).map_err(|e| Failure::other(e.to_string()))
-}
-
-fn f(v: &serde_json::Value, key: &str) -> f64 {
-    v[key].as_f64().unwrap_or(f64::NAN)
 }
 
 pub fn run(args: &ApsiBenchArgs, dir: &Path) -> Result<(), Failure> {

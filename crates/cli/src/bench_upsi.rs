@@ -9,6 +9,7 @@ use std::process::{Child, Command, Stdio};
 
 use clap::Args;
 
+use crate::bench::{number as f, read_json as json};
 use crate::demo::free_port;
 use crate::fail::Failure;
 use crate::metrics::MB;
@@ -76,14 +77,6 @@ fn label_cell(i: usize, bytes: usize) -> String {
         .cycle()
         .take(bytes.saturating_sub(2))
         .collect()
-}
-
-fn json(path: &Path) -> Result<serde_json::Value, Failure> {
-    serde_json::from_str(&std::fs::read_to_string(path)?).map_err(|e| Failure::other(e.to_string()))
-}
-
-fn f(v: &serde_json::Value, key: &str) -> f64 {
-    v[key].as_f64().unwrap_or(f64::NAN)
 }
 
 struct Query {

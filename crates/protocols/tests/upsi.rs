@@ -26,9 +26,11 @@ fn run(db: &Database, client: &[Vec<u8>], rng: &mut SessionRng) -> Vec<Option<Ve
         .unwrap()
 }
 
-fn check(preset: &str, server: u64, client_hits: u64, client_misses: u64, label_len: usize) {
+/// A database of `server` items under `preset` (labeled when `label_len` > 0) queried
+/// with `client`, against the plaintext answer.
+fn check_with(preset: Preset, server: u64, client: &[Vec<u8>], label_len: usize) {
     let mut rng = SessionRng::from_seed([7; 32]);
-    let mut db = Database::new(Preset::named(preset).unwrap(), label_len, &mut rng).unwrap();
+    let mut db = Database::new(preset.clone(), label_len, &mut rng).unwrap();
     let items: Vec<Vec<u8>> = (0..server).map(item).collect();
     let labels: Vec<Vec<u8>> = if label_len > 0 {
         (0..server).map(|i| label(i, label_len)).collect()
@@ -37,11 +39,7 @@ fn check(preset: &str, server: u64, client_hits: u64, client_misses: u64, label_
     };
     db.insert(&items, &labels, &mut rng).unwrap();
     db.prepare().unwrap();
-    let mut client: Vec<Vec<u8>> = (0..client_hits)
-        .map(|i| item(i * 3 % server.max(1)))
-        .collect();
-    client.extend((0..client_misses).map(|i| item(server + 10 + i)));
-    let got = run(&db, &client, &mut rng);
+    let got = run(&db, client, &mut rng);
     for (i, (c, g)) in client.iter().zip(&got).enumerate() {
         let expected = items.iter().position(|x| x == c).map(|at| {
             if label_len > 0 {
@@ -50,8 +48,22 @@ fn check(preset: &str, server: u64, client_hits: u64, client_misses: u64, label_
                 Vec::new()
             }
         });
-        assert_eq!(g, &expected, "client item {i} ({preset}, server {server})");
+        assert_eq!(
+            g, &expected,
+            "client item {i} ({}, server {server})",
+            preset.name
+        );
     }
+}
+
+/// `client_hits` items of the server's set (with repeats when the set is small) and
+/// `client_misses` others.
+fn check(preset: &str, server: u64, client_hits: u64, client_misses: u64, label_len: usize) {
+    let mut client: Vec<Vec<u8>> = (0..client_hits)
+        .map(|i| item(i * 3 % server.max(1)))
+        .collect();
+    client.extend((0..client_misses).map(|i| item(server + 10 + i)));
+    check_with(Preset::named(preset).unwrap(), server, &client, label_len);
 }
 
 #[test]
@@ -339,27 +351,10 @@ mod parties {
     }
 }
 
-/// Runs a labeled database under `preset` against the plaintext answer.
+/// 40 client items, about half in the server's set.
 fn check_preset(preset: Preset, server: u64, label_len: usize) {
-    let mut rng = SessionRng::from_seed([5; 32]);
-    let mut db = Database::new(preset.clone(), label_len, &mut rng).unwrap();
-    let items: Vec<Vec<u8>> = (0..server).map(item).collect();
-    let labels: Vec<Vec<u8>> = (0..server).map(|i| label(i, label_len)).collect();
-    db.insert(&items, if label_len > 0 { &labels } else { &[] }, &mut rng)
-        .unwrap();
-    db.prepare().unwrap();
     let client: Vec<Vec<u8>> = (0..40).map(|i| item(i * 97 % (2 * server))).collect();
-    let got = run(&db, &client, &mut rng);
-    for (c, g) in client.iter().zip(&got) {
-        let expected = items.iter().position(|x| x == c).map(|at| {
-            if label_len > 0 {
-                label(at as u64, label_len)
-            } else {
-                Vec::new()
-            }
-        });
-        assert_eq!(g, &expected, "{}", preset.name);
-    }
+    check_with(preset, server, &client, label_len);
 }
 
 #[test]
