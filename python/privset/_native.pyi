@@ -27,7 +27,7 @@ APSI_DEFAULT_MAX_ITEMS: int
 _Path = Union[str, PathLike[str]]
 
 #: ``callback(party, status, messages_sent, messages_received, bytes_sent, bytes_received)``
-_ProgressCallback = Callable[[str, str, int, int, int, int], Any]
+_ProgressCallback = Callable[[str, str, int, int, int, int, Optional[str], int, int, int], Any]
 
 #: ``(RESULT.json, rows)``; rows are None or ``(kind, list)`` with kind "items"
 #: (``(own_row | None, identifier)``), "shares" (``(index, share)``) or "private_id"

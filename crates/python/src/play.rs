@@ -51,6 +51,7 @@ fn play<P: Playable>(
 ) -> Result<P::Outcome, Failure> {
     let mut machine = player.machine(link.seed)?;
     link.transport = Box::new(Monitored::new(link.transport, monitor.clone()));
+    monitor.watch(P::party(&mut machine).meter());
     let (run, seed_file) = privset_run::drive_metered(
         P::party(&mut machine),
         link,
