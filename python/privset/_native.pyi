@@ -18,6 +18,7 @@ __all__ = [
     "open_share",
     "generate_certs",
     "live_workers",
+    "code_paths",
     "APSI_DEFAULT_MAX_ITEMS",
     "__version__",
 ]
@@ -287,5 +288,6 @@ def open_share(receiver_share: bytes, sender_share: bytes) -> bytes:
 def generate_certs(out: _Path, names: List[str]) -> List[str]:
     """Throwaway CA and per-name certificates, as ``privset certs``."""
 
+def code_paths() -> str: ...
 def live_workers() -> int:
     """Party threads still running."""

@@ -124,6 +124,16 @@ fn run_pso(operation: Operation, args: &pso_cmd::PsoArgs) -> Result<(), Failure>
 }
 
 fn main() {
+    if std::env::args()
+        .nth(1)
+        .is_some_and(|a| a == "--version" || a == "-V")
+    {
+        // The version and which code this CPU gets (the build is portable; the fast
+        // paths are chosen at run time: crates/crypto/src/cpu.rs).
+        println!("privset {}", env!("CARGO_PKG_VERSION"));
+        println!("{}", privset_crypto::cpu::report());
+        return;
+    }
     let cli = Cli::parse();
     progress::set_mode(cli.progress);
     let result = match cli.command {

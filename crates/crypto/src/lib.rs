@@ -13,6 +13,7 @@
 
 pub mod ahe;
 pub mod bls;
+pub mod cpu;
 pub mod cwprf;
 pub mod filter;
 pub mod group;
