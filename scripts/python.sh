@@ -3,8 +3,8 @@
 # it into a fresh virtual environment, as `pip install .` would on any machine:
 #   target/wheels/privset-<version>-cp39-abi3-linux_<arch>.whl   one wheel, CPython >= 3.9
 #   target/py-venv (or $PRIVSET_VENV)                            python with privset installed
-# The wheel is built for this CPU (.cargo/config.toml: target-cpu=native); for one that
-# runs on other x86-64 machines: RUSTFLAGS="-C target-cpu=x86-64-v2" bash scripts/python.sh
+# The wheel is portable (.cargo/config.toml: x86-64-v2, fast paths chosen at run time);
+# scripts/wheel.sh builds the manylinux-tagged one, checked by auditwheel.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="${PRIVSET_VENV:-$PWD/target/py-venv}"

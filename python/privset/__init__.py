@@ -103,7 +103,17 @@ from .set_operations import (
 
 __version__: str = _native.__version__
 
+
+def code_paths() -> str:
+    """Which code this CPU gets, one line per fast path: the wheel is built for any
+    x86-64-v2 CPU and picks AVX-512 IFMA (X25519 in eight lanes, curve25519-dalek) or
+    ADX (blst) at run time where the CPU has them. ``PRIVSET_PORTABLE=1`` forces
+    privset's own portable path."""
+    return _native.code_paths()
+
+
 __all__ = [
+    "code_paths",
     "Apsi",
     "ApsiAuthorizeClient",
     "ApsiAuthorizeResult",

@@ -19,6 +19,7 @@ __all__ = [
     "open_share",
     "generate_certs",
     "live_workers",
+    "code_paths",
     "APSI_DEFAULT_MAX_ITEMS",
     "__version__",
 ]
@@ -28,7 +29,7 @@ APSI_DEFAULT_MAX_ITEMS: int
 _Path = Union[str, PathLike[str]]
 
 #: ``callback(party, status, messages_sent, messages_received, bytes_sent, bytes_received)``
-_ProgressCallback = Callable[[str, str, int, int, int, int], Any]
+_ProgressCallback = Callable[[str, str, int, int, int, int, Optional[str], int, int, int], Any]
 
 #: ``(RESULT.json, rows)``; rows are None or ``(kind, list)`` with kind "items"
 #: (``(own_row | None, identifier)``), "shares" (``(index, share)``) or "private_id"
@@ -328,5 +329,6 @@ def open_share(receiver_share: bytes, sender_share: bytes) -> bytes:
 def generate_certs(out: _Path, names: List[str]) -> List[str]:
     """Throwaway CA and per-name certificates, as ``privset certs``."""
 
+def code_paths() -> str: ...
 def live_workers() -> int:
     """Party threads still running."""

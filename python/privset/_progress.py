@@ -1,8 +1,11 @@
-"""Progress of a long run: a callback of yours, or a tqdm bar.
+"""Progress of a long run: a callback of yours, or a tqdm bar per phase.
 
 The native run calls back from the waiting thread (never from the party's thread, so
-your callback may do anything Python allows) each time a party's status or message
-counts change, at most every 50 ms.
+your callback may do anything Python allows) each time a party's status, message
+counts or items done change, at most every 50 ms. A party counts the items of its bulk
+phases (hashing and evaluating its items, evaluating the peer's, pairings, encrypted
+filters...) as it goes; ``phase`` names the step as the protocol's docs do, with
+``done`` of ``total`` items.
 """
 
 from __future__ import annotations
@@ -28,13 +31,21 @@ class Progress:
     bytes_received: int
     #: Seconds since the run started.
     elapsed: float
+    #: The current bulk phase ("R1: hashing and evaluating our items"), or None before
+    #: the party's first.
+    phase: Optional[str] = None
+    #: Items of that phase done so far, and in total.
+    done: int = 0
+    total: int = 0
+    #: 1 for the party's first phase, 2 for its second, ... (0 before any).
+    phase_number: int = 0
 
 
 #: ``progress=`` of every run: a callable taking a :class:`Progress`, True for a tqdm
 #: bar per party (when tqdm is installed), or None/False for nothing.
 ProgressArg = Union[None, bool, Callable[[Progress], Any]]
 
-NativeCallback = Callable[[str, str, int, int, int, int], None]
+NativeCallback = Callable[[str, str, int, int, int, int, Optional[str], int, int, int], None]
 
 
 @contextmanager
@@ -45,8 +56,19 @@ def callback(progress: ProgressArg) -> Iterator[Optional[NativeCallback]]:
         return
     start = time.monotonic()
 
-    def event(party: str, status: str, ms: int, mr: int, bs: int, br: int) -> Progress:
-        return Progress(party, status, ms, mr, bs, br, time.monotonic() - start)
+    def event(
+        party: str,
+        status: str,
+        ms: int,
+        mr: int,
+        bs: int,
+        br: int,
+        phase: Optional[str],
+        phase_number: int,
+        done: int,
+        total: int,
+    ) -> Progress:
+        return Progress(party, status, ms, mr, bs, br, time.monotonic() - start, phase, done, total, phase_number)
 
     if callable(progress):
         yield lambda *args: progress(event(*args))
@@ -59,16 +81,25 @@ def callback(progress: ProgressArg) -> Iterator[Optional[NativeCallback]]:
         warnings.warn("progress=True shows a bar only when tqdm is installed (pip install tqdm)", stacklevel=3)
         yield None
         return
+    # One bar per party and phase: a new phase closes the party's last bar (left on
+    # screen as the phase's summary) and opens the next.
     bars: Dict[str, Any] = {}
+    phases: Dict[str, int] = {}
 
     def show(*args: Any) -> None:
         p = event(*args)
+        if p.phase is None:
+            return
         bar = bars.get(p.party)
-        if bar is None:
-            bar = bars[p.party] = tqdm(desc=p.party, unit="msg", position=len(bars), leave=True)
-        bar.set_description(f"{p.party}: {p.status}", refresh=False)
-        bar.set_postfix(sent=f"{p.bytes_sent / 2**20:.1f} MiB", received=f"{p.bytes_received / 2**20:.1f} MiB", refresh=False)
-        bar.update(p.messages_sent + p.messages_received - bar.n)
+        if bar is None or phases.get(p.party) != p.phase_number:
+            if bar is not None:
+                # A new phase starts only once the last one ended (between two polls).
+                bar.update(bar.total - bar.n)
+                bar.close()
+            bar = bars[p.party] = tqdm(desc=f"{p.party}: {p.phase}", total=p.total, unit="item", unit_scale=True, leave=True)
+            phases[p.party] = p.phase_number
+        bar.set_postfix_str(p.status, refresh=False)
+        bar.update(p.done - bar.n)
 
     try:
         yield show

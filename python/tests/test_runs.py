@@ -75,6 +75,13 @@ def test_progress_reaches_the_callback(rng) -> None:
     assert last["sender"].messages_received == last["receiver"].messages_sent > 0
     elapsed = [e.elapsed for e in events]
     assert elapsed == sorted(elapsed)
+    # Items done of total per bulk phase, named as in docs/pso, each counted to its end.
+    phases = {(e.party, e.phase): (e.done, e.total) for e in events if e.phase is not None}
+    assert phases[("receiver", "S1: evaluating the sender's items")] == (3000, 3000)
+    assert phases[("sender", "S2: evaluating the receiver's items")] == (3000, 3000)
+    for e in events:
+        assert 0 <= e.done <= e.total
+        assert (e.phase is None) == (e.phase_number == 0)
 
 
 def test_an_exception_in_the_callback_stops_the_run(rng) -> None:
@@ -97,7 +104,10 @@ def test_progress_bar_with_tqdm(rng, capsys) -> None:
     y, x = sets(rng, 500, 500, 100)
     assert privset.local.psu(y, x, progress=True).receiver.rows == 900
     err = capsys.readouterr().err
-    assert "receiver: done" in err and "sender: done" in err
+    # A bar per party and phase, ending at the phase's item count.
+    assert "receiver: S1: evaluating the sender's items" in err, err
+    assert "sender: S2: evaluating the receiver's items" in err, err
+    assert "500/500" in err, err
 
 
 def test_progress_bar_without_tqdm_warns(rng, monkeypatch) -> None:

@@ -35,6 +35,10 @@ use crate::fail::Failure;
 #[derive(Parser)]
 #[command(name = "privset", version, about, long_about = None)]
 struct Cli {
+    /// How a long run shows its progress on stderr: a bar per phase on a terminal and
+    /// nothing otherwise (auto), one JSON object per line for other programs, or nothing.
+    #[arg(long, global = true, value_enum, default_value_t = progress::ProgressMode::Auto)]
+    progress: progress::ProgressMode,
     #[command(subcommand)]
     command: Command,
 }
@@ -129,7 +133,18 @@ fn run_pso(operation: Operation, args: &pso_cmd::PsoArgs) -> Result<(), Failure>
 }
 
 fn main() {
+    if std::env::args()
+        .nth(1)
+        .is_some_and(|a| a == "--version" || a == "-V")
+    {
+        // The version and which code this CPU gets (the build is portable; the fast
+        // paths are chosen at run time: crates/crypto/src/cpu.rs).
+        println!("privset {}", env!("CARGO_PKG_VERSION"));
+        println!("{}", privset_crypto::cpu::report());
+        return;
+    }
     let cli = Cli::parse();
+    progress::set_mode(cli.progress);
     let result = match cli.command {
         Command::PiSum(args) => pi_sum_cmd::run(&args).map(|report| {
             eprintln!(

@@ -223,7 +223,7 @@ pub fn run(args: &MpsiArgs) -> Result<MpsiReport, Failure> {
     let links = args.spec(&roster, me)?.open()?;
     let mut party = mpsi::new_party(config, links.seed)?;
     let label = format!("mpsi {} {}", protocol.name(), args.name);
-    let progress = Progress::new(&label);
+    let mut progress = Progress::new(&label, party.meter());
     let result = privset_run::drive_links_metered(
         party.as_mut(),
         links,

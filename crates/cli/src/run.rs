@@ -37,7 +37,7 @@ pub fn drive_metered(
     stopwatch: &Stopwatch,
     prices: Prices,
 ) -> Result<(Metered, SeedFile), Failure> {
-    let progress = Progress::new(label);
+    let mut progress = Progress::new(label, party.meter());
     let result =
         privset_run::drive_metered(party, link, &mut |s| progress.status(s), stopwatch, prices);
     progress.finish();

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::{ArgGroup, Args, ValueEnum};
 use privset_net::Cancel;
+use privset_protocols::Party;
 use privset_protocols::toy::{self, Form, ToySumConfig};
 use privset_run::{Failure, Metered, PartiesEndpoint, PartiesSpec, Stopwatch};
 
@@ -136,7 +137,7 @@ pub fn run(args: &ToySumArgs) -> Result<ToySumReport, Failure> {
     let links = args.spec()?.open()?;
     let mut party = toy::new_party(config, links.seed)?;
     let label = format!("toy-sum {} of {}", args.me, args.parties);
-    let progress = Progress::new(&label);
+    let mut progress = Progress::new(&label, party.meter());
     let result = privset_run::drive_links_metered(
         &mut party,
         links,

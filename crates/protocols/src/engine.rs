@@ -26,10 +26,12 @@
 //! ```
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use privset_crypto::rng::SessionRng;
 
 use crate::error::{PeerMisbehaved, ProtocolError};
+use crate::meter::Meter;
 use crate::party::{Outgoing, OutputParty, Party};
 use crate::session::{Channel, SALT_LEN, SessionContext};
 use crate::wire::{self, HEADER_LEN, KIND_HELLO, KIND_ROSTER, MAX_ALERT_LEN, PartyId, ProtocolId};
@@ -159,6 +161,8 @@ pub struct Session<'a> {
     pub rng: &'a mut SessionRng,
     pub ctx: &'a SessionContext,
     pub roster: &'a Roster,
+    /// Where bulk work counts its items (see [`crate::meter`]).
+    pub meter: &'a Meter,
     out: &'a mut Outbox,
 }
 
@@ -285,6 +289,7 @@ pub struct Engine<P: Protocol> {
     salts: Vec<Option<[u8; SALT_LEN]>>,
     out: Outbox,
     phase: Phase,
+    meter: Arc<Meter>,
 }
 
 impl<P: Protocol> Engine<P> {
@@ -321,6 +326,7 @@ impl<P: Protocol> Engine<P> {
             salts,
             out,
             phase: Phase::Hellos,
+            meter: Arc::new(Meter::new()),
         })
     }
 
@@ -490,6 +496,7 @@ impl<P: Protocol> Engine<P> {
             rng: &mut self.rng,
             ctx,
             roster: &self.roster,
+            meter: &self.meter,
             out: &mut self.out,
         };
         step(&mut self.protocol, &mut session)
@@ -595,6 +602,10 @@ impl<P: Protocol> Party for Engine<P> {
             Phase::Running(_) => self.protocol.status(),
             Phase::Failed => "failed".into(),
         }
+    }
+
+    fn meter(&self) -> Option<Arc<Meter>> {
+        Some(Arc::clone(&self.meter))
     }
 
     fn peer_name(&self, peer: PartyId) -> Option<String> {

@@ -15,6 +15,7 @@ pub mod apsi;
 pub mod engine;
 pub mod error;
 pub mod input;
+pub mod meter;
 pub mod mpsi;
 pub mod party;
 pub mod peer_text;
@@ -28,4 +29,5 @@ pub mod wire;
 
 pub use engine::{Engine, Handshake, Message, Protocol, Roster, Session, Topology};
 pub use error::{InputError, PeerMisbehaved, ProtocolError};
+pub use meter::{Meter, Reading};
 pub use party::{Outgoing, OutputParty, Party, PartyId};

@@ -1,6 +1,9 @@
 //! The one trait every protocol party implements, as the drivers see it.
 
+use std::sync::Arc;
+
 use crate::error::ProtocolError;
+use crate::meter::Meter;
 pub use crate::wire::PartyId;
 
 /// A message a party wants sent, and to whom.
@@ -63,6 +66,11 @@ pub trait Party: Send {
     fn is_finished(&self) -> bool;
     /// What the party is doing now, for progress displays ("exponentiating 100000 items").
     fn status(&self) -> String;
+    /// Where the party counts the items of its bulk phases, for a display that reads it
+    /// from another thread while the party works; `None` for a party that does not count.
+    fn meter(&self) -> Option<Arc<Meter>> {
+        None
+    }
     /// Alert frames telling every peer this party talks to why it stopped.
     fn alerts(&self, error: &ProtocolError) -> Vec<Outgoing>;
     /// The name of participant `peer` for errors about its link, in sessions where

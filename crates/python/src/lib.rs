@@ -33,6 +33,13 @@ fn generate_certs(py: Python<'_>, out: PathBuf, names: Vec<String>) -> PyResult<
 }
 
 /// Party threads still running (0 once every run has ended, even a cancelled one).
+/// Which code this CPU gets: the wheel is built for x86-64-v2 and chooses its fast
+/// paths at run time (privset_crypto::cpu), one line per path.
+#[pyfunction]
+fn code_paths() -> String {
+    privset_crypto::cpu::report()
+}
+
 #[pyfunction]
 fn live_workers() -> usize {
     runner::live_workers()
@@ -51,6 +58,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pso::open_share, m)?)?;
     m.add_function(wrap_pyfunction!(generate_certs, m)?)?;
     m.add_function(wrap_pyfunction!(live_workers, m)?)?;
+    m.add_function(wrap_pyfunction!(code_paths, m)?)?;
     m.add("APSI_DEFAULT_MAX_ITEMS", apsi::DEFAULT_MAX_ITEMS)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -1,5 +1,6 @@
-//! What the Python thread sees of a party running on a worker thread: its status and
-//! message and byte counts (for progress callbacks), and the cancel token it obeys.
+//! What the Python thread sees of a party running on a worker thread: its status,
+//! message and byte counts and the items of its current phase (the party's
+//! [`Meter`], for progress callbacks), and the cancel token it obeys.
 //!
 //! The party's thread writes; the Python thread reads a [`Snapshot`] whenever it wakes
 //! to check for signals. [`Monitored`] wraps the link's transport to count messages
@@ -10,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use privset_net::{ByteCounters, Cancel, Transport, TransportError};
+use privset_protocols::Meter;
 
 /// One party's progress, shared between its worker thread and the Python thread.
 pub(crate) struct Monitor {
@@ -17,6 +19,8 @@ pub(crate) struct Monitor {
     pub label: String,
     pub cancel: Cancel,
     status: Mutex<String>,
+    /// The party's meter, once the party exists.
+    meter: Mutex<Option<Arc<Meter>>>,
     messages_sent: AtomicU64,
     messages_received: AtomicU64,
     bytes_sent: AtomicU64,
@@ -31,6 +35,11 @@ pub(crate) struct Snapshot {
     pub messages_received: u64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
+    /// The current bulk phase ("" before any), items done of total.
+    pub phase: &'static str,
+    pub phase_number: u64,
+    pub done: u64,
+    pub total: u64,
 }
 
 impl Monitor {
@@ -39,6 +48,7 @@ impl Monitor {
             label: label.to_string(),
             cancel,
             status: Mutex::new("connecting".into()),
+            meter: Mutex::new(None),
             messages_sent: AtomicU64::new(0),
             messages_received: AtomicU64::new(0),
             bytes_sent: AtomicU64::new(0),
@@ -48,6 +58,11 @@ impl Monitor {
 
     pub fn set_status(&self, status: &str) {
         *self.status.lock().unwrap_or_else(|e| e.into_inner()) = status.to_string();
+    }
+
+    /// Reads the items of the party's phases from `meter` from now on.
+    pub fn watch(&self, meter: Option<Arc<Meter>>) {
+        *self.meter.lock().unwrap_or_else(|e| e.into_inner()) = meter;
     }
 
     /// Adds one link's messages and its bytes since it last reported (`bytes`): a
@@ -62,7 +77,17 @@ impl Monitor {
     }
 
     pub fn snapshot(&self) -> Snapshot {
+        let reading = self
+            .meter
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(|m| m.read());
         Snapshot {
+            phase: reading.map_or("", |r| r.phase),
+            phase_number: reading.map_or(0, |r| r.phase_number),
+            done: reading.map_or(0, |r| r.done),
+            total: reading.map_or(0, |r| r.total),
             status: self
                 .status
                 .lock()

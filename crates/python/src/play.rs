@@ -78,6 +78,7 @@ fn play<P: Playable>(
     let mut machine = player.machine(wires.seed())?;
     let monitored = |t| Box::new(Monitored::new(t, monitor.clone())) as _;
     let on_status = &mut |status: &str| monitor.set_status(status);
+    monitor.watch(P::party(&mut machine).meter());
     let party = P::party(&mut machine);
     let (run, seed_file) = match wires {
         Wires::Pair(mut link) => {

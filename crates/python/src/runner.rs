@@ -135,7 +135,8 @@ pub(crate) fn run<T: Send + 'static>(
 }
 
 /// Calls `callback(label, status, messages_sent, messages_received, bytes_sent,
-/// bytes_received)` for each party whose progress changed since last shown.
+/// bytes_received, phase, phase_number, done, total)` for each party whose progress
+/// changed since last shown (`phase` is None before the party's first bulk phase).
 fn report(
     callback: &Bound<'_, PyAny>,
     monitors: &[Arc<Monitor>],
@@ -151,6 +152,10 @@ fn report(
                 now.messages_received,
                 now.bytes_sent,
                 now.bytes_received,
+                (now.phase_number > 0).then_some(now.phase),
+                now.phase_number,
+                now.done,
+                now.total,
             ))?;
             *last = Some(now);
         }

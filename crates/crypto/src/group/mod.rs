@@ -94,6 +94,17 @@ impl GroupError {
             other => other,
         }
     }
+
+    /// The same error for a part of a packed vector that starts at element `first`
+    /// (an index relative to the part becomes one relative to the whole).
+    pub fn at_offset(self, first: usize) -> Self {
+        match self {
+            GroupError::NonCanonical { index } | GroupError::Identity { index } => {
+                self.at(first + index)
+            }
+            other => other,
+        }
+    }
 }
 
 /// Elements per rayon work item in the batch operations: large enough to amortise

@@ -31,6 +31,7 @@ use super::{CLIENT, PROVIDER, invalid, invalid_at, not_now, on_off};
 use super::{KcToken, Mode, h1, h2, kc_message, kind, validate_items};
 use crate::engine::{Engine, Handshake, Message, Protocol, Roster, Session};
 use crate::error::{PeerMisbehaved, ProtocolError};
+use crate::meter::Meter;
 use crate::session::SessionContext;
 use crate::wire::{PartyId, ProtocolId, checked_len, expect_len};
 
@@ -215,18 +216,24 @@ impl Client {
     }
 
     /// The tags of `e(sigma_i, S)` for every item used (deferred work).
-    fn pair_own_items(&mut self, ctx: &SessionContext) -> Result<(), ProtocolError> {
+    fn pair_own_items(&mut self, ctx: &SessionContext, meter: &Meter) -> Result<(), ProtocolError> {
         self.pairing_pending = false;
         let prepared = self
             .server_key
             .as_ref()
             .ok_or(not_now("pairing before the server's key S"))?;
         let key = ctx.derive_key(TAG_KEY);
-        let tags = self
-            .signed
-            .par_iter()
-            .map(|(_, sig)| bls::gt_tag(&bls::pairing_prepared(sig, prepared), &key))
-            .collect();
+        let tags = meter.slices(
+            "pairing our signatures with S",
+            &self.signed,
+            1,
+            |_, slice| {
+                slice
+                    .par_iter()
+                    .map(|(_, sig)| bls::gt_tag(&bls::pairing_prepared(sig, prepared), &key))
+                    .collect()
+            },
+        );
         self.own_tags = Some(tags);
         Ok(())
     }
@@ -239,7 +246,7 @@ impl Client {
             Some(own) => own,
             None => {
                 // A driver that skipped the deferred work: do it now.
-                self.pair_own_items(session.ctx)?;
+                self.pair_own_items(session.ctx, session.meter)?;
                 self.own_tags.take().unwrap_or_default()
             }
         };
@@ -344,7 +351,7 @@ impl Protocol for Client {
     }
 
     fn do_deferred_work(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
-        self.pair_own_items(session.ctx)
+        self.pair_own_items(session.ctx, session.meter)
     }
 
     fn is_done(&self) -> bool {
@@ -520,10 +527,17 @@ impl Server {
             .ok_or(not_now("encoding before the key S"))?;
         let prepared = bls::prepare(&self.config.judge_key.blinded(&s));
         let key = session.ctx.derive_key(TAG_KEY);
-        let tags: Vec<[u8; bls::TAG_LEN]> = points
-            .par_iter()
-            .map(|p| bls::gt_tag(&bls::pairing_prepared(p, &prepared), &key))
-            .collect();
+        let tags: Vec<[u8; bls::TAG_LEN]> = session.meter.slices(
+            "pairing our items with the judge's key",
+            points,
+            1,
+            |_, slice| {
+                slice
+                    .par_iter()
+                    .map(|p| bls::gt_tag(&bls::pairing_prepared(p, &prepared), &key))
+                    .collect()
+            },
+        );
         let mut out = Vec::with_capacity(tags.len() * bls::TAG_LEN);
         for t in &tags {
             out.extend_from_slice(t);

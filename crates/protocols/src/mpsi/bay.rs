@@ -132,6 +132,10 @@ impl Server {
             }
         }
         self.phase = ServerPhase::Filters;
+        let entries: usize = self.clients().map(|c| self.client_bits(c)).sum();
+        session
+            .meter
+            .begin("adding the clients' encrypted Bloom filters", entries);
         if self.expected.is_empty() {
             self.on_filters_complete(session)?;
         }
@@ -277,6 +281,7 @@ impl Protocol for Server {
             }
             ServerPhase::Filters => {
                 self.on_filter_chunk(e.from, body)?;
+                session.meter.add(body.len() / CIPHERTEXT_LEN);
                 if self.expected.is_empty() {
                     self.on_filters_complete(session)?;
                 }
@@ -466,6 +471,11 @@ impl Protocol for Client {
     /// One chunk of the encrypted inverted filter (while the previous one leaves).
     fn do_deferred_work(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
         let (start, len) = chunk(self.bloom.len(), self.next_chunk);
+        if self.next_chunk == 0 {
+            session
+                .meter
+                .begin("encrypting the inverted Bloom filter", self.bloom.len());
+        }
         let pk = self.pk().clone();
         let (zero, one) = (S::scalar_from_u64(&pk, 0), S::scalar_from_u64(&pk, 1));
         let inverted: Vec<_> = self.bloom[start..start + len]
@@ -474,6 +484,7 @@ impl Protocol for Client {
             .collect();
         let encrypted = S::encrypt_encoded(&pk, &inverted, session.rng);
         session.send(HUB, KIND_FILTER, &encrypted);
+        session.meter.add(len);
         self.next_chunk += 1;
         if self.next_chunk == chunks(self.bloom.len()) {
             self.expect_query();

@@ -146,6 +146,16 @@ impl Server {
         }
         self.pk = Some(pk);
         self.phase = ServerPhase::Polynomials;
+        let coefficients: usize = (1..=self.setup.holders() as PartyId)
+            .map(|c| {
+                let bins = client_bins(&self.setup, c);
+                bins.bins as usize * bins.width()
+            })
+            .sum();
+        session.meter.begin(
+            "evaluating the clients' encrypted polynomials",
+            coefficients,
+        );
         Ok(())
     }
 
@@ -234,6 +244,7 @@ impl Protocol for Server {
             }
             ServerPhase::Polynomials => {
                 self.on_chunk(e.from, body)?;
+                session.meter.add(body.len() / CIPHERTEXT_LEN);
                 if self.expected.is_empty() {
                     let sums: Vec<Ciphertext> = self
                         .acc
@@ -424,12 +435,19 @@ impl Protocol for Client {
         let pk = self.key.as_ref().expect("key").public_key().clone();
         let (first, count) = self.bins.chunk_bins(self.next_chunk);
         let width = self.bins.width();
+        if self.next_chunk == 0 {
+            session.meter.begin(
+                "encrypting the bins' polynomials",
+                self.bins.bins as usize * width,
+            );
+        }
         let coefficients: Vec<Scalar> = self.roots[first..first + count]
             .par_iter()
             .flat_map_iter(|roots| polynomial(&pk, roots, width))
             .collect();
         let encrypted = S::encrypt_encoded(&pk, &coefficients, session.rng);
         session.send(HUB, KIND_POLYNOMIALS, &encrypted);
+        session.meter.add(count * width);
         self.next_chunk += 1;
         if self.next_chunk == self.bins.chunks() {
             self.roots = Vec::new();

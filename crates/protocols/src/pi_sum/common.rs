@@ -11,6 +11,7 @@ use super::{HeChoice, Hello, PiSumConfig, Role, kind};
 use crate::engine::{Handshake, Roster};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::input::Dataset;
+use crate::meter::Meter;
 use crate::wire::{PartyId, Reader};
 
 /// Longest public key accepted, whatever the scheme (a Paillier key at 8192 bits with
@@ -38,12 +39,37 @@ pub fn permute_blocks(packed: &[u8], width: usize, order: &[u32]) -> Vec<u8> {
 /// `encode(decode(e)^k)` for every packed element received from the peer; invalid
 /// elements become a `PeerMisbehaved` naming the message.
 pub fn exponentiate_received<G: PrimeGroup>(
+    (meter, phase): (&Meter, &'static str),
     packed: &[u8],
     k: &G::Scalar,
     what: &'static str,
 ) -> Result<Vec<u8>, ProtocolError> {
-    G::decode_mul_encode_batch(packed, k)
-        .map_err(|source| PeerMisbehaved::InvalidElement { what, source }.into())
+    if !packed.len().is_multiple_of(G::ELEMENT_LEN) {
+        // Whole, so the batch call names the bad length.
+        return G::decode_mul_encode_batch(packed, k)
+            .map_err(|source| PeerMisbehaved::InvalidElement { what, source }.into());
+    }
+    meter.try_slices(phase, packed, G::ELEMENT_LEN, |first, slice| {
+        G::decode_mul_encode_batch(slice, k).map_err(|source| {
+            PeerMisbehaved::InvalidElement {
+                what,
+                source: source.at_offset(first),
+            }
+            .into()
+        })
+    })
+}
+
+/// `H(item)^k`, encoded, for every item, counted on the meter as the phase named.
+pub fn hash_exponentiate<G: PrimeGroup, I: AsRef<[u8]> + Sync>(
+    (meter, phase): (&Meter, &'static str),
+    dst: &[u8],
+    items: &[I],
+    k: &G::Scalar,
+) -> Vec<u8> {
+    meter.slices(phase, items, 1, |_, slice| {
+        G::hash_mul_encode_batch(dst, slice, k)
+    })
 }
 
 /// Checks that every packed element received from the peer is a valid group element

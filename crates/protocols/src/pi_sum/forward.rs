@@ -94,7 +94,12 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
         }
         r.finish()?;
 
-        let doubled = common::exponentiate_received::<G>(theirs, key, "P2's items")?;
+        let doubled = common::exponentiate_received::<G>(
+            (session.meter, "round 3: exponentiating P2's items"),
+            theirs,
+            key,
+            "P2's items",
+        )?;
         let selections: Vec<Vec<usize>> = z_sets
             .iter()
             .map(|z| z.matching_positions(&doubled, G::ELEMENT_LEN))
@@ -169,7 +174,15 @@ impl<G: PrimeGroup, H: HeChoice> Protocol for P1<G, H> {
             session.rng,
         );
         let items = common::gather(&self.setup.input.ids, &order);
-        let round1 = G::hash_mul_encode_batch(&dst, &items, &key);
+        let round1 = common::hash_exponentiate::<G, _>(
+            (
+                session.meter,
+                "round 1: hashing and exponentiating our items",
+            ),
+            &dst,
+            &items,
+            &key,
+        );
         session.send(Role::P2.id(), kind::ROUND1, &round1);
         self.state = P1State::AwaitRound2 { key, peer };
         Ok(())
@@ -297,7 +310,12 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
             }
             .into());
         }
-        let doubled = common::exponentiate_received::<G>(body, &prep.key, "P1's items")?;
+        let doubled = common::exponentiate_received::<G>(
+            (session.meter, "round 2: exponentiating P1's items"),
+            body,
+            &prep.key,
+            "P1's items",
+        )?;
         let mut round2 =
             Vec::with_capacity(body.len() + self.setup.hello.items as usize * G::ELEMENT_LEN);
         common::put_bytes(&mut round2, &H::encode_public_key(&prep.pk));
@@ -388,15 +406,28 @@ impl<G: PrimeGroup, H: HeChoice> Protocol for P2<G, H> {
         let dst = session.ctx.hash_dst(PROTOCOL, G::ID.suite());
         let (pk, sk) = H::keygen(&H::params(&self.setup.config), session.rng);
         let order = session.rng.permutation(self.setup.input.ids.len());
-        let elements =
-            G::hash_mul_encode_batch(&dst, &common::gather(&self.setup.input.ids, &order), &key);
+        let elements = common::hash_exponentiate::<G, _>(
+            (
+                session.meter,
+                "round 2: hashing and exponentiating our items",
+            ),
+            &dst,
+            &common::gather(&self.setup.input.ids, &order),
+            &key,
+        );
         let bounds = super::encrypted_columns(&self.setup.hello);
+        // Counted per column: a column is packed into ciphertexts as a whole.
+        session
+            .meter
+            .begin("round 2: encrypting our value columns", bounds.len());
         let columns = super::plaintext_columns(&self.setup.config, &self.setup.input)
             .iter()
             .zip(&bounds)
             .map(|(col, b)| {
                 let shuffled: Vec<u64> = order.iter().map(|&i| col[i as usize]).collect();
-                H::encrypt_column(&pk, &sk, b, &shuffled, session.rng)
+                let column = H::encrypt_column(&pk, &sk, b, &shuffled, session.rng);
+                session.meter.add(1);
+                column
             })
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| ProtocolError::Config(format!("encrypting the values: {e}")))?;

@@ -82,7 +82,12 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
         }
         r.finish()?;
 
-        let doubled = common::exponentiate_received::<G>(theirs, key, "P2's items")?;
+        let doubled = common::exponentiate_received::<G>(
+            (session.meter, "reverse 2: exponentiating P2's items"),
+            theirs,
+            key,
+            "P2's items",
+        )?;
         let order = session.rng.permutation(n2);
         let mut reverse2 = common::permute_blocks(&doubled, G::ELEMENT_LEN, &order);
         let ct_len = H::ciphertext_len(&pk);
@@ -100,7 +105,11 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
         }
         let dst = session.ctx.hash_dst(PROTOCOL, G::ID.suite());
         let mine = session.rng.permutation(self.setup.input.ids.len());
-        reverse2.extend_from_slice(&G::hash_mul_encode_batch(
+        reverse2.extend_from_slice(&common::hash_exponentiate::<G, _>(
+            (
+                session.meter,
+                "reverse 2: hashing and exponentiating our items",
+            ),
             &dst,
             &common::gather(&self.setup.input.ids, &mine),
             key,
@@ -309,7 +318,12 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
         let theirs = r.take(checked_len(n1, G::ELEMENT_LEN, "P1's items")?)?;
         r.finish()?;
         common::validate_elements::<G>(doubled, "doubly exponentiated items")?;
-        let p1_doubled = common::exponentiate_received::<G>(theirs, &keys.key, "P1's items")?;
+        let p1_doubled = common::exponentiate_received::<G>(
+            (session.meter, "reverse 3: exponentiating P1's items"),
+            theirs,
+            &keys.key,
+            "P1's items",
+        )?;
         let selected = common::matches_in_list(doubled, &p1_doubled, G::ELEMENT_LEN);
         let cardinality = selected.len() as u64;
         let to = Role::P1.id();
@@ -363,7 +377,11 @@ impl<G: PrimeGroup, H: HeChoice> Protocol for P2<G, H> {
         let order = session.rng.permutation(self.setup.input.ids.len());
         let mut reverse1 = Vec::new();
         common::put_bytes(&mut reverse1, &H::encode_public_key(&pk));
-        reverse1.extend_from_slice(&G::hash_mul_encode_batch(
+        reverse1.extend_from_slice(&common::hash_exponentiate::<G, _>(
+            (
+                session.meter,
+                "reverse 1: hashing and exponentiating our items",
+            ),
             &dst,
             &common::gather(&self.setup.input.ids, &order),
             &key,

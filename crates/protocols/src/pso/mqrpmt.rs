@@ -25,6 +25,7 @@ use zeroize::Zeroizing;
 
 use super::{Construction, LastMessage, transfer};
 use crate::error::{PeerMisbehaved, ProtocolError};
+use crate::meter::Meter;
 use crate::set_encoding::ReceivedSet;
 use crate::wire::Reader;
 
@@ -50,22 +51,35 @@ impl<C: CwPrf> Server<C> {
     }
 
     /// First message: `F_key(H(y))` for every item.
-    pub fn evaluate_items<I: AsRef<[u8]> + Sync>(&self, dst: &[u8], items: &[I]) -> Vec<u8> {
-        C::hash_eval_batch(dst, items, &self.key)
+    pub fn evaluate_items<I: AsRef<[u8]> + Sync>(
+        &self,
+        meter: (&Meter, &'static str),
+        dst: &[u8],
+        items: &[I],
+    ) -> Vec<u8> {
+        hash_eval::<C, I>(meter, dst, items, &self.key)
     }
 
     /// Processes the client's `n2` evaluated items as soon as they arrive: the cwPRF
     /// server evaluates them again (`F_k1(F_k2(H(x_i)))`); the permuted-OPRF server only
     /// checks them (they are compared as they are).
-    pub fn absorb_client_elements(&self, packed: &[u8]) -> Result<Vec<u8>, ProtocolError> {
+    pub fn absorb_client_elements(
+        &self,
+        meter: (&Meter, &'static str),
+        packed: &[u8],
+    ) -> Result<Vec<u8>, ProtocolError> {
         let what = "client's elements";
         match self.construction {
-            Construction::Cwprf => C::eval_batch(packed, &self.key)
-                .map_err(|source| PeerMisbehaved::InvalidElement { what, source }.into()),
+            Construction::Cwprf => eval::<C>(meter, packed, &self.key, what),
             Construction::Poprf => {
-                C::validate_batch(packed)
-                    .map_err(|source| PeerMisbehaved::InvalidElement { what, source })?;
-                Ok(packed.to_vec())
+                let (meter, phase) = meter;
+                meter.try_slices(phase, packed, C::ELEMENT_LEN, |first, slice| {
+                    C::validate_batch(slice).map_err(|source| PeerMisbehaved::InvalidElement {
+                        what,
+                        source: source.at_offset(first),
+                    })?;
+                    Ok::<_, ProtocolError>(slice.to_vec())
+                })
             }
         }
     }
@@ -165,26 +179,27 @@ impl<C: CwPrf> Client<C> {
     }
 
     /// `F_key(H(x))` for the client's items, in the (already shuffled) order given.
-    pub fn evaluate_items<I: AsRef<[u8]> + Sync>(&self, dst: &[u8], items: &[I]) -> Vec<u8> {
-        C::hash_eval_batch(dst, items, &self.key)
+    pub fn evaluate_items<I: AsRef<[u8]> + Sync>(
+        &self,
+        meter: (&Meter, &'static str),
+        dst: &[u8],
+        items: &[I],
+    ) -> Vec<u8> {
+        hash_eval::<C, I>(meter, dst, items, &self.key)
     }
 
     /// Re-evaluates the server's `n1` elements and encodes them as `last` says: a
     /// shuffled list, or a filter (whose content is independent of the order).
     pub fn encode_server_set(
         &self,
+        meter: (&Meter, &'static str),
         server_elements: &[u8],
         n2: usize,
         last: LastMessage,
         filter_key: &[u8; 32],
         rng: &mut SessionRng,
     ) -> Result<Vec<u8>, ProtocolError> {
-        let doubled = C::eval_batch(server_elements, &self.key).map_err(|source| {
-            PeerMisbehaved::InvalidElement {
-                what: "server's elements",
-                source,
-            }
-        })?;
+        let doubled = eval::<C>(meter, server_elements, &self.key, "server's elements")?;
         let n1 = doubled.len() / C::ELEMENT_LEN;
         match last {
             LastMessage::Set(encoding) => {
@@ -203,6 +218,42 @@ impl<C: CwPrf> Client<C> {
     }
 }
 
+/// `F_key(H(item))` for every item, counted on the meter as the phase named.
+pub fn hash_eval<C: CwPrf, I: AsRef<[u8]> + Sync>(
+    (meter, phase): (&Meter, &'static str),
+    dst: &[u8],
+    items: &[I],
+    key: &C::Key,
+) -> Vec<u8> {
+    meter.slices(phase, items, 1, |_, slice| {
+        C::hash_eval_batch(dst, slice, key)
+    })
+}
+
+/// `F_key(u)` for every packed element received from a peer, counted on the meter as the
+/// phase named; an invalid element is the peer's fault (`what` names the elements).
+pub fn eval<C: CwPrf>(
+    (meter, phase): (&Meter, &'static str),
+    packed: &[u8],
+    key: &C::Key,
+    what: &'static str,
+) -> Result<Vec<u8>, ProtocolError> {
+    if !packed.len().is_multiple_of(C::ELEMENT_LEN) {
+        // Whole, so the batch call names the bad length.
+        return C::eval_batch(packed, key)
+            .map_err(|source| PeerMisbehaved::InvalidElement { what, source }.into());
+    }
+    meter.try_slices(phase, packed, C::ELEMENT_LEN, |first, slice| {
+        C::eval_batch(slice, key).map_err(|source| {
+            PeerMisbehaved::InvalidElement {
+                what,
+                source: source.at_offset(first),
+            }
+            .into()
+        })
+    })
+}
+
 /// Bytes of `n` packed elements, failing instead of overflowing on peer-announced sizes.
 pub fn packed_len<C: CwPrf>(n: usize, what: &'static str) -> Result<usize, ProtocolError> {
     crate::wire::checked_len(n, C::ELEMENT_LEN, what)
@@ -213,5 +264,37 @@ pub fn set_max_len<C: CwPrf>(last: LastMessage, n1: usize, n2: usize) -> usize {
     match last {
         LastMessage::Ordered => n1.saturating_mul(tag_len(n1, n2)),
         LastMessage::Set(encoding) => encoding.max_len(n1, C::ELEMENT_LEN, n2),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use privset_crypto::cwprf::x25519::X25519;
+    use privset_crypto::group::GroupError;
+
+    use super::*;
+    use crate::meter::SLICE;
+
+    /// Counted in slices, a bad element past the first slice is still named by its
+    /// place in the whole message.
+    #[test]
+    fn a_bad_element_is_named_at_its_index_in_the_whole_message() {
+        let meter = Meter::new();
+        let mut rng = SessionRng::from_seed([7; 32]);
+        let key = X25519::random_key(&mut rng);
+        let items: Vec<[u8; 8]> = (0..SLICE as u64 + 10).map(|i| i.to_le_bytes()).collect();
+        let mut packed = hash_eval::<X25519, _>((&meter, "own"), b"dst", &items, &key);
+        assert_eq!(meter.read().done, items.len() as u64);
+        let bad = SLICE + 3;
+        packed[bad * 32..(bad + 1) * 32].fill(0xff); // u >= p: not canonical
+        let err = eval::<X25519>((&meter, "theirs"), &packed, &key, "test elements").unwrap_err();
+        match err {
+            ProtocolError::PeerMisbehaved(PeerMisbehaved::InvalidElement { source, .. }) => {
+                assert_eq!(source, GroupError::NonCanonical { index: bad });
+            }
+            other => panic!("{other:?}"),
+        }
+        // The phase stopped at the slice that failed.
+        assert_eq!(meter.read().done, SLICE as u64);
     }
 }

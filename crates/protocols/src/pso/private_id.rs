@@ -80,15 +80,6 @@ fn identifiers<C: CwPrf>(packed: &[u8]) -> Vec<[u8; ID_LEN]> {
         .collect()
 }
 
-fn eval<C: CwPrf>(
-    packed: &[u8],
-    key: &C::Key,
-    what: &'static str,
-) -> Result<Vec<u8>, ProtocolError> {
-    C::eval_batch(packed, key)
-        .map_err(|source| PeerMisbehaved::InvalidElement { what, source }.into())
-}
-
 /// Blinds drawn before giving up on finding one with an unblinding key: X25519 finds one
 /// for about half of all blinds (a failure here has probability about 2^-128).
 const BLIND_DRAWS: usize = 128;
@@ -275,7 +266,12 @@ impl<C: CwPrf> Protocol for Receiver<C> {
     fn start(&mut self, s: &mut Session<'_>) -> Result<(), ProtocolError> {
         self.common.start::<C>(s.ctx);
         let keys = Keys::<C>::new(s.rng)?;
-        let r1 = C::hash_eval_batch(self.common.dst(), &self.common.input.ids, &keys.blind);
+        let r1 = mqrpmt::hash_eval::<C, _>(
+            (s.meter, "R1: blinding our items"),
+            self.common.dst(),
+            &self.common.input.ids,
+            &keys.blind,
+        );
         self.state = State::AwaitS1 { keys, r1 };
         Ok(())
     }
@@ -316,10 +312,15 @@ impl<C: CwPrf> Protocol for Receiver<C> {
         matches!(self.state, State::Answer { .. } | State::Identify { .. })
     }
 
-    fn do_deferred_work(&mut self, _s: &mut Session<'_>) -> Result<(), ProtocolError> {
+    fn do_deferred_work(&mut self, s: &mut Session<'_>) -> Result<(), ProtocolError> {
         self.state = match std::mem::replace(&mut self.state, State::Done) {
             State::Answer { keys, requests } => {
-                let answers = eval::<C>(&requests, &keys.prf, "S1")?;
+                let answers = mqrpmt::eval::<C>(
+                    (s.meter, "S1: answering the sender's requests"),
+                    &requests,
+                    &keys.prf,
+                    "S1",
+                )?;
                 State::AwaitS2 {
                     keys,
                     requests,
@@ -332,10 +333,18 @@ impl<C: CwPrf> Protocol for Receiver<C> {
                 requests,
                 answered,
             } => {
-                let own = identifiers::<C>(&eval::<C>(&answered, &keys.unblind, "S2")?);
+                let own = identifiers::<C>(&mqrpmt::eval::<C>(
+                    (s.meter, "S2: unblinding our identifiers"),
+                    &answered,
+                    &keys.unblind,
+                    "S2",
+                )?);
                 // S1 was checked when it was answered: this cannot fail.
                 let server = Server::<C>::with_key(Construction::Cwprf, keys.blind);
-                let absorbed = server.absorb_client_elements(&requests)?;
+                let absorbed = server.absorb_client_elements(
+                    (s.meter, "S1: evaluating the sender's items"),
+                    &requests,
+                )?;
                 State::AwaitS3 {
                     server,
                     ot,
@@ -443,7 +452,12 @@ impl<C: CwPrf> Sender<C> {
                 SenderState::AwaitR1 { keys, order } => {
                     let requests = message.expect(kind::R1)?;
                     crate::wire::expect_len("R1", requests, mqrpmt::packed_len::<C>(n1, "R1")?)?;
-                    let s2 = eval::<C>(requests, &keys.prf, "R1")?;
+                    let s2 = mqrpmt::eval::<C>(
+                        (s.meter, "R1: answering the receiver's requests"),
+                        requests,
+                        &keys.prf,
+                        "R1",
+                    )?;
                     s.send(RECEIVER, kind::S2, &s2);
                     SenderState::Encode {
                         keys,
@@ -511,7 +525,12 @@ impl<C: CwPrf> Protocol for Sender<C> {
         let ids = &self.common.input.ids;
         let order = s.rng.permutation(ids.len());
         let shuffled: Vec<&[u8]> = order.iter().map(|&i| ids[i as usize].as_ref()).collect();
-        let s1 = C::hash_eval_batch(self.common.dst(), &shuffled, &keys.blind);
+        let s1 = mqrpmt::hash_eval::<C, _>(
+            (s.meter, "S1: blinding our items"),
+            self.common.dst(),
+            &shuffled,
+            &keys.blind,
+        );
         s.send(RECEIVER, kind::S1, &s1);
         self.state = SenderState::AwaitR1 { keys, order };
         Ok(())
@@ -569,6 +588,7 @@ impl<C: CwPrf> Protocol for Sender<C> {
                 let filter_key = s.ctx.derive_key(mqrpmt::FILTER_KEY);
                 let client = Client::<C>::with_key(keys.blind.clone());
                 let set = client.encode_server_set(
+                    (s.meter, "S3: evaluating the receiver's items"),
                     &requests,
                     n2,
                     self.common.config.last_message,
@@ -583,7 +603,12 @@ impl<C: CwPrf> Protocol for Sender<C> {
                 order,
                 answered,
             } => {
-                let shuffled = identifiers::<C>(&eval::<C>(&answered, &unblind, "R2 answers")?);
+                let shuffled = identifiers::<C>(&mqrpmt::eval::<C>(
+                    (s.meter, "R2: unblinding our identifiers"),
+                    &answered,
+                    &unblind,
+                    "R2 answers",
+                )?);
                 let mut own = vec![[0u8; ID_LEN]; n2];
                 for (id, &i) in shuffled.into_iter().zip(&order) {
                     own[i as usize] = id;

@@ -249,7 +249,11 @@ impl<C: CwPrf> Protocol for Receiver<C> {
             r1.extend_from_slice(&first);
             setup
         });
-        r1.extend_from_slice(&server.evaluate_items(self.common.dst(), &self.common.input.ids));
+        r1.extend_from_slice(&server.evaluate_items(
+            (s.meter, "R1: hashing and evaluating our items"),
+            self.common.dst(),
+            &self.common.input.ids,
+        ));
         self.state = State::AwaitS1 { server, ot, r1 };
         Ok(())
     }
@@ -292,9 +296,10 @@ impl<C: CwPrf> Protocol for Receiver<C> {
     }
 
     /// Evaluates the sender's items (S1) under our key.
-    fn do_deferred_work(&mut self, _s: &mut Session<'_>) -> Result<(), ProtocolError> {
+    fn do_deferred_work(&mut self, s: &mut Session<'_>) -> Result<(), ProtocolError> {
         if let State::Absorb { server, ot, s1 } = std::mem::replace(&mut self.state, State::Done) {
-            let absorbed = server.absorb_client_elements(&s1)?;
+            let absorbed = server
+                .absorb_client_elements((s.meter, "S1: evaluating the sender's items"), &s1)?;
             self.state = State::AwaitS2 {
                 server,
                 ot,

@@ -89,6 +89,7 @@ impl<C: CwPrf> Sender<C> {
                 r.finish()?;
                 let filter_key = s.ctx.derive_key(mqrpmt::FILTER_KEY);
                 let set = client.encode_server_set(
+                    (s.meter, "S2: evaluating the receiver's items"),
                     theirs,
                     n2,
                     self.common.config.last_message,
@@ -216,7 +217,11 @@ impl<C: CwPrf> Protocol for Sender<C> {
         self.common.start::<C>(s.ctx);
         self.shuffle(s);
         let client = Client::<C>::new(s.rng);
-        let own = client.evaluate_items(self.common.dst(), &self.common.input.ids);
+        let own = client.evaluate_items(
+            (s.meter, "S1: hashing and evaluating our items"),
+            self.common.dst(),
+            &self.common.input.ids,
+        );
         s.send(RECEIVER, kind::S1, &own);
         self.state = State::AwaitR1 { client };
         Ok(())

@@ -29,7 +29,9 @@
 //! with a Legendre symbol on public data), and not of small order; anything else is
 //! rejected with a [`GroupError`].
 //!
-//! Two backends compute the same bytes, chosen once per batch call:
+//! Two backends compute the same bytes, chosen once per batch call at run time
+//! (`crate::cpu`: a portable x86-64-v2 build still gets the IFMA code on a CPU that has
+//! it; `PRIVSET_PORTABLE=1` forces the scalar one):
 //! * [`ifma`] (x86-64 with AVX-512 F/VL/IFMA): eight elements at once in radix 2^52, a
 //!   Montgomery ladder shared by the eight lanes, the Elligator 2 map and the Legendre
 //!   symbol in lanes, and one batched inversion per chunk and phase.
@@ -102,7 +104,7 @@ fn clamped_key_for(s: &Scalar) -> Option<X25519Key> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Backend {
     Scalar,
-    /// Only constructed after [`ifma::available`] returned true.
+    /// Only constructed after [`crate::cpu::x25519_ifma`] returned true.
     #[cfg(target_arch = "x86_64")]
     Ifma,
 }
@@ -110,9 +112,11 @@ enum Backend {
 // The `unsafe` blocks call the IFMA backend, only when `Backend::Ifma` was detected.
 #[allow(unsafe_code)]
 impl Backend {
+    /// The IFMA backend when the CPU has it and the portable path is not forced
+    /// (`crate::cpu`); the scalar backend otherwise.
     fn detect() -> Self {
         #[cfg(target_arch = "x86_64")]
-        if ifma::available() {
+        if crate::cpu::x25519_ifma() {
             return Backend::Ifma;
         }
         Backend::Scalar

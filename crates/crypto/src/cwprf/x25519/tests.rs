@@ -8,7 +8,7 @@ use super::*;
 fn backends() -> Vec<Backend> {
     let mut all = vec![Backend::Scalar];
     #[cfg(target_arch = "x86_64")]
-    if ifma::available() {
+    if crate::cpu::has_avx512_ifma() {
         all.push(Backend::Ifma);
     } else {
         eprintln!("only the scalar backend: this CPU has no AVX-512 IFMA");

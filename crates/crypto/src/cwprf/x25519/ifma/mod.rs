@@ -2,7 +2,9 @@
 //! elements at once with AVX-512 IFMA, for one chunk of a batch.
 //!
 //! Each entry point is an `unsafe fn` whose only requirement is the CPU features
-//! (checked once by [`available`] when the backend is chosen). Inside, the only other
+//! (checked by `crate::cpu::x25519_ifma` when the backend is chosen: the functions are
+//! `#[target_feature]` functions, so a portable build carries them and calls them only
+//! on a CPU that has AVX-512 IFMA). Inside, the only other
 //! `unsafe` is the transmute between a vector and its eight 64-bit lanes.
 //!
 //! Per chunk, the work is: SHA-512 for `expand_message_xmd` (hashing only), the field
@@ -32,14 +34,6 @@ use crate::group::GroupError;
 const A: u64 = 486_662;
 /// u = 9 (the base point), used to fill the lanes past the end of a chunk.
 const PAD_U: [u64; 5] = [9, 0, 0, 0, 0];
-
-/// True when the CPU has AVX-512 F, VL and IFMA (detected once; the standard library
-/// caches the answer).
-pub(super) fn available() -> bool {
-    is_x86_feature_detected!("avx512f")
-        && is_x86_feature_detected!("avx512vl")
-        && is_x86_feature_detected!("avx512ifma")
-}
 
 /// The ladder for every vector, then one batched inversion, then the canonical bytes of
 /// `x2 / z2` (all zero for a small-order u, as RFC 7748 computes it).

@@ -31,7 +31,7 @@ pub(super) fn from_integer(x: &Integer) -> [u64; 5] {
 
 /// False (and a note) on a CPU without the features, where these tests cannot run.
 pub(super) fn ifma_or_skip() -> bool {
-    let ok = available();
+    let ok = crate::cpu::has_avx512_ifma();
     if !ok {
         eprintln!("skipped: this CPU has no AVX-512 IFMA");
     }

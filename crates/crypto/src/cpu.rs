@@ -1,0 +1,144 @@
+//! Which code each fast path runs on this CPU, chosen at run time.
+//!
+//! privset is built for x86-64-v2 (`.cargo/config.toml`), so one binary or wheel runs on
+//! any x86-64 machine of the last fifteen years, and picks its fastest code when it
+//! starts:
+//! * privset's own AVX-512 IFMA code (the X25519 cwPRF in eight lanes, its SHA-512 in
+//!   eight lanes, `cwprf::x25519::ifma`) is made of `#[target_feature]` functions, called
+//!   only when [`x25519_ifma`] says the CPU has AVX-512 F, VL and IFMA;
+//! * curve25519-dalek is built with its `avx512` backend (`--cfg
+//!   curve25519_dalek_backend="avx512"` in `.cargo/config.toml`), which compiles its IFMA
+//!   and AVX2 code as target-feature functions and picks one when first used;
+//! * blst (BLS12-381) is built `portable`, which keeps both its ADX and its plain
+//!   assembly and picks by CPUID; GMP is built as a "fat" library (one code path per CPU
+//!   family, chosen at start); aws-lc, ring and the RustCrypto hashes detect their own.
+//!
+//! [`force_portable`] (or `PRIVSET_PORTABLE=1` in the environment) makes privset's own
+//! code take its portable path on any CPU, so tests and benchmarks can compare the two
+//! on one machine. It does not reach into curve25519-dalek or blst, which decide alone.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// The environment variable that forces privset's portable paths (`1`).
+pub const PORTABLE_ENV: &str = "PRIVSET_PORTABLE";
+
+const UNSET: u8 = 0;
+const FORCED: u8 = 1;
+const FREE: u8 = 2;
+
+/// [`force_portable`]'s setting; `UNSET` until called (the environment decides).
+static OVERRIDE: AtomicU8 = AtomicU8::new(UNSET);
+
+fn env_forces_portable() -> bool {
+    static ENV: OnceLock<bool> = OnceLock::new();
+    *ENV.get_or_init(|| std::env::var(PORTABLE_ENV).is_ok_and(|v| v == "1"))
+}
+
+/// Makes privset's own code take its portable path (`true`) or its fastest path for
+/// this CPU (`false`) from the next batch on, whatever `PRIVSET_PORTABLE` says.
+pub fn force_portable(on: bool) {
+    OVERRIDE.store(if on { FORCED } else { FREE }, Ordering::Relaxed);
+}
+
+/// True when privset's portable paths are forced (by [`force_portable`] or the
+/// environment).
+pub fn portable_forced() -> bool {
+    match OVERRIDE.load(Ordering::Relaxed) {
+        FORCED => true,
+        FREE => false,
+        _ => env_forces_portable(),
+    }
+}
+
+/// True when the CPU has AVX-512 F, VL and IFMA (the standard library caches CPUID).
+pub fn has_avx512_ifma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512vl")
+            && is_x86_feature_detected!("avx512ifma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// True when privset's X25519 cwPRF runs on its eight-lane AVX-512 IFMA code.
+pub fn x25519_ifma() -> bool {
+    has_avx512_ifma() && !portable_forced()
+}
+
+/// What curve25519-dalek runs on this CPU (ristretto255, Edwards hashing), following
+/// its own run-time choice: IFMA when built with its `avx512` backend and the CPU has
+/// it, else AVX2 when the CPU has it, else its portable 64-bit code.
+pub fn dalek_backend() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // Built with the cfg (as .cargo/config.toml does), or with target features that
+        // make dalek's build script pick the backend itself (target-cpu=native here).
+        let built = cfg!(curve25519_dalek_backend = "avx512")
+            || cfg!(all(
+                target_feature = "avx512ifma",
+                target_feature = "avx512vl"
+            ));
+        if built && has_avx512_ifma() {
+            return "AVX-512 IFMA";
+        }
+        if is_x86_feature_detected!("avx2") {
+            return "AVX2";
+        }
+    }
+    "portable (64-bit serial)"
+}
+
+/// What blst runs on this CPU (BLS12-381: APSI's pairings).
+pub fn blst_backend() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("adx") && is_x86_feature_detected!("bmi2") {
+        return "ADX assembly";
+    }
+    "plain assembly (no ADX)"
+}
+
+/// The code paths this CPU gets, one per line, for `privset --version` and Python's
+/// `privset.code_paths()`.
+pub fn report() -> String {
+    let x25519 = if x25519_ifma() {
+        "AVX-512 IFMA, 8 lanes (privset)"
+    } else if has_avx512_ifma() {
+        "portable (aws-lc X25519), forced by PRIVSET_PORTABLE / force_portable"
+    } else {
+        "portable (aws-lc X25519): this CPU has no AVX-512 IFMA"
+    };
+    let built = if cfg!(target_feature = "avx2") {
+        "built for this CPU (target-cpu with AVX2): may not run on older CPUs"
+    } else {
+        "portable build (x86-64-v2), fast paths chosen at run time"
+    };
+    format!(
+        "{built}\n\
+         x25519 cwPRF and its SHA-512: {x25519}\n\
+         ristretto255 / Edwards (curve25519-dalek): {}\n\
+         BLS12-381 (blst): {}\n\
+         big integers (GMP): fat build, chosen at start",
+        dalek_backend(),
+        blst_backend(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forcing_the_portable_path_turns_ifma_off_and_back() {
+        force_portable(true);
+        assert!(portable_forced() && !x25519_ifma());
+        assert!(report().contains("portable (aws-lc X25519)"));
+        force_portable(false);
+        assert!(!portable_forced());
+        assert_eq!(x25519_ifma(), has_avx512_ifma());
+    }
+}
