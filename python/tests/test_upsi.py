@@ -14,6 +14,7 @@ import pathlib
 import random
 import subprocess
 import threading
+import time
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
@@ -198,6 +199,28 @@ def test_build_settings_are_checked() -> None:
         privset.UpsiDatabase.build(["a"], label_columns=["x"])
 
 
+def test_progress_and_an_exception_in_the_callback(rng: random.Random) -> None:
+    client, server = sets(rng, 100, 500, 30)
+    db, labels = labeled_db(server)
+    events: List[privset.Progress] = []
+    r = privset.local.upsi(db, client, progress=events.append)
+    assert found(r.matches) == answer(client, labels)
+    last = {e.party: e for e in events}
+    assert set(last) == {"client", "server"} and last["client"].status == "done"
+    assert last["client"].bytes_sent == r.client.bytes_sent
+
+    def fail(p: privset.Progress) -> None:
+        if p.messages_sent:
+            raise RuntimeError("stop here")
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        privset.local.upsi(db, client, progress=fail)
+    deadline = time.monotonic() + 60
+    while privset._native.live_workers() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert privset._native.live_workers() == 0
+
+
 def test_an_input_error_names_its_line() -> None:
     with pytest.raises(privset.InputError, match="line 3: identifier of type float") as e:
         privset.UpsiDatabase.build(["a", 1.5], ["x", "y"])
@@ -308,8 +331,6 @@ def test_python_server_of_a_file_and_cli_clients_with_a_reload(tmp_path: pathlib
         db.insert(extra, ["late"] * len(extra))
         db.save(path)
         labels.update({x: "late" for x in extra})
-        import time
-
         time.sleep(1.0)  # the watcher looks every 0.2 s
         assert query(2) == answer(client, labels)
     finally:
