@@ -25,7 +25,9 @@ operations of Chen et al. 2024 — :class:`Psi`, :class:`PsiCard`, :class:`PsiCa
 :class:`ApsiJudge`, :class:`ApsiAuthorizeClient`, :class:`ApsiClient`,
 :class:`ApsiServer` (also as :class:`Apsi`); multi-party PSI among 3 to 255
 organisations (de Jong's thesis) — :class:`Bay`, :class:`MiyajiNishida`, :class:`Hazay`
-(:func:`privset.local.mpsi` runs a whole session). Every party is the same Rust state
+(:func:`privset.local.mpsi` runs a whole session); unbalanced labeled PSI (Cong et al.
+2021) between a server's large database and small client sets — :class:`UpsiDatabase`,
+:class:`UpsiClient`, :class:`UpsiServer` (also as :class:`Upsi`). Every party is the same Rust state
 machine the ``privset`` command line runs, with the same settings, results
 (RESULT.json's fields) and error messages. See docs/python.md.
 """
@@ -46,6 +48,9 @@ from ._results import (
     Segment,
     SetOperationResult,
     Share,
+    UpsiMatch,
+    UpsiResult,
+    UpsiServerResult,
 )
 from .apsi import (
     Apsi,
@@ -100,6 +105,7 @@ from .set_operations import (
     SetOperationParty,
     open_share,
 )
+from .upsi import Upsi, UpsiClient, UpsiDatabase, UpsiServer
 
 __version__: str = _native.__version__
 
@@ -174,6 +180,13 @@ __all__ = [
     "Signatures",
     "TlsFiles",
     "TransportError",
+    "Upsi",
+    "UpsiClient",
+    "UpsiDatabase",
+    "UpsiMatch",
+    "UpsiResult",
+    "UpsiServer",
+    "UpsiServerResult",
     "generate_certs",
     "local",
     "open_share",

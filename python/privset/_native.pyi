@@ -16,6 +16,9 @@ __all__ = [
     "JudgeKey",
     "JudgePublicKey",
     "Signatures",
+    "UpsiRows",
+    "UpsiDatabase",
+    "UpsiParty",
     "open_share",
     "generate_certs",
     "live_workers",
@@ -321,6 +324,97 @@ class ApsiParty:
         prices: Tuple[float, float],
         progress: Optional[_ProgressCallback] = None,
     ) -> Tuple[_ApsiOutcome, _ApsiOutcome]:
+        """Runs with ``other`` in this process; this party's outcome first."""
+
+@final
+class UpsiRows:
+    """Rows for an unbalanced-PSI database: identifiers and encoded labels."""
+
+    @staticmethod
+    def from_rows(
+        ids: List[Tuple[str, List[Any]]],
+        labels: Optional[List[List[Any]]],
+        normalize: List[str],
+        phone_region: Optional[str],
+        hash_ids: Optional[str],
+    ) -> UpsiRows: ...
+    @staticmethod
+    def from_file(
+        path: _Path,
+        id_columns: List[str],
+        label_columns: List[str],
+        normalize: List[str],
+        phone_region: Optional[str],
+        hash_ids: Optional[str],
+    ) -> UpsiRows: ...
+    def __len__(self) -> int: ...
+
+@final
+class UpsiDatabase:
+    """The server's database of unbalanced labeled PSI (the CLI's database file)."""
+
+    @staticmethod
+    def build(
+        rows: UpsiRows, preset: Optional[str], client_items: int, label_bytes: Optional[int]
+    ) -> UpsiDatabase: ...
+    @staticmethod
+    def load(path: _Path) -> UpsiDatabase: ...
+    def save(self, path: _Path) -> None: ...
+    def insert(self, rows: UpsiRows) -> None: ...
+    def remove(self, rows: UpsiRows) -> int: ...
+    def rotate_key(self) -> None: ...
+    def info(self) -> str: ...
+    @property
+    def preset(self) -> str: ...
+    @property
+    def label_bytes(self) -> int: ...
+    @property
+    def bundle_counts(self) -> List[int]: ...
+    def __len__(self) -> int: ...
+
+#: ``(report JSON, matches)``; matches hold ``(own_row | None, identifier, label
+#: cells | None)`` (empty for the server).
+_UpsiOutcome = Tuple[str, List[Tuple[Optional[int], bytes, Optional[List[bytes]]]]]
+
+@final
+class UpsiParty:
+    """A party of unbalanced labeled PSI: client or server."""
+
+    @staticmethod
+    def client(input: Input) -> UpsiParty: ...
+    @staticmethod
+    def server(database: UpsiDatabase) -> UpsiParty: ...
+    @staticmethod
+    def server_of_file(path: _Path, reload_interval: float) -> UpsiParty: ...
+    @property
+    def role(self) -> str: ...
+    def run(
+        self,
+        link: dict[str, Any],
+        prices: Tuple[float, float],
+        progress: Optional[_ProgressCallback] = None,
+    ) -> _UpsiOutcome:
+        """Runs against a peer."""
+
+    def serve(
+        self,
+        listen: str,
+        *,
+        tls: Optional[Tuple[str, str, str]],
+        insecure_no_tls: bool,
+        max_sessions: Optional[int],
+        max_concurrent: int,
+        timeout: float,
+    ) -> List[str]:
+        """The server: serves sessions concurrently; returns their JSON log lines."""
+
+    def run_local(
+        self,
+        other: UpsiParty,
+        timeout: float,
+        prices: Tuple[float, float],
+        progress: Optional[_ProgressCallback] = None,
+    ) -> Tuple[_UpsiOutcome, _UpsiOutcome]:
         """Runs with ``other`` in this process; this party's outcome first."""
 
 def open_share(receiver_share: bytes, sender_share: bytes) -> bytes:

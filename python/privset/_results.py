@@ -474,3 +474,108 @@ class MpsiResult(_Report):
             intersection=intersection,
             id_column=data.id_column if data is not None else "id",
         )
+
+
+def _label_cell(raw: bytes) -> Any:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+
+
+@dataclass(frozen=True)
+class UpsiMatch:
+    """One of the client's items the server holds, with its label."""
+
+    #: Your own object where it came from your in-memory input, else its text.
+    item: Any
+    #: The label's cells (str, or bytes when not UTF-8), as the CLI's rows file holds
+    #: them in ``label_1``, ``label_2``, ...; None from an unlabeled database.
+    label: Optional[Tuple[Any, ...]]
+
+
+def _upsi_report(cls: Type[_R], text: str, **extra: Any) -> _R:
+    """A result whose fields are the report's keys, its ``run`` object's metering
+    (unbalanced PSI's RESULT.json nests it) and ``extra``."""
+    d = json.loads(text)
+    metering = _metering(d["run"])
+    fields = {f.name for f in dataclasses.fields(cls)} - set(extra) - set(metering) - {"_json"}  # type: ignore[arg-type]
+    return cls(**{name: d[name] for name in fields}, **metering, **extra, _json=text)  # type: ignore[call-arg]
+
+
+@dataclass(frozen=True)
+class UpsiResult(_Report):
+    """What the client of unbalanced labeled PSI (Cong et al. 2021) learns: which of
+    its items the server holds, and their labels. RESULT.json's fields of ``privset
+    upsi query`` (its ``matches`` count is ``len(matches)`` here), then the rows of its
+    ``--output-rows`` file."""
+
+    protocol: str
+    #: The server's parameter preset.
+    preset: str
+    #: Distinct items queried.
+    items: int
+    #: Bytes of every label (0: an unlabeled database).
+    label_bytes: int
+    #: Bin bundles per bundle index: what the client learns of the server's set size.
+    bundle_counts: List[int]
+    #: log2 of the probability that some item matched falsely.
+    false_positive_log2: float
+    rows: Optional[int]
+    transport: str
+    bytes_sent: int
+    bytes_received: int
+    cpu_seconds: float
+    wall_seconds: float
+    peak_rss_mib: float
+    cost_cents: float
+    prices: Prices
+    #: The matched items with their labels, in input order.
+    matches: List[UpsiMatch]
+    id_column: str = field(repr=False)
+    _json: str = field(repr=False, compare=False)
+
+    def to_frame(self) -> Any:
+        """The matches as a pandas DataFrame with the columns of the CLI's
+        ``--output-rows`` file: the identifier, then ``label_1``, ``label_2``, ..."""
+        width = max((len(m.label) for m in self.matches if m.label is not None), default=0)
+        columns: Dict[str, List[Any]] = {self.id_column: [m.item for m in self.matches]}
+        for i in range(width):
+            columns[f"label_{i + 1}"] = [
+                m.label[i] if m.label is not None and i < len(m.label) else "" for m in self.matches
+            ]
+        return pandas().DataFrame(columns)
+
+    @classmethod
+    def _from_native(cls, outcome: Tuple[str, Any], data: PartyInput) -> "UpsiResult":
+        text, table = outcome
+        matches = [
+            UpsiMatch(data.item(row, raw), None if cells is None else tuple(_label_cell(c) for c in cells))
+            for row, raw, cells in table
+        ]
+        return _upsi_report(cls, text, matches=matches, id_column=data.id_column)
+
+
+@dataclass(frozen=True)
+class UpsiServerResult(_Report):
+    """What the server of unbalanced PSI knows after one session: how many items the
+    client queried (nothing about them)."""
+
+    protocol: str
+    preset: str
+    #: The database's items when the session started.
+    items: int
+    client_items: int
+    transport: str
+    bytes_sent: int
+    bytes_received: int
+    cpu_seconds: float
+    wall_seconds: float
+    peak_rss_mib: float
+    cost_cents: float
+    prices: Prices
+    _json: str = field(repr=False, compare=False)
+
+    @classmethod
+    def _from_native(cls, outcome: Tuple[str, Any]) -> "UpsiServerResult":
+        return _upsi_report(cls, outcome[0])

@@ -28,6 +28,9 @@ from ._results import (
     MpsiResult,
     PiSumResult,
     SetOperationResult,
+    UpsiMatch,
+    UpsiResult,
+    UpsiServerResult,
 )
 from .apsi import (
     DEFAULT_MAX_ITEMS,
@@ -44,6 +47,7 @@ from .mpsi import PROTOCOLS as MPSI_PROTOCOLS
 from .mpsi import MpsiParticipant, run_session
 from .pi_sum import DEFAULT_MAX_PEER_ITEMS, DEFAULT_VALUE_BOUND, PiSum
 from .set_operations import PrivateId, Psi, PsiCard, PsiCardSum, PsiShare, Psu, open_share
+from .upsi import UpsiClient, UpsiServer
 
 __all__ = [
     "LocalApsi",
@@ -532,3 +536,38 @@ def mpsi(
         intersection=list(intersection or []),
         participants=tuple(results),
     )
+
+
+@dataclass(frozen=True)
+class LocalUpsi:
+    """The answer of a local unbalanced-PSI run and both parties' results."""
+
+    #: The client's items the database holds, with their labels, in input order.
+    matches: List[UpsiMatch]
+    client: UpsiResult
+    server: UpsiServerResult
+
+
+def upsi(
+    database: Any,
+    items: Any,
+    *,
+    id_column: IdColumns = None,
+    normalize: Normalize = "trim",
+    phone_region: Optional[str] = None,
+    hash_ids: Optional[str] = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    cpu_price: float = DEFAULT_CPU_PRICE,
+    network_price: float = DEFAULT_NETWORK_PRICE,
+    progress: ProgressArg = None,
+) -> LocalUpsi:
+    """Unbalanced labeled PSI (Cong et al. 2021; docs/upsi.md) in this process: the
+    client with ``items`` asks the server of ``database`` (a
+    :class:`privset.UpsiDatabase` or the path of a database file) which of them it
+    holds, and their labels. The other arguments are :class:`privset.UpsiClient`'s."""
+    server = UpsiServer(database)
+    client = UpsiClient(items, id_column=id_column, normalize=normalize, phone_region=phone_region, hash_ids=hash_ids)
+    found, served = run_local(
+        client, server, timeout=timeout, cpu_price=cpu_price, network_price=network_price, progress=progress
+    )
+    return LocalUpsi(matches=found.matches, client=found, server=served)

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
-use privset_protocols::upsi::{Client, Database, Preset};
+use privset_protocols::upsi::Client;
 use privset_run::output_rows;
 use privset_run::upsi::{
-    QueryReport, Rows, UpsiService, build_database, match_rows, pad_labels, read_database,
-    read_rows, write_database,
+    QueryReport, Rows, UpsiService, build_database, check_client_items, info, match_rows,
+    pad_labels, read_database, read_rows, write_database,
 };
 
 use crate::apsi_cmd::{ListenArgs, drive_client, fresh_seed, serve_sessions};
@@ -158,22 +158,6 @@ pub fn run(cmd: &UpsiCommand) -> Result<(), Failure> {
     }
 }
 
-/// What `db info` prints and `db build` reports.
-fn info(db: &Database) -> serde_json::Value {
-    let preset = db.preset();
-    serde_json::json!({
-        "items": db.len(),
-        "preset": preset.name,
-        "label_bytes": db.label_len(),
-        "bundle_counts": db.bundle_counts(),
-        "max_client_items": preset.max_client_items,
-        "false_positive_log2": preset.false_positive_log2(preset.max_client_items, db.max_bundles_per_index()),
-        "ring_degree": preset.degree,
-        "plain_modulus": preset.plain_modulus,
-        "moduli_bits": preset.moduli_bits,
-    })
-}
-
 fn build(args: &BuildArgs) -> Result<(), Failure> {
     let started = Instant::now();
     let stopwatch = Stopwatch::start();
@@ -283,17 +267,7 @@ fn query(args: &QueryArgs) -> Result<(), Failure> {
     let stopwatch = Stopwatch::start();
     let keys = args.source.keys()?;
     let items = read_rows(&args.source.input, &keys, &[])?.ids;
-    let largest = Preset::built_in()
-        .iter()
-        .map(|p| p.max_client_items)
-        .max()
-        .unwrap_or(0);
-    if items.len() > largest {
-        return Err(Failure::config(format!(
-            "{} items to query; the largest preset takes {largest} (split the set)",
-            items.len()
-        )));
-    }
+    check_client_items(items.len())?;
     let mut client = Client::new(items.clone(), fresh_seed())?;
     let run = drive_client(
         &mut client,

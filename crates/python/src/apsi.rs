@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use privset_crypto::bls::{PublicKey, SecretKey};
 use privset_crypto::rng::SessionRng;
-use privset_net::{Cancel, TlsFiles};
 use privset_protocols::apsi::authorize::{self, ClientConfig, JudgeConfig};
 use privset_protocols::apsi::intersect::{self, ServerConfig};
 use privset_protocols::apsi::signatures::{SignatureSet, SignedItem};
@@ -19,7 +18,7 @@ use privset_protocols::apsi::{
 };
 use privset_protocols::{Engine, Party};
 use privset_run::apsi::{self as files, JudgeService, PolicySpec, ServerService};
-use privset_run::{Failure, Metered, Reporter, ServeOptions, ServeSummary, Service};
+use privset_run::{Failure, Metered, Service};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 use pyo3::{PyTraverseError, PyVisit};
@@ -27,9 +26,8 @@ use pyo3::{PyTraverseError, PyVisit};
 use crate::errors::{self, IntoPy};
 use crate::input::{Input, InputData};
 use crate::link::{self, LinkArgs};
-use crate::monitor::Monitor;
 use crate::play::{self, Paired, Playable};
-use crate::runner::{self, Job};
+use crate::serve::{self, ServeArgs};
 
 /// The judge's BLS12-381 signing key (the CLI's `judge.key` file).
 #[pyclass(frozen, module = "privset._native")]
@@ -725,7 +723,6 @@ impl ApsiParty {
         max_concurrent: usize,
         timeout: f64,
     ) -> PyResult<Vec<String>> {
-        let timeout = link::seconds(py, "timeout", timeout)?;
         let service: Arc<dyn Service> = match &*self.spec {
             Spec::Server { config, items } => {
                 Arc::new(ServerService::new(config.clone(), items.clone()).py_err(py)?)
@@ -746,64 +743,20 @@ impl ApsiParty {
                 ));
             }
         };
-        let tls = match (tls, insecure_no_tls) {
-            (Some((ca, cert, key)), false) => Some(TlsFiles { ca, cert, key }),
-            (None, true) => None,
-            (Some(_), true) => {
-                return Err(errors::config(
-                    py,
-                    "insecure_no_tls=True cannot be combined with tls=",
-                ));
-            }
-            (None, false) => {
-                return Err(errors::config(
-                    py,
-                    "serving uses mutual TLS: pass tls=privset.TlsFiles(ca, cert, key), or insecure_no_tls=True on a trusted link",
-                ));
-            }
-        };
-        if max_concurrent == 0 {
-            return Err(errors::config(py, "max_concurrent must be at least 1"));
-        }
-        let cancel = Cancel::new();
-        let opts = ServeOptions {
+        let args = ServeArgs {
+            listen,
             tls,
+            insecure_no_tls,
             max_sessions,
             max_concurrent,
             timeout,
-            cancel: cancel.clone(),
         };
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let sink = lines.clone();
-        let reporter = Arc::new(Reporter {
-            on_session: Box::new(move |session| {
-                if let Ok(line) = serde_json::to_string(session) {
-                    sink.lock().unwrap_or_else(|p| p.into_inner()).push(line);
-                }
-            }),
-            on_refused: Box::new(|peer, e| {
-                eprintln!("privset: connection from {peer} refused: {e}");
-            }),
-        });
-        let job = Job {
-            monitor: Arc::new(Monitor::new(self.spec.role(), cancel)),
-            work: Box::new(move |monitor: &Arc<Monitor>| {
-                let listener = std::net::TcpListener::bind(&listen)
-                    .map_err(|e| Failure::other(format!("cannot listen on {listen}: {e}")))?;
-                let opts = ServeOptions {
-                    cancel: monitor.cancel.clone(),
-                    ..opts
-                };
-                privset_run::serve(&listener, &opts, service, reporter)
-            }) as runner::Work<ServeSummary>,
-        };
-        runner::run(py, vec![job], None)?;
+        let lines = serve::serve(py, self.spec.role(), service, args)?;
         // A raising Python policy rejected its sessions ("the judge's policy failed",
         // in their log lines); the exception is not re-raised from a whole serve.
         if let Spec::Judge { policy, .. } = &*self.spec {
             let _ = policy.take_raised();
         }
-        let lines = std::mem::take(&mut *lines.lock().unwrap_or_else(|p| p.into_inner()));
         Ok(lines)
     }
 

@@ -113,7 +113,7 @@ fn text(obj: &Bound<'_, PyAny>) -> PyResult<String> {
     Ok(obj.str()?.to_cow()?.into_owned())
 }
 
-fn rows_from_python(
+pub(crate) fn rows_from_python(
     id_columns: &[Vec<Bound<'_, PyAny>>],
     keys: &Keys,
     values: &[(String, Vec<Bound<'_, PyAny>>)],

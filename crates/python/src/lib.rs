@@ -4,10 +4,11 @@
 //! the CLI drives (`privset_protocols`), over the same transports (`privset_net`), with
 //! the same input validation, metering, RESULT.json and error messages (`privset_run`).
 //! What this crate adds is the Python surface: inputs from Python objects
-//! ([`input`]), keyword arguments ([`link`], [`pi_sum`], [`pso`], [`apsi`], [`mpsi`]), and running a party
-//! on a worker thread with the GIL released, progress callbacks and Ctrl-C
-//! ([`runner`], [`play`], [`monitor`]). The pure-Python layer in `python/privset`
-//! wraps these in one class per protocol and role and frozen result dataclasses.
+//! ([`input`]), keyword arguments ([`link`], [`pi_sum`], [`pso`], [`apsi`], [`mpsi`],
+//! [`upsi`]), and running a party on a worker thread with the GIL released, progress
+//! callbacks and Ctrl-C ([`runner`], [`play`], [`monitor`], [`serve`]). The pure-Python
+//! layer in `python/privset` wraps these in one class per protocol and role and frozen
+//! result dataclasses.
 
 mod apsi;
 mod errors;
@@ -19,6 +20,8 @@ mod pi_sum;
 mod play;
 mod pso;
 mod runner;
+mod serve;
+mod upsi;
 
 use std::path::PathBuf;
 
@@ -55,6 +58,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<apsi::JudgeKey>()?;
     m.add_class::<apsi::JudgePublicKey>()?;
     m.add_class::<apsi::Signatures>()?;
+    m.add_class::<upsi::UpsiParty>()?;
+    m.add_class::<upsi::UpsiDatabase>()?;
+    m.add_class::<upsi::UpsiRows>()?;
     m.add_function(wrap_pyfunction!(pso::open_share, m)?)?;
     m.add_function(wrap_pyfunction!(generate_certs, m)?)?;
     m.add_function(wrap_pyfunction!(live_workers, m)?)?;

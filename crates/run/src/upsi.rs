@@ -122,6 +122,12 @@ pub fn decode_label(label: &[u8]) -> Option<Vec<Vec<u8>>> {
     rest.iter().all(|&b| b == 0).then_some(cells)
 }
 
+/// The cells of a matched item's label as the rows file holds them: decoded, or
+/// the whole label in hex (`hex:...`) when it does not decode.
+pub fn label_cells(label: &[u8]) -> Vec<Vec<u8>> {
+    decode_label(label).unwrap_or_else(|| vec![format!("hex:{}", hex::encode(label)).into_bytes()])
+}
+
 /// Pads labels to `len` bytes (the database's label length), or fails naming the
 /// longest.
 pub fn pad_labels(labels: &mut [Vec<u8>], len: usize) -> Result<(), Failure> {
@@ -168,12 +174,62 @@ pub fn build_database(
     Ok(db)
 }
 
+/// The database a server serves, shared with whoever may replace it (the file
+/// watcher, or the Python `UpsiDatabase` it belongs to): sessions take the `Arc` current
+/// at their start and keep it to their end.
+pub type SharedDatabase = Arc<RwLock<Arc<Database>>>;
+
+/// What `privset upsi db info` prints (and `UpsiDatabase.info()` returns).
+pub fn info(db: &Database) -> serde_json::Value {
+    let preset = db.preset();
+    serde_json::json!({
+        "items": db.len(),
+        "preset": preset.name,
+        "label_bytes": db.label_len(),
+        "bundle_counts": db.bundle_counts(),
+        "max_client_items": preset.max_client_items,
+        "false_positive_log2": preset.false_positive_log2(preset.max_client_items, db.max_bundles_per_index()),
+        "ring_degree": preset.degree,
+        "plain_modulus": preset.plain_modulus,
+        "moduli_bits": preset.moduli_bits,
+    })
+}
+
+/// Refuses a query set larger than any preset takes, before connecting (the server's
+/// own preset may take fewer; it refuses those at the handshake).
+pub fn check_client_items(items: usize) -> Result<(), Failure> {
+    let largest = upsi::Preset::built_in()
+        .iter()
+        .map(|p| p.max_client_items)
+        .max()
+        .unwrap_or(0);
+    if items > largest {
+        return Err(Failure::config(format!(
+            "{items} items to query; the largest preset takes {largest} (split the set)"
+        )));
+    }
+    Ok(())
+}
+
+/// What the server of one session reports (the endpoint logs `client_items` only).
+#[derive(serde::Serialize, Debug)]
+pub struct ServerReport {
+    pub protocol: &'static str,
+    pub preset: String,
+    pub items: u64,
+    pub client_items: u64,
+    pub run: Metered,
+}
+
 /// The server as the endpoint serves it: the current database, replaced by a watcher
-/// when its file changes. A session takes the database current at its start and keeps
-/// it to its end.
+/// when its file changes (or by its owner, for a database held in memory). A session
+/// takes the database current at its start and keeps it to its end.
 pub struct UpsiService {
-    path: PathBuf,
-    current: RwLock<(Stamp, Arc<Database>)>,
+    /// The file the database came from; `None` for a database held in memory.
+    path: Option<PathBuf>,
+    /// The file's stamp at the last load.
+    loaded: RwLock<Stamp>,
+    current: SharedDatabase,
 }
 
 /// A file's modification time and length: what tells a changed database file.
@@ -190,9 +246,20 @@ impl UpsiService {
         let stamp = stamp(path);
         let db = read_database(path)?;
         Ok(Self {
-            path: path.to_path_buf(),
-            current: RwLock::new((stamp, Arc::new(db))),
+            path: Some(path.to_path_buf()),
+            loaded: RwLock::new(stamp),
+            current: Arc::new(RwLock::new(Arc::new(db))),
         })
+    }
+
+    /// Serves a database held in memory: whatever `current` holds when a session
+    /// starts (its owner may replace it; there is no file to watch).
+    pub fn shared(current: SharedDatabase) -> Self {
+        Self {
+            path: None,
+            loaded: RwLock::new(None),
+            current,
+        }
     }
 
     /// The database new sessions get.
@@ -200,29 +267,36 @@ impl UpsiService {
         self.current
             .read()
             .unwrap_or_else(|p| p.into_inner())
-            .1
             .clone()
     }
 
     /// Reloads the file if it changed since the last load; `Ok(true)` if it did.
     /// A file that does not load leaves the current database in place.
     pub fn reload_if_changed(&self) -> Result<bool, Failure> {
-        let now = stamp(&self.path);
-        if now == self.current.read().unwrap_or_else(|p| p.into_inner()).0 {
+        let Some(path) = &self.path else {
+            return Ok(false);
+        };
+        let now = stamp(path);
+        if now == *self.loaded.read().unwrap_or_else(|p| p.into_inner()) {
             return Ok(false);
         }
-        let db = read_database(&self.path)?;
-        *self.current.write().unwrap_or_else(|p| p.into_inner()) = (now, Arc::new(db));
+        let db = read_database(path)?;
+        *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(db);
+        *self.loaded.write().unwrap_or_else(|p| p.into_inner()) = now;
         Ok(true)
     }
 
     /// Polls the file every `period` on a thread of its own, reloading it when it
-    /// changes; `report` hears of each reload or failed reload.
+    /// changes; `report` hears of each reload or failed reload. The thread ends once
+    /// the service is dropped.
     pub fn watch(
         self: &Arc<Self>,
         period: Duration,
         report: impl Fn(Result<&Database, &Failure>) + Send + 'static,
     ) {
+        if self.path.is_none() {
+            return;
+        }
         let service = Arc::downgrade(self);
         std::thread::spawn(move || {
             while let Some(service) = service.upgrade() {
@@ -313,8 +387,7 @@ pub fn match_rows(
             let label = m.as_ref()?;
             let mut row = keys.split(item);
             if out.label_len > 0 {
-                let mut cells_of = decode_label(label)
-                    .unwrap_or_else(|| vec![format!("hex:{}", hex::encode(label)).into_bytes()]);
+                let mut cells_of = label_cells(label);
                 cells_of.resize(cells, Vec::new());
                 row.extend(cells_of);
             }
