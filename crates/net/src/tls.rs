@@ -165,8 +165,14 @@ impl TlsTransport {
 }
 
 impl Drop for TlsTransport {
+    /// close_notify, then the lingering close of a failed handshake: a party that stops
+    /// on an error has just sent its alert, and closing with the peer's unread messages
+    /// in our buffer would make the kernel reset the connection, which can destroy the
+    /// alert before the peer reads it (in a session of three or more, the others would
+    /// then blame us for closing instead of naming who dropped out).
     fn drop(&mut self) {
         self.stream.close(self.io_timeout);
+        socket::linger_close(self.tcp());
     }
 }
 
