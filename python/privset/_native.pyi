@@ -102,6 +102,7 @@ class PiSumParty:
         role: str,
         input: Input,
         *,
+        protocol: str,
         group: str,
         values_he: str,
         he_modulus_bits: int,

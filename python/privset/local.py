@@ -145,6 +145,7 @@ def pi_sum(
     value_columns: Union[None, str, Sequence[str]] = None,
     segments: Optional[Iterable[Any]] = None,
     segment_column: Optional[str] = None,
+    protocol: str = "ddh",
     group: str = "ristretto255",
     values_he: str = "paillier",
     he_modulus_bits: int = 3072,
@@ -173,6 +174,7 @@ def pi_sum(
     """
     shared: Dict[str, Any] = dict(
         id_column=id_column,
+        protocol=protocol,
         group=group,
         values_he=values_he,
         he_modulus_bits=he_modulus_bits,

@@ -8,9 +8,12 @@ variants and what each party learns.
   ``reverse=True``).
 
 Settings both parties must agree on (else the run stops at the hello with
-:class:`~privset.PeerMisbehaved`): ``group``, ``values_he``, ``he_modulus_bits``,
-``dj_s``, ``z_encoding``, ``reverse``. Defaults are the CLI's: ristretto255, Paillier
-with a 3072-bit modulus and s = 2, Z as a Golomb-compressed set.
+:class:`~privset.PeerMisbehaved`): ``protocol``, ``group``, ``values_he``,
+``he_modulus_bits``, ``dj_s``, ``z_encoding``, ``reverse``. Defaults are the CLI's: the
+deployed DDH protocol (Fig. 2) on ristretto255 (``group="x25519"`` is the fast mode),
+Paillier with a 3072-bit modulus and s = 2, Z as a Golomb-compressed set.
+``protocol="bloom"`` runs the encrypted-Bloom-filter protocol (Fig. 4) instead: no
+reverse variant, no segments (docs/pi-sum.md compares the protocols).
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ class PiSumP1(_PiSumParty):
         id_column: IdColumns = None,
         segments: Optional[Iterable[Any]] = None,
         segment_column: Optional[str] = None,
+        protocol: str = "ddh",
         group: str = "ristretto255",
         values_he: str = "paillier",
         he_modulus_bits: int = 3072,
@@ -92,6 +96,7 @@ class PiSumP1(_PiSumParty):
         self._native = _native.PiSumParty(
             "p1",
             self._input.native,
+            protocol=protocol,
             group=group,
             values_he=values_he,
             he_modulus_bits=he_modulus_bits,
@@ -128,6 +133,7 @@ class PiSumP2(_PiSumParty):
         *,
         id_column: IdColumns = None,
         value_columns: Union[None, str, Sequence[str]] = None,
+        protocol: str = "ddh",
         group: str = "ristretto255",
         values_he: str = "paillier",
         he_modulus_bits: int = 3072,
@@ -158,6 +164,7 @@ class PiSumP2(_PiSumParty):
         self._native = _native.PiSumParty(
             "p2",
             self._input.native,
+            protocol=protocol,
             group=group,
             values_he=values_he,
             he_modulus_bits=he_modulus_bits,

@@ -11,7 +11,8 @@ use crate::datagen;
 use crate::fail::Failure;
 use crate::input_args::InputArgs;
 use crate::metrics::MB;
-use crate::pi_sum_cmd::{self, DupArg, GroupArg, HeArg, PiSumArgs, RoleArg, ZArg};
+use crate::pi_sum_cmd::{self, DupArg, HeArg, PiSumArgs, ProtocolArg, RoleArg, ZArg};
+use crate::pso_cmd::CwPrfArg;
 use crate::run::PriceArgs;
 
 #[derive(Args, Debug)]
@@ -59,7 +60,8 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
             } else {
                 vec![]
             },
-            group: GroupArg::Ristretto255,
+            protocol: ProtocolArg::Ddh,
+            group: CwPrfArg::Ristretto255,
             values_he: HeArg::Paillier,
             he_modulus_bits: 3072,
             dj_s: 2,

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 use privset_crypto::ahe::HeId;
 use privset_crypto::ahe::paillier;
-use privset_crypto::group::GroupId;
 use privset_protocols::input::DuplicatePolicy;
 use privset_protocols::pi_sum::{self, PiSumConfig, Role};
 use privset_protocols::set_encoding::SetEncoding;
@@ -14,6 +13,7 @@ use privset_run::{Failure, Stopwatch};
 
 use crate::connect::ConnectArgs;
 use crate::input_args::InputArgs;
+use crate::pso_cmd::CwPrfArg;
 use crate::run::{self, PriceArgs};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,13 +22,23 @@ pub enum RoleArg {
     P2,
 }
 
-#[derive(ValueEnum, Clone, Copy, Debug)]
-pub enum GroupArg {
-    Ristretto255,
-    /// P-256, 65-byte uncompressed elements.
-    P256,
-    /// P-256, 33-byte compressed elements.
-    P256Compressed,
+/// Which intersection-sum protocol of Ion et al. 2020.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProtocolArg {
+    /// The deployed DDH protocol (Fig. 2), with every variant.
+    Ddh,
+    /// The encrypted-Bloom-filter protocol (Fig. 4): P1's filter bits under exponential
+    /// ElGamal; no reverse variant, no segments.
+    Bloom,
+}
+
+impl ProtocolArg {
+    pub fn id(self) -> pi_sum::PiSumProtocol {
+        match self {
+            ProtocolArg::Ddh => pi_sum::PiSumProtocol::Ddh,
+            ProtocolArg::Bloom => pi_sum::PiSumProtocol::Bloom,
+        }
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -73,9 +83,13 @@ pub struct PiSumArgs {
     /// p2: value column(s) to sum (repeat for several).
     #[arg(long = "value-column", value_name = "NAME")]
     pub value_columns: Vec<String>,
-    /// Group for the Diffie-Hellman exponentiations.
+    /// Which protocol of Ion et al. 2020 (both parties must agree).
+    #[arg(long, value_enum, default_value = "ddh")]
+    pub protocol: ProtocolArg,
+    /// Group for the Diffie-Hellman exponentiations (x25519: the fast mode the set
+    /// operations use, on Montgomery u-coordinates).
     #[arg(long, value_enum, default_value = "ristretto255")]
-    pub group: GroupArg,
+    pub group: CwPrfArg,
     /// Additively homomorphic scheme for the values.
     #[arg(long, value_enum, default_value = "paillier")]
     pub values_he: HeArg,
@@ -124,11 +138,8 @@ pub struct PiSumArgs {
 impl PiSumArgs {
     pub fn config(&self) -> PiSumConfig {
         PiSumConfig {
-            group: match self.group {
-                GroupArg::Ristretto255 => GroupId::Ristretto255,
-                GroupArg::P256 => GroupId::P256,
-                GroupArg::P256Compressed => GroupId::P256Compressed,
-            },
+            protocol: self.protocol.id(),
+            group: self.group.id(),
             he: match self.values_he {
                 HeArg::Paillier => HeId::Paillier,
                 HeArg::Elgamal => HeId::ElGamal,

@@ -41,6 +41,17 @@ pub enum CwPrfArg {
     X25519,
 }
 
+impl CwPrfArg {
+    pub fn id(self) -> CwPrfId {
+        match self {
+            CwPrfArg::Ristretto255 => CwPrfId::Group(GroupId::Ristretto255),
+            CwPrfArg::P256 => CwPrfId::Group(GroupId::P256),
+            CwPrfArg::P256Compressed => CwPrfId::Group(GroupId::P256Compressed),
+            CwPrfArg::X25519 => CwPrfId::X25519,
+        }
+    }
+}
+
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MqrpmtArg {
     /// From a commutative weak PRF (Chen et al. 2024, Fig. 3).
@@ -105,12 +116,7 @@ impl PsoArgs {
     pub fn config(&self, operation: Operation) -> PsoConfig {
         PsoConfig {
             operation,
-            cwprf: match self.group {
-                CwPrfArg::Ristretto255 => CwPrfId::Group(GroupId::Ristretto255),
-                CwPrfArg::P256 => CwPrfId::Group(GroupId::P256),
-                CwPrfArg::P256Compressed => CwPrfId::Group(GroupId::P256Compressed),
-                CwPrfArg::X25519 => CwPrfId::X25519,
-            },
+            cwprf: self.group.id(),
             construction: match self.mqrpmt {
                 MqrpmtArg::Cwprf => Construction::Cwprf,
                 MqrpmtArg::Poprf => Construction::Poprf,

@@ -5,12 +5,13 @@ use std::collections::HashMap;
 
 use privset_crypto::ahe::HeId;
 use privset_crypto::ahe::paillier;
+use privset_crypto::cwprf::CwPrfId;
 use privset_crypto::filter::FilterKind;
 use privset_crypto::group::GroupId;
 use privset_crypto::rng::SessionRng;
 use privset_net::memory::{Direction, HookAction, PairError, run_pair, run_pair_with};
 use privset_protocols::input::Dataset;
-use privset_protocols::pi_sum::{self, PiSumConfig, PiSumOutput, Role};
+use privset_protocols::pi_sum::{self, PiSumConfig, PiSumOutput, PiSumProtocol, Role};
 use privset_protocols::set_encoding::SetEncoding;
 use privset_protocols::wire::HEADER_LEN;
 use privset_protocols::{PeerMisbehaved, ProtocolError};
@@ -110,20 +111,30 @@ fn random_sets(
     (v, w)
 }
 
+/// Runs both parties and checks every output against the plaintext answer: both learn
+/// the cardinality; the party entitled to the sums (P2 forward, P1 reverse) learns them
+/// and the other does not.
 fn check(c: &PiSumConfig, v: &[u64], w: &[(u64, Vec<u64>)]) {
     let (card, sums) = plaintext(v, w);
     let (o1, o2) = run(c, p1_set(v), c, p2_set(w)).unwrap();
     assert_eq!(o1.cardinality(), Some(card), "P1 cardinality");
     assert_eq!(o2.cardinality(), Some(card), "P2 cardinality");
-    assert_eq!(o2.sums().map(|s| &s.sums[..]), Some(&sums[..]), "P2 sums");
+    let (entitled, other) = if c.reverse { (&o1, &o2) } else { (&o2, &o1) };
     assert_eq!(
-        o2.sums().and_then(|s| s.single()),
-        Some(sums[0]),
-        "one value column: its sum"
+        entitled.sums().map(|s| &s.sums[..]),
+        Some(&sums[..]),
+        "sums"
     );
+    if sums.len() == 1 {
+        assert_eq!(
+            entitled.sums().and_then(|s| s.single()),
+            Some(sums[0]),
+            "one value column: its sum"
+        );
+    }
     assert!(
-        matches!(o1, PiSumOutput::Cardinality { aborted: false, .. }),
-        "P1 must not learn the sum: {o1:?}"
+        matches!(other, PiSumOutput::Cardinality { aborted: false, .. }),
+        "only one party learns the sum: {other:?}"
     );
     assert_eq!(
         (o1.peer_items(), o2.peer_items()),
@@ -173,14 +184,35 @@ fn very_unbalanced_sets() {
     check(&c, &v, &w);
 }
 
+/// Every DDH group, the X25519 fast mode included, forward and reverse, on the edges
+/// and on random sets against the plaintext answer.
 #[test]
-fn p256_group() {
+fn every_group_forward_and_reverse() {
     let mut rng = SessionRng::from_os();
+    for group in CwPrfId::ALL {
+        for reverse in [false, true] {
+            let c = PiSumConfig {
+                group,
+                reverse,
+                he: HeId::ElGamal,
+                ..test_config()
+            };
+            check(&c, &[], &[]);
+            check(&c, &[3], &[(3, vec![9])]);
+            check(&c, &[1, 2], &[(3, vec![1])]);
+            let (v, w) = random_sets(&mut rng, 120, 90, 31, 1, 1000);
+            check(&c, &v, &w);
+            let (v, w) = random_sets(&mut rng, 64, 64, 64, 1, 1000);
+            check(&c, &v, &w);
+        }
+    }
     let c = PiSumConfig {
-        group: GroupId::P256,
+        group: CwPrfId::X25519,
         ..test_config()
     };
-    let (v, w) = random_sets(&mut rng, 120, 90, 31, 1, 1000);
+    let (v, w) = random_sets(&mut rng, 300, 200, 77, 2, u32::MAX as u64);
+    check(&c, &v, &w);
+    let (v, w) = random_sets(&mut rng, 1, 10_000, 1, 1, 1 << 20);
     check(&c, &v, &w);
 }
 
@@ -459,7 +491,7 @@ fn mismatched_settings_and_oversized_announcements() {
     let (v, w) = random_sets(&mut rng, 5, 5, 2, 1, 10);
     let c = test_config();
     let other = PiSumConfig {
-        group: GroupId::P256,
+        group: CwPrfId::Group(GroupId::P256),
         ..test_config()
     };
     match run(&c, p1_set(&v), &other, p2_set(&w)) {
@@ -582,5 +614,204 @@ fn same_seeds_replay_the_same_transcript() {
         transcript(),
         transcript(),
         "resume relies on deterministic replay"
+    );
+}
+
+/// The encrypted-Bloom-filter protocol (Ion et al. 2020, Fig. 4) against the plaintext
+/// answer, with each value scheme, on the edges and on random sets.
+#[test]
+fn bloom_protocol_against_plaintext() {
+    let mut rng = SessionRng::from_os();
+    for he in HeId::ALL {
+        let c = PiSumConfig {
+            protocol: PiSumProtocol::Bloom,
+            he,
+            ..test_config()
+        };
+        check(&c, &[], &[]);
+        check(&c, &[], &[(1, vec![5])]);
+        check(&c, &[1, 2], &[]);
+        check(&c, &[7], &[(7, vec![u32::MAX as u64])]);
+        check(&c, &[7], &[(8, vec![3])]);
+        let (v, w) = random_sets(&mut rng, 50, 50, 50, 1, 1000);
+        check(&c, &v, &w);
+        let (v, w) = random_sets(&mut rng, 40, 60, 0, 1, 1000);
+        check(&c, &v, &w);
+        let (v, w) = random_sets(&mut rng, 300, 200, 77, 2, u32::MAX as u64);
+        check(&c, &v, &w);
+    }
+}
+
+#[test]
+fn bloom_protocol_very_unbalanced_sets_and_several_chunks() {
+    let mut rng = SessionRng::from_os();
+    let c = PiSumConfig {
+        protocol: PiSumProtocol::Bloom,
+        he: HeId::ElGamal,
+        max_value: 1 << 20,
+        ..test_config()
+    };
+    let (v, w) = random_sets(&mut rng, 1, 10_000, 1, 1, 1 << 20);
+    check(&c, &v, &w);
+    // 10,000 items of P1 make a filter of 10,000 x 1.44 x 40 positions: nine chunks.
+    let (mut v, w) = random_sets(&mut rng, 10_000, 1, 0, 1, 1 << 20);
+    v.push(w[0].0);
+    check(&c, &v, &w);
+}
+
+#[test]
+fn bloom_protocol_threshold_columns_and_squares() {
+    let mut rng = SessionRng::from_os();
+    let c = PiSumConfig {
+        protocol: PiSumProtocol::Bloom,
+        he: HeId::Paillier,
+        sum_of_squares: true,
+        max_value: 1000,
+        ..test_config()
+    };
+    let (v, w) = random_sets(&mut rng, 80, 70, 33, 2, 1000);
+    let (card, sums) = plaintext(&v, &w);
+    let (o1, o2) = run(&c, p1_set(&v), &c, p2_set(&w)).unwrap();
+    assert_eq!(o1.cardinality(), Some(card));
+    let got = o2.sums().expect("P2 learns the sums");
+    assert_eq!(got.sums, sums);
+    let squares: Vec<u128> = (0..2)
+        .map(|col| {
+            let set: std::collections::HashSet<u64> = v.iter().copied().collect();
+            w.iter()
+                .filter(|(x, _)| set.contains(x))
+                .map(|(_, t)| (t[col] as u128).pow(2))
+                .sum()
+        })
+        .collect();
+    assert_eq!(got.sums_of_squares.as_deref(), Some(&squares[..]));
+    let strict = PiSumConfig {
+        threshold: Some(card + 1),
+        ..c.clone()
+    };
+    let (o1, o2) = run(&strict, p1_set(&v), &c, p2_set(&w)).unwrap();
+    assert!(o1.aborted() && o2.aborted(), "{o1:?} {o2:?}");
+    assert_eq!(o2, PiSumOutput::Aborted { peer_items: 80 });
+}
+
+#[test]
+fn bloom_protocol_refuses_what_it_does_not_define_and_mismatches() {
+    let mut rng = SessionRng::from_os();
+    let bloom = PiSumConfig {
+        protocol: PiSumProtocol::Bloom,
+        ..test_config()
+    };
+    let reverse = PiSumConfig {
+        reverse: true,
+        ..bloom.clone()
+    };
+    let err = pi_sum::new_party(Role::P1, &reverse, p1_set(&[1]), seed(&mut rng))
+        .err()
+        .expect("reverse Bloom is refused");
+    assert!(
+        matches!(err, ProtocolError::Config(ref m) if m.contains("reverse")),
+        "{err:?}"
+    );
+    let (v, w) = random_sets(&mut rng, 5, 5, 2, 1, 10);
+    match run(&bloom, p1_set(&v), &test_config(), p2_set(&w)) {
+        Err(PairError::Failed {
+            error: ProtocolError::Incompatible(msg),
+            ..
+        }) => assert!(msg.contains("protocol"), "{msg}"),
+        other => panic!("expected a protocol mismatch, got {other:?}"),
+    }
+}
+
+fn run_bloom_tampered(
+    hook: &mut dyn FnMut(Direction, u32, &mut Vec<u8>) -> HookAction,
+) -> ProtocolError {
+    let mut rng = SessionRng::from_os();
+    let (v, w) = random_sets(&mut rng, 20, 20, 10, 1, 100);
+    let c = PiSumConfig {
+        protocol: PiSumProtocol::Bloom,
+        he: HeId::ElGamal,
+        ..test_config()
+    };
+    let mut a = pi_sum::new_party(Role::P1, &c, p1_set(&v), seed(&mut rng)).unwrap();
+    let mut b = pi_sum::new_party(Role::P2, &c, p2_set(&w), seed(&mut rng)).unwrap();
+    match run_pair_with(a.as_mut(), b.as_mut(), hook) {
+        Err(PairError::Failed { error, .. }) => error,
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+#[test]
+fn bloom_protocol_tampered_truncated_and_replayed_messages_are_rejected() {
+    // A truncated filter chunk (P1's messages: hello, key, filter, round 3).
+    let e = run_bloom_tampered(&mut |d, i, m| {
+        if d == Direction::AtoB && i == 2 {
+            m.truncate(m.len() - 64);
+        }
+        HookAction::Deliver
+    });
+    assert!(
+        matches!(
+            e,
+            ProtocolError::PeerMisbehaved(PeerMisbehaved::WrongLength { .. })
+        ),
+        "{e:?}"
+    );
+    // A non-canonical point inside the filter (every position of 20 items is touched
+    // with probability about 1/2, so poison them all).
+    let e = run_bloom_tampered(&mut |d, i, m| {
+        if d == Direction::AtoB && i == 2 {
+            for c in m[HEADER_LEN..].chunks_mut(64) {
+                c[..32].fill(0xff);
+            }
+        }
+        HookAction::Deliver
+    });
+    assert!(
+        matches!(
+            e,
+            ProtocolError::PeerMisbehaved(PeerMisbehaved::InvalidCiphertext { .. })
+        ),
+        "{e:?}"
+    );
+    // A bad ElGamal key.
+    let e = run_bloom_tampered(&mut |d, i, m| {
+        if d == Direction::AtoB && i == 1 {
+            m[HEADER_LEN..].fill(0xff);
+        }
+        HookAction::Deliver
+    });
+    assert!(matches!(e, ProtocolError::PeerMisbehaved(_)), "{e:?}");
+    // The filter chunk replayed.
+    let e = run_bloom_tampered(&mut |d, i, _| {
+        if d == Direction::AtoB && i == 2 {
+            HookAction::Duplicate
+        } else {
+            HookAction::Deliver
+        }
+    });
+    assert!(matches!(e, ProtocolError::PeerMisbehaved(_)), "{e:?}");
+    // Truncated membership message.
+    let e = run_bloom_tampered(&mut |d, i, m| {
+        if d == Direction::BtoA && i == 1 {
+            m.truncate(m.len() - 10);
+        }
+        HookAction::Deliver
+    });
+    assert!(matches!(e, ProtocolError::PeerMisbehaved(_)), "{e:?}");
+    // A membership ciphertext that is not a point.
+    let e = run_bloom_tampered(&mut |d, i, m| {
+        if d == Direction::BtoA && i == 1 {
+            // Key (4-byte length + 32 bytes) then the membership ciphertexts.
+            let at = HEADER_LEN + 4 + 32;
+            m[at..at + 32].fill(0xff);
+        }
+        HookAction::Deliver
+    });
+    assert!(
+        matches!(
+            e,
+            ProtocolError::PeerMisbehaved(PeerMisbehaved::InvalidCiphertext { .. })
+        ),
+        "{e:?}"
     );
 }

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use privset_crypto::ahe::{HeId, paillier};
-use privset_crypto::group::GroupId;
-use privset_protocols::pi_sum::{self, PiSumConfig, PiSumOutput, Role};
+use privset_crypto::cwprf::CwPrfId;
+use privset_protocols::pi_sum::{self, PiSumConfig, PiSumOutput, PiSumProtocol, Role};
 use privset_protocols::set_encoding::SetEncoding;
 use privset_protocols::{OutputParty, Party};
 use privset_run::report::PiSumReport;
@@ -80,7 +80,7 @@ impl PiSumParty {
     /// is sent. Defaults are the CLI's.
     #[new]
     #[pyo3(signature = (
-        role, input, *, group, values_he, he_modulus_bits, dj_s, z_encoding, reverse,
+        role, input, *, protocol, group, values_he, he_modulus_bits, dj_s, z_encoding, reverse,
         threshold, sum_of_squares, value_bound, sum_bound, max_peer_items
     ))]
     #[allow(clippy::too_many_arguments)]
@@ -88,6 +88,7 @@ impl PiSumParty {
         py: Python<'_>,
         role: &str,
         input: &Input,
+        protocol: &str,
         group: &str,
         values_he: &str,
         he_modulus_bits: &Bound<'_, PyAny>,
@@ -121,12 +122,19 @@ impl PiSumParty {
             }
         };
         let config = PiSumConfig {
+            protocol: errors::named(
+                py,
+                "protocol",
+                protocol,
+                PiSumProtocol::from_name(protocol),
+                "ddh, bloom",
+            )?,
             group: errors::named(
                 py,
                 "group",
                 group,
-                GroupId::from_name(group),
-                "ristretto255, p256, p256-compressed",
+                CwPrfId::from_name(group),
+                "ristretto255, p256, p256-compressed, x25519",
             )?,
             he: errors::named(
                 py,

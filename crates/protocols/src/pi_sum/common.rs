@@ -3,12 +3,12 @@
 use std::collections::HashSet;
 
 use privset_crypto::ahe::{ColumnBounds, HeError};
-use privset_crypto::group::PrimeGroup;
+use privset_crypto::cwprf::CwPrf;
 use privset_crypto::rng::SessionRng;
 use rayon::prelude::*;
 
-use super::{HeChoice, Hello, PiSumConfig, Role, kind};
-use crate::engine::{Handshake, Roster};
+use super::{HeChoice, Hello, PiSumConfig, PiSumOutput, Role, SegmentResult, kind};
+use crate::engine::{Handshake, Roster, Session};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::input::Dataset;
 use crate::meter::Meter;
@@ -38,19 +38,19 @@ pub fn permute_blocks(packed: &[u8], width: usize, order: &[u32]) -> Vec<u8> {
 
 /// `encode(decode(e)^k)` for every packed element received from the peer; invalid
 /// elements become a `PeerMisbehaved` naming the message.
-pub fn exponentiate_received<G: PrimeGroup>(
+pub fn exponentiate_received<C: CwPrf>(
     (meter, phase): (&Meter, &'static str),
     packed: &[u8],
-    k: &G::Scalar,
+    k: &C::Key,
     what: &'static str,
 ) -> Result<Vec<u8>, ProtocolError> {
-    if !packed.len().is_multiple_of(G::ELEMENT_LEN) {
+    if !packed.len().is_multiple_of(C::ELEMENT_LEN) {
         // Whole, so the batch call names the bad length.
-        return G::decode_mul_encode_batch(packed, k)
+        return C::eval_batch(packed, k)
             .map_err(|source| PeerMisbehaved::InvalidElement { what, source }.into());
     }
-    meter.try_slices(phase, packed, G::ELEMENT_LEN, |first, slice| {
-        G::decode_mul_encode_batch(slice, k).map_err(|source| {
+    meter.try_slices(phase, packed, C::ELEMENT_LEN, |first, slice| {
+        C::eval_batch(slice, k).map_err(|source| {
             PeerMisbehaved::InvalidElement {
                 what,
                 source: source.at_offset(first),
@@ -61,24 +61,21 @@ pub fn exponentiate_received<G: PrimeGroup>(
 }
 
 /// `H(item)^k`, encoded, for every item, counted on the meter as the phase named.
-pub fn hash_exponentiate<G: PrimeGroup, I: AsRef<[u8]> + Sync>(
+pub fn hash_exponentiate<C: CwPrf, I: AsRef<[u8]> + Sync>(
     (meter, phase): (&Meter, &'static str),
     dst: &[u8],
     items: &[I],
-    k: &G::Scalar,
+    k: &C::Key,
 ) -> Vec<u8> {
     meter.slices(phase, items, 1, |_, slice| {
-        G::hash_mul_encode_batch(dst, slice, k)
+        C::hash_eval_batch(dst, slice, k)
     })
 }
 
 /// Checks that every packed element received from the peer is a valid group element
 /// (used where the elements are only compared, never exponentiated).
-pub fn validate_elements<G: PrimeGroup>(
-    packed: &[u8],
-    what: &'static str,
-) -> Result<(), ProtocolError> {
-    G::validate_batch(packed)
+pub fn validate_elements<C: CwPrf>(packed: &[u8], what: &'static str) -> Result<(), ProtocolError> {
+    C::validate_batch(packed)
         .map_err(|source| PeerMisbehaved::InvalidElement { what, source }.into())
 }
 
@@ -219,4 +216,153 @@ impl Handshake for Setup {
         self.peer = Some(peer);
         Ok(())
     }
+}
+
+/// P2's encrypted value columns (values, then squares) in the order `order` gives its
+/// items, with their public bounds; counted on the meter one column at a time (a column
+/// is packed into ciphertexts as a whole).
+pub fn encrypt_columns<H: HeChoice>(
+    session: &mut Session<'_>,
+    phase: &'static str,
+    setup: &Setup,
+    keys: (&H::PublicKey, &H::SecretKey),
+    order: &[u32],
+) -> Result<(Vec<Vec<u8>>, Vec<ColumnBounds>), ProtocolError> {
+    let (pk, sk) = keys;
+    let bounds = super::encrypted_columns(&setup.hello);
+    session.meter.begin(phase, bounds.len());
+    let columns = super::plaintext_columns(&setup.config, &setup.input)
+        .iter()
+        .zip(&bounds)
+        .map(|(col, b)| {
+            let shuffled: Vec<u64> = order.iter().map(|&i| col[i as usize]).collect();
+            let column = H::encrypt_column(pk, sk, b, &shuffled, session.rng);
+            session.meter.add(1);
+            column
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| ProtocolError::Config(format!("encrypting the values: {e}")))?;
+    Ok((columns, bounds))
+}
+
+/// P1's last message, once it knows which of P2's items are in the intersection (one
+/// selection per segment): the threshold abort if the intersection is smaller than the
+/// threshold, else per segment `|J|` and the masked, re-randomized encrypted sum of every
+/// column. Returns P1's output.
+pub fn send_sums<H: HeChoice>(
+    session: &mut Session<'_>,
+    setup: &Setup,
+    peer: &Hello,
+    pk: &H::PublicKey,
+    packed_columns: &[&[u8]],
+    selections: &[Vec<usize>],
+) -> Result<PiSumOutput, ProtocolError> {
+    let cardinality: u64 = selections.iter().map(|s| s.len() as u64).sum();
+    let segments = setup.input.segment_of.as_ref().map(|_| {
+        selections
+            .iter()
+            .zip(&setup.input.segment_names)
+            .map(|(s, name)| SegmentResult {
+                segment: name.clone(),
+                cardinality: s.len() as u64,
+                sums: None,
+            })
+            .collect()
+    });
+    let to = Role::P2.id();
+    let aborted = setup.config.threshold.is_some_and(|t| cardinality < t);
+    if aborted {
+        session.send(to, kind::ABORT, &[]);
+    } else {
+        let columns = super::encrypted_columns(peer);
+        let mut round3 = Vec::new();
+        for selected in selections {
+            round3.extend_from_slice(&(selected.len() as u64).to_be_bytes());
+            for (bounds, column) in columns.iter().zip(packed_columns) {
+                let sum = H::sum_selected(pk, bounds, column, selected, session.rng)
+                    .map_err(bad_ciphertext("P2's encrypted values"))?;
+                round3.extend_from_slice(&sum);
+            }
+        }
+        session.send(to, kind::ROUND3, &round3);
+    }
+    Ok(PiSumOutput::Cardinality {
+        cardinality,
+        aborted,
+        segments,
+        peer_items: peer.items,
+    })
+}
+
+/// Bytes of P1's largest possible round 3: per segment a count and every column's sum.
+pub fn max_sums_len<H: HeChoice>(
+    pk: &H::PublicKey,
+    bounds: &[ColumnBounds],
+    segments: usize,
+) -> usize {
+    let per_segment: usize = bounds
+        .iter()
+        .map(|b| {
+            H::sum_ciphertexts(pk, b)
+                .unwrap_or(0)
+                .saturating_mul(H::ciphertext_len(pk))
+        })
+        .fold(8, usize::saturating_add);
+    per_segment.saturating_mul(segments)
+}
+
+/// P2's output from P1's last message: the threshold abort, or per segment the
+/// cardinality and the decrypted sums of every column.
+pub fn read_sums<H: HeChoice>(
+    kind_and_body: (u8, &[u8]),
+    setup: &Setup,
+    peer: &Hello,
+    keys: (&H::PublicKey, &H::SecretKey),
+    bounds: &[ColumnBounds],
+) -> Result<PiSumOutput, ProtocolError> {
+    let (pk, sk) = keys;
+    let (message_kind, body) = kind_and_body;
+    if message_kind == kind::ABORT {
+        Reader::new(body, "abort").finish()?;
+        return Ok(PiSumOutput::Aborted {
+            peer_items: peer.items,
+        });
+    }
+    let mut r = Reader::new(body, "round 3");
+    let segment_sizes = peer.segment_sizes();
+    let value_columns = setup.input.columns.len();
+    let mut segments = Vec::with_capacity(segment_sizes.len());
+    let mut totals = vec![0u128; bounds.len()];
+    let mut cardinality = 0u64;
+    for (index, &size) in segment_sizes.iter().enumerate() {
+        let card = r.u64()?;
+        if card > size.min(setup.hello.items) {
+            return Err(PeerMisbehaved::Inconsistent(format!(
+                "segment {index}: cardinality {card} exceeds the smaller set size"
+            ))
+            .into());
+        }
+        cardinality += card;
+        let mut sums = Vec::with_capacity(bounds.len());
+        for (c, b) in bounds.iter().enumerate() {
+            let n = H::sum_ciphertexts(pk, b).map_err(bad_ciphertext("sum layout"))?;
+            let bytes = r.take(checked_len(n, H::ciphertext_len(pk), "encrypted sum")?)?;
+            let sum = H::decrypt_sum(sk, b, bytes).map_err(bad_ciphertext("P1's encrypted sum"))?;
+            totals[c] += sum;
+            sums.push(sum);
+        }
+        segments.push(SegmentResult {
+            segment: index.to_string(),
+            cardinality: card,
+            sums: Some(sums[..value_columns.min(sums.len())].to_vec()),
+        });
+    }
+    r.finish()?;
+    Ok(PiSumOutput::with_sums(
+        cardinality,
+        totals,
+        value_columns,
+        (!peer.segments.is_empty()).then_some(segments),
+        peer.items,
+    ))
 }

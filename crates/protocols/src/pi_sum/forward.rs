@@ -18,10 +18,10 @@
 use std::marker::PhantomData;
 
 use privset_crypto::ahe::ColumnBounds;
-use privset_crypto::group::PrimeGroup;
+use privset_crypto::cwprf::CwPrf;
 
-use super::common::{self, Setup, bad_ciphertext, checked_len};
-use super::{HeChoice, Hello, PROTOCOL, PiSumConfig, PiSumOutput, Role, SegmentResult, kind};
+use super::common::{self, Setup, checked_len};
+use super::{HeChoice, Hello, PROTOCOL, PiSumConfig, PiSumOutput, Role, kind};
 use crate::engine::{Message, Protocol, Session};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::input::Dataset;
@@ -32,24 +32,24 @@ use crate::wire::{PartyId, Reader};
 const FILTER_KEY: &str = "pi-sum/z-filter";
 
 /// P1: holds identifiers (optionally segmented); learns the cardinality per segment.
-pub struct P1<G: PrimeGroup, H: HeChoice> {
+pub struct P1<C: CwPrf, H: HeChoice> {
     setup: Setup,
-    state: P1State<G>,
+    state: P1State<C>,
     _he: PhantomData<H>,
 }
 
-enum P1State<G: PrimeGroup> {
+enum P1State<C: CwPrf> {
     /// Before the session is established.
     Hellos,
     AwaitRound2 {
         /// k1 (Ion et al. 2020, Fig. 2).
-        key: G::Scalar,
+        key: C::Key,
         peer: Hello,
     },
     Done(PiSumOutput),
 }
 
-impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
+impl<C: CwPrf, H: HeChoice> P1<C, H> {
     pub fn new(config: PiSumConfig, input: Dataset) -> Self {
         Self {
             setup: Setup::new(Role::P1, config, input),
@@ -62,7 +62,7 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
         &mut self,
         session: &mut Session<'_>,
         body: &[u8],
-        key: &G::Scalar,
+        key: &C::Key,
         peer: &Hello,
     ) -> Result<PiSumOutput, ProtocolError> {
         let params = H::params(&self.setup.config);
@@ -76,17 +76,17 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
             let z = self.setup.hello.z.read(
                 &mut r,
                 size as usize,
-                G::ELEMENT_LEN,
+                C::ELEMENT_LEN,
                 n2,
                 &filter_key,
                 "Z",
             )?;
             if let ReceivedSet::List { packed, .. } = &z {
-                common::validate_elements::<G>(packed, "Z")?;
+                common::validate_elements::<C>(packed, "Z")?;
             }
             z_sets.push(z);
         }
-        let theirs = r.take(checked_len(n2, G::ELEMENT_LEN, "P2's items")?)?;
+        let theirs = r.take(checked_len(n2, C::ELEMENT_LEN, "P2's items")?)?;
         let columns = super::encrypted_columns(peer);
         let mut packed_columns = Vec::with_capacity(columns.len());
         for bounds in &columns {
@@ -94,7 +94,7 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
         }
         r.finish()?;
 
-        let doubled = common::exponentiate_received::<G>(
+        let doubled = common::exponentiate_received::<C>(
             (session.meter, "round 3: exponentiating P2's items"),
             theirs,
             key,
@@ -102,58 +102,20 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
         )?;
         let selections: Vec<Vec<usize>> = z_sets
             .iter()
-            .map(|z| z.matching_positions(&doubled, G::ELEMENT_LEN))
+            .map(|z| z.matching_positions(&doubled, C::ELEMENT_LEN))
             .collect();
-        let cardinality: u64 = selections.iter().map(|s| s.len() as u64).sum();
-        let segments = self.segment_results(&selections);
-        let to = Role::P2.id();
-
-        if let Some(t) = self.setup.config.threshold
-            && cardinality < t
-        {
-            session.send(to, kind::ABORT, &[]);
-            return Ok(PiSumOutput::Cardinality {
-                cardinality,
-                aborted: true,
-                segments,
-                peer_items: peer.items,
-            });
-        }
-        let mut round3 = Vec::new();
-        for selected in &selections {
-            round3.extend_from_slice(&(selected.len() as u64).to_be_bytes());
-            for (bounds, column) in columns.iter().zip(&packed_columns) {
-                let sum = H::sum_selected(&pk, bounds, column, selected, session.rng)
-                    .map_err(bad_ciphertext("P2's encrypted values"))?;
-                round3.extend_from_slice(&sum);
-            }
-        }
-        session.send(to, kind::ROUND3, &round3);
-        Ok(PiSumOutput::Cardinality {
-            cardinality,
-            aborted: false,
-            segments,
-            peer_items: peer.items,
-        })
-    }
-
-    fn segment_results(&self, selections: &[Vec<usize>]) -> Option<Vec<SegmentResult>> {
-        self.setup.input.segment_of.as_ref()?;
-        Some(
-            selections
-                .iter()
-                .zip(&self.setup.input.segment_names)
-                .map(|(s, name)| SegmentResult {
-                    segment: name.clone(),
-                    cardinality: s.len() as u64,
-                    sums: None,
-                })
-                .collect(),
+        common::send_sums::<H>(
+            session,
+            &self.setup,
+            peer,
+            &pk,
+            &packed_columns,
+            &selections,
         )
     }
 }
 
-impl<G: PrimeGroup, H: HeChoice> Protocol for P1<G, H> {
+impl<C: CwPrf, H: HeChoice> Protocol for P1<C, H> {
     type Output = PiSumOutput;
 
     type Handshake = Setup;
@@ -165,8 +127,8 @@ impl<G: PrimeGroup, H: HeChoice> Protocol for P1<G, H> {
     /// Draws k1 and sends round 1.
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
         let peer = common::take_peer(&mut self.setup.peer)?;
-        let key = G::random_scalar(session.rng);
-        let dst = session.ctx.hash_dst(PROTOCOL, G::ID.suite());
+        let key = C::random_key(session.rng);
+        let dst = session.ctx.hash_dst(PROTOCOL, C::ID.suite());
         let order = common::segment_order(
             self.setup.input.segment_of.as_deref(),
             self.setup.hello.segment_count(),
@@ -174,7 +136,7 @@ impl<G: PrimeGroup, H: HeChoice> Protocol for P1<G, H> {
             session.rng,
         );
         let items = common::gather(&self.setup.input.ids, &order);
-        let round1 = common::hash_exponentiate::<G, _>(
+        let round1 = common::hash_exponentiate::<C, _>(
             (
                 session.meter,
                 "round 1: hashing and exponentiating our items",
@@ -224,7 +186,7 @@ impl<G: PrimeGroup, H: HeChoice> Protocol for P1<G, H> {
             .hello
             .segment_sizes()
             .iter()
-            .map(|&s| self.setup.hello.z.max_len(s as usize, G::ELEMENT_LEN, n2))
+            .map(|&s| self.setup.hello.z.max_len(s as usize, C::ELEMENT_LEN, n2))
             .fold(0usize, usize::saturating_add);
         let columns = super::encrypted_columns(peer).len();
         let values = n2
@@ -232,7 +194,7 @@ impl<G: PrimeGroup, H: HeChoice> Protocol for P1<G, H> {
             .saturating_mul(H::max_ciphertext_len(&params));
         (4 + common::MAX_PUBLIC_KEY_LEN)
             .saturating_add(z)
-            .saturating_add(n2.saturating_mul(G::ELEMENT_LEN))
+            .saturating_add(n2.saturating_mul(C::ELEMENT_LEN))
             .saturating_add(values)
     }
 
@@ -260,24 +222,24 @@ impl<G: PrimeGroup, H: HeChoice> Protocol for P1<G, H> {
 }
 
 /// P2: holds identifiers with values; learns the cardinality and the sums.
-pub struct P2<G: PrimeGroup, H: HeChoice> {
+pub struct P2<C: CwPrf, H: HeChoice> {
     setup: Setup,
-    state: P2State<G, H>,
+    state: P2State<C, H>,
 }
 
-enum P2State<G: PrimeGroup, H: HeChoice> {
+enum P2State<C: CwPrf, H: HeChoice> {
     /// Before the session is established.
     Hellos,
-    AwaitRound1(Box<Prepared<G, H>>),
-    AwaitRound3(Box<Prepared<G, H>>),
+    AwaitRound1(Box<Prepared<C, H>>),
+    AwaitRound3(Box<Prepared<C, H>>),
     Done(PiSumOutput),
 }
 
 /// P2's work that does not depend on P1's items, done right after the hellos.
-struct Prepared<G: PrimeGroup, H: HeChoice> {
+struct Prepared<C: CwPrf, H: HeChoice> {
     peer: Hello,
     /// k2 (Ion et al. 2020, Fig. 2).
-    key: G::Scalar,
+    key: C::Key,
     pk: H::PublicKey,
     sk: H::SecretKey,
     /// Shuffled H(w)^k2.
@@ -287,7 +249,7 @@ struct Prepared<G: PrimeGroup, H: HeChoice> {
     bounds: Vec<ColumnBounds>,
 }
 
-impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
+impl<C: CwPrf, H: HeChoice> P2<C, H> {
     pub fn new(config: PiSumConfig, input: Dataset) -> Self {
         Self {
             setup: Setup::new(Role::P2, config, input),
@@ -299,9 +261,9 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
         &self,
         session: &mut Session<'_>,
         body: &[u8],
-        prep: &Prepared<G, H>,
+        prep: &Prepared<C, H>,
     ) -> Result<(), ProtocolError> {
-        let expected = checked_len(prep.peer.items as usize, G::ELEMENT_LEN, "round 1")?;
+        let expected = checked_len(prep.peer.items as usize, C::ELEMENT_LEN, "round 1")?;
         if body.len() != expected {
             return Err(PeerMisbehaved::WrongLength {
                 what: "round 1",
@@ -310,24 +272,24 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
             }
             .into());
         }
-        let doubled = common::exponentiate_received::<G>(
+        let doubled = common::exponentiate_received::<C>(
             (session.meter, "round 2: exponentiating P1's items"),
             body,
             &prep.key,
             "P1's items",
         )?;
         let mut round2 =
-            Vec::with_capacity(body.len() + self.setup.hello.items as usize * G::ELEMENT_LEN);
+            Vec::with_capacity(body.len() + self.setup.hello.items as usize * C::ELEMENT_LEN);
         common::put_bytes(&mut round2, &H::encode_public_key(&prep.pk));
         let filter_key = session.ctx.derive_key(FILTER_KEY);
         let mut start = 0usize;
         for size in prep.peer.segment_sizes() {
-            let end = start + size as usize * G::ELEMENT_LEN;
+            let end = start + size as usize * C::ELEMENT_LEN;
             // One set per segment, shuffled within the segment only (Ion et al. 2020,
             // Sec. 3.4, segmented input).
             round2.extend_from_slice(&self.setup.hello.z.encode(
                 &doubled[start..end],
-                G::ELEMENT_LEN,
+                C::ELEMENT_LEN,
                 self.setup.hello.items as usize,
                 &filter_key,
                 session.rng,
@@ -341,55 +303,9 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
         session.send(Role::P1.id(), kind::ROUND2, &round2);
         Ok(())
     }
-
-    fn on_round3(&self, body: &[u8], prep: &Prepared<G, H>) -> Result<PiSumOutput, ProtocolError> {
-        let mut r = Reader::new(body, "round 3");
-        let segment_sizes = prep.peer.segment_sizes();
-        let value_columns = self.setup.input.columns.len();
-        let mut segments = Vec::with_capacity(segment_sizes.len());
-        let mut totals = vec![0u128; prep.bounds.len()];
-        let mut cardinality = 0u64;
-        for (index, &size) in segment_sizes.iter().enumerate() {
-            let card = r.u64()?;
-            if card > size.min(self.setup.hello.items) {
-                return Err(PeerMisbehaved::Inconsistent(format!(
-                    "segment {index}: cardinality {card} exceeds the smaller set size"
-                ))
-                .into());
-            }
-            cardinality += card;
-            let mut sums = Vec::with_capacity(prep.bounds.len());
-            for (c, bounds) in prep.bounds.iter().enumerate() {
-                let n =
-                    H::sum_ciphertexts(&prep.pk, bounds).map_err(bad_ciphertext("sum layout"))?;
-                let bytes = r.take(checked_len(
-                    n,
-                    H::ciphertext_len(&prep.pk),
-                    "encrypted sum",
-                )?)?;
-                let sum = H::decrypt_sum(&prep.sk, bounds, bytes)
-                    .map_err(bad_ciphertext("P1's encrypted sum"))?;
-                totals[c] += sum;
-                sums.push(sum);
-            }
-            segments.push(SegmentResult {
-                segment: index.to_string(),
-                cardinality: card,
-                sums: Some(sums[..value_columns.min(sums.len())].to_vec()),
-            });
-        }
-        r.finish()?;
-        Ok(PiSumOutput::with_sums(
-            cardinality,
-            totals,
-            value_columns,
-            (!prep.peer.segments.is_empty()).then_some(segments),
-            prep.peer.items,
-        ))
-    }
 }
 
-impl<G: PrimeGroup, H: HeChoice> Protocol for P2<G, H> {
+impl<C: CwPrf, H: HeChoice> Protocol for P2<C, H> {
     type Output = PiSumOutput;
 
     type Handshake = Setup;
@@ -402,11 +318,11 @@ impl<G: PrimeGroup, H: HeChoice> Protocol for P2<G, H> {
     /// on P1's items: H(w)^k2 and the encrypted values, shuffled.
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
         let peer = common::take_peer(&mut self.setup.peer)?;
-        let key = G::random_scalar(session.rng);
-        let dst = session.ctx.hash_dst(PROTOCOL, G::ID.suite());
+        let key = C::random_key(session.rng);
+        let dst = session.ctx.hash_dst(PROTOCOL, C::ID.suite());
         let (pk, sk) = H::keygen(&H::params(&self.setup.config), session.rng);
         let order = session.rng.permutation(self.setup.input.ids.len());
-        let elements = common::hash_exponentiate::<G, _>(
+        let elements = common::hash_exponentiate::<C, _>(
             (
                 session.meter,
                 "round 2: hashing and exponentiating our items",
@@ -415,22 +331,13 @@ impl<G: PrimeGroup, H: HeChoice> Protocol for P2<G, H> {
             &common::gather(&self.setup.input.ids, &order),
             &key,
         );
-        let bounds = super::encrypted_columns(&self.setup.hello);
-        // Counted per column: a column is packed into ciphertexts as a whole.
-        session
-            .meter
-            .begin("round 2: encrypting our value columns", bounds.len());
-        let columns = super::plaintext_columns(&self.setup.config, &self.setup.input)
-            .iter()
-            .zip(&bounds)
-            .map(|(col, b)| {
-                let shuffled: Vec<u64> = order.iter().map(|&i| col[i as usize]).collect();
-                let column = H::encrypt_column(&pk, &sk, b, &shuffled, session.rng);
-                session.meter.add(1);
-                column
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| ProtocolError::Config(format!("encrypting the values: {e}")))?;
+        let (columns, bounds) = common::encrypt_columns::<H>(
+            session,
+            "round 2: encrypting our value columns",
+            &self.setup,
+            (&pk, &sk),
+            &order,
+        )?;
         self.state = P2State::AwaitRound1(Box::new(Prepared {
             peer,
             key,
@@ -455,15 +362,16 @@ impl<G: PrimeGroup, H: HeChoice> Protocol for P2<G, H> {
                 P2State::AwaitRound3(prep)
             }
             P2State::AwaitRound3(prep) => {
-                if message.kind == kind::ABORT {
-                    Reader::new(message.body, "abort").finish()?;
-                    P2State::Done(PiSumOutput::Aborted {
-                        peer_items: prep.peer.items,
-                    })
-                } else {
-                    let body = message.expect(kind::ROUND3)?;
-                    P2State::Done(self.on_round3(body, &prep)?)
+                if message.kind != kind::ABORT {
+                    message.expect(kind::ROUND3)?;
                 }
+                P2State::Done(common::read_sums::<H>(
+                    (message.kind, message.body),
+                    &self.setup,
+                    &prep.peer,
+                    (&prep.pk, &prep.sk),
+                    &prep.bounds,
+                )?)
             }
             P2State::Hellos | P2State::Done(_) => {
                 return Err(ProtocolError::ApiMisuse(
@@ -483,18 +391,9 @@ impl<G: PrimeGroup, H: HeChoice> Protocol for P2<G, H> {
 
     fn max_message_len(&self) -> usize {
         match &self.state {
-            P2State::AwaitRound1(prep) => (prep.peer.items as usize).saturating_mul(G::ELEMENT_LEN),
+            P2State::AwaitRound1(prep) => (prep.peer.items as usize).saturating_mul(C::ELEMENT_LEN),
             P2State::AwaitRound3(prep) => {
-                let per_segment: usize = prep
-                    .bounds
-                    .iter()
-                    .map(|b| {
-                        H::sum_ciphertexts(&prep.pk, b)
-                            .unwrap_or(0)
-                            .saturating_mul(H::ciphertext_len(&prep.pk))
-                    })
-                    .fold(8usize, usize::saturating_add);
-                per_segment.saturating_mul(prep.peer.segment_count())
+                common::max_sums_len::<H>(&prep.pk, &prep.bounds, prep.peer.segment_count())
             }
             P2State::Hellos | P2State::Done(_) => 0,
         }

@@ -1,13 +1,13 @@
 //! The PI-Sum settings each party announces in its hello (after the salt, which the
-//! engine adds): group, homomorphic scheme and parameters, Z encoding, variant flags,
+//! engine adds): protocol, group, homomorphic scheme and parameters, Z encoding, variant flags,
 //! set size, value columns and bounds, segment sizes. Mismatched settings end the run
 //! with `ProtocolError::Incompatible` naming the setting, before any set element is
 //! sent. The participant index (0 = P1, 1 = P2) gives the role.
 
 use privset_crypto::ahe::HeId;
-use privset_crypto::group::GroupId;
+use privset_crypto::cwprf::CwPrfId;
 
-use super::{PiSumConfig, Role};
+use super::{PiSumConfig, PiSumProtocol, Role};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::input::Dataset;
 use crate::set_encoding::SetEncoding;
@@ -15,7 +15,7 @@ use crate::wire::Reader;
 
 pub const MAX_SEGMENTS: usize = 4096;
 pub const MAX_COLUMNS: usize = 64;
-/// Upper bound of the encoded settings (52 bytes and 8 per segment).
+/// Upper bound of the encoded settings (53 bytes and 8 per segment).
 pub const MAX_LEN: usize = 64 + 8 * MAX_SEGMENTS;
 
 const FLAG_REVERSE: u8 = 1;
@@ -23,8 +23,9 @@ const FLAG_SQUARES: u8 = 2;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hello {
+    pub protocol: PiSumProtocol,
     pub flags: u8,
-    pub group: GroupId,
+    pub group: CwPrfId,
     pub he: HeId,
     pub z: SetEncoding,
     /// Paillier modulus bits and Damgard-Jurik s (P2's key parameters; 0 for ElGamal).
@@ -60,6 +61,7 @@ impl Hello {
             }
         }
         Hello {
+            protocol: config.protocol,
             flags,
             group: config.group,
             he: config.he,
@@ -102,6 +104,7 @@ impl Hello {
 
     pub fn encode(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(96 + 8 * self.segments.len());
+        b.push(self.protocol.code());
         b.push(self.flags);
         b.push(self.group.code());
         b.push(self.he.code());
@@ -121,9 +124,13 @@ impl Hello {
 
     pub fn decode(body: &[u8]) -> Result<Self, ProtocolError> {
         let mut r = Reader::new(body, "hello");
+        let protocol_code = r.u8()?;
+        let protocol = PiSumProtocol::from_code(protocol_code).ok_or_else(|| {
+            PeerMisbehaved::Malformed(format!("hello names unknown protocol {protocol_code}"))
+        })?;
         let flags = r.u8()?;
         let group_code = r.u8()?;
-        let group = GroupId::from_code(group_code).ok_or_else(|| {
+        let group = CwPrfId::from_code(group_code).ok_or_else(|| {
             PeerMisbehaved::Malformed(format!("hello names unknown group {group_code}"))
         })?;
         let he_code = r.u8()?;
@@ -167,6 +174,7 @@ impl Hello {
             .into());
         }
         Ok(Hello {
+            protocol,
             flags,
             group,
             he,
@@ -194,6 +202,13 @@ impl Hello {
                 "{what}: this party uses {mine}, the peer uses {theirs}"
             )))
         };
+        if self.protocol != peer.protocol {
+            return mismatch(
+                "protocol",
+                self.protocol.name().into(),
+                peer.protocol.name().into(),
+            );
+        }
         if self.reverse() != peer.reverse() {
             return mismatch(
                 "reverse variant",
@@ -254,8 +269,9 @@ mod tests {
     #[test]
     fn round_trip_and_truncation() {
         let h = Hello {
+            protocol: PiSumProtocol::Ddh,
             flags: 3,
-            group: GroupId::P256,
+            group: CwPrfId::Group(privset_crypto::group::GroupId::P256),
             he: HeId::ElGamal,
             z: SetEncoding::List,
             he_modulus_bits: 0,
@@ -280,8 +296,9 @@ mod tests {
     #[test]
     fn the_largest_settings_fit_the_announced_bound() {
         let h = Hello {
+            protocol: PiSumProtocol::Ddh,
             flags: 0,
-            group: GroupId::Ristretto255,
+            group: CwPrfId::Group(privset_crypto::group::GroupId::Ristretto255),
             he: HeId::Paillier,
             z: SetEncoding::List,
             he_modulus_bits: 3072,

@@ -18,6 +18,7 @@
 //! [`Engine`] (participant 0 plays P1, participant 1 plays P2). [`new_party`] picks the
 //! instantiation from a [`PiSumConfig`].
 
+pub mod bloom;
 mod common;
 pub mod forward;
 mod hello;
@@ -26,10 +27,12 @@ pub mod reverse;
 use privset_crypto::ahe::elgamal::{self, ElGamal};
 use privset_crypto::ahe::paillier::{self, Paillier};
 use privset_crypto::ahe::{ColumnBounds, HeId, SubsetSum};
+use privset_crypto::cwprf::x25519::X25519;
+use privset_crypto::cwprf::{CwPrf, CwPrfId};
 use privset_crypto::filter::FilterKind;
+use privset_crypto::group::GroupId;
 use privset_crypto::group::p256::{P256, P256Uncompressed};
 use privset_crypto::group::ristretto::Ristretto255;
-use privset_crypto::group::{GroupId, PrimeGroup};
 use privset_crypto::rng::SEED_LEN;
 
 use crate::engine::{Engine, Protocol, Roster};
@@ -53,6 +56,9 @@ pub mod kind {
     pub const REVERSE1: u8 = 6;
     pub const REVERSE2: u8 = 7;
     pub const REVERSE3: u8 = 8;
+    pub const BLOOM_KEY: u8 = 9;
+    pub const BLOOM_FILTER: u8 = 10;
+    pub const BLOOM_MEMBERSHIP: u8 = 11;
 
     pub fn name(kind: u8) -> &'static str {
         match kind {
@@ -63,8 +69,50 @@ pub mod kind {
             REVERSE1 => "reverse round 1 (P2's items and encrypted values)",
             REVERSE2 => "reverse round 2 (doubly exponentiated, masked values; P1's items)",
             REVERSE3 => "reverse round 3 (cardinality, intersection indices, masked sums)",
+            BLOOM_KEY => "Bloom protocol: P1's ElGamal key",
+            BLOOM_FILTER => "Bloom protocol: a chunk of P1's encrypted filter",
+            BLOOM_MEMBERSHIP => "Bloom protocol: P2's key, membership ciphertexts and values",
             _ => "unknown message",
         }
+    }
+}
+
+/// Which of Ion et al. 2020's intersection-sum protocols a session runs. All three give
+/// both parties the intersection size and P2 (P1 with the reverse variant) the sums.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum PiSumProtocol {
+    /// The deployed DDH protocol (Fig. 2), with every variant ([`forward`], [`reverse`]).
+    #[default]
+    Ddh,
+    /// The encrypted-Bloom-filter protocol (Fig. 4, Sec. 4.3.2): P1's filter bits under
+    /// exponential ElGamal, P2's shuffled membership ciphertexts ([`bloom`]).
+    Bloom,
+}
+
+impl PiSumProtocol {
+    pub const ALL: [PiSumProtocol; 2] = [PiSumProtocol::Ddh, PiSumProtocol::Bloom];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PiSumProtocol::Ddh => "ddh",
+            PiSumProtocol::Bloom => "bloom",
+        }
+    }
+
+    /// One-byte code in the hello.
+    pub fn code(self) -> u8 {
+        match self {
+            PiSumProtocol::Ddh => 1,
+            PiSumProtocol::Bloom => 3,
+        }
+    }
+
+    pub fn from_code(code: u8) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.code() == code)
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.name() == name)
     }
 }
 
@@ -102,7 +150,11 @@ impl Role {
 /// Everything both parties must agree on, plus each party's local policy.
 #[derive(Clone, Debug)]
 pub struct PiSumConfig {
-    pub group: GroupId,
+    /// Which protocol (Fig. 2, 3 or 4 of Ion et al. 2020).
+    pub protocol: PiSumProtocol,
+    /// The DDH part: a prime-order group, or the X25519 fast mode (the commutative
+    /// weak PRF the set operations use; Chen et al. 2024, Sec. 7.5).
+    pub group: CwPrfId,
     pub he: HeId,
     pub paillier: paillier::Params,
     pub elgamal: elgamal::Params,
@@ -127,7 +179,8 @@ pub struct PiSumConfig {
 impl Default for PiSumConfig {
     fn default() -> Self {
         Self {
-            group: GroupId::Ristretto255,
+            protocol: PiSumProtocol::Ddh,
+            group: CwPrfId::Group(GroupId::Ristretto255),
             he: HeId::Paillier,
             paillier: paillier::Params::default(),
             elgamal: elgamal::Params::default(),
@@ -311,39 +364,46 @@ pub fn new_party(
     ) -> Result<Box<dyn OutputParty<PiSumOutput>>, ProtocolError> {
         Ok(Box::new(Engine::new(protocol, seed)?))
     }
-    fn build<G: PrimeGroup, H: HeChoice>(
+    fn build<C: CwPrf, H: HeChoice>(
         role: Role,
         config: &PiSumConfig,
         input: Dataset,
         seed: [u8; SEED_LEN],
     ) -> Result<Box<dyn OutputParty<PiSumOutput>>, ProtocolError> {
         let config = config.clone();
-        match (role, config.reverse) {
-            (Role::P1, false) => engine(forward::P1::<G, H>::new(config, input), seed),
-            (Role::P2, false) => engine(forward::P2::<G, H>::new(config, input), seed),
-            (Role::P1, true) => engine(reverse::P1::<G, H>::new(config, input), seed),
-            (Role::P2, true) => engine(reverse::P2::<G, H>::new(config, input), seed),
+        match (config.protocol, role, config.reverse) {
+            (PiSumProtocol::Ddh, Role::P1, false) => {
+                engine(forward::P1::<C, H>::new(config, input), seed)
+            }
+            (PiSumProtocol::Ddh, Role::P2, false) => {
+                engine(forward::P2::<C, H>::new(config, input), seed)
+            }
+            (PiSumProtocol::Ddh, Role::P1, true) => {
+                engine(reverse::P1::<C, H>::new(config, input), seed)
+            }
+            (PiSumProtocol::Ddh, Role::P2, true) => {
+                engine(reverse::P2::<C, H>::new(config, input), seed)
+            }
+            (PiSumProtocol::Bloom, Role::P1, _) => engine(bloom::P1::<H>::new(config, input), seed),
+            (PiSumProtocol::Bloom, Role::P2, _) => engine(bloom::P2::<H>::new(config, input), seed),
         }
     }
-    match (config.group, config.he) {
-        (GroupId::Ristretto255, HeId::Paillier) => {
-            build::<Ristretto255, Paillier>(role, config, input, seed)
+    fn with_he<C: CwPrf>(
+        role: Role,
+        config: &PiSumConfig,
+        input: Dataset,
+        seed: [u8; SEED_LEN],
+    ) -> Result<Box<dyn OutputParty<PiSumOutput>>, ProtocolError> {
+        match config.he {
+            HeId::Paillier => build::<C, Paillier>(role, config, input, seed),
+            HeId::ElGamal => build::<C, ElGamal>(role, config, input, seed),
         }
-        (GroupId::Ristretto255, HeId::ElGamal) => {
-            build::<Ristretto255, ElGamal>(role, config, input, seed)
-        }
-        (GroupId::P256Compressed, HeId::Paillier) => {
-            build::<P256, Paillier>(role, config, input, seed)
-        }
-        (GroupId::P256Compressed, HeId::ElGamal) => {
-            build::<P256, ElGamal>(role, config, input, seed)
-        }
-        (GroupId::P256, HeId::Paillier) => {
-            build::<P256Uncompressed, Paillier>(role, config, input, seed)
-        }
-        (GroupId::P256, HeId::ElGamal) => {
-            build::<P256Uncompressed, ElGamal>(role, config, input, seed)
-        }
+    }
+    match config.group {
+        CwPrfId::Group(GroupId::Ristretto255) => with_he::<Ristretto255>(role, config, input, seed),
+        CwPrfId::Group(GroupId::P256Compressed) => with_he::<P256>(role, config, input, seed),
+        CwPrfId::Group(GroupId::P256) => with_he::<P256Uncompressed>(role, config, input, seed),
+        CwPrfId::X25519 => with_he::<X25519>(role, config, input, seed),
     }
 }
 
@@ -355,6 +415,22 @@ pub fn validate(role: Role, config: &PiSumConfig, input: &Dataset) -> Result<(),
         HeId::ElGamal => config.elgamal.validate(),
     };
     params.map_err(|e| ProtocolError::Config(e.to_string()))?;
+    if config.protocol != PiSumProtocol::Ddh {
+        // Ion et al. 2020 define the reverse variant (App. G) and segmented input
+        // (Sec. 3.4) for the DDH protocol only (docs/pi-sum.md says why).
+        if config.reverse {
+            return Err(ProtocolError::Config(format!(
+                "the reverse variant exists for the ddh protocol only, not {}",
+                config.protocol.name()
+            )));
+        }
+        if input.segment_of.is_some() {
+            return Err(ProtocolError::Config(format!(
+                "segmented input works with the ddh protocol only, not {}",
+                config.protocol.name()
+            )));
+        }
+    }
     match role {
         Role::P1 => {
             if !input.columns.is_empty() {
@@ -525,8 +601,9 @@ mod tests {
     #[test]
     fn squared_column_bounds_saturate_on_a_hostile_hello() {
         let hello = Hello {
+            protocol: PiSumProtocol::Ddh,
             flags: 2,
-            group: GroupId::P256Compressed,
+            group: CwPrfId::Group(GroupId::P256Compressed),
             he: HeId::ElGamal,
             z: SetEncoding::Filter(FilterKind::Gcs),
             he_modulus_bits: 0,

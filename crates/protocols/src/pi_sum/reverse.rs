@@ -19,7 +19,7 @@
 use std::collections::HashSet;
 
 use privset_crypto::ahe::{ColumnBounds, Mask};
-use privset_crypto::group::PrimeGroup;
+use privset_crypto::cwprf::CwPrf;
 
 use super::common::{self, Setup, bad_ciphertext, checked_len};
 use super::{HeChoice, Hello, PROTOCOL, PiSumConfig, PiSumOutput, Role, kind};
@@ -29,17 +29,17 @@ use crate::input::Dataset;
 use crate::wire::{PartyId, Reader};
 
 /// P1 in the reverse variant: learns the cardinality and the sums.
-pub struct P1<G: PrimeGroup, H: HeChoice> {
+pub struct P1<C: CwPrf, H: HeChoice> {
     setup: Setup,
-    state: P1State<G, H>,
+    state: P1State<C, H>,
 }
 
-enum P1State<G: PrimeGroup, H: HeChoice> {
+enum P1State<C: CwPrf, H: HeChoice> {
     /// Before the session is established.
     Hellos,
     AwaitReverse1 {
         /// k1 (Ion et al. 2020, Fig. 6).
-        key: G::Scalar,
+        key: C::Key,
         peer: Hello,
     },
     AwaitReverse3(Box<Masked<H>>),
@@ -55,7 +55,7 @@ struct Masked<H: HeChoice> {
     masks: Vec<Vec<Mask>>,
 }
 
-impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
+impl<C: CwPrf, H: HeChoice> P1<C, H> {
     pub fn new(config: PiSumConfig, input: Dataset) -> Self {
         Self {
             setup: Setup::new(Role::P1, config, input),
@@ -67,14 +67,14 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
         &self,
         session: &mut Session<'_>,
         body: &[u8],
-        key: &G::Scalar,
+        key: &C::Key,
         peer: Hello,
     ) -> Result<Masked<H>, ProtocolError> {
         let params = H::params(&self.setup.config);
         let mut r = Reader::new(body, "reverse round 1");
         let pk = common::read_public_key::<H>(&mut r, &params)?;
         let n2 = peer.items as usize;
-        let theirs = r.take(checked_len(n2, G::ELEMENT_LEN, "P2's items")?)?;
+        let theirs = r.take(checked_len(n2, C::ELEMENT_LEN, "P2's items")?)?;
         let bounds = super::encrypted_columns(&peer);
         let mut columns = Vec::with_capacity(bounds.len());
         for b in &bounds {
@@ -82,14 +82,14 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
         }
         r.finish()?;
 
-        let doubled = common::exponentiate_received::<G>(
+        let doubled = common::exponentiate_received::<C>(
             (session.meter, "reverse 2: exponentiating P2's items"),
             theirs,
             key,
             "P2's items",
         )?;
         let order = session.rng.permutation(n2);
-        let mut reverse2 = common::permute_blocks(&doubled, G::ELEMENT_LEN, &order);
+        let mut reverse2 = common::permute_blocks(&doubled, C::ELEMENT_LEN, &order);
         let ct_len = H::ciphertext_len(&pk);
         let mut masks = Vec::with_capacity(columns.len());
         for column in columns {
@@ -103,9 +103,9 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
                     .collect(),
             );
         }
-        let dst = session.ctx.hash_dst(PROTOCOL, G::ID.suite());
+        let dst = session.ctx.hash_dst(PROTOCOL, C::ID.suite());
         let mine = session.rng.permutation(self.setup.input.ids.len());
-        reverse2.extend_from_slice(&common::hash_exponentiate::<G, _>(
+        reverse2.extend_from_slice(&common::hash_exponentiate::<C, _>(
             (
                 session.meter,
                 "reverse 2: hashing and exponentiating our items",
@@ -164,7 +164,7 @@ impl<G: PrimeGroup, H: HeChoice> P1<G, H> {
     }
 }
 
-impl<G: PrimeGroup, H: HeChoice> Protocol for P1<G, H> {
+impl<C: CwPrf, H: HeChoice> Protocol for P1<C, H> {
     type Output = PiSumOutput;
 
     type Handshake = Setup;
@@ -176,7 +176,7 @@ impl<G: PrimeGroup, H: HeChoice> Protocol for P1<G, H> {
     /// Draws k1; P2 speaks first.
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
         let peer = common::take_peer(&mut self.setup.peer)?;
-        let key = G::random_scalar(session.rng);
+        let key = C::random_key(session.rng);
         self.state = P1State::AwaitReverse1 { key, peer };
         Ok(())
     }
@@ -225,7 +225,7 @@ impl<G: PrimeGroup, H: HeChoice> Protocol for P1<G, H> {
                 let ct = H::max_ciphertext_len(&H::params(&self.setup.config));
                 let columns = super::encrypted_columns(peer).len();
                 (4 + common::MAX_PUBLIC_KEY_LEN)
-                    .saturating_add(n2.saturating_mul(G::ELEMENT_LEN))
+                    .saturating_add(n2.saturating_mul(C::ELEMENT_LEN))
                     .saturating_add(n2.saturating_mul(columns).saturating_mul(ct))
             }
             P1State::AwaitReverse3(m) => {
@@ -267,27 +267,27 @@ impl<G: PrimeGroup, H: HeChoice> Protocol for P1<G, H> {
 
 /// P2 in the reverse variant: holds the values and the key, computes the intersection,
 /// learns only the cardinality.
-pub struct P2<G: PrimeGroup, H: HeChoice> {
+pub struct P2<C: CwPrf, H: HeChoice> {
     setup: Setup,
-    state: P2State<G, H>,
+    state: P2State<C, H>,
 }
 
-enum P2State<G: PrimeGroup, H: HeChoice> {
+enum P2State<C: CwPrf, H: HeChoice> {
     /// Before the session is established.
     Hellos,
-    AwaitReverse2(Box<Keys<G, H>>),
+    AwaitReverse2(Box<Keys<C, H>>),
     Done(PiSumOutput),
 }
 
-struct Keys<G: PrimeGroup, H: HeChoice> {
+struct Keys<C: CwPrf, H: HeChoice> {
     peer: Hello,
     /// k2 (Ion et al. 2020, Fig. 6).
-    key: G::Scalar,
+    key: C::Key,
     sk: H::SecretKey,
     pk: H::PublicKey,
 }
 
-impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
+impl<C: CwPrf, H: HeChoice> P2<C, H> {
     pub fn new(config: PiSumConfig, input: Dataset) -> Self {
         Self {
             setup: Setup::new(Role::P2, config, input),
@@ -299,14 +299,14 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
         &self,
         session: &mut Session<'_>,
         body: &[u8],
-        keys: &Keys<G, H>,
+        keys: &Keys<C, H>,
     ) -> Result<PiSumOutput, ProtocolError> {
         let n2 = self.setup.hello.items as usize;
         let n1 = keys.peer.items as usize;
         let mut r = Reader::new(body, "reverse round 2");
         let doubled = r.take(checked_len(
             n2,
-            G::ELEMENT_LEN,
+            C::ELEMENT_LEN,
             "doubly exponentiated items",
         )?)?;
         let ct_len = H::ciphertext_len(&keys.pk);
@@ -315,16 +315,16 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
         for _ in &columns {
             masked.push(r.take(checked_len(n2, ct_len, "masked values")?)?);
         }
-        let theirs = r.take(checked_len(n1, G::ELEMENT_LEN, "P1's items")?)?;
+        let theirs = r.take(checked_len(n1, C::ELEMENT_LEN, "P1's items")?)?;
         r.finish()?;
-        common::validate_elements::<G>(doubled, "doubly exponentiated items")?;
-        let p1_doubled = common::exponentiate_received::<G>(
+        common::validate_elements::<C>(doubled, "doubly exponentiated items")?;
+        let p1_doubled = common::exponentiate_received::<C>(
             (session.meter, "reverse 3: exponentiating P1's items"),
             theirs,
             &keys.key,
             "P1's items",
         )?;
-        let selected = common::matches_in_list(doubled, &p1_doubled, G::ELEMENT_LEN);
+        let selected = common::matches_in_list(doubled, &p1_doubled, C::ELEMENT_LEN);
         let cardinality = selected.len() as u64;
         let to = Role::P1.id();
         if let Some(t) = self.setup.config.threshold
@@ -358,7 +358,7 @@ impl<G: PrimeGroup, H: HeChoice> P2<G, H> {
     }
 }
 
-impl<G: PrimeGroup, H: HeChoice> Protocol for P2<G, H> {
+impl<C: CwPrf, H: HeChoice> Protocol for P2<C, H> {
     type Output = PiSumOutput;
 
     type Handshake = Setup;
@@ -371,13 +371,13 @@ impl<G: PrimeGroup, H: HeChoice> Protocol for P2<G, H> {
     /// values encrypted one ciphertext per item, shuffled.
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
         let peer = common::take_peer(&mut self.setup.peer)?;
-        let key = G::random_scalar(session.rng);
+        let key = C::random_key(session.rng);
         let (pk, sk) = H::keygen(&H::params(&self.setup.config), session.rng);
-        let dst = session.ctx.hash_dst(PROTOCOL, G::ID.suite());
+        let dst = session.ctx.hash_dst(PROTOCOL, C::ID.suite());
         let order = session.rng.permutation(self.setup.input.ids.len());
         let mut reverse1 = Vec::new();
         common::put_bytes(&mut reverse1, &H::encode_public_key(&pk));
-        reverse1.extend_from_slice(&common::hash_exponentiate::<G, _>(
+        reverse1.extend_from_slice(&common::hash_exponentiate::<C, _>(
             (
                 session.meter,
                 "reverse 1: hashing and exponentiating our items",
@@ -430,12 +430,12 @@ impl<G: PrimeGroup, H: HeChoice> Protocol for P2<G, H> {
             P2State::AwaitReverse2(keys) => {
                 let n2 = self.setup.hello.items as usize;
                 let columns = super::encrypted_columns(&self.setup.hello).len();
-                n2.saturating_mul(G::ELEMENT_LEN)
+                n2.saturating_mul(C::ELEMENT_LEN)
                     .saturating_add(
                         n2.saturating_mul(columns)
                             .saturating_mul(H::ciphertext_len(&keys.pk)),
                     )
-                    .saturating_add((keys.peer.items as usize).saturating_mul(G::ELEMENT_LEN))
+                    .saturating_add((keys.peer.items as usize).saturating_mul(C::ELEMENT_LEN))
             }
             P2State::Hellos | P2State::Done(_) => 0,
         }

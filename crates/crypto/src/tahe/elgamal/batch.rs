@@ -26,13 +26,9 @@
 //!
 //! # Encoding in bulk
 //!
-//! Compressing a ristretto255 point costs an inversion; dalek's
-//! `double_and_compress_batch` compresses `2P` for many points with one inversion. Where
-//! this module chooses the randomness it computes half of what it sends (randomness
-//! `ρ/2`, messages times `1/2`) and compresses the doubles, which are exactly the values to
-//! send, at about a quarter of the cost.
+//! Encryption, re-randomisation and decoding in bulk are [`crate::ahe::elgamal::bulk`]'s.
 
-use curve25519_dalek::constants::{RISTRETTO_BASEPOINT_POINT, RISTRETTO_BASEPOINT_TABLE};
+use curve25519_dalek::constants::RISTRETTO_BASEPOINT_TABLE;
 use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
 use curve25519_dalek::scalar::Scalar;
 use curve25519_dalek::traits::{Identity, IsIdentity, VartimeMultiscalarMul};
@@ -40,113 +36,38 @@ use rayon::prelude::*;
 use sha2::{Digest, Sha512};
 use zeroize::Zeroize;
 
-use super::{CIPHERTEXT_LEN, Ciphertext, KeyShare, PublicKey, lagrange_at_zero};
-use crate::ahe::elgamal::{random_nonzero_scalar, random_scalar};
+use super::{Ciphertext, KeyShare, PublicKey, lagrange_at_zero};
+use crate::ahe::elgamal::bulk::{self, double_and_compress, half};
+use crate::ahe::elgamal::random_nonzero_scalar;
 use crate::rng::SessionRng;
 use crate::tahe::{TaheError, invalid};
-
-/// Ciphertexts per parallel task (each task forks its own random stream, so a party
-/// replays byte for byte whatever the number of threads).
-const TASK: usize = 1024;
 
 /// Bytes of a batch of `count` shares: `D_1 ‖ … ‖ D_count ‖ e ‖ z`.
 pub(super) fn batch_len(count: usize) -> usize {
     32 * count + 64
 }
 
-/// `1/2 mod ℓ`.
-fn half() -> Scalar {
-    Scalar::from(2u64).invert()
-}
-
-/// Compresses `2 p` for every `p`, appending the encodings to `out`.
-fn double_and_compress(points: &[RistrettoPoint], out: &mut Vec<u8>) {
-    for c in RistrettoPoint::double_and_compress_batch(points) {
-        out.extend_from_slice(c.as_bytes());
-    }
-}
-
-/// Runs `f` on chunks of `TASK` items in parallel, each with its own forked stream, and
-/// concatenates the outputs in order.
-fn par_chunks<T: Sync>(
-    items: &[T],
-    rng: &mut SessionRng,
-    f: impl Fn(&[T], &mut SessionRng) -> Vec<u8> + Sync + Send,
-) -> Vec<u8> {
-    let chunks: Vec<&[T]> = items.chunks(TASK).collect();
-    let mut rngs = rng.fork_many(chunks.len());
-    let parts: Vec<Vec<u8>> = chunks
-        .par_iter()
-        .zip(rngs.par_iter_mut())
-        .map(|(chunk, r)| f(chunk, r))
-        .collect();
-    parts.concat()
-}
-
-/// Fresh encryptions of `ms`, encoded: `(2ρ' G, 2ρ' h + m G)` computed as the doubles of
-/// `(ρ' G, ρ' h + (m/2) G)`, with `2ρ'` uniform and non-zero.
+/// Fresh encryptions of `ms`, encoded ([`bulk::encrypt_encoded`]).
 pub(super) fn encrypt_encoded(pk: &PublicKey, ms: &[Scalar], rng: &mut SessionRng) -> Vec<u8> {
-    let half = half();
-    let half_g = RISTRETTO_BASEPOINT_POINT * half;
-    par_chunks(ms, rng, |chunk, r| {
-        let mut points = Vec::with_capacity(2 * chunk.len());
-        for m in chunk {
-            let mut rho = random_nonzero_scalar(r);
-            let c1 = &rho * RISTRETTO_BASEPOINT_TABLE;
-            let mut c2 = &rho * &*pk.table;
-            rho.zeroize();
-            if *m == Scalar::ONE {
-                c2 += half_g;
-            } else if *m != Scalar::ZERO {
-                c2 += &(m * half) * RISTRETTO_BASEPOINT_TABLE;
-            }
-            points.push(c1);
-            points.push(c2);
-        }
-        let mut out = Vec::with_capacity(CIPHERTEXT_LEN * chunk.len());
-        double_and_compress(&points, &mut out);
-        out
-    })
+    bulk::encrypt_encoded(&pk.table, ms, rng)
 }
 
-/// `ReRand(k c)` for a fresh random unit `k` per ciphertext, encoded: with `k = 2k'`
-/// and randomness `2ρ'`, the doubles of `k' c + (ρ' G, ρ' h)`.
+/// `ReRand(k c)` for a fresh random unit `k` per ciphertext ([`bulk::randomize_encoded`]).
 pub(super) fn randomize_encoded(
     pk: &PublicKey,
     cts: &[Ciphertext],
     rng: &mut SessionRng,
 ) -> Vec<u8> {
-    par_chunks(cts, rng, |chunk, r| {
-        let mut points = Vec::with_capacity(2 * chunk.len());
-        for c in chunk {
-            let mut k = random_nonzero_scalar(r);
-            let mut rho = random_scalar(r);
-            points.push(c.c1 * k + &rho * RISTRETTO_BASEPOINT_TABLE);
-            points.push(c.c2 * k + &rho * &*pk.table);
-            k.zeroize();
-            rho.zeroize();
-        }
-        let mut out = Vec::with_capacity(CIPHERTEXT_LEN * chunk.len());
-        double_and_compress(&points, &mut out);
-        out
-    })
+    bulk::randomize_encoded(&pk.table, cts, rng)
 }
 
 /// Decodes back-to-back ciphertexts in parallel.
 pub(super) fn decode_many(bytes: &[u8]) -> Result<Vec<Ciphertext>, TaheError> {
-    if !bytes.len().is_multiple_of(CIPHERTEXT_LEN) {
-        return Err(invalid(
-            "ciphertexts",
-            "length is not a multiple of a ciphertext",
-        ));
-    }
-    bytes
-        .par_chunks_exact(CIPHERTEXT_LEN)
-        .map(|c| {
-            crate::ahe::elgamal::decode(c, 0).map_err(|e| invalid("ciphertext", e.to_string()))
-        })
-        .collect()
+    bulk::decode_many(bytes).map_err(|e| invalid("ciphertexts", e.to_string()))
 }
+
+/// Ciphertexts hashed per step of the batch coefficients.
+const TASK: usize = 1024;
 
 /// `λ_i` over all parties `1..=n`.
 fn weight(parties: u32, party: u32) -> Scalar {

@@ -21,6 +21,8 @@
 //! scalar `r_j`; the owner opens the point `(S + R)G`; the non-owner subtracts `RG` and
 //! solves the discrete logarithm of `SG`.
 
+pub mod bulk;
+
 use std::sync::OnceLock;
 
 use curve25519_dalek::constants::RISTRETTO_BASEPOINT_TABLE;
@@ -108,6 +110,11 @@ impl PublicKey {
         &self.h
     }
 
+    /// The fixed-base table of `h`, for the bulk operations of [`bulk`].
+    pub fn table(&self) -> &RistrettoBasepointTable {
+        &self.table
+    }
+
     /// `Enc(m)` for a scalar `m`, fresh non-zero `ρ`.
     fn encrypt_scalar(&self, m: &Scalar, rng: &mut SessionRng) -> Ciphertext {
         let mut rho = random_nonzero_scalar(rng);
@@ -144,6 +151,12 @@ impl SecretKey {
     fn message_point(&self, c: &Ciphertext) -> RistrettoPoint {
         c.c2 - self.x * c.c1
     }
+
+    /// True when `c` encrypts zero: one multiplication, no discrete logarithm (the
+    /// membership test of Ion et al. 2020, Fig. 4, step 6).
+    pub fn is_zero(&self, c: &Ciphertext) -> bool {
+        self.message_point(c) == RistrettoPoint::identity()
+    }
 }
 
 /// `(c1, c2) = (ρG, mG + ρh)`.
@@ -151,6 +164,16 @@ impl SecretKey {
 pub struct Ciphertext {
     pub c1: RistrettoPoint,
     pub c2: RistrettoPoint,
+}
+
+impl Ciphertext {
+    /// `(0, 0)`, the trivial encryption of zero: the start of a homomorphic sum.
+    pub fn zero() -> Self {
+        Ciphertext {
+            c1: RistrettoPoint::identity(),
+            c2: RistrettoPoint::identity(),
+        }
+    }
 }
 
 impl std::ops::Add for Ciphertext {
