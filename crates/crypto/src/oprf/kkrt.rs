@@ -216,9 +216,7 @@ impl Session {
     fn output<const L: usize>(&self, i: usize, row: &Row) -> [u8; L] {
         let mut bytes = [0u8; MAX_CODE_BITS / 8];
         row_bytes(row, &mut bytes);
-        let mut digest = self
-            .row_hash
-            .hash_bytes(i, &bytes[..self.width.row_len()]);
+        let mut digest = self.row_hash.hash_bytes(i, &bytes[..self.width.row_len()]);
         let mut out = [0u8; L];
         out.copy_from_slice(&digest[..L]);
         digest.zeroize();
@@ -272,6 +270,9 @@ fn stream_rows(streams: &[CtrStream], first: usize, rows: &mut [Row], columns: &
     }
 }
 
+/// The receiver's outputs `F(i, r_i)`, one per bin, wiped when dropped.
+pub type ReceiverOutputs<const L: usize> = Zeroizing<Vec<[u8; L]>>;
+
 /// OPRF receiver, step 1: holds the inputs `r_0..r_{m-1}` (one per bin) later, and plays
 /// base-OT *sender* with `w` seed pairs.
 ///
@@ -312,7 +313,7 @@ impl OprfReceiver {
         self,
         base_reply: &[u8],
         inputs: &[X],
-    ) -> Result<(Vec<u8>, Zeroizing<Vec<[u8; L]>>), OprfError> {
+    ) -> Result<(Vec<u8>, ReceiverOutputs<L>), OprfError> {
         let () = OutputLen::<L>::CHECK;
         let count = inputs.len();
         check_count(count)?;
@@ -331,12 +332,22 @@ impl OprfReceiver {
             .zip(inputs.par_chunks(CHUNK_ROWS))
             .enumerate()
             .for_each_init(
-                || (Scratch::new(), Zeroizing::new(vec![[0u128; WORDS]; CHUNK_ROWS])),
+                || {
+                    (
+                        Scratch::new(),
+                        Zeroizing::new(vec![[0u128; WORDS]; CHUNK_ROWS]),
+                    )
+                },
                 |(scratch, t), (c, ((message, outputs), inputs))| {
                     let first = c * CHUNK_ROWS;
                     let n = inputs.len();
                     stream_rows(&streams[0], first, &mut t[..n], &mut scratch.columns);
-                    stream_rows(&streams[1], first, &mut scratch.rows[..n], &mut scratch.columns);
+                    stream_rows(
+                        &streams[1],
+                        first,
+                        &mut scratch.rows[..n],
+                        &mut scratch.columns,
+                    );
                     for (k, ((out, row), x)) in outputs
                         .iter_mut()
                         .zip(message.chunks_mut(row_len))
@@ -389,13 +400,8 @@ impl OprfSender {
         let ctx = tagged_digest(CTX_TAG, ctx);
         let mut s_bytes = Zeroizing::new([0u8; MAX_CODE_BITS / 8]);
         rng.fill(&mut s_bytes[..width.row_len()]);
-        let (seeds, reply) = base::receive(
-            rng,
-            &ctx,
-            base_first,
-            &a_point,
-            &s_bytes[..width.row_len()],
-        );
+        let (seeds, reply) =
+            base::receive(rng, &ctx, base_first, &a_point, &s_bytes[..width.row_len()]);
         let s = Zeroizing::new(row_from_bytes(&s_bytes[..]));
         let session = Session::new(width, &ctx, base_first, &reply);
         Ok((Self { session, s, seeds }, reply))
@@ -584,10 +590,17 @@ mod tests {
             stream.fill(0, &mut column);
             for (i, row) in rows.iter().enumerate() {
                 let want = (column[(first + i) / 8] >> ((first + i) % 8)) & 1;
-                assert_eq!((row[j / 128] >> (j % 128)) as u8 & 1, want, "row {i} column {j}");
+                assert_eq!(
+                    (row[j / 128] >> (j % 128)) as u8 & 1,
+                    want,
+                    "row {i} column {j}"
+                );
             }
         }
-        assert!(rows.iter().all(|row| row[3] >> 64 == 0), "columns past 448 are zero");
+        assert!(
+            rows.iter().all(|row| row[3] >> 64 == 0),
+            "columns past 448 are zero"
+        );
     }
 
     #[test]
@@ -603,7 +616,10 @@ mod tests {
     #[test]
     fn widths_cover_their_evaluations() {
         assert_eq!(CodeWidth::for_evaluations(3 << 20), CodeWidth::Bits448);
-        assert_eq!(CodeWidth::for_evaluations((1 << 26) + 1), CodeWidth::Bits512);
+        assert_eq!(
+            CodeWidth::for_evaluations((1 << 26) + 1),
+            CodeWidth::Bits512
+        );
         assert_eq!(CodeWidth::default().message_len(3), 192);
         assert_eq!(CodeWidth::Bits448.base_reply_len(), 14336);
     }

@@ -143,7 +143,7 @@ mod kkrt;
 
 pub use self::kkrt::{
     CodeWidth, DEFAULT_OUTPUT_LEN, MAX_CODE_BITS, MAX_COUNT, MAX_OUTPUT_LEN, OprfReceiver,
-    OprfSender, OprfSenderKey, min_output_len,
+    OprfSender, OprfSenderKey, ReceiverOutputs, min_output_len,
 };
 pub use crate::ot::BASE_FIRST_LEN;
 use crate::ot::OtError;

@@ -27,7 +27,11 @@ pub(super) fn ctx_digest(ctx: &[u8]) -> [u8; 32] {
 /// `SHA-256(tag || ctx)`: a context digest under a primitive's own tag, so that base OTs
 /// run for different primitives under one caller context give unrelated keys.
 pub(crate) fn tagged_digest(tag: &[u8], ctx: &[u8]) -> [u8; 32] {
-    Sha256::new().chain_update(tag).chain_update(ctx).finalize().into()
+    Sha256::new()
+        .chain_update(tag)
+        .chain_update(ctx)
+        .finalize()
+        .into()
 }
 
 /// Bytes of one column as sent: `ceil(count / 8)`.
