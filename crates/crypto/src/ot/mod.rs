@@ -86,6 +86,10 @@
 //! matrices and the output keys) are zeroized when dropped or when no longer needed, as
 //! far as the libraries allow (aws-lc-rs wipes its AES key schedules itself).
 //!
+//! The base OTs (their count a parameter), the AES-CTR stream (`prg`) and the
+//! transposition are shared with the KKRT batched OPRF ([`crate::oprf`]), which runs
+//! one base OT per bit of its code width under its own context tag.
+//!
 //! [Chou-Orlandi 2015]: https://eprint.iacr.org/2015/267
 //! [IKNP 2003]: https://www.iacr.org/archive/crypto2003/27290145/27290145.pdf
 //! [SoftSpokenOT]: https://eprint.iacr.org/2022/192
