@@ -3,7 +3,8 @@
 //! This crate holds primitives only: prime-order groups with RFC 9380 hash-to-group
 //! ([`group`]), commutative weak PRFs over them and X25519 ([`cwprf`]), additively homomorphic encryption ([`ahe`]) and its threshold variants for
 //! multi-party protocols ([`tahe`]), compact order-hiding set
-//! encodings ([`filter`]), semi-honest oblivious transfer with SoftSpokenOT extension ([`ot`])
+//! encodings ([`filter`]), semi-honest oblivious transfer with SoftSpokenOT extension ([`ot`]), the KKRT
+//! batched oblivious PRF on the same base OTs ([`oprf`])
 //! and the session randomness every party draws from ([`rng`]).
 //! It does no I/O and knows nothing about protocols.
 // No unsafe code, except where a module opts out explicitly: the AVX-512 IFMA backend
@@ -18,6 +19,7 @@ pub mod cpu;
 pub mod cwprf;
 pub mod filter;
 pub mod group;
+pub mod oprf;
 pub mod ot;
 pub mod rng;
 pub mod tahe;

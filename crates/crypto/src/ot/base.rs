@@ -1,6 +1,9 @@
-//! The 128 base OTs: Chou-Orlandi "simplest OT" over ristretto255, batched, semi-honest.
+//! The base OTs: Chou-Orlandi "simplest OT" over ristretto255, batched, semi-honest.
 //!
-//! One sender scalar `a` serves all 128 OTs (one message `A = a·G`); each OT `j` has its
+//! The OT extension runs [`KAPPA`](super::KAPPA) = 128 of them; the KKRT OPRF ([`crate::oprf`]) runs one
+//! per bit of its code width, so the count is a parameter here.
+//!
+//! One sender scalar `a` serves all the OTs (one message `A = a·G`); each OT `j` has its
 //! own receiver scalar `b_j`, so the receiver's message `B_j = b_j·G + c_j·A` is a
 //! uniformly random element whatever `c_j` is. The sender can compute both
 //! `a·B_j` and `a·(B_j − A)`; the receiver knows only `b_j·A`, which equals the first
@@ -20,14 +23,14 @@ use sha2::{Digest, Sha256};
 use subtle::{Choice, ConditionallySelectable};
 use zeroize::{Zeroize, Zeroizing};
 
-use super::{BASE_FIRST_LEN, BASE_REPLY_LEN, KAPPA, OtError};
+use super::{BASE_FIRST_LEN, OtError};
 use crate::group::PrimeGroup;
 use crate::group::ristretto::Ristretto255;
 use crate::rng::SessionRng;
 
 /// Bytes of a base-OT key (one GGM level's mask in the extension).
-pub(super) const SEED_LEN: usize = 16;
-pub(super) type Seed = [u8; SEED_LEN];
+pub(crate) const SEED_LEN: usize = 16;
+pub(crate) type Seed = [u8; SEED_LEN];
 
 const BASE_TAG: &[u8] = b"privset/ot/base/chou-orlandi/v1";
 
@@ -56,7 +59,7 @@ fn base_key(ctx: &[u8; 32], j: usize, a: &[u8], b: &[u8], shared: &RistrettoPoin
 }
 
 /// Base-OT sender state: the secret `a` and the public `A = a·G`.
-pub(super) struct BaseSender {
+pub(crate) struct BaseSender {
     a: Zeroizing<Scalar>,
     a_point: RistrettoPoint,
     a_bytes: [u8; BASE_FIRST_LEN],
@@ -64,7 +67,7 @@ pub(super) struct BaseSender {
 
 impl BaseSender {
     /// Draws `a` and returns the state and `A`.
-    pub(super) fn new(rng: &mut SessionRng) -> (Self, [u8; BASE_FIRST_LEN]) {
+    pub(crate) fn new(rng: &mut SessionRng) -> (Self, [u8; BASE_FIRST_LEN]) {
         let a = Zeroizing::new(Ristretto255::random_scalar(rng));
         let a_point = RistrettoPoint::mul_base(&a);
         let a_bytes = a_point.compress().to_bytes();
@@ -78,16 +81,19 @@ impl BaseSender {
         )
     }
 
-    /// Both keys `(k_j^0, k_j^1)` of every base OT, from the receiver's `B_1..B_128`.
-    pub(super) fn keys(
+    /// Both keys `(k_j^0, k_j^1)` of every base OT, from the receiver's `B_0..B_{count-1}`
+    /// (`count · 32` bytes).
+    pub(crate) fn keys(
         &self,
         ctx: &[u8; 32],
         reply: &[u8],
+        count: usize,
     ) -> Result<Zeroizing<Vec<[Seed; 2]>>, OtError> {
-        if reply.len() != BASE_REPLY_LEN {
+        let expected = reply_len(count);
+        if reply.len() != expected {
             return Err(OtError::WrongLength {
                 what: "base-OT reply",
-                expected: BASE_REPLY_LEN,
+                expected,
                 got: reply.len(),
             });
         }
@@ -120,8 +126,13 @@ impl BaseSender {
     }
 }
 
+/// Bytes of the base-OT reply for `count` OTs: one point each.
+pub(crate) const fn reply_len(count: usize) -> usize {
+    count * BASE_FIRST_LEN
+}
+
 /// Checks the base-OT sender's first message and decodes `A`.
-pub(super) fn decode_first(first: &[u8]) -> Result<RistrettoPoint, OtError> {
+pub(crate) fn decode_first(first: &[u8]) -> Result<RistrettoPoint, OtError> {
     if first.len() != BASE_FIRST_LEN {
         return Err(OtError::WrongLength {
             what: "base-OT first message",
@@ -132,31 +143,33 @@ pub(super) fn decode_first(first: &[u8]) -> Result<RistrettoPoint, OtError> {
     decode_point(first, 0)
 }
 
-/// Base-OT receiver: given `A` (decoded by [`decode_first`] from `first`) and choice
-/// bits `choices` (bit `j` for OT `j`), returns the key `k_j^{c_j}` of every OT and the
-/// reply `B_1..B_128`.
-pub(super) fn receive(
+/// Base-OT receiver: given `A` (decoded by [`decode_first`] from `first`) and packed
+/// choice bits `choices` (OT `j` in byte `j / 8`, bit `j mod 8`: a little-endian bit
+/// string), runs `8 · choices.len()` OTs and returns the key `k_j^{c_j}` of every one
+/// and the reply `B_0, B_1, ..` ([`reply_len`] bytes).
+pub(crate) fn receive(
     rng: &mut SessionRng,
     ctx: &[u8; 32],
     first: &[u8],
     a_point: &RistrettoPoint,
-    choices: u128,
+    choices: &[u8],
 ) -> (Zeroizing<Vec<Seed>>, Vec<u8>) {
+    let count = 8 * choices.len();
     // Drawn sequentially from the session stream so a replay reproduces them exactly.
     let b: Zeroizing<Vec<Scalar>> = Zeroizing::new(
-        (0..KAPPA)
+        (0..count)
             .map(|_| Ristretto255::random_scalar(rng))
             .collect(),
     );
     let identity = RistrettoPoint::identity();
-    let mut reply = vec![0u8; BASE_REPLY_LEN];
+    let mut reply = vec![0u8; reply_len(count)];
     let seeds = b
         .par_iter()
         .zip(reply.par_chunks_exact_mut(BASE_FIRST_LEN))
         .enumerate()
         .map(|(j, (b_j, out))| {
             // c_j·A selected without a branch on the secret bit.
-            let c = Choice::from(((choices >> j) & 1) as u8);
+            let c = Choice::from((choices[j / 8] >> (j % 8)) & 1);
             let offset = RistrettoPoint::conditional_select(&identity, a_point, c);
             out.copy_from_slice(
                 (RistrettoPoint::mul_base(b_j) + offset)

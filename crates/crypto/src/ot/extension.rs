@@ -21,8 +21,14 @@ pub(super) const BLOCK: usize = 128;
 
 /// The caller's context, hashed once: every base-OT key and row key binds to it.
 pub(super) fn ctx_digest(ctx: &[u8]) -> [u8; 32] {
+    tagged_digest(CTX_TAG, ctx)
+}
+
+/// `SHA-256(tag || ctx)`: a context digest under a primitive's own tag, so that base OTs
+/// run for different primitives under one caller context give unrelated keys.
+pub(crate) fn tagged_digest(tag: &[u8], ctx: &[u8]) -> [u8; 32] {
     Sha256::new()
-        .chain_update(CTX_TAG)
+        .chain_update(tag)
         .chain_update(ctx)
         .finalize()
         .into()
@@ -44,20 +50,34 @@ pub(super) fn column_stride(count: usize) -> usize {
 /// The index makes it a tweakable correlation-robust hash, as IKNP needs: the sender's
 /// two keys are `H'(i, q_i)` and `H'(i, q_i ⊕ s)` for one secret `s` shared by all
 /// rows, and the index keeps the values for different rows independent.
-pub(super) struct RowHash(Sha256);
+///
+/// The KKRT OPRF uses the same hash under its own tag on its wider rows
+/// ([`Self::with_tag`], [`Self::hash_bytes`]).
+pub(crate) struct RowHash(Sha256);
 
 impl RowHash {
     pub(super) fn new(ctx: &[u8; 32]) -> Self {
+        Self::with_tag(ROW_TAG, ctx)
+    }
+
+    /// The hash under `tag` (at most 32 bytes, zero-padded to 32).
+    pub(crate) fn with_tag(tag: &[u8], ctx: &[u8; 32]) -> Self {
+        debug_assert!(tag.len() <= 32);
         let mut block = [0u8; 64];
-        block[..ROW_TAG.len()].copy_from_slice(ROW_TAG);
+        block[..tag.len()].copy_from_slice(tag);
         block[32..].copy_from_slice(ctx);
         Self(Sha256::new_with_prefix(block))
     }
 
     pub(super) fn hash(&self, i: usize, row: u128) -> [u8; 32] {
+        self.hash_bytes(i, &row.to_le_bytes())
+    }
+
+    /// `H'(i, row)` for a row of any width (its bytes as they are).
+    pub(crate) fn hash_bytes(&self, i: usize, row: &[u8]) -> [u8; 32] {
         let mut h = self.0.clone();
         h.update((i as u64).to_be_bytes());
-        h.update(row.to_le_bytes());
+        h.update(row);
         h.finalize().into()
     }
 }

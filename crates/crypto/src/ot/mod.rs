@@ -86,17 +86,22 @@
 //! matrices and the output keys) are zeroized when dropped or when no longer needed, as
 //! far as the libraries allow (aws-lc-rs wipes its AES key schedules itself).
 //!
+//! The base OTs (their count a parameter), the AES-CTR stream (`prg`) and the
+//! transposition are shared with the KKRT batched OPRF ([`crate::oprf`]), which runs
+//! one base OT per bit of its code width under its own context tag.
+//!
 //! [Chou-Orlandi 2015]: https://eprint.iacr.org/2015/267
 //! [IKNP 2003]: https://www.iacr.org/archive/crypto2003/27290145/27290145.pdf
 //! [SoftSpokenOT]: https://eprint.iacr.org/2022/192
 
-mod base;
-mod extension;
+pub(crate) mod base;
+pub(crate) mod extension;
 mod ggm;
+pub(crate) mod prg;
 mod subspace;
 #[cfg(test)]
 mod tests;
-mod transpose;
+pub(crate) mod transpose;
 
 use sha2::{Digest, Sha256};
 use zeroize::{Zeroize, Zeroizing};
@@ -110,7 +115,7 @@ pub const KAPPA: usize = 128;
 /// Bytes of the base-OT first message (`A`, receiver → sender).
 pub const BASE_FIRST_LEN: usize = 32;
 /// Bytes of the base-OT reply (`B_1..B_128`, sender → receiver).
-pub const BASE_REPLY_LEN: usize = KAPPA * 32;
+pub const BASE_REPLY_LEN: usize = base::reply_len(KAPPA);
 /// Bytes of one output key.
 pub const KEY_LEN: usize = 32;
 /// Bits of the offset one GGM tree covers (SoftSpokenOT's `k`): the extension sends
@@ -229,7 +234,7 @@ impl OtReceiverSetup {
         debug_assert!(KAPPA.is_multiple_of(k) && k <= 8);
         let count = choices.len();
         check_count(count)?;
-        let seeds = self.base.keys(&self.ctx, base_reply)?;
+        let seeds = self.base.keys(&self.ctx, base_reply, KAPPA)?;
 
         let (len, stride) = (column_len(count), column_stride(count));
         // c packed like a column: OT i in byte i/8, bit i mod 8; padding bits zero.
@@ -356,8 +361,8 @@ impl OtSenderSetup {
         let mut s = [0u8; 16];
         rng.fill(&mut s);
         let s_bits = Zeroizing::new(u128::from_le_bytes(s));
+        let (seeds, reply) = base::receive(rng, &ctx, base_first, &a_point, &s);
         s.zeroize();
-        let (seeds, reply) = base::receive(rng, &ctx, base_first, &a_point, *s_bits);
         Ok((
             Self {
                 ctx,

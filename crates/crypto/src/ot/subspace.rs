@@ -18,37 +18,14 @@
 //! item `m` of level 1, and so on, so each leaf costs about two xors whatever `k` is, and
 //! only `k + 1` stretches of the column are live at a time.
 
-use aws_lc_rs::cipher::{AES_128, EncryptingKey, EncryptionContext, UnboundCipherKey};
-use aws_lc_rs::iv::FixedLength;
 use zeroize::Zeroizing;
 
 use super::base::Seed;
+use super::prg::CtrStream;
 
 /// Bytes of a column processed at a time: every leaf's stream for this stretch, the
 /// running `u` and the `k` sums stay in the first-level caches.
 const SEGMENT: usize = 4096;
-
-/// The stream of one leaf: AES-128 in counter mode keyed by the leaf seed, the counter
-/// starting at zero, so bytes `[o, o + n)` of the column are the counter blocks from
-/// `o / 16` on.
-struct LeafStream(EncryptingKey);
-
-impl LeafStream {
-    fn new(seed: &Seed) -> Self {
-        let key = UnboundCipherKey::new(&AES_128, seed).expect("a 16-byte AES-128 key");
-        Self(EncryptingKey::ctr(key).expect("AES-128 supports counter mode"))
-    }
-
-    /// Overwrites `out` with the stream's bytes from `offset` (a multiple of 16) on.
-    fn fill(&self, offset: usize, out: &mut [u8]) {
-        debug_assert_eq!(offset % 16, 0);
-        out.fill(0);
-        let counter = ((offset / 16) as u128).to_be_bytes();
-        self.0
-            .less_safe_encrypt(out, EncryptionContext::Iv128(FixedLength::from(counter)))
-            .expect("counter mode accepts any length");
-    }
-}
 
 fn xor_into(acc: &mut [u8], x: &[u8]) {
     for (a, b) in acc.iter_mut().zip(x) {
@@ -57,12 +34,12 @@ fn xor_into(acc: &mut [u8], x: &[u8]) {
 }
 
 /// Sets `u` to `⊕_x r_x` and `v[i]` to `⊕_{x : bit i of x} r_x`, where `r_x` is leaf
-/// `x`'s stream over the column's `u.len()` bytes (a multiple of 16).
+/// `x`'s stream ([`CtrStream`]) over the column's `u.len()` bytes (a multiple of 16).
 /// `leaves.len() == 2^v.len()`; every `v[i]` is as long as `u`.
 pub(super) fn column_sums(leaves: &[Seed], u: &mut [u8], v: &mut [&mut [u8]]) {
     let k = v.len();
     debug_assert_eq!(leaves.len(), 1 << k);
-    let streams: Vec<LeafStream> = leaves.iter().map(LeafStream::new).collect();
+    let streams: Vec<CtrStream> = leaves.iter().map(CtrStream::new).collect();
     for column in v.iter_mut() {
         column.fill(0);
     }
@@ -99,17 +76,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn streams_are_one_counter_sequence() {
-        let s = LeafStream::new(&[7; 16]);
-        let mut whole = vec![0u8; 96];
-        s.fill(0, &mut whole);
-        let mut tail = vec![0u8; 48];
-        s.fill(48, &mut tail);
-        assert_eq!(whole[48..], tail[..]);
-        assert_ne!(whole[..16], whole[16..32]);
-    }
-
-    #[test]
     fn sums_follow_their_definition_and_the_vole_relation_holds() {
         let k = 3;
         let len = SEGMENT + 48; // two segments, the second partial
@@ -118,7 +84,7 @@ mod tests {
             .iter()
             .map(|l| {
                 let mut r = vec![0u8; len];
-                LeafStream::new(l).fill(0, &mut r);
+                CtrStream::new(l).fill(0, &mut r);
                 r
             })
             .collect();

@@ -27,7 +27,7 @@ const ROUNDS: [(usize, u128); 7] = [
 
 /// Transposes a 128 x 128 bit matrix in place: afterwards bit `c` of `m[r]` is what bit
 /// `r` of `m[c]` was (bit `c` of a word is `(word >> c) & 1`).
-pub(super) fn transpose128(m: &mut [u128; 128]) {
+pub(crate) fn transpose128(m: &mut [u128; 128]) {
     for (w, mask) in ROUNDS {
         // In every 2w x 2w tile, swap the top-right w x w block (rows r, bit columns
         // c + w) with the bottom-left one (rows r + w, bit columns c).
