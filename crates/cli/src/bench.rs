@@ -36,7 +36,7 @@ pub enum BenchCommand {
         /// Items per party, comma-separated.
         #[arg(long, value_delimiter = ',', default_value = "4096,65536,100000")]
         sizes: Vec<usize>,
-        /// Protocols to run: ddh (Fig. 2), bloom (Fig. 4).
+        /// Protocols to run: ddh (Fig. 2), rot (Fig. 3), bloom (Fig. 4).
         #[arg(long, value_delimiter = ',', default_value = "ddh")]
         protocol: Vec<String>,
         /// Homomorphic schemes to run.

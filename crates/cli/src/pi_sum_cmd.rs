@@ -27,6 +27,9 @@ pub enum RoleArg {
 pub enum ProtocolArg {
     /// The deployed DDH protocol (Fig. 2), with every variant.
     Ddh,
+    /// The Random-OT protocol (Fig. 3): a batched OPRF from OT extension on P1's cuckoo
+    /// bins; no reverse variant, no segments.
+    Rot,
     /// The encrypted-Bloom-filter protocol (Fig. 4): P1's filter bits under exponential
     /// ElGamal; no reverse variant, no segments.
     Bloom,
@@ -36,6 +39,7 @@ impl ProtocolArg {
     pub fn id(self) -> pi_sum::PiSumProtocol {
         match self {
             ProtocolArg::Ddh => pi_sum::PiSumProtocol::Ddh,
+            ProtocolArg::Rot => pi_sum::PiSumProtocol::Rot,
             ProtocolArg::Bloom => pi_sum::PiSumProtocol::Bloom,
         }
     }

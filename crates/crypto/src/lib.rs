@@ -16,6 +16,7 @@ pub mod ahe;
 pub mod bfv;
 pub mod bls;
 pub mod cpu;
+pub mod cuckoo;
 pub mod cwprf;
 pub mod filter;
 pub mod group;

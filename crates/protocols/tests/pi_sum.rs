@@ -617,14 +617,21 @@ fn same_seeds_replay_the_same_transcript() {
     );
 }
 
-/// The encrypted-Bloom-filter protocol (Ion et al. 2020, Fig. 4) against the plaintext
-/// answer, with each value scheme, on the edges and on random sets.
+/// The protocols beside the deployed one: Random-OT (Fig. 3) and the encrypted Bloom
+/// filter (Fig. 4).
+const NEW_PROTOCOLS: [PiSumProtocol; 2] = [PiSumProtocol::Rot, PiSumProtocol::Bloom];
+
+/// The Random-OT and encrypted-Bloom-filter protocols (Ion et al. 2020, Figs. 3-4)
+/// against the plaintext answer, with each value scheme, on the edges and on random sets.
 #[test]
-fn bloom_protocol_against_plaintext() {
+fn new_protocols_against_plaintext() {
     let mut rng = SessionRng::from_os();
-    for he in HeId::ALL {
+    for (protocol, he) in NEW_PROTOCOLS
+        .into_iter()
+        .flat_map(|p| HeId::ALL.map(|he| (p, he)))
+    {
         let c = PiSumConfig {
-            protocol: PiSumProtocol::Bloom,
+            protocol,
             he,
             ..test_config()
         };
@@ -643,27 +650,36 @@ fn bloom_protocol_against_plaintext() {
 }
 
 #[test]
-fn bloom_protocol_very_unbalanced_sets_and_several_chunks() {
+fn new_protocols_very_unbalanced_sets() {
     let mut rng = SessionRng::from_os();
-    let c = PiSumConfig {
-        protocol: PiSumProtocol::Bloom,
-        he: HeId::ElGamal,
-        max_value: 1 << 20,
-        ..test_config()
-    };
-    let (v, w) = random_sets(&mut rng, 1, 10_000, 1, 1, 1 << 20);
-    check(&c, &v, &w);
-    // 10,000 items of P1 make a filter of 10,000 x 1.44 x 40 positions: nine chunks.
-    let (mut v, w) = random_sets(&mut rng, 10_000, 1, 0, 1, 1 << 20);
-    v.push(w[0].0);
-    check(&c, &v, &w);
+    for protocol in NEW_PROTOCOLS {
+        let c = PiSumConfig {
+            protocol,
+            he: HeId::ElGamal,
+            max_value: 1 << 20,
+            ..test_config()
+        };
+        let (v, w) = random_sets(&mut rng, 1, 10_000, 1, 1, 1 << 20);
+        check(&c, &v, &w);
+        // 10,000 items of P1 make a Bloom filter of 10,000 x 1.44 x 40 positions: nine
+        // chunks.
+        let (mut v, w) = random_sets(&mut rng, 10_000, 1, 0, 1, 1 << 20);
+        v.push(w[0].0);
+        check(&c, &v, &w);
+    }
 }
 
 #[test]
-fn bloom_protocol_threshold_columns_and_squares() {
+fn new_protocols_threshold_columns_and_squares() {
+    for protocol in NEW_PROTOCOLS {
+        threshold_columns_and_squares(protocol);
+    }
+}
+
+fn threshold_columns_and_squares(protocol: PiSumProtocol) {
     let mut rng = SessionRng::from_os();
     let c = PiSumConfig {
-        protocol: PiSumProtocol::Bloom,
+        protocol,
         he: HeId::Paillier,
         sum_of_squares: true,
         max_value: 1000,
@@ -695,10 +711,16 @@ fn bloom_protocol_threshold_columns_and_squares() {
 }
 
 #[test]
-fn bloom_protocol_refuses_what_it_does_not_define_and_mismatches() {
+fn new_protocols_refuse_what_they_do_not_define_and_mismatches() {
+    for protocol in NEW_PROTOCOLS {
+        refuses_reverse_and_mismatches(protocol);
+    }
+}
+
+fn refuses_reverse_and_mismatches(protocol: PiSumProtocol) {
     let mut rng = SessionRng::from_os();
     let bloom = PiSumConfig {
-        protocol: PiSumProtocol::Bloom,
+        protocol,
         ..test_config()
     };
     let reverse = PiSumConfig {
@@ -707,7 +729,7 @@ fn bloom_protocol_refuses_what_it_does_not_define_and_mismatches() {
     };
     let err = pi_sum::new_party(Role::P1, &reverse, p1_set(&[1]), seed(&mut rng))
         .err()
-        .expect("reverse Bloom is refused");
+        .expect("the reverse variant is refused");
     assert!(
         matches!(err, ProtocolError::Config(ref m) if m.contains("reverse")),
         "{err:?}"
@@ -725,10 +747,17 @@ fn bloom_protocol_refuses_what_it_does_not_define_and_mismatches() {
 fn run_bloom_tampered(
     hook: &mut dyn FnMut(Direction, u32, &mut Vec<u8>) -> HookAction,
 ) -> ProtocolError {
+    run_protocol_tampered(PiSumProtocol::Bloom, hook)
+}
+
+fn run_protocol_tampered(
+    protocol: PiSumProtocol,
+    hook: &mut dyn FnMut(Direction, u32, &mut Vec<u8>) -> HookAction,
+) -> ProtocolError {
     let mut rng = SessionRng::from_os();
     let (v, w) = random_sets(&mut rng, 20, 20, 10, 1, 100);
     let c = PiSumConfig {
-        protocol: PiSumProtocol::Bloom,
+        protocol,
         he: HeId::ElGamal,
         ..test_config()
     };
@@ -813,5 +842,86 @@ fn bloom_protocol_tampered_truncated_and_replayed_messages_are_rejected() {
             ProtocolError::PeerMisbehaved(PeerMisbehaved::InvalidCiphertext { .. })
         ),
         "{e:?}"
+    );
+}
+
+#[test]
+fn rot_protocol_tampered_truncated_and_replayed_messages_are_rejected() {
+    let tampered = |hook: &mut dyn FnMut(Direction, u32, &mut Vec<u8>) -> HookAction| {
+        run_protocol_tampered(PiSumProtocol::Rot, hook)
+    };
+    // P1's messages: hello, OPRF base, query (rows, key, ciphertexts), round 3; P2's:
+    // hello, OPRF reply, answer.
+    let e = tampered(&mut |d, i, m| {
+        if d == Direction::AtoB && i == 1 {
+            m.truncate(m.len() - 1);
+        }
+        HookAction::Deliver
+    });
+    assert!(matches!(e, ProtocolError::PeerMisbehaved(_)), "{e:?}");
+    let e = tampered(&mut |d, i, m| {
+        if d == Direction::AtoB && i == 1 {
+            m[HEADER_LEN..].fill(0xff);
+        }
+        HookAction::Deliver
+    });
+    assert!(
+        matches!(e, ProtocolError::PeerMisbehaved(_)),
+        "OPRF base point: {e:?}"
+    );
+    let e = tampered(&mut |d, i, m| {
+        if d == Direction::BtoA && i == 1 {
+            m.truncate(m.len() - 32);
+        }
+        HookAction::Deliver
+    });
+    assert!(
+        matches!(e, ProtocolError::PeerMisbehaved(_)),
+        "OPRF reply: {e:?}"
+    );
+    let e = tampered(&mut |d, i, m| {
+        if d == Direction::AtoB && i == 2 {
+            m.truncate(m.len() - 64);
+        }
+        HookAction::Deliver
+    });
+    assert!(
+        matches!(e, ProtocolError::PeerMisbehaved(_)),
+        "query: {e:?}"
+    );
+    let e = tampered(&mut |d, i, m| {
+        if d == Direction::AtoB && i == 2 {
+            let n = m.len();
+            m[n - 32..].fill(0xff);
+        }
+        HookAction::Deliver
+    });
+    assert!(
+        matches!(
+            e,
+            ProtocolError::PeerMisbehaved(PeerMisbehaved::InvalidCiphertext { .. })
+        ),
+        "an encrypted PRF value that is not a point: {e:?}"
+    );
+    let e = tampered(&mut |d, i, m| {
+        if d == Direction::BtoA && i == 2 {
+            m.truncate(m.len() - 3);
+        }
+        HookAction::Deliver
+    });
+    assert!(
+        matches!(e, ProtocolError::PeerMisbehaved(_)),
+        "answer: {e:?}"
+    );
+    let e = tampered(&mut |d, i, _| {
+        if d == Direction::AtoB && i == 2 {
+            HookAction::Duplicate
+        } else {
+            HookAction::Deliver
+        }
+    });
+    assert!(
+        matches!(e, ProtocolError::PeerMisbehaved(_)),
+        "replayed query: {e:?}"
     );
 }

@@ -127,7 +127,7 @@ impl PiSumParty {
                 "protocol",
                 protocol,
                 PiSumProtocol::from_name(protocol),
-                "ddh, bloom",
+                "ddh, rot, bloom",
             )?,
             group: errors::named(
                 py,

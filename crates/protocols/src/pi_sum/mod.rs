@@ -23,6 +23,7 @@ mod common;
 pub mod forward;
 mod hello;
 pub mod reverse;
+pub mod rot;
 
 use privset_crypto::ahe::elgamal::{self, ElGamal};
 use privset_crypto::ahe::paillier::{self, Paillier};
@@ -59,6 +60,10 @@ pub mod kind {
     pub const BLOOM_KEY: u8 = 9;
     pub const BLOOM_FILTER: u8 = 10;
     pub const BLOOM_MEMBERSHIP: u8 = 11;
+    pub const ROT_BASE: u8 = 12;
+    pub const ROT_REPLY: u8 = 13;
+    pub const ROT_QUERY: u8 = 14;
+    pub const ROT_ANSWER: u8 = 15;
 
     pub fn name(kind: u8) -> &'static str {
         match kind {
@@ -72,6 +77,12 @@ pub mod kind {
             BLOOM_KEY => "Bloom protocol: P1's ElGamal key",
             BLOOM_FILTER => "Bloom protocol: a chunk of P1's encrypted filter",
             BLOOM_MEMBERSHIP => "Bloom protocol: P2's key, membership ciphertexts and values",
+            ROT_BASE => "Random-OT protocol: P1's OPRF base message",
+            ROT_REPLY => "Random-OT protocol: P2's OPRF base reply",
+            ROT_QUERY => "Random-OT protocol: P1's OPRF rows and encrypted PRF values",
+            ROT_ANSWER => {
+                "Random-OT protocol: P2's re-masked values, PRF values and encrypted values"
+            }
             _ => "unknown message",
         }
     }
@@ -84,17 +95,22 @@ pub enum PiSumProtocol {
     /// The deployed DDH protocol (Fig. 2), with every variant ([`forward`], [`reverse`]).
     #[default]
     Ddh,
+    /// The Random-OT protocol (Fig. 3, Sec. 4.3.1): a batched OPRF on P1's cuckoo bins,
+    /// the PRF values re-masked and shuffled by P2 ([`rot`]).
+    Rot,
     /// The encrypted-Bloom-filter protocol (Fig. 4, Sec. 4.3.2): P1's filter bits under
     /// exponential ElGamal, P2's shuffled membership ciphertexts ([`bloom`]).
     Bloom,
 }
 
 impl PiSumProtocol {
-    pub const ALL: [PiSumProtocol; 2] = [PiSumProtocol::Ddh, PiSumProtocol::Bloom];
+    pub const ALL: [PiSumProtocol; 3] =
+        [PiSumProtocol::Ddh, PiSumProtocol::Rot, PiSumProtocol::Bloom];
 
     pub fn name(self) -> &'static str {
         match self {
             PiSumProtocol::Ddh => "ddh",
+            PiSumProtocol::Rot => "rot",
             PiSumProtocol::Bloom => "bloom",
         }
     }
@@ -103,6 +119,7 @@ impl PiSumProtocol {
     pub fn code(self) -> u8 {
         match self {
             PiSumProtocol::Ddh => 1,
+            PiSumProtocol::Rot => 2,
             PiSumProtocol::Bloom => 3,
         }
     }
@@ -384,6 +401,8 @@ pub fn new_party(
             (PiSumProtocol::Ddh, Role::P2, true) => {
                 engine(reverse::P2::<C, H>::new(config, input), seed)
             }
+            (PiSumProtocol::Rot, Role::P1, _) => engine(rot::P1::<H>::new(config, input), seed),
+            (PiSumProtocol::Rot, Role::P2, _) => engine(rot::P2::<H>::new(config, input), seed),
             (PiSumProtocol::Bloom, Role::P1, _) => engine(bloom::P1::<H>::new(config, input), seed),
             (PiSumProtocol::Bloom, Role::P2, _) => engine(bloom::P2::<H>::new(config, input), seed),
         }

@@ -27,7 +27,8 @@ use std::sync::OnceLock;
 
 use curve25519_dalek::constants::RISTRETTO_BASEPOINT_TABLE;
 use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoBasepointTable, RistrettoPoint};
-use curve25519_dalek::scalar::Scalar;
+/// The scalars of ristretto255 (plaintexts and randomness of this scheme).
+pub use curve25519_dalek::scalar::Scalar;
 use curve25519_dalek::traits::Identity;
 use rayon::prelude::*;
 use zeroize::Zeroize;
@@ -186,7 +187,8 @@ impl std::ops::Add for Ciphertext {
     }
 }
 
-pub(crate) fn random_scalar(rng: &mut SessionRng) -> Scalar {
+/// A uniform scalar (a wide reduction of 64 random bytes).
+pub fn random_scalar(rng: &mut SessionRng) -> Scalar {
     let mut wide = [0u8; 64];
     rng.fill(&mut wide);
     let s = Scalar::from_bytes_mod_order_wide(&wide);
