@@ -90,6 +90,9 @@ class PiSumResult(_Report):
     #: The peer's set size (revealed by the protocol) and this party's distinct items.
     peer_items: int
     items: int
+    #: Which of Ion et al. 2020's protocols ran: "ddh" (Fig. 2), "rot" (Fig. 3) or
+    #: "bloom" (Fig. 4).
+    pi_sum_protocol: str
     group: str
     values_he: str
     z_encoding: str
@@ -128,6 +131,7 @@ class PiSumResult(_Report):
             else tuple(Segment(s["segment"], s["cardinality"], _tuple(s.get("sums"))) for s in segments),
             peer_items=d["peer_items"],
             items=d["items"],
+            pi_sum_protocol=d["pi_sum_protocol"],
             group=d["group"],
             values_he=d["values_he"],
             z_encoding=d["z_encoding"],

@@ -66,6 +66,36 @@ def test_groups_schemes_and_encodings(rng: random.Random, settings: dict) -> Non
     assert r.p1.group == settings.get("group", "ristretto255")
 
 
+@pytest.mark.parametrize("protocol", ["rot", "bloom"])
+@pytest.mark.parametrize(
+    "n1, n2, overlap",
+    [(60, 40, 25), (20, 20, 0), (15, 15, 15), (1, 1, 1), (0, 10, 0), (10, 0, 0), (1, 300, 1)],
+)
+def test_random_ot_and_bloom_protocols_match_the_plaintext(
+    rng: random.Random, protocol: str, n1: int, n2: int, overlap: int
+) -> None:
+    """Ion et al. 2020, Figs. 3 and 4, chosen with ``protocol=``: the same answer and the
+    same split of what each party learns as the deployed protocol."""
+    a, b = sets(rng, n1, n2, overlap)
+    values = values_for(rng, b)
+    r = privset.local.pi_sum(a, b, [values[w] for w in b], protocol=protocol, values_he="elgamal")
+    assert (r.cardinality, r.sum) == (overlap, sum(values[w] for w in set(a) & set(b)))
+    assert (r.p1.sum, r.p2.sum) == (None, r.sum)
+    assert r.p1.pi_sum_protocol == r.p2.pi_sum_protocol == protocol
+
+
+def test_x25519_group_and_protocol_errors(rng: random.Random) -> None:
+    a, b = sets(rng, 40, 30, 11)
+    values = values_for(rng, b)
+    r = privset.local.pi_sum(a, b, [values[w] for w in b], group="x25519", **FAST)
+    assert (r.cardinality, r.sum, r.p1.group) == (11, sum(values[w] for w in set(a) & set(b)), "x25519")
+    assert r.p1.pi_sum_protocol == "ddh"
+    with pytest.raises(privset.ConfigurationError, match="protocol"):
+        privset.PiSum.p1(a, protocol="garbled")
+    with pytest.raises(privset.ConfigurationError, match="reverse"):
+        privset.PiSum.p1(a, protocol="bloom", reverse=True)
+
+
 def test_reverse_gives_p1_the_sum(rng: random.Random) -> None:
     a, b = sets(rng, 30, 25, 10)
     values = values_for(rng, b)

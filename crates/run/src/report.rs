@@ -53,6 +53,8 @@ pub struct PiSumReport {
     #[serde(flatten)]
     pub output: PiSumFields,
     pub items: usize,
+    /// Which of Ion et al. 2020's protocols ran: "ddh", "rot" or "bloom".
+    pub pi_sum_protocol: &'static str,
     pub group: &'static str,
     pub values_he: &'static str,
     pub z_encoding: &'static str,
@@ -73,6 +75,7 @@ impl PiSumReport {
             protocol: "pi-sum",
             output: PiSumFields::new(role, output),
             items,
+            pi_sum_protocol: config.protocol.name(),
             group: config.group.name(),
             values_he: config.he.name(),
             z_encoding: config.z_encoding.name(),
