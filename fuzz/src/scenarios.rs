@@ -15,7 +15,7 @@ use privset_protocols::apsi::signatures::SignatureSet;
 use privset_protocols::apsi::{AllowList, DEFAULT_MAX_PEER_ITEMS, Mode, PartialFraction};
 use privset_protocols::input::Dataset;
 use privset_protocols::party::{Party, PartyId};
-use privset_protocols::pi_sum::{self, PiSumConfig, Role};
+use privset_protocols::pi_sum::{self, PiSumConfig, PiSumProtocol, Role};
 use privset_protocols::pso::{self, Construction, LastMessage, Operation, PsoConfig, PsoRole};
 use privset_protocols::set_encoding::SetEncoding;
 use privset_protocols::toy::{self, Form, ToySumConfig};
@@ -269,7 +269,7 @@ pub fn pi_sum() -> Vec<Scenario> {
     add(
         PiSumConfig {
             z_encoding: bloom,
-            group: GroupId::P256Compressed,
+            group: CwPrfId::Group(GroupId::P256Compressed),
             sum_of_squares: true,
             ..base.clone()
         },
@@ -294,7 +294,7 @@ pub fn pi_sum() -> Vec<Scenario> {
         PiSumConfig {
             reverse: true,
             he: HeId::Paillier,
-            group: GroupId::P256,
+            group: CwPrfId::Group(GroupId::P256),
             ..base.clone()
         },
         false,
@@ -303,6 +303,28 @@ pub fn pi_sum() -> Vec<Scenario> {
         PiSumConfig {
             threshold: Some(100),
             z_encoding: gcs,
+            ..base.clone()
+        },
+        false,
+    );
+    add(
+        PiSumConfig {
+            group: CwPrfId::X25519,
+            ..base.clone()
+        },
+        false,
+    );
+    add(
+        PiSumConfig {
+            protocol: PiSumProtocol::Rot,
+            ..base.clone()
+        },
+        false,
+    );
+    add(
+        PiSumConfig {
+            protocol: PiSumProtocol::Bloom,
+            sum_of_squares: true,
             ..base.clone()
         },
         false,

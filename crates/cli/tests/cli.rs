@@ -167,6 +167,65 @@ fn two_processes_over_mutual_tls() {
     );
 }
 
+/// Ion et al. 2020's three protocols (and the DDH one on X25519) as two processes over
+/// mutual TLS, each against the plaintext answer; a protocol mismatch stops both.
+#[test]
+fn every_pi_sum_protocol_over_mutual_tls() {
+    let dir = scratch("protocols");
+    let (card, sum) = write_inputs(&dir, 150, 120, 70);
+    let certs = certs(&dir, "bank,shop");
+    for extra in [
+        &["--group", "x25519"][..],
+        &["--protocol", "rot"][..],
+        &["--protocol", "bloom", "--values-he", "elgamal"][..],
+    ] {
+        let addr = port();
+        let mut l1 = vec!["--listen".to_string(), addr.clone()];
+        l1.extend(tls_args(&certs, "bank"));
+        let mut l2 = vec!["--peer".to_string(), addr];
+        l2.extend(tls_args(&certs, "shop"));
+        let p1 = spawn(&as_refs(&party_args(&dir, "p1", &l1, extra)));
+        let p2 = spawn(&as_refs(&party_args(&dir, "p2", &l2, extra)));
+        let (o1, o2) = (finish(p1), finish(p2));
+        assert!(o1.status.success(), "{extra:?} p1: {}", stderr(&o1));
+        assert!(o2.status.success(), "{extra:?} p2: {}", stderr(&o2));
+        let (r1, r2) = (json(&dir.join("p1.json")), json(&dir.join("p2.json")));
+        assert_eq!(
+            (&r1["cardinality"], &r2["cardinality"]),
+            (&card.into(), &card.into()),
+            "{extra:?}"
+        );
+        assert_eq!(r2["sum"], sum, "{extra:?}");
+        assert!(r1["sum"].is_null(), "{extra:?}: P1 must not learn the sum");
+        let protocol = if extra[0] == "--protocol" {
+            extra[1]
+        } else {
+            "ddh"
+        };
+        assert_eq!(r1["pi_sum_protocol"], protocol);
+    }
+    let addr = port();
+    let mut l1 = vec!["--listen".to_string(), addr.clone()];
+    l1.extend(tls_args(&certs, "bank"));
+    let mut l2 = vec!["--peer".to_string(), addr];
+    l2.extend(tls_args(&certs, "shop"));
+    let p1 = spawn(&as_refs(&party_args(
+        &dir,
+        "p1",
+        &l1,
+        &["--protocol", "rot"],
+    )));
+    let p2 = spawn(&as_refs(&party_args(
+        &dir,
+        "p2",
+        &l2,
+        &["--protocol", "bloom"],
+    )));
+    let (o1, o2) = (finish(p1), finish(p2));
+    assert!(!o1.status.success() && !o2.status.success());
+    assert!(stderr(&o1).contains("protocol"), "{}", stderr(&o1));
+}
+
 #[test]
 fn certificate_from_another_ca_is_rejected() {
     let dir = scratch("wrongca");

@@ -573,11 +573,8 @@ impl<H: HeChoice> Protocol for P2<H> {
                 }
             }
             P2State::AwaitSums(prep) => {
-                if message.kind != kind::ABORT {
-                    message.expect(kind::ROUND3)?;
-                }
                 P2State::Done(common::read_sums::<H>(
-                    (message.kind, message.body),
+                    message,
                     &self.setup,
                     &prep.peer,
                     (&prep.pk, &prep.sk),

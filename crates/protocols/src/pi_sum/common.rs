@@ -8,7 +8,7 @@ use privset_crypto::rng::SessionRng;
 use rayon::prelude::*;
 
 use super::{HeChoice, Hello, PiSumConfig, PiSumOutput, Role, SegmentResult, kind};
-use crate::engine::{Handshake, Roster, Session};
+use crate::engine::{Handshake, Message, Roster, Session};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::input::Dataset;
 use crate::meter::Meter;
@@ -311,23 +311,23 @@ pub fn max_sums_len<H: HeChoice>(
     per_segment.saturating_mul(segments)
 }
 
-/// P2's output from P1's last message: the threshold abort, or per segment the
+/// P2's output from P1's last message (round 3 or the threshold abort): per segment the
 /// cardinality and the decrypted sums of every column.
 pub fn read_sums<H: HeChoice>(
-    kind_and_body: (u8, &[u8]),
+    message: Message<'_>,
     setup: &Setup,
     peer: &Hello,
     keys: (&H::PublicKey, &H::SecretKey),
     bounds: &[ColumnBounds],
 ) -> Result<PiSumOutput, ProtocolError> {
     let (pk, sk) = keys;
-    let (message_kind, body) = kind_and_body;
-    if message_kind == kind::ABORT {
-        Reader::new(body, "abort").finish()?;
+    if message.kind == kind::ABORT {
+        Reader::new(message.body, "abort").finish()?;
         return Ok(PiSumOutput::Aborted {
             peer_items: peer.items,
         });
     }
+    let body = message.expect(kind::ROUND3)?;
     let mut r = Reader::new(body, "round 3");
     let segment_sizes = peer.segment_sizes();
     let value_columns = setup.input.columns.len();

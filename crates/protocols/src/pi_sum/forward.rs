@@ -362,11 +362,8 @@ impl<C: CwPrf, H: HeChoice> Protocol for P2<C, H> {
                 P2State::AwaitRound3(prep)
             }
             P2State::AwaitRound3(prep) => {
-                if message.kind != kind::ABORT {
-                    message.expect(kind::ROUND3)?;
-                }
                 P2State::Done(common::read_sums::<H>(
-                    (message.kind, message.body),
+                    message,
                     &self.setup,
                     &prep.peer,
                     (&prep.pk, &prep.sk),
