@@ -45,10 +45,11 @@
 //! ciphertext `c` with selected slots `S_c`, `m_c = Σ_{p ∈ S_c} x^{-p·L}` with
 //! `x^{-k} = -x^{n-k}` lifted with the centred representative (`-1`, not `t - 1`), and
 //! `result = Σ_c ct_c · m_c`: one NTT-domain product per ciphertext, no Galois key.
-//! Coefficient `j < L` of the product's plaintext is exactly `S_j` (a monomial
-//! `x^{-p·L}` maps coefficient `p·L + j` to `j` with sign `+`, and every lower
-//! coefficient to `n - p·L + ... ≥ L`), and its phase is `Δ·S_j + E_sel` with
-//! `|E_sel| ≤ |S|·20 ≤ items·20`.
+//! Coefficient `j < L` of the product's plaintext is exactly `S_j`: the monomial
+//! `x^{-p·L}` maps coefficient `p·L + j` to `j` with sign `+`, and a coefficient
+//! `k < p·L` to `n - p·L + k ≥ L` (slots end at `n - L`) with sign `-`. Its phase is
+//! `Δ·S_j + E_sel` with `|E_sel| ≤ |S|·20 ≤ items·20` (each selected item adds one
+//! error coefficient of its ciphertext, times `±1`).
 //!
 //! **What the owner may learn.** Then: (1) a fresh public-key encryption of zero is
 //! added, so `c1` contains `a·u + e2`, pseudorandom under RLWE; (2) every coefficient
@@ -632,8 +633,9 @@ impl Rlwe {
         layout(&pk.params, pk.crt.modulus(), bounds)
     }
 
-    /// All plaintext coefficients of `c` (for tests: a sum's masked coefficients).
-    pub fn decrypt_all(sk: &SecretKey, c: &[u8]) -> Result<Vec<u64>, HeError> {
+    /// All plaintext coefficients of `c` (tests check a sum's masked coefficients).
+    #[cfg(test)]
+    fn decrypt_all(sk: &SecretKey, c: &[u8]) -> Result<Vec<u64>, HeError> {
         let ct = sk.pk.read_full(c, 0)?;
         Ok(sk.decrypt_coefficients(&ct, sk.pk.params.degree))
     }
