@@ -1110,6 +1110,22 @@ mod tests {
         let e = too_big.validate().unwrap_err();
         assert!(e.to_string().contains("128-bit"), "{e}");
         Params::default().validate().unwrap();
+        // Odd but in-range parameters (a plaintext modulus above the first prime, many
+        // small primes, primes fhe.rs cannot find) are built or refused, never a panic.
+        for (degree, moduli_bits, plain_bits) in [
+            (8192, vec![20; 10], 60),
+            (8192, vec![62, 62, 62, 32], 60),
+            (4096, vec![20, 20, 20, 20, 29], 8),
+            (4096, vec![62, 47], 20),
+        ] {
+            let p = Params {
+                degree,
+                moduli_bits,
+                plain_bits,
+            };
+            let _ = context(&p);
+            let _ = Rlwe::decode_public_key(&[0; 64], &p);
+        }
     }
 
     /// The arithmetic of the module docs at 2^20 items, for both bounds: the flood is
