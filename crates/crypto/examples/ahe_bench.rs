@@ -151,14 +151,21 @@ fn main() {
             },
         );
     }
-    let label = "RLWE Params::for_columns (privset's default bounds: n = 8192, one limb)";
-    if wanted(label) {
-        let params = rlwe::Params::for_columns(&[bounds_large()]).unwrap();
-        println!("for_columns: {params:?}");
-        run::<Rlwe>(label, &params, |pk, b| match Rlwe::layout(pk, b) {
-            Ok(l) => format!("{} limb(s), {} values per ciphertext", l.limbs, l.slots),
-            Err(e) => e.to_string(),
-        });
+    for (label, bounds) in [
+        ("RLWE Params::for_columns (sums below 2^32)", bounds_small()),
+        (
+            "RLWE Params::for_columns (privset's default bounds)",
+            bounds_large(),
+        ),
+    ] {
+        if wanted(label) {
+            let params = rlwe::Params::for_columns(&[bounds]).unwrap();
+            println!("for_columns: {params:?}");
+            run::<Rlwe>(label, &params, |pk, b| match Rlwe::layout(pk, b) {
+                Ok(l) => format!("{} limb(s), {} values per ciphertext", l.limbs, l.slots),
+                Err(e) => e.to_string(),
+            });
+        }
     }
     let label = "Paillier-DJ {3072, 2} (default)";
     if wanted(label) {
