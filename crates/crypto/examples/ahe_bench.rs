@@ -1,10 +1,13 @@
 //! Costs of the additively homomorphic schemes at intersection-sum sizes (Ion et al. 2020,
-//! Sec. 3.2 and App. B): `cargo run -p privset-crypto --release --example ahe_bench`.
+//! Sec. 3.2, Sec. 5.1 and App. B): `cargo run -p privset-crypto --release --example
+//! ahe_bench [FILTER]`; with a filter (`rlwe`, `paillier`, `elgamal`, `deployment`), only the
+//! schemes whose label contains it run.
 
 use std::time::Instant;
 
 use privset_crypto::ahe::elgamal::{self, ElGamal};
 use privset_crypto::ahe::paillier::{self, Paillier};
+use privset_crypto::ahe::rlwe::{self, Rlwe};
 use privset_crypto::ahe::{ColumnBounds, SubsetSum};
 use privset_crypto::rng::SessionRng;
 
@@ -45,7 +48,11 @@ fn run<H: SubsetSum>(
     let mut rng = SessionRng::from_seed([7; 32]);
     let t = Instant::now();
     let (pk, sk) = H::keygen(params, &mut rng);
-    println!("keygen: {:.3} s", secs(t));
+    println!(
+        "keygen: {:.3} s; public key {} bytes",
+        secs(t),
+        H::encode_public_key(&pk).len()
+    );
     for (label, b) in [
         ("max_sum 2^32-1", bounds_small()),
         ("max_sum (2^32-1)*1e5", bounds_large()),
@@ -60,56 +67,114 @@ fn run<H: SubsetSum>(
             Err(e) => println!("bounds {label}: {e}"),
         }
     }
-    let b = bounds_small();
-    let vals = values(&mut rng);
+    for (label, b) in [
+        ("max_sum 2^32-1", bounds_small()),
+        ("max_sum (2^32-1)*1e5", bounds_large()),
+    ] {
+        if H::column_ciphertexts(&pk, &b).is_ok() {
+            time::<H>(&pk, &sk, label, &b, &mut rng);
+        }
+    }
+    println!();
+}
+
+/// encrypt_column / sum_selected / decrypt_sum at `b`, every item selected.
+fn time<H: SubsetSum>(
+    pk: &H::PublicKey,
+    sk: &H::SecretKey,
+    label: &str,
+    b: &ColumnBounds,
+    rng: &mut SessionRng,
+) {
+    let vals = if b.max_sum < ITEMS as u128 * u32::MAX as u128 {
+        values(rng)
+    } else {
+        (0..ITEMS).map(|_| rng.below(u32::MAX as u64 + 1)).collect()
+    };
     // Warm up (builds the owner's fixed-base table).
-    let warm = ColumnBounds { items: 1, ..b };
+    let warm = ColumnBounds { items: 1, ..*b };
     let t = Instant::now();
-    H::encrypt_column(&pk, &sk, &warm, &vals[..1], &mut rng).unwrap();
-    println!("first encryption (incl. table build): {:.3} s", secs(t));
-    let t = Instant::now();
-    let col = H::encrypt_column(&pk, &sk, &b, &vals, &mut rng).unwrap();
-    let el = secs(t);
-    let n = H::column_ciphertexts(&pk, &b).unwrap();
+    H::encrypt_column(pk, sk, &warm, &vals[..1], rng).unwrap();
     println!(
-        "encrypt_column (max_sum 2^32-1, {ITEMS} items): {el:.3} s total, {:.1} us per ciphertext (2 threads), {} bytes",
+        "[{label}] first encryption (incl. table build): {:.3} s",
+        secs(t)
+    );
+    let t = Instant::now();
+    let col = H::encrypt_column(pk, sk, b, &vals, rng).unwrap();
+    let el = secs(t);
+    let n = H::column_ciphertexts(pk, b).unwrap();
+    println!(
+        "[{label}] encrypt_column ({ITEMS} items): {el:.3} s total, {:.1} us per ciphertext (2 threads), {} bytes",
         el * 1e6 / n as f64,
         col.len()
     );
     let all: Vec<usize> = (0..ITEMS).collect();
     let t = Instant::now();
-    let sum = H::sum_selected(&pk, &b, &col, &all, &mut rng).unwrap();
+    let sum = H::sum_selected(pk, b, &col, &all, rng).unwrap();
     println!(
-        "sum_selected ({ITEMS} of {ITEMS} selected): {:.3} s, {} bytes out",
+        "[{label}] sum_selected ({ITEMS} of {ITEMS} selected): {:.3} s, {} bytes out",
         secs(t),
         sum.len()
     );
     let t = Instant::now();
-    let s = H::decrypt_sum(&sk, &b, &sum).unwrap();
-    println!("decrypt_sum: {:.3} s", secs(t));
+    let s = H::decrypt_sum(sk, b, &sum).unwrap();
+    println!("[{label}] decrypt_sum: {:.3} s", secs(t));
     assert_eq!(s, vals.iter().map(|&v| v as u128).sum::<u128>());
-    println!();
 }
 
 fn main() {
     println!("threads: {}", rayon::current_num_threads());
+    let filter = std::env::args().nth(1).unwrap_or_default().to_lowercase();
+    let wanted = |label: &str| label.to_lowercase().contains(&filter);
     let pl = |pk: &paillier::PublicKey, b: &ColumnBounds| match Paillier::layout(pk, b) {
         Ok(l) => format!("k = {} bits, L = {} slots", l.k, l.slots),
         Err(e) => e.to_string(),
     };
-    run::<Paillier>(
-        "Paillier-DJ {1536, 3} (Ion et al. 2020 deployment)",
-        &paillier::Params::SEED_DEPLOYED,
-        pl,
-    );
-    run::<Paillier>(
-        "Paillier-DJ {3072, 2} (default)",
-        &paillier::Params::default(),
-        pl,
-    );
-    run::<ElGamal>(
-        "Exponential ElGamal / ristretto255",
-        &elgamal::Params::default(),
-        |_, _| "no packing (1 item per ciphertext)".into(),
-    );
+    let label = "Paillier-DJ {1536, 3} (Ion et al. 2020 deployment)";
+    if wanted(label) {
+        run::<Paillier>(label, &paillier::Params::SEED_DEPLOYED, pl);
+    }
+    let label = "RLWE n = 4096, q = 109 bits, t = 2^42 (default)";
+    if wanted(label) {
+        run::<Rlwe>(
+            label,
+            &rlwe::Params::default(),
+            |pk, b| match Rlwe::layout(pk, b) {
+                Ok(l) => format!(
+                    "{} limb(s) of {} bits, {} values per ciphertext, flood 2^{:.1}",
+                    l.limbs,
+                    l.limb_bits,
+                    l.slots,
+                    (l.flood as f64).log2()
+                ),
+                Err(e) => e.to_string(),
+            },
+        );
+    }
+    for (label, bounds) in [
+        ("RLWE Params::for_columns (sums below 2^32)", bounds_small()),
+        (
+            "RLWE Params::for_columns (privset's default bounds)",
+            bounds_large(),
+        ),
+    ] {
+        if wanted(label) {
+            let params = rlwe::Params::for_columns(&[bounds]).unwrap();
+            println!("for_columns: {params:?}");
+            run::<Rlwe>(label, &params, |pk, b| match Rlwe::layout(pk, b) {
+                Ok(l) => format!("{} limb(s), {} values per ciphertext", l.limbs, l.slots),
+                Err(e) => e.to_string(),
+            });
+        }
+    }
+    let label = "Paillier-DJ {3072, 2} (default)";
+    if wanted(label) {
+        run::<Paillier>(label, &paillier::Params::default(), pl);
+    }
+    let label = "Exponential ElGamal / ristretto255";
+    if wanted(label) {
+        run::<ElGamal>(label, &elgamal::Params::default(), |_, _| {
+            "no packing (1 item per ciphertext)".into()
+        });
+    }
 }

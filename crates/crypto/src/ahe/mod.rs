@@ -12,12 +12,13 @@
 //!   reverse variant (Ion et al. 2020, App. G) uses the masked form instead: the non-owner
 //!   masks every item, the owner sums a subset of masked items, the non-owner unmasks.
 //!
-//! Schemes: [`paillier`] (Paillier with the Damgard-Jurik generalisation, slot-packed)
-//! and [`elgamal`] (exponential ElGamal over ristretto255, decrypted with baby-step
-//! giant-step).
+//! Schemes: [`paillier`] (Paillier with the Damgard-Jurik generalisation, slot-packed),
+//! [`elgamal`] (exponential ElGamal over ristretto255, decrypted with baby-step
+//! giant-step) and [`rlwe`] (Ring-LWE, coefficient-encoded; forward variant only).
 
 pub mod elgamal;
 pub mod paillier;
+pub mod rlwe;
 
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
@@ -29,20 +30,23 @@ use crate::rng::SessionRng;
 pub enum HeId {
     Paillier,
     ElGamal,
+    Rlwe,
 }
 
 impl HeId {
-    pub const ALL: [HeId; 2] = [HeId::Paillier, HeId::ElGamal];
+    pub const ALL: [HeId; 3] = [HeId::Paillier, HeId::ElGamal, HeId::Rlwe];
     pub fn name(self) -> &'static str {
         match self {
             HeId::Paillier => "paillier",
             HeId::ElGamal => "elgamal",
+            HeId::Rlwe => "rlwe",
         }
     }
     pub fn code(self) -> u8 {
         match self {
             HeId::Paillier => 1,
             HeId::ElGamal => 2,
+            HeId::Rlwe => 3,
         }
     }
     pub fn from_code(code: u8) -> Option<Self> {

@@ -682,7 +682,7 @@ fn owner_encrypt_int(sk: &SecretKey, m: &Integer, rng: &mut SessionRng) -> Integ
 }
 
 /// Checks `values` against `bounds` (count, per-value bound, total bound).
-fn check_values(bounds: &ColumnBounds, values: &[u64]) -> Result<(), HeError> {
+pub(crate) fn check_values(bounds: &ColumnBounds, values: &[u64]) -> Result<(), HeError> {
     if values.len() != bounds.items {
         return Err(HeError::WrongCount {
             expected: bounds.items,

@@ -13,6 +13,7 @@
 //! * [`evaluate`]: a batch of polynomials evaluated on those powers, by
 //!   Paterson-Stockmeyer when the plan has a low degree (Cong et al. 2021, Sec. 4.3).
 
+pub mod coeff;
 mod eval;
 mod powers;
 
@@ -93,6 +94,35 @@ impl HeParams {
     /// Checks the parameters: 128-bit security by the standard's table, a batching
     /// plaintext modulus, primes of sizes fhe.rs can generate.
     pub fn check(&self) -> Result<(), BfvError> {
+        self.check_ring()?;
+        let bad = |why: String| Err(BfvError::Parameters(why));
+        let two_n = 2 * self.degree as u64;
+        if self.plain_modulus < 3
+            || self.plain_modulus % two_n != 1
+            || !is_prime(self.plain_modulus)
+        {
+            return bad(format!(
+                "plaintext modulus {} is not a prime equal to 1 mod {two_n} (needed for batching)",
+                self.plain_modulus
+            ));
+        }
+        // Switching down drops primes from the end: results end under the first prime,
+        // whose rounding noise (about 9 bits at these degrees) must stay below q0 / t.
+        if self.plain_bits() as usize + 16 > self.moduli_bits[0] {
+            return bad(format!(
+                "the first ciphertext prime ({} bits) leaves too little room above the {}-bit \
+                 plaintext modulus for results switched down to it (16 bits needed)",
+                self.moduli_bits[0],
+                self.plain_bits()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The ring and ciphertext-modulus checks alone (degree, prime sizes, 128-bit
+    /// security by the standard's table): all that coefficient encoding needs, since it
+    /// takes any plaintext modulus (see [`coeff`]).
+    pub fn check_ring(&self) -> Result<(), BfvError> {
         let bad = |why: String| Err(BfvError::Parameters(why));
         let Some(max_bits) = max_modulus_bits(self.degree) else {
             return bad(format!(
@@ -119,27 +149,25 @@ impl HeParams {
                 self.degree
             ));
         }
-        let two_n = 2 * self.degree as u64;
-        if self.plain_modulus < 3
-            || self.plain_modulus % two_n != 1
-            || !is_prime(self.plain_modulus)
-        {
-            return bad(format!(
-                "plaintext modulus {} is not a prime equal to 1 mod {two_n} (needed for batching)",
-                self.plain_modulus
-            ));
-        }
-        // Switching down drops primes from the end: results end under the first prime,
-        // whose rounding noise (about 9 bits at these degrees) must stay below q0 / t.
-        if self.plain_bits() as usize + 16 > self.moduli_bits[0] {
-            return bad(format!(
-                "the first ciphertext prime ({} bits) leaves too little room above the {}-bit \
-                 plaintext modulus for results switched down to it (16 bits needed)",
-                self.moduli_bits[0],
-                self.plain_bits()
-            ));
-        }
         Ok(())
+    }
+
+    /// fhe.rs parameters for coefficient encoding, after [`Self::check_ring`]: the
+    /// plaintext modulus need not batch (fhe.rs only uses it for its own encoders, which
+    /// [`coeff`] does not call), it must only be in `2..2^62`.
+    pub fn build_coefficient(&self) -> Result<Arc<BfvParameters>, BfvError> {
+        self.check_ring()?;
+        if !(2..1 << 62).contains(&self.plain_modulus) {
+            return Err(BfvError::Parameters(format!(
+                "plaintext modulus {} is not in 2..2^62",
+                self.plain_modulus
+            )));
+        }
+        Ok(fhe::bfv::BfvParametersBuilder::new()
+            .set_degree(self.degree)
+            .set_plaintext_modulus(self.plain_modulus)
+            .set_moduli_sizes(&self.moduli_bits)
+            .build_arc()?)
     }
 
     /// fhe.rs parameters, after [`Self::check`].
