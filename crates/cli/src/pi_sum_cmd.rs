@@ -49,6 +49,9 @@ impl ProtocolArg {
 pub enum HeArg {
     Paillier,
     Elgamal,
+    /// Ring-LWE, many values per ciphertext (Ion et al. 2020, App. B.3); not with
+    /// --reverse.
+    Rlwe,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -147,6 +150,7 @@ impl PiSumArgs {
             he: match self.values_he {
                 HeArg::Paillier => HeId::Paillier,
                 HeArg::Elgamal => HeId::ElGamal,
+                HeArg::Rlwe => HeId::Rlwe,
             },
             paillier: paillier::Params {
                 modulus_bits: self.he_modulus_bits,

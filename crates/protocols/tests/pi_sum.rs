@@ -285,7 +285,19 @@ fn threshold_forward_aborts_and_passes() {
 #[test]
 fn reverse_variant_both_schemes_and_threshold() {
     let mut rng = SessionRng::from_os();
-    for he in HeId::ALL {
+    let rlwe = PiSumConfig {
+        he: HeId::Rlwe,
+        reverse: true,
+        ..test_config()
+    };
+    let err = pi_sum::new_party(Role::P2, &rlwe, p2_set(&[(1, vec![1])]), seed(&mut rng))
+        .err()
+        .expect("RLWE has no reverse variant");
+    assert!(
+        matches!(err, ProtocolError::Config(ref m) if m.contains("reverse")),
+        "{err:?}"
+    );
+    for he in [HeId::Paillier, HeId::ElGamal] {
         let c = PiSumConfig {
             he,
             reverse: true,

@@ -141,7 +141,7 @@ impl PiSumParty {
                 "values_he",
                 values_he,
                 HeId::from_name(values_he),
-                "paillier, elgamal",
+                "paillier, elgamal, rlwe",
             )?,
             paillier: paillier::Params {
                 modulus_bits: he_modulus_bits,

@@ -647,6 +647,21 @@ fn limbs(params: &Params, bounds: &ColumnBounds) -> Result<(usize, u32), HeError
 }
 
 impl Rlwe {
+    /// Upper bound of the bytes of a column with these bounds under `params` (the exact
+    /// count needs the key's modulus, which also decides whether the bounds are
+    /// accepted): what a receiver may expect before the key arrives.
+    pub fn max_column_len(params: &Params, bounds: &ColumnBounds) -> usize {
+        let limbs = limbs(params, bounds)
+            .map_or(1, |(l, _)| l)
+            .clamp(1, params.degree);
+        let slots = (params.degree / limbs).max(1);
+        bounds
+            .items
+            .div_ceil(slots)
+            .div_ceil(2)
+            .saturating_mul(params.ciphertext_len())
+    }
+
     /// The column layout for `bounds`, or [`HeError::Parameters`] if a sum at these
     /// bounds could fail to decrypt (module docs, "Correctness").
     pub fn layout(pk: &PublicKey, bounds: &ColumnBounds) -> Result<Layout, HeError> {

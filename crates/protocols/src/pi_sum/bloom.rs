@@ -301,15 +301,10 @@ impl<H: HeChoice> Protocol for P1<H> {
         let P1State::AwaitMembership(keys) = &self.state else {
             return 0;
         };
-        let params = H::params(&self.setup.config);
         let n2 = keys.peer.items as usize;
-        let columns = super::encrypted_columns(&keys.peer).len();
         (4 + common::MAX_PUBLIC_KEY_LEN)
             .saturating_add(n2.saturating_mul(elgamal::CIPHERTEXT_LEN))
-            .saturating_add(
-                n2.saturating_mul(columns)
-                    .saturating_mul(H::max_ciphertext_len(&params)),
-            )
+            .saturating_add(common::max_columns_len::<H>(&self.setup.config, &keys.peer))
     }
 
     fn is_done(&self) -> bool {
@@ -572,15 +567,13 @@ impl<H: HeChoice> Protocol for P2<H> {
                     P2State::AwaitFilter(filter)
                 }
             }
-            P2State::AwaitSums(prep) => {
-                P2State::Done(common::read_sums::<H>(
-                    message,
-                    &self.setup,
-                    &prep.peer,
-                    (&prep.pk, &prep.sk),
-                    &prep.bounds,
-                )?)
-            }
+            P2State::AwaitSums(prep) => P2State::Done(common::read_sums::<H>(
+                message,
+                &self.setup,
+                &prep.peer,
+                (&prep.pk, &prep.sk),
+                &prep.bounds,
+            )?),
             P2State::Hellos | P2State::Done(_) => {
                 return Err(ProtocolError::ApiMisuse(
                     "P2 received a message it does not wait for",

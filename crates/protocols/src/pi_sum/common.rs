@@ -294,6 +294,15 @@ pub fn send_sums<H: HeChoice>(
     })
 }
 
+/// Upper bound of P2's encrypted columns, before its key is known.
+pub fn max_columns_len<H: HeChoice>(config: &PiSumConfig, peer_p2: &Hello) -> usize {
+    let params = H::params(config);
+    super::encrypted_columns(peer_p2)
+        .iter()
+        .map(|b| H::max_column_len(&params, b))
+        .fold(0, usize::saturating_add)
+}
+
 /// Bytes of P1's largest possible round 3: per segment a count and every column's sum.
 pub fn max_sums_len<H: HeChoice>(
     pk: &H::PublicKey,

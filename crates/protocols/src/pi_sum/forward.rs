@@ -179,7 +179,6 @@ impl<C: CwPrf, H: HeChoice> Protocol for P1<C, H> {
         let P1State::AwaitRound2 { peer, .. } = &self.state else {
             return 0;
         };
-        let params = H::params(&self.setup.config);
         let n2 = peer.items as usize;
         let z: usize = self
             .setup
@@ -188,10 +187,7 @@ impl<C: CwPrf, H: HeChoice> Protocol for P1<C, H> {
             .iter()
             .map(|&s| self.setup.hello.z.max_len(s as usize, C::ELEMENT_LEN, n2))
             .fold(0usize, usize::saturating_add);
-        let columns = super::encrypted_columns(peer).len();
-        let values = n2
-            .saturating_mul(columns)
-            .saturating_mul(H::max_ciphertext_len(&params));
+        let values = common::max_columns_len::<H>(&self.setup.config, peer);
         (4 + common::MAX_PUBLIC_KEY_LEN)
             .saturating_add(z)
             .saturating_add(n2.saturating_mul(C::ELEMENT_LEN))
@@ -361,15 +357,13 @@ impl<C: CwPrf, H: HeChoice> Protocol for P2<C, H> {
                 self.on_round1(session, body, &prep)?;
                 P2State::AwaitRound3(prep)
             }
-            P2State::AwaitRound3(prep) => {
-                P2State::Done(common::read_sums::<H>(
-                    message,
-                    &self.setup,
-                    &prep.peer,
-                    (&prep.pk, &prep.sk),
-                    &prep.bounds,
-                )?)
-            }
+            P2State::AwaitRound3(prep) => P2State::Done(common::read_sums::<H>(
+                message,
+                &self.setup,
+                &prep.peer,
+                (&prep.pk, &prep.sk),
+                &prep.bounds,
+            )?),
             P2State::Hellos | P2State::Done(_) => {
                 return Err(ProtocolError::ApiMisuse(
                     "P2 received a message it does not wait for",

@@ -51,7 +51,7 @@ impl Hello {
         }
         let (he_modulus_bits, he_s) = match config.he {
             HeId::Paillier => (config.paillier.modulus_bits, config.paillier.s),
-            HeId::ElGamal => (0, 0),
+            HeId::ElGamal | HeId::Rlwe => (0, 0),
         };
         let mut segments = Vec::new();
         if let Some(seg_of) = &input.segment_of {

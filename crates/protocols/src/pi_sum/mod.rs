@@ -27,6 +27,7 @@ pub mod rot;
 
 use privset_crypto::ahe::elgamal::{self, ElGamal};
 use privset_crypto::ahe::paillier::{self, Paillier};
+use privset_crypto::ahe::rlwe::{self, Rlwe};
 use privset_crypto::ahe::{ColumnBounds, HeId, SubsetSum};
 use privset_crypto::cwprf::x25519::X25519;
 use privset_crypto::cwprf::{CwPrf, CwPrfId};
@@ -175,6 +176,7 @@ pub struct PiSumConfig {
     pub he: HeId,
     pub paillier: paillier::Params,
     pub elgamal: elgamal::Params,
+    pub rlwe: rlwe::Params,
     /// How P2 sends the set Z of doubly exponentiated values back to P1.
     pub z_encoding: SetEncoding,
     /// Reverse variant (Ion et al. 2020, Fig. 6): P1 learns the sum.
@@ -201,6 +203,7 @@ impl Default for PiSumConfig {
             he: HeId::Paillier,
             paillier: paillier::Params::default(),
             elgamal: elgamal::Params::default(),
+            rlwe: rlwe::Params::default(),
             z_encoding: SetEncoding::Filter(FilterKind::Gcs),
             reverse: false,
             threshold: None,
@@ -416,6 +419,7 @@ pub fn new_party(
         match config.he {
             HeId::Paillier => build::<C, Paillier>(role, config, input, seed),
             HeId::ElGamal => build::<C, ElGamal>(role, config, input, seed),
+            HeId::Rlwe => build::<C, Rlwe>(role, config, input, seed),
         }
     }
     match config.group {
@@ -432,8 +436,18 @@ pub fn validate(role: Role, config: &PiSumConfig, input: &Dataset) -> Result<(),
     let params = match config.he {
         HeId::Paillier => config.paillier.validate(),
         HeId::ElGamal => config.elgamal.validate(),
+        HeId::Rlwe => config.rlwe.validate(),
     };
     params.map_err(|e| ProtocolError::Config(e.to_string()))?;
+    if config.reverse && config.he == HeId::Rlwe {
+        // The reverse variant shuffles values one by one: one RLWE ciphertext (about
+        // 110 KB) per item (crates/crypto/src/ahe/rlwe.rs, "Reverse variant").
+        return Err(ProtocolError::Config(
+            "the reverse variant needs --values-he paillier or elgamal: it shuffles values one by one, \
+             and an RLWE ciphertext per item would cost about 110 KB"
+                .into(),
+        ));
+    }
     if config.protocol != PiSumProtocol::Ddh {
         // Ion et al. 2020 define the reverse variant (App. G) and segmented input
         // (Sec. 3.4) for the DDH protocol only (docs/pi-sum.md says why).
@@ -590,6 +604,13 @@ pub trait HeChoice: SubsetSum {
     /// Upper bound of one ciphertext's encoding under these parameters, for sizing
     /// what may be received before the public key is known.
     fn max_ciphertext_len(params: &Self::Params) -> usize;
+    /// Upper bound of a packed column's bytes with these bounds, before the key is known
+    /// (at most one ciphertext per item; packing schemes may say less).
+    fn max_column_len(params: &Self::Params, bounds: &ColumnBounds) -> usize {
+        bounds
+            .items
+            .saturating_mul(Self::max_ciphertext_len(params))
+    }
 }
 
 impl HeChoice for Paillier {
@@ -598,6 +619,20 @@ impl HeChoice for Paillier {
     }
     fn max_ciphertext_len(params: &paillier::Params) -> usize {
         (params.s as usize + 1) * (params.modulus_bits as usize).div_ceil(8)
+    }
+}
+
+/// Ring-LWE with one key for every bound (large sums split into limbs; Ion et al. 2020,
+/// App. B.3).
+impl HeChoice for Rlwe {
+    fn params(config: &PiSumConfig) -> rlwe::Params {
+        config.rlwe.clone()
+    }
+    fn max_ciphertext_len(params: &rlwe::Params) -> usize {
+        params.ciphertext_len()
+    }
+    fn max_column_len(params: &rlwe::Params, bounds: &ColumnBounds) -> usize {
+        Rlwe::max_column_len(params, bounds)
     }
 }
 

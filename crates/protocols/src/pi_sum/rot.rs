@@ -308,19 +308,14 @@ impl<H: HeChoice> Protocol for P1<H> {
         match &self.state {
             P1State::AwaitReply(q) => q.sizes.width.base_reply_len(),
             P1State::AwaitAnswer(k) => {
-                let params = H::params(&self.setup.config);
                 let n2 = k.peer.items as usize;
-                let columns = super::encrypted_columns(&k.peer).len();
                 (4 + common::MAX_PUBLIC_KEY_LEN)
                     .saturating_add(k.sizes.bins.saturating_mul(elgamal::CIPHERTEXT_LEN))
                     .saturating_add(
                         n2.saturating_mul(HASH_FUNCTIONS)
                             .saturating_mul(k.sizes.entry_len),
                     )
-                    .saturating_add(
-                        n2.saturating_mul(columns)
-                            .saturating_mul(H::max_ciphertext_len(&params)),
-                    )
+                    .saturating_add(common::max_columns_len::<H>(&self.setup.config, &k.peer))
             }
             P1State::Hellos | P1State::Done(_) => 0,
         }
@@ -528,15 +523,13 @@ impl<H: HeChoice> Protocol for P2<H> {
                 self.on_query(session, body, &prep, sender)?;
                 P2State::AwaitSums(Box::new(prep))
             }
-            P2State::AwaitSums(prep) => {
-                P2State::Done(common::read_sums::<H>(
-                    message,
-                    &self.setup,
-                    &prep.peer,
-                    (&prep.pk, &prep.sk),
-                    &prep.bounds,
-                )?)
-            }
+            P2State::AwaitSums(prep) => P2State::Done(common::read_sums::<H>(
+                message,
+                &self.setup,
+                &prep.peer,
+                (&prep.pk, &prep.sk),
+                &prep.bounds,
+            )?),
             P2State::Hellos | P2State::Done(_) => {
                 return Err(ProtocolError::ApiMisuse(
                     "P2 received a message it does not wait for",
