@@ -56,6 +56,8 @@ def test_default_parameters(rng: random.Random) -> None:
         {"values_he": "elgamal", "group": "p256-compressed", "z_encoding": "bloom"},
         {"he_modulus_bits": 1024, "dj_s": 3, "z_encoding": "bloom"},
         {"he_modulus_bits": 1536, "dj_s": 1, "z_encoding": "list"},
+        {"values_he": "rlwe", "group": "x25519"},
+        {"values_he": "rlwe", "protocol": "rot"},
     ],
 )
 def test_groups_schemes_and_encodings(rng: random.Random, settings: dict) -> None:

@@ -32,7 +32,7 @@
 //! ciphertext is a fresh encryption of it. P1 tests each for zero with one
 //! multiplication ([`SecretKey::is_zero`]); it never needs a discrete logarithm.
 //!
-//! **Streaming.** The filter has about `1.44·n1·(40 + log2 n2)` positions (about 7.6
+//! **Streaming.** The filter has about `1.44·n1·(40 + log2 n2)` positions (about 8.2
 //! million at 100,000 items a side), so P1 encrypts and sends it in chunks of
 //! [`CHUNK`] ciphertexts while the previous chunk leaves, and P2 folds each chunk into
 //! per-item accumulators as it arrives, decoding only the positions its items touch:
@@ -177,7 +177,7 @@ impl<H: HeChoice> P1<H> {
         let peer = &keys.peer;
         let n2 = peer.items as usize;
         let mut r = Reader::new(body, "membership");
-        let pk = common::read_public_key::<H>(&mut r, &H::params(&self.setup.config))?;
+        let pk = common::read_public_key::<H>(&mut r, &H::params(&self.setup.config, peer))?;
         let membership = r.take(checked_len(n2, elgamal::CIPHERTEXT_LEN, "membership")?)?;
         let columns = super::encrypted_columns(peer);
         let mut packed_columns = Vec::with_capacity(columns.len());
@@ -509,7 +509,10 @@ impl<H: HeChoice> Protocol for P2<H> {
                 peer.items
             )));
         }
-        let (pk, sk) = H::keygen(&H::params(&self.setup.config), session.rng);
+        let (pk, sk) = H::keygen(
+            &H::params(&self.setup.config, &self.setup.hello),
+            session.rng,
+        );
         let order = session.rng.permutation(self.setup.input.ids.len());
         let (columns, bounds) = common::encrypt_columns::<H>(
             session,

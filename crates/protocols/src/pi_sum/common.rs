@@ -15,8 +15,8 @@ use crate::meter::Meter;
 use crate::wire::{PartyId, Reader};
 
 /// Longest public key accepted, whatever the scheme (a Paillier key at 8192 bits with
-/// s = 4 and a DJN base is well under this).
-pub const MAX_PUBLIC_KEY_LEN: usize = 1 << 16;
+/// s = 4 and a DJN base, or an RLWE key at n = 8192 of about 121 KB, is under this).
+pub const MAX_PUBLIC_KEY_LEN: usize = 1 << 18;
 
 /// `items` rearranged as `order` says.
 pub fn gather<'a>(items: &'a [Vec<u8>], order: &[u32]) -> Vec<&'a [u8]> {
@@ -296,7 +296,7 @@ pub fn send_sums<H: HeChoice>(
 
 /// Upper bound of P2's encrypted columns, before its key is known.
 pub fn max_columns_len<H: HeChoice>(config: &PiSumConfig, peer_p2: &Hello) -> usize {
-    let params = H::params(config);
+    let params = H::params(config, peer_p2);
     super::encrypted_columns(peer_p2)
         .iter()
         .map(|b| H::max_column_len(&params, b))

@@ -65,7 +65,7 @@ impl<C: CwPrf, H: HeChoice> P1<C, H> {
         key: &C::Key,
         peer: &Hello,
     ) -> Result<PiSumOutput, ProtocolError> {
-        let params = H::params(&self.setup.config);
+        let params = H::params(&self.setup.config, peer);
         let mut r = Reader::new(body, "round 2");
         let pk = common::read_public_key::<H>(&mut r, &params)?;
         let segment_sizes = self.setup.hello.segment_sizes();
@@ -316,7 +316,10 @@ impl<C: CwPrf, H: HeChoice> Protocol for P2<C, H> {
         let peer = common::take_peer(&mut self.setup.peer)?;
         let key = C::random_key(session.rng);
         let dst = session.ctx.hash_dst(PROTOCOL, C::ID.suite());
-        let (pk, sk) = H::keygen(&H::params(&self.setup.config), session.rng);
+        let (pk, sk) = H::keygen(
+            &H::params(&self.setup.config, &self.setup.hello),
+            session.rng,
+        );
         let order = session.rng.permutation(self.setup.input.ids.len());
         let elements = common::hash_exponentiate::<C, _>(
             (

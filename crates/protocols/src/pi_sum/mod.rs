@@ -600,7 +600,9 @@ pub(crate) fn plaintext_columns(config: &PiSumConfig, input: &Dataset) -> Vec<Ve
 
 /// How a homomorphic scheme's parameters come out of the config.
 pub trait HeChoice: SubsetSum {
-    fn params(config: &PiSumConfig) -> Self::Params;
+    /// The parameters of P2's key, from the settings and P2's hello (its public column
+    /// bounds), so both parties derive the same.
+    fn params(config: &PiSumConfig, p2: &Hello) -> Self::Params;
     /// Upper bound of one ciphertext's encoding under these parameters, for sizing
     /// what may be received before the public key is known.
     fn max_ciphertext_len(params: &Self::Params) -> usize;
@@ -614,7 +616,7 @@ pub trait HeChoice: SubsetSum {
 }
 
 impl HeChoice for Paillier {
-    fn params(config: &PiSumConfig) -> paillier::Params {
+    fn params(config: &PiSumConfig, _: &Hello) -> paillier::Params {
         config.paillier
     }
     fn max_ciphertext_len(params: &paillier::Params) -> usize {
@@ -622,11 +624,13 @@ impl HeChoice for Paillier {
     }
 }
 
-/// Ring-LWE with one key for every bound (large sums split into limbs; Ion et al. 2020,
-/// App. B.3).
+/// Ring-LWE (Ion et al. 2020, App. B.3) with the smallest parameters that hold P2's
+/// announced bounds at 128-bit security ([`rlwe::Params::for_columns`]: a modulus sized to
+/// the sums, `n = 8192` when `n = 4096` would need limbs); the configured parameters
+/// when no such set exists (the bounds are then refused with a clear error).
 impl HeChoice for Rlwe {
-    fn params(config: &PiSumConfig) -> rlwe::Params {
-        config.rlwe.clone()
+    fn params(config: &PiSumConfig, p2: &Hello) -> rlwe::Params {
+        rlwe::Params::for_columns(&encrypted_columns(p2)).unwrap_or_else(|_| config.rlwe.clone())
     }
     fn max_ciphertext_len(params: &rlwe::Params) -> usize {
         params.ciphertext_len()
@@ -637,7 +641,7 @@ impl HeChoice for Rlwe {
 }
 
 impl HeChoice for ElGamal {
-    fn params(config: &PiSumConfig) -> elgamal::Params {
+    fn params(config: &PiSumConfig, _: &Hello) -> elgamal::Params {
         config.elgamal
     }
     fn max_ciphertext_len(_: &elgamal::Params) -> usize {

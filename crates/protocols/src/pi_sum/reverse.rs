@@ -70,7 +70,7 @@ impl<C: CwPrf, H: HeChoice> P1<C, H> {
         key: &C::Key,
         peer: Hello,
     ) -> Result<Masked<H>, ProtocolError> {
-        let params = H::params(&self.setup.config);
+        let params = H::params(&self.setup.config, &peer);
         let mut r = Reader::new(body, "reverse round 1");
         let pk = common::read_public_key::<H>(&mut r, &params)?;
         let n2 = peer.items as usize;
@@ -222,7 +222,7 @@ impl<C: CwPrf, H: HeChoice> Protocol for P1<C, H> {
         match &self.state {
             P1State::AwaitReverse1 { peer, .. } => {
                 let n2 = peer.items as usize;
-                let ct = H::max_ciphertext_len(&H::params(&self.setup.config));
+                let ct = H::max_ciphertext_len(&H::params(&self.setup.config, peer));
                 let columns = super::encrypted_columns(peer).len();
                 (4 + common::MAX_PUBLIC_KEY_LEN)
                     .saturating_add(n2.saturating_mul(C::ELEMENT_LEN))
@@ -372,7 +372,10 @@ impl<C: CwPrf, H: HeChoice> Protocol for P2<C, H> {
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
         let peer = common::take_peer(&mut self.setup.peer)?;
         let key = C::random_key(session.rng);
-        let (pk, sk) = H::keygen(&H::params(&self.setup.config), session.rng);
+        let (pk, sk) = H::keygen(
+            &H::params(&self.setup.config, &self.setup.hello),
+            session.rng,
+        );
         let dst = session.ctx.hash_dst(PROTOCOL, C::ID.suite());
         let order = session.rng.permutation(self.setup.input.ids.len());
         let mut reverse1 = Vec::new();

@@ -185,7 +185,7 @@ impl<H: HeChoice> P1<H> {
         let n2 = peer.items as usize;
         let sizes = keys.sizes;
         let mut r = Reader::new(body, "Random-OT answer");
-        let pk = common::read_public_key::<H>(&mut r, &H::params(&self.setup.config))?;
+        let pk = common::read_public_key::<H>(&mut r, &H::params(&self.setup.config, peer))?;
         let remasked = r.take(checked_len(
             sizes.bins,
             elgamal::CIPHERTEXT_LEN,
@@ -475,7 +475,10 @@ impl<H: HeChoice> Protocol for P2<H> {
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
         let peer = common::take_peer(&mut self.setup.peer)?;
         let sizes = Sizes::new(peer.items, self.setup.hello.items);
-        let (pk, sk) = H::keygen(&H::params(&self.setup.config), session.rng);
+        let (pk, sk) = H::keygen(
+            &H::params(&self.setup.config, &self.setup.hello),
+            session.rng,
+        );
         let order = session.rng.permutation(self.setup.input.ids.len());
         let (columns, bounds) = common::encrypt_columns::<H>(
             session,
