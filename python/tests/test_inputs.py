@@ -53,7 +53,7 @@ def test_lengths_and_types_are_checked() -> None:
 @pytest.mark.parametrize(
     "make, message",
     [
-        (lambda: privset.PiSum.p1(["a"], group="curve448"), 'group must be one of ristretto255, p256, p256-compressed, not "curve448"'),
+        (lambda: privset.PiSum.p1(["a"], group="curve448"), 'group must be one of ristretto255, p256, p256-compressed, x25519, not "curve448"'),
         (lambda: privset.PiSum.p1(["a"], duplicates="last"), "duplicates must be 'error', 'sum' or 'first'"),
         (lambda: privset.PiSum.p2(["a"], [1], he_modulus_bits=1000), "Paillier modulus_bits must be >= 1024"),
         (lambda: privset.PiSum.p2(["a"]), "P2 needs at least one value column"),
