@@ -46,7 +46,7 @@
 //! input are the DDH protocol's (docs/pi-sum.md).
 
 use privset_crypto::ahe::elgamal::{self, ElGamal, PublicKey, SecretKey, bulk};
-use privset_crypto::ahe::{AdditiveHe, ColumnBounds, HeError};
+use privset_crypto::ahe::{AdditiveHe, HeError};
 use privset_crypto::filter::bloom::{BloomParams, element_words};
 use rayon::prelude::*;
 
@@ -353,11 +353,8 @@ enum P2State<H: HeChoice> {
 struct P2Prepared<H: HeChoice> {
     peer: Hello,
     params: BloomParams,
-    pk: H::PublicKey,
-    sk: H::SecretKey,
-    /// The encrypted value columns, items in the shuffled order.
-    columns: Vec<Vec<u8>>,
-    bounds: Vec<ColumnBounds>,
+    /// The key and the encrypted values, items in the shuffled order.
+    values: common::P2Values<H>,
     /// For each item in the shuffled order, its bit in every partition.
     partition_bits: Vec<u32>,
 }
@@ -467,13 +464,10 @@ impl<H: HeChoice> P2<H> {
         );
         session.meter.add(n2);
         let prep = filter.prep;
-        let mut body =
-            Vec::with_capacity(membership.len() + prep.columns.iter().map(Vec::len).sum::<usize>());
-        common::put_bytes(&mut body, &H::encode_public_key(&prep.pk));
+        let mut body = Vec::with_capacity(membership.len() + prep.values.columns_len());
+        prep.values.put_key(&mut body);
         body.extend_from_slice(&membership);
-        for column in &prep.columns {
-            body.extend_from_slice(column);
-        }
+        prep.values.put_columns(&mut body);
         session.send(Role::P1.id(), kind::BLOOM_MEMBERSHIP, &body);
         prep
     }
@@ -509,16 +503,11 @@ impl<H: HeChoice> Protocol for P2<H> {
                 peer.items
             )));
         }
-        let (pk, sk) = H::keygen(
-            &H::params(&self.setup.config, &self.setup.hello),
-            session.rng,
-        );
         let order = session.rng.permutation(self.setup.input.ids.len());
-        let (columns, bounds) = common::encrypt_columns::<H>(
+        let values = common::P2Values::encrypt(
             session,
             "step 5: encrypting our value columns",
             &self.setup,
-            (&pk, &sk),
             &order,
         )?;
         let items = common::gather(&self.setup.input.ids, &order);
@@ -526,10 +515,7 @@ impl<H: HeChoice> Protocol for P2<H> {
         self.state = P2State::AwaitKey(Box::new(P2Prepared {
             peer,
             params,
-            pk,
-            sk,
-            columns,
-            bounds,
+            values,
             partition_bits,
         }));
         Ok(())
@@ -570,13 +556,9 @@ impl<H: HeChoice> Protocol for P2<H> {
                     P2State::AwaitFilter(filter)
                 }
             }
-            P2State::AwaitSums(prep) => P2State::Done(common::read_sums::<H>(
-                message,
-                &self.setup,
-                &prep.peer,
-                (&prep.pk, &prep.sk),
-                &prep.bounds,
-            )?),
+            P2State::AwaitSums(prep) => {
+                P2State::Done(prep.values.read_sums(message, &self.setup, &prep.peer)?)
+            }
             P2State::Hellos | P2State::Done(_) => {
                 return Err(ProtocolError::ApiMisuse(
                     "P2 received a message it does not wait for",
@@ -601,7 +583,7 @@ impl<H: HeChoice> Protocol for P2<H> {
             P2State::AwaitFilter(f) => {
                 chunk_range(f.prep.params.bits(), f.next_chunk).1 * elgamal::CIPHERTEXT_LEN
             }
-            P2State::AwaitSums(prep) => common::max_sums_len::<H>(&prep.pk, &prep.bounds, 1),
+            P2State::AwaitSums(prep) => prep.values.max_sums_len(1),
             P2State::Hellos | P2State::Done(_) => 0,
         }
     }

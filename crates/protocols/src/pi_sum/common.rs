@@ -218,31 +218,79 @@ impl Handshake for Setup {
     }
 }
 
-/// P2's encrypted value columns (values, then squares) in the order `order` gives its
-/// items, with their public bounds; counted on the meter one column at a time (a column
-/// is packed into ciphertexts as a whole).
-pub fn encrypt_columns<H: HeChoice>(
-    session: &mut Session<'_>,
-    phase: &'static str,
-    setup: &Setup,
-    keys: (&H::PublicKey, &H::SecretKey),
-    order: &[u32],
-) -> Result<(Vec<Vec<u8>>, Vec<ColumnBounds>), ProtocolError> {
-    let (pk, sk) = keys;
-    let bounds = super::encrypted_columns(&setup.hello);
-    session.meter.begin(phase, bounds.len());
-    let columns = super::plaintext_columns(&setup.config, &setup.input)
-        .iter()
-        .zip(&bounds)
-        .map(|(col, b)| {
-            let shuffled: Vec<u64> = order.iter().map(|&i| col[i as usize]).collect();
-            let column = H::encrypt_column(pk, sk, b, &shuffled, session.rng);
-            session.meter.add(1);
-            column
+/// P2's side of the values in every protocol: its key pair and its encrypted value
+/// columns (values, then squares) in its shuffled item order, with their public bounds.
+pub struct P2Values<H: HeChoice> {
+    pub pk: H::PublicKey,
+    pub sk: H::SecretKey,
+    /// Packed ciphertexts per encrypted column, item `i` the `i`-th of `order`.
+    pub columns: Vec<Vec<u8>>,
+    pub bounds: Vec<ColumnBounds>,
+}
+
+impl<H: HeChoice> P2Values<H> {
+    /// Draws the key (parameters from P2's own hello) and encrypts every column in the
+    /// order `order` gives the items, counted on the meter one column at a time (a
+    /// column is packed into ciphertexts as a whole).
+    pub fn encrypt(
+        session: &mut Session<'_>,
+        phase: &'static str,
+        setup: &Setup,
+        order: &[u32],
+    ) -> Result<Self, ProtocolError> {
+        let (pk, sk) = H::keygen(&H::params(&setup.config, &setup.hello), session.rng);
+        let bounds = super::encrypted_columns(&setup.hello);
+        session.meter.begin(phase, bounds.len());
+        let columns = super::plaintext_columns(&setup.config, &setup.input)
+            .iter()
+            .zip(&bounds)
+            .map(|(col, b)| {
+                let shuffled: Vec<u64> = order.iter().map(|&i| col[i as usize]).collect();
+                let column = H::encrypt_column(&pk, &sk, b, &shuffled, session.rng);
+                session.meter.add(1);
+                column
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| ProtocolError::Config(format!("encrypting the values: {e}")))?;
+        Ok(Self {
+            pk,
+            sk,
+            columns,
+            bounds,
         })
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| ProtocolError::Config(format!("encrypting the values: {e}")))?;
-    Ok((columns, bounds))
+    }
+
+    /// Appends the length-prefixed public key.
+    pub fn put_key(&self, out: &mut Vec<u8>) {
+        put_bytes(out, &H::encode_public_key(&self.pk));
+    }
+
+    /// Appends every encrypted column, in order.
+    pub fn put_columns(&self, out: &mut Vec<u8>) {
+        for column in &self.columns {
+            out.extend_from_slice(column);
+        }
+    }
+
+    /// Bytes of every encrypted column.
+    pub fn columns_len(&self) -> usize {
+        self.columns.iter().map(Vec::len).sum()
+    }
+
+    /// P2's output from P1's last message ([`read_sums`]).
+    pub fn read_sums(
+        &self,
+        message: Message<'_>,
+        setup: &Setup,
+        peer: &Hello,
+    ) -> Result<PiSumOutput, ProtocolError> {
+        read_sums::<H>(message, setup, peer, (&self.pk, &self.sk), &self.bounds)
+    }
+
+    /// Bytes of P1's largest possible last message ([`max_sums_len`]).
+    pub fn max_sums_len(&self, segments: usize) -> usize {
+        max_sums_len::<H>(&self.pk, &self.bounds, segments)
+    }
 }
 
 /// P1's last message, once it knows which of P2's items are in the intersection (one

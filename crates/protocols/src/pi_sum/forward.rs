@@ -17,7 +17,6 @@
 
 use std::marker::PhantomData;
 
-use privset_crypto::ahe::ColumnBounds;
 use privset_crypto::cwprf::CwPrf;
 
 use super::common::{self, Setup, checked_len};
@@ -236,13 +235,10 @@ struct Prepared<C: CwPrf, H: HeChoice> {
     peer: Hello,
     /// k2 (Ion et al. 2020, Fig. 2).
     key: C::Key,
-    pk: H::PublicKey,
-    sk: H::SecretKey,
     /// Shuffled H(w)^k2.
     elements: Vec<u8>,
-    /// Packed ciphertexts per encrypted column, in the same shuffled order.
-    columns: Vec<Vec<u8>>,
-    bounds: Vec<ColumnBounds>,
+    /// The key and the encrypted values, in the same shuffled order.
+    values: common::P2Values<H>,
 }
 
 impl<C: CwPrf, H: HeChoice> P2<C, H> {
@@ -276,7 +272,7 @@ impl<C: CwPrf, H: HeChoice> P2<C, H> {
         )?;
         let mut round2 =
             Vec::with_capacity(body.len() + self.setup.hello.items as usize * C::ELEMENT_LEN);
-        common::put_bytes(&mut round2, &H::encode_public_key(&prep.pk));
+        prep.values.put_key(&mut round2);
         let filter_key = session.ctx.derive_key(FILTER_KEY);
         let mut start = 0usize;
         for size in prep.peer.segment_sizes() {
@@ -293,9 +289,7 @@ impl<C: CwPrf, H: HeChoice> P2<C, H> {
             start = end;
         }
         round2.extend_from_slice(&prep.elements);
-        for column in &prep.columns {
-            round2.extend_from_slice(column);
-        }
+        prep.values.put_columns(&mut round2);
         session.send(Role::P1.id(), kind::ROUND2, &round2);
         Ok(())
     }
@@ -316,10 +310,6 @@ impl<C: CwPrf, H: HeChoice> Protocol for P2<C, H> {
         let peer = common::take_peer(&mut self.setup.peer)?;
         let key = C::random_key(session.rng);
         let dst = session.ctx.hash_dst(PROTOCOL, C::ID.suite());
-        let (pk, sk) = H::keygen(
-            &H::params(&self.setup.config, &self.setup.hello),
-            session.rng,
-        );
         let order = session.rng.permutation(self.setup.input.ids.len());
         let elements = common::hash_exponentiate::<C, _>(
             (
@@ -330,21 +320,17 @@ impl<C: CwPrf, H: HeChoice> Protocol for P2<C, H> {
             &common::gather(&self.setup.input.ids, &order),
             &key,
         );
-        let (columns, bounds) = common::encrypt_columns::<H>(
+        let values = common::P2Values::encrypt(
             session,
             "round 2: encrypting our value columns",
             &self.setup,
-            (&pk, &sk),
             &order,
         )?;
         self.state = P2State::AwaitRound1(Box::new(Prepared {
             peer,
             key,
-            pk,
-            sk,
             elements,
-            columns,
-            bounds,
+            values,
         }));
         Ok(())
     }
@@ -360,13 +346,9 @@ impl<C: CwPrf, H: HeChoice> Protocol for P2<C, H> {
                 self.on_round1(session, body, &prep)?;
                 P2State::AwaitRound3(prep)
             }
-            P2State::AwaitRound3(prep) => P2State::Done(common::read_sums::<H>(
-                message,
-                &self.setup,
-                &prep.peer,
-                (&prep.pk, &prep.sk),
-                &prep.bounds,
-            )?),
+            P2State::AwaitRound3(prep) => {
+                P2State::Done(prep.values.read_sums(message, &self.setup, &prep.peer)?)
+            }
             P2State::Hellos | P2State::Done(_) => {
                 return Err(ProtocolError::ApiMisuse(
                     "P2 received a message it does not wait for",
@@ -386,9 +368,7 @@ impl<C: CwPrf, H: HeChoice> Protocol for P2<C, H> {
     fn max_message_len(&self) -> usize {
         match &self.state {
             P2State::AwaitRound1(prep) => (prep.peer.items as usize).saturating_mul(C::ELEMENT_LEN),
-            P2State::AwaitRound3(prep) => {
-                common::max_sums_len::<H>(&prep.pk, &prep.bounds, prep.peer.segment_count())
-            }
+            P2State::AwaitRound3(prep) => prep.values.max_sums_len(prep.peer.segment_count()),
             P2State::Hellos | P2State::Done(_) => 0,
         }
     }

@@ -45,8 +45,8 @@
 
 use std::collections::HashSet;
 
+use privset_crypto::ahe::AdditiveHe;
 use privset_crypto::ahe::elgamal::{self, ElGamal, Scalar, SecretKey, bulk};
-use privset_crypto::ahe::{AdditiveHe, ColumnBounds};
 use privset_crypto::cuckoo::{self, HASH_FUNCTIONS};
 use privset_crypto::oprf::{
     self, CodeWidth, DEFAULT_OUTPUT_LEN, OprfReceiver, OprfSender, OprfSenderKey,
@@ -363,11 +363,8 @@ enum P2State<H: HeChoice> {
 struct P2Prepared<H: HeChoice> {
     peer: Hello,
     sizes: Sizes,
-    pk: H::PublicKey,
-    sk: H::SecretKey,
-    /// The encrypted value columns, items in the shuffled order.
-    columns: Vec<Vec<u8>>,
-    bounds: Vec<ColumnBounds>,
+    /// The key and the encrypted values, items in the shuffled order.
+    values: common::P2Values<H>,
     /// The items in the shuffled order, with their three bins in P1's table.
     order: Vec<u32>,
     locations: Vec<[usize; HASH_FUNCTIONS]>,
@@ -448,15 +445,12 @@ impl<H: HeChoice> P2<H> {
         }
         session.meter.add(n2);
 
-        let mut answer = Vec::with_capacity(
-            remasked.len() + entries.len() + prep.columns.iter().map(Vec::len).sum::<usize>(),
-        );
-        common::put_bytes(&mut answer, &H::encode_public_key(&prep.pk));
+        let mut answer =
+            Vec::with_capacity(remasked.len() + entries.len() + prep.values.columns_len());
+        prep.values.put_key(&mut answer);
         answer.extend_from_slice(&remasked);
         answer.extend_from_slice(&entries);
-        for column in &prep.columns {
-            answer.extend_from_slice(column);
-        }
+        prep.values.put_columns(&mut answer);
         session.send(Role::P1.id(), kind::ROT_ANSWER, &answer);
         Ok(())
     }
@@ -475,16 +469,11 @@ impl<H: HeChoice> Protocol for P2<H> {
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
         let peer = common::take_peer(&mut self.setup.peer)?;
         let sizes = Sizes::new(peer.items, self.setup.hello.items);
-        let (pk, sk) = H::keygen(
-            &H::params(&self.setup.config, &self.setup.hello),
-            session.rng,
-        );
         let order = session.rng.permutation(self.setup.input.ids.len());
-        let (columns, bounds) = common::encrypt_columns::<H>(
+        let values = common::P2Values::encrypt(
             session,
             "step 6: encrypting our value columns",
             &self.setup,
-            (&pk, &sk),
             &order,
         )?;
         let items = common::gather(&self.setup.input.ids, &order);
@@ -492,10 +481,7 @@ impl<H: HeChoice> Protocol for P2<H> {
         self.state = P2State::AwaitBase(Box::new(P2Prepared {
             peer,
             sizes,
-            pk,
-            sk,
-            columns,
-            bounds,
+            values,
             order,
             locations,
         }));
@@ -526,13 +512,9 @@ impl<H: HeChoice> Protocol for P2<H> {
                 self.on_query(session, body, &prep, sender)?;
                 P2State::AwaitSums(Box::new(prep))
             }
-            P2State::AwaitSums(prep) => P2State::Done(common::read_sums::<H>(
-                message,
-                &self.setup,
-                &prep.peer,
-                (&prep.pk, &prep.sk),
-                &prep.bounds,
-            )?),
+            P2State::AwaitSums(prep) => {
+                P2State::Done(prep.values.read_sums(message, &self.setup, &prep.peer)?)
+            }
             P2State::Hellos | P2State::Done(_) => {
                 return Err(ProtocolError::ApiMisuse(
                     "P2 received a message it does not wait for",
@@ -562,7 +544,7 @@ impl<H: HeChoice> Protocol for P2<H> {
                     .saturating_add(32)
                     .saturating_add(sizes.bins.saturating_mul(elgamal::CIPHERTEXT_LEN))
             }
-            P2State::AwaitSums(prep) => common::max_sums_len::<H>(&prep.pk, &prep.bounds, 1),
+            P2State::AwaitSums(prep) => prep.values.max_sums_len(1),
             P2State::Hellos | P2State::Done(_) => 0,
         }
     }
