@@ -33,7 +33,7 @@ const BUILT_IN: [(&str, &str); 4] = [
 ];
 
 /// Number of cuckoo hash functions (Cong et al. 2021 use 3; so does this table).
-pub const HASH_FUNCTIONS: usize = 3;
+pub use privset_crypto::cuckoo::HASH_FUNCTIONS;
 
 /// Largest table, bin and client set a preset may name (bounds what a peer's preset
 /// can make this party allocate).

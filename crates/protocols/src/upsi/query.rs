@@ -15,6 +15,7 @@ use privset_crypto::bfv::{
     self, BfvParameters, Ciphertext, FheEncrypter, PowerPlan, RelinearizationKey, SecretKey,
     Serialize,
 };
+use privset_crypto::cuckoo::{self, HASH_FUNCTIONS};
 use privset_crypto::rng::SessionRng;
 use rayon::prelude::*;
 
@@ -24,9 +25,6 @@ use super::poly::pow as pow_mod;
 use super::preset::Preset;
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::wire::Reader;
-
-/// Largest number of cuckoo evictions before insertion gives up.
-const MAX_EVICTIONS: usize = 1000;
 
 /// Bytes of a serialized ciphertext or key is at most this many times n * log2(q) / 8
 /// plus framing (checked before decoding).
@@ -75,37 +73,36 @@ fn first_copies(hashed: &[HashedItem]) -> Vec<u32> {
         .collect()
 }
 
-/// Cuckoo hashing of the client's items: bin -> item index.
+/// Cuckoo hashing of the client's items (duplicates placed once, by their first copy):
+/// bin -> item index, on the shared random-walk insertion of `privset_crypto::cuckoo`
+/// with this preset's hash functions.
 fn cuckoo(
     preset: &Preset,
     hashed: &[HashedItem],
     first: &[u32],
     rng: &mut SessionRng,
 ) -> Result<Vec<Option<u32>>, ProtocolError> {
-    let mut table: Vec<Option<u32>> = vec![None; preset.table_size];
-    for start in (0..hashed.len() as u32).filter(|&i| first[i as usize] == i) {
-        let mut current = start;
-        let mut placed = false;
-        for _ in 0..MAX_EVICTIONS {
-            let locations = hashed[current as usize].locations(preset.table_size);
-            if let Some(&free) = locations.iter().find(|&&l| table[l].is_none()) {
-                table[free] = Some(current);
-                placed = true;
-                break;
-            }
-            let victim_at = locations[rng.below(locations.len() as u64) as usize];
-            current = table[victim_at].replace(current).expect("occupied");
-        }
-        if !placed {
-            return Err(ProtocolError::Config(format!(
-                "cuckoo hashing of {} items into {} bins failed (preset {}); use a preset with a larger table",
-                hashed.len(),
-                preset.table_size,
-                preset.name
-            )));
-        }
-    }
-    Ok(table)
+    let placed: Vec<u32> = (0..hashed.len() as u32)
+        .filter(|&i| first[i as usize] == i)
+        .collect();
+    let locations: Vec<[usize; HASH_FUNCTIONS]> = placed
+        .iter()
+        .map(|&i| {
+            std::array::from_fn(|f| item::location(hashed[i as usize].hash, f, preset.table_size))
+        })
+        .collect();
+    let table = cuckoo::insert(&locations, preset.table_size, rng).map_err(|_| {
+        ProtocolError::Config(format!(
+            "cuckoo hashing of {} items into {} bins failed (preset {}); use a preset with a larger table",
+            hashed.len(),
+            preset.table_size,
+            preset.name
+        ))
+    })?;
+    Ok(table
+        .into_iter()
+        .map(|slot| slot.map(|k| placed[k as usize]))
+        .collect())
 }
 
 impl ClientQuery {
