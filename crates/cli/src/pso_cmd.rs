@@ -97,6 +97,13 @@ pub struct PsoArgs {
     /// psi-card-sum sender: largest allowed value.
     #[arg(long, value_name = "N", default_value_t = u32::MAX as u64)]
     pub value_bound: u64,
+    /// Run in buckets of bounded memory that survive a killed party: `auto` (about
+    /// 2^20 items of the larger set per bucket) or a count both parties agree on.
+    /// Staged rows and finished buckets are kept in --state-dir until the result is
+    /// written; start a killed party again with the same command to continue.
+    /// docs/scale.md.
+    #[arg(long, value_name = "auto|N", value_parser = parse_buckets)]
+    pub buckets: Option<BucketCount>,
     /// Largest set size accepted from the peer.
     #[arg(long, value_name = "N", default_value_t = 1 << 26)]
     pub max_peer_items: u64,
@@ -110,6 +117,24 @@ pub struct PsoArgs {
     pub output_rows: Option<PathBuf>,
     #[command(flatten)]
     pub prices: PriceArgs,
+}
+
+/// `--buckets`: `auto` or a count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BucketCount {
+    Auto,
+    Fixed(u32),
+}
+
+fn parse_buckets(text: &str) -> Result<BucketCount, String> {
+    let max = privset_protocols::bucket_plan::MAX_BUCKETS;
+    match text {
+        "auto" => Ok(BucketCount::Auto),
+        n => match n.parse::<u32>() {
+            Ok(b) if (1..=max).contains(&b) => Ok(BucketCount::Fixed(b)),
+            _ => Err(format!("expected auto or a count from 1 to {max}, not {n:?}")),
+        },
+    }
 }
 
 impl PsoArgs {
@@ -158,6 +183,9 @@ impl PsoArgs {
 /// Runs one party end to end, writes RESULT.json (and the rows). Returns the report.
 pub fn run(operation: Operation, args: &PsoArgs) -> Result<PsoReport, Failure> {
     args.check_flags(operation)?;
+    if let Some(count) = args.buckets {
+        return run_bucketed(operation, args, count);
+    }
     let config = args.config(operation);
     let role = args.role();
     let stopwatch = Stopwatch::start();
@@ -199,6 +227,52 @@ pub fn run(operation: Operation, args: &PsoArgs) -> Result<PsoReport, Failure> {
     );
     write_json(&args.output, &report)?;
     seed_file.remove();
+    Ok(report)
+}
+
+/// The bucketed run of `privset_run::buckets::pso`, with a progress display per
+/// session.
+fn run_bucketed(
+    operation: Operation,
+    args: &PsoArgs,
+    count: BucketCount,
+) -> Result<PsoReport, Failure> {
+    use privset_run::buckets;
+    buckets::pso::check_operation(operation)?;
+    let config = args.config(operation);
+    let keys = args.source.keys()?;
+    let values: Vec<String> = args.value_column.iter().cloned().collect();
+    let link = args.connect.spec(&args.output)?;
+    let state_dir = args.connect.state_dir.clone().unwrap_or_else(|| {
+        privset_run::link::default_state_dir(args.output.parent().unwrap_or(Path::new("")))
+    });
+    let job = buckets::pso::PsoJob {
+        config: &config,
+        role: args.role(),
+        input: &args.source.input,
+        keys: &keys,
+        values: &values,
+        policy: DuplicatePolicy::from(args.duplicates),
+        settings: format!("{:?} {:?} {:?}", args.source, args.duplicates, args.value_bound),
+        link: &link,
+        buckets: match count {
+            BucketCount::Auto => None,
+            BucketCount::Fixed(n) => Some(n),
+        },
+        target: buckets::DEFAULT_TARGET,
+        state_dir: &state_dir,
+        output: &args.output,
+        rows_path: args.output_rows.as_deref(),
+        prices: args.prices.prices(),
+    };
+    let (report, state) = buckets::pso::run(&job, &mut |party, transport, label| {
+        let mut progress = crate::progress::Progress::new(label, party.meter());
+        let result = privset_net::drive(party, transport, &mut |s| progress.status(s));
+        progress.finish();
+        result.map_err(Failure::from)
+    })?;
+    write_json(&args.output, &report)?;
+    state.remove();
     Ok(report)
 }
 

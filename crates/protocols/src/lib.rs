@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 pub mod apsi;
+pub mod bucket_plan;
 pub mod engine;
 pub mod error;
 pub mod input;

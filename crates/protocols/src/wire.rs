@@ -64,10 +64,12 @@ pub enum ProtocolId {
     MpsiHazay,
     /// Unbalanced labeled PSI (Cong et al. 2021).
     Upsi,
+    /// The plan of a bucketed job ([`crate::bucket_plan`]).
+    BucketPlan,
 }
 
 impl ProtocolId {
-    pub const ALL: [ProtocolId; 14] = [
+    pub const ALL: [ProtocolId; 15] = [
         ProtocolId::PiSum,
         ProtocolId::Psi,
         ProtocolId::PsiCard,
@@ -82,6 +84,7 @@ impl ProtocolId {
         ProtocolId::MpsiMiyajiNishida,
         ProtocolId::MpsiHazay,
         ProtocolId::Upsi,
+        ProtocolId::BucketPlan,
     ];
     pub fn code(self) -> u8 {
         match self {
@@ -99,6 +102,7 @@ impl ProtocolId {
             ProtocolId::MpsiMiyajiNishida => 12,
             ProtocolId::MpsiHazay => 13,
             ProtocolId::Upsi => 14,
+            ProtocolId::BucketPlan => 15,
         }
     }
     pub fn name(self) -> &'static str {
@@ -117,6 +121,7 @@ impl ProtocolId {
             ProtocolId::MpsiMiyajiNishida => "mpsi-miyaji-nishida",
             ProtocolId::MpsiHazay => "mpsi-hazay",
             ProtocolId::Upsi => "upsi",
+            ProtocolId::BucketPlan => "bucket-plan",
         }
     }
     pub fn from_code(code: u8) -> Option<Self> {

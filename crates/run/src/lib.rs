@@ -19,12 +19,15 @@
 //!   server's hot-reloading [`endpoint::Service`] and the client's report;
 //! * [`endpoint`]: a long-lived listener serving many sessions at once, each on its own
 //!   thread with its own deadline, one log line per session;
+//! * [`buckets`]: a set operation run as many bucket sessions in bounded memory,
+//!   checkpointed so a killed party continues where it stopped;
 //! * [`fail`]: why a run failed, as a kind (exit code, exception class) and a message.
 //!
 //! Front ends keep only their own surface: flags and progress bars for the CLI,
 //! keyword arguments, data frames and cancellation for Python.
 
 pub mod apsi;
+pub mod buckets;
 pub mod csv_input;
 pub mod csv_lines;
 pub mod drive;

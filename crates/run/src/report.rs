@@ -103,8 +103,20 @@ pub struct PsoReport {
     pub group: &'static str,
     pub mqrpmt: &'static str,
     pub last_message: &'static str,
+    /// A bucketed run's plan and per-bucket figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buckets: Option<BucketsSection>,
     #[serde(flatten)]
     pub run: Metered,
+}
+
+/// RESULT.json's `buckets` section: the plan's bucket count, this party's public
+/// bucket size, and each bucket's figures (from whichever attempt finished it).
+#[derive(serde::Serialize, Debug, Clone)]
+pub struct BucketsSection {
+    pub count: u32,
+    pub padded: u64,
+    pub per_bucket: Vec<crate::buckets::job::BucketFigures>,
 }
 
 impl PsoReport {
@@ -131,6 +143,7 @@ impl PsoReport {
             group: config.cwprf.name(),
             mqrpmt: config.construction.name(),
             last_message: config.last_message.name(),
+            buckets: None,
             run,
         }
     }

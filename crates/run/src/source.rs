@@ -108,47 +108,163 @@ pub fn read_input(
     policy: DuplicatePolicy,
     max_value: u64,
 ) -> Result<Dataset, Failure> {
-    let format = Format::detect(path)?;
-    let what = path.display().to_string();
-    match format {
-        Format::Csv | Format::CsvGzip | Format::CsvZstd => {
-            read_csv(path, format, spec, policy, max_value)
-        }
-        Format::Parquet => {
-            use parquet::arrow::ProjectionMask;
-            use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-            let file = File::open(path).map_err(|e| cannot_read(path, &e))?;
-            let bad = |e: &dyn std::fmt::Display| {
-                Failure::input(format!("{what}: not a readable Parquet file: {e}"))
-            };
-            let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| bad(&e))?;
-            let plan = Plan::new(builder.schema(), spec).map_err(|e| e.in_file(path))?;
-            // Decode only the columns used.
-            let mask = ProjectionMask::roots(builder.parquet_schema(), plan.used());
-            let reader = builder
-                .with_projection(mask)
-                .with_batch_size(BATCH_ROWS)
-                .build()
-                .map_err(|e| bad(&e))?;
-            read_batches(reader, &what, spec, policy, max_value)
-        }
-        Format::ArrowFile => {
-            let file = File::open(path).map_err(|e| cannot_read(path, &e))?;
-            let reader = arrow_ipc::reader::FileReader::try_new(BufReader::new(file), None)
-                .map_err(|e| {
-                    Failure::input(format!("{what}: not a readable Arrow IPC file: {e}"))
-                })?;
-            read_batches(reader, &what, spec, policy, max_value)
-        }
-        Format::ArrowStream => {
-            let file = File::open(path).map_err(|e| cannot_read(path, &e))?;
-            let reader = arrow_ipc::reader::StreamReader::try_new(BufReader::new(file), None)
-                .map_err(|e| {
-                    Failure::input(format!("{what}: not a readable Arrow IPC stream: {e}"))
-                })?;
-            read_batches(reader, &what, spec, policy, max_value)
+    RowStream::open(path, spec)?.into_dataset(spec.values, policy, max_value)
+}
+
+/// A party's input as rows, read one CSV record or one Parquet / Arrow batch at a
+/// time: what [`read_input`] builds a dataset from, and what a bucketed run
+/// partitions to disk without ever holding the set.
+pub struct RowStream<'a> {
+    rows: Box<dyn Iterator<Item = Result<Row, Failure>> + 'a>,
+    /// Columnar sources have rows, not lines: their build errors say "row".
+    columnar: bool,
+    what: String,
+}
+
+impl<'a> Iterator for RowStream<'a> {
+    type Item = Result<Row, Failure>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.rows.next()
+    }
+}
+
+impl<'a> RowStream<'a> {
+    /// The rows of an input file of any supported format.
+    pub fn open(path: &Path, spec: &InputSpec<'a>) -> Result<Self, Failure> {
+        let format = Format::detect(path)?;
+        let what = path.display().to_string();
+        match format {
+            Format::Csv | Format::CsvGzip | Format::CsvZstd => {
+                Ok(Self {
+                    rows: Box::new(CsvRows::open(path, format, spec)?),
+                    columnar: false,
+                    what,
+                })
+            }
+            Format::Parquet => {
+                use parquet::arrow::ProjectionMask;
+                use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+                let file = File::open(path).map_err(|e| cannot_read(path, &e))?;
+                let bad = |e: &dyn std::fmt::Display| {
+                    Failure::input(format!("{what}: not a readable Parquet file: {e}"))
+                };
+                let builder =
+                    ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| bad(&e))?;
+                let plan = Plan::new(builder.schema(), spec).map_err(|e| e.in_file(path))?;
+                // Decode only the columns used.
+                let mask = ProjectionMask::roots(builder.parquet_schema(), plan.used());
+                let reader = builder
+                    .with_projection(mask)
+                    .with_batch_size(BATCH_ROWS)
+                    .build()
+                    .map_err(|e| bad(&e))?;
+                Self::from_batches(reader, &what, spec)
+            }
+            Format::ArrowFile => {
+                let file = File::open(path).map_err(|e| cannot_read(path, &e))?;
+                let reader = arrow_ipc::reader::FileReader::try_new(BufReader::new(file), None)
+                    .map_err(|e| {
+                        Failure::input(format!("{what}: not a readable Arrow IPC file: {e}"))
+                    })?;
+                Self::from_batches(reader, &what, spec)
+            }
+            Format::ArrowStream => {
+                let file = File::open(path).map_err(|e| cannot_read(path, &e))?;
+                let reader =
+                    arrow_ipc::reader::StreamReader::try_new(BufReader::new(file), None)
+                        .map_err(|e| {
+                            Failure::input(format!(
+                                "{what}: not a readable Arrow IPC stream: {e}"
+                            ))
+                        })?;
+                Self::from_batches(reader, &what, spec)
+            }
         }
     }
+
+    /// The rows of a Parquet file, an Arrow IPC file or stream, or any other Arrow
+    /// source (Python's Arrow C stream); `what` names it in messages.
+    pub fn from_batches(
+        reader: impl RecordBatchReader + 'a,
+        what: &str,
+        spec: &InputSpec<'a>,
+    ) -> Result<Self, Failure> {
+        // (A Parquet reader built with a projection has the projected schema.)
+        let plan = Plan::new(&reader.schema(), spec).map_err(|e| prefixed(e, what))?;
+        let keys = spec.keys;
+        let name = what.to_string();
+        let mut base = 0u64;
+        let rows = reader.flat_map(move |batch| {
+            let rows = batch
+                .map_err(|e| Failure::input(format!("{name}: cannot read row {}: {e}", base + 1)))
+                .and_then(|b| {
+                    let rows = rows_of_batch(&b, &plan, keys, base, &name);
+                    base += b.num_rows() as u64;
+                    rows
+                });
+            let batch: Vec<Result<Row, Failure>> = match rows {
+                Ok(rows) => rows.into_iter().map(Ok).collect(),
+                Err(e) => vec![Err(e)],
+            };
+            batch
+        });
+        Ok(Self {
+            rows: Box::new(rows),
+            columnar: true,
+            what: what.to_string(),
+        })
+    }
+
+    /// The input's name, for messages.
+    pub fn what(&self) -> &str {
+        &self.what
+    }
+
+    /// True for Parquet and Arrow sources (rows, not lines).
+    pub fn is_columnar(&self) -> bool {
+        self.columnar
+    }
+
+    /// A dataset error (duplicate, bad value) as the user sees it: in this input, at
+    /// its line or row.
+    pub fn build_failure(&self, e: privset_protocols::error::InputError) -> Failure {
+        build_failure(e, &self.what, self.columnar)
+    }
+
+    /// Builds and validates the dataset; stops at the first bad row.
+    pub fn into_dataset(
+        mut self,
+        values: &[String],
+        policy: DuplicatePolicy,
+        max_value: u64,
+    ) -> Result<Dataset, Failure> {
+        let mut failure: Option<Failure> = None;
+        let rows = self.rows.by_ref().map_while(|r| match r {
+            Ok(row) => Some(row),
+            Err(e) => {
+                failure = Some(e);
+                None
+            }
+        });
+        let built = input::build_dataset(rows, values, policy, max_value);
+        if let Some(f) = failure {
+            return Err(f);
+        }
+        built.map_err(|e| self.build_failure(e))
+    }
+}
+
+/// A dataset error in the input `what`, naming the line (CSV) or row (columnar).
+pub fn build_failure(e: privset_protocols::error::InputError, what: &str, columnar: bool) -> Failure {
+    let f = Failure::from(e);
+    let f = if columnar {
+        // Rows, not lines: there are no lines in a columnar file.
+        let message = f.message.replace("line ", "row ");
+        Failure { message, ..f }
+    } else {
+        f
+    };
+    f.in_file(Path::new(what))
 }
 
 // ---------------------------------------------------------------------------------
@@ -163,62 +279,83 @@ fn open_decoded(path: &Path, format: Format) -> io::Result<Box<dyn Read>> {
     })
 }
 
-fn read_csv(
-    path: &Path,
-    format: Format,
-    spec: &InputSpec<'_>,
-    policy: DuplicatePolicy,
-    max_value: u64,
-) -> Result<Dataset, Failure> {
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(true)
-        .flexible(false)
-        .from_reader(open_decoded(path, format).map_err(|e| cannot_read(path, &e))?);
-    let headers = reader
-        .byte_headers()
-        .map_err(|e| {
-            Failure::input(format!(
-                "{}: cannot read the header row: {e}",
-                path.display()
-            ))
-        })?
-        .clone();
-    let find = |name: &str| -> Result<usize, Failure> {
-        headers
-            .iter()
-            .position(|h| h.trim_ascii() == name.as_bytes())
-            .ok_or_else(|| {
-                let have: Vec<String> = headers
-                    .iter()
-                    .map(|h| String::from_utf8_lossy(h.trim_ascii()).into_owned())
-                    .collect();
+/// The records of a CSV file as rows, one record buffer for the whole file.
+struct CsvRows<'a> {
+    path: std::path::PathBuf,
+    reader: csv::Reader<Box<dyn Read>>,
+    lines: LineCounter,
+    record: csv::ByteRecord,
+    keys: &'a Keys,
+    id_cols: Vec<usize>,
+    value_cols: Vec<usize>,
+    segment_col: Option<usize>,
+    /// Set after an error: the stream ends.
+    failed: bool,
+}
+
+impl<'a> CsvRows<'a> {
+    fn open(path: &Path, format: Format, spec: &InputSpec<'a>) -> Result<Self, Failure> {
+        let mut reader = csv::ReaderBuilder::new()
+            .has_headers(true)
+            .flexible(false)
+            .from_reader(open_decoded(path, format).map_err(|e| cannot_read(path, &e))?);
+        let headers = reader
+            .byte_headers()
+            .map_err(|e| {
                 Failure::input(format!(
-                    "{}: no column named {name:?} (columns: {})",
-                    path.display(),
-                    have.join(", ")
+                    "{}: cannot read the header row: {e}",
+                    path.display()
                 ))
-            })
-    };
-    let id_cols = spec
-        .keys
-        .columns
-        .iter()
-        .map(|c| find(c))
-        .collect::<Result<Vec<_>, _>>()?;
-    let value_cols = spec
-        .values
-        .iter()
-        .map(|v| find(v))
-        .collect::<Result<Vec<_>, _>>()?;
-    let segment_col = spec.segment.map(find).transpose()?;
-    let mut lines =
-        LineCounter::new(open_decoded(path, format).map_err(|e| cannot_read(path, &e))?);
-    let mut line_at = |byte: u64| lines.line_at(byte).map_err(|e| cannot_read(path, &e));
-    // One record buffer for the whole file; records go to the dataset one at a time.
-    let mut record = csv::ByteRecord::new();
-    let mut failure: Option<Failure> = None;
-    let mut next_row = || -> Result<Option<Row>, Failure> {
-        let more = match reader.read_byte_record(&mut record) {
+            })?
+            .clone();
+        let find = |name: &str| -> Result<usize, Failure> {
+            headers
+                .iter()
+                .position(|h| h.trim_ascii() == name.as_bytes())
+                .ok_or_else(|| {
+                    let have: Vec<String> = headers
+                        .iter()
+                        .map(|h| String::from_utf8_lossy(h.trim_ascii()).into_owned())
+                        .collect();
+                    Failure::input(format!(
+                        "{}: no column named {name:?} (columns: {})",
+                        path.display(),
+                        have.join(", ")
+                    ))
+                })
+        };
+        let id_cols = spec
+            .keys
+            .columns
+            .iter()
+            .map(|c| find(c))
+            .collect::<Result<Vec<_>, _>>()?;
+        let value_cols = spec
+            .values
+            .iter()
+            .map(|v| find(v))
+            .collect::<Result<Vec<_>, _>>()?;
+        let segment_col = spec.segment.map(find).transpose()?;
+        let lines =
+            LineCounter::new(open_decoded(path, format).map_err(|e| cannot_read(path, &e))?);
+        Ok(Self {
+            path: path.to_path_buf(),
+            reader,
+            lines,
+            record: csv::ByteRecord::new(),
+            keys: spec.keys,
+            id_cols,
+            value_cols,
+            segment_col,
+            failed: false,
+        })
+    }
+
+    fn next_row(&mut self) -> Result<Option<Row>, Failure> {
+        let path = &self.path;
+        let lines = &mut self.lines;
+        let mut line_at = |byte: u64| lines.line_at(byte).map_err(|e| cannot_read(path, &e));
+        let more = match self.reader.read_byte_record(&mut self.record) {
             Ok(more) => more,
             Err(e) => {
                 return Err(match e.position() {
@@ -234,38 +371,41 @@ fn read_csv(
         if !more {
             return Ok(None);
         }
-        let line = match record.position() {
+        let line = match self.record.position() {
             Some(p) => line_at(p.byte())?,
             None => 0,
         };
+        let record = &self.record;
         let cell = |i: usize| record.get(i).unwrap_or_default();
-        let cells: Vec<&[u8]> = id_cols.iter().map(|&c| cell(c)).collect();
-        let id = spec.keys.key(&cells).map_err(|e| {
+        let cells: Vec<&[u8]> = self.id_cols.iter().map(|&c| cell(c)).collect();
+        let id = self.keys.key(&cells).map_err(|e| {
             Failure::input(format!("{}: line {line}: {e}", path.display())).at_line(line)
         })?;
         Ok(Some(Row {
             line,
             id,
-            values: value_cols
+            values: self
+                .value_cols
                 .iter()
                 .map(|&c| String::from_utf8_lossy(cell(c)).into_owned())
                 .collect(),
-            segment: segment_col
+            segment: self
+                .segment_col
                 .map(|c| String::from_utf8_lossy(cell(c).trim_ascii()).into_owned()),
         }))
-    };
-    let rows = std::iter::from_fn(|| match next_row() {
-        Ok(row) => row,
-        Err(e) => {
-            failure = Some(e);
-            None
-        }
-    });
-    let built = input::build_dataset(rows, spec.values, policy, max_value);
-    if let Some(f) = failure {
-        return Err(f);
     }
-    built.map_err(|e| Failure::from(e).in_file(path))
+}
+
+impl Iterator for CsvRows<'_> {
+    type Item = Result<Row, Failure>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let next = self.next_row();
+        self.failed = next.is_err();
+        next.transpose()
+    }
 }
 
 /// What is wrong with a record, without the `csv` crate's own (record-based) position.
@@ -450,36 +590,7 @@ pub fn read_batches(
     policy: DuplicatePolicy,
     max_value: u64,
 ) -> Result<Dataset, Failure> {
-    // (A Parquet reader built with a projection has the projected schema.)
-    let plan = Plan::new(&reader.schema(), spec).map_err(|e| prefixed(e, what))?;
-    let mut failure: Option<Failure> = None;
-    let mut base = 0u64;
-    let batches = reader.map_while(|batch| {
-        let result = batch
-            .map_err(|e| Failure::input(format!("{what}: cannot read row {}: {e}", base + 1)))
-            .and_then(|b| {
-                let rows = rows_of_batch(&b, &plan, spec, base, what);
-                base += b.num_rows() as u64;
-                rows
-            });
-        match result {
-            Ok(rows) => Some(rows),
-            Err(e) => {
-                failure = Some(e);
-                None
-            }
-        }
-    });
-    let built = input::build_dataset(batches.flatten(), spec.values, policy, max_value);
-    if let Some(f) = failure {
-        return Err(f);
-    }
-    built.map_err(|e| {
-        // Rows, not lines: there are no lines in a columnar file.
-        let f = Failure::from(e);
-        let message = f.message.replace("line ", "row ");
-        Failure { message, ..f }.in_file(Path::new(what))
-    })
+    RowStream::from_batches(reader, what, spec)?.into_dataset(spec.values, policy, max_value)
 }
 
 fn prefixed(f: Failure, what: &str) -> Failure {
@@ -492,7 +603,7 @@ fn prefixed(f: Failure, what: &str) -> Failure {
 fn rows_of_batch(
     batch: &RecordBatch,
     plan: &Plan,
-    spec: &InputSpec<'_>,
+    keys: &Keys,
     base: u64,
     what: &str,
 ) -> Result<Vec<Row>, Failure> {
@@ -513,7 +624,7 @@ fn rows_of_batch(
             );
         }
         let refs: Vec<&[u8]> = cells.iter().map(|c| c.as_ref()).collect();
-        let id = spec.keys.key(&refs).map_err(|e| {
+        let id = keys.key(&refs).map_err(|e| {
             if plan.ids.len() == 1 {
                 at(&plan.ids[0], &e)
             } else {

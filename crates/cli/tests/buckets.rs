@@ -1,0 +1,388 @@
+//! Bucketed runs (`--buckets`) end to end: real processes over mutual TLS and over an
+//! exchange directory. Every run is checked against the plaintext intersection computed
+//! here, and against the unbucketed run's answer; a party killed with SIGKILL at random
+//! moments and started again with the same command must finish with the right answer,
+//! without running again the buckets it had finished (at most the one in flight, which
+//! the peer may not have recorded).
+//!
+//! The kill moments come from a seed printed at the start; rerun with
+//! `PRIVSET_KILL_SEED=<seed>` to replay them.
+
+#![cfg(unix)]
+
+use std::collections::{BTreeSet, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_privset");
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("privset-buckets-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn port() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    format!("127.0.0.1:{}", l.local_addr().unwrap().port())
+}
+
+fn spawn(args: &[String]) -> Child {
+    Command::new(BIN)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn write_ids(path: &Path, ids: &[String]) {
+    let mut text = String::from("id\n");
+    for id in ids {
+        text.push_str(id);
+        text.push('\n');
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+fn read_ids(path: &Path) -> BTreeSet<String> {
+    let mut r = csv::Reader::from_path(path).unwrap();
+    r.records().map(|rec| rec.unwrap()[0].to_string()).collect()
+}
+
+fn certs(dir: &Path) -> PathBuf {
+    let out = dir.join("certs");
+    let o = Command::new(BIN)
+        .args(["certs", "--out", out.to_str().unwrap(), "--names", "receiver,sender"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    out
+}
+
+/// Where the two parties meet.
+enum Meet {
+    Tls { certs: PathBuf, addr: String },
+    Dir(PathBuf),
+}
+
+/// One party's command line (the same for every restart).
+fn args(dir: &Path, role: &str, meet: &Meet, tag: &str, extra: &[&str]) -> Vec<String> {
+    let p = |name: String| dir.join(name).display().to_string();
+    let mut a: Vec<String> = vec!["psi".into(), "--role".into(), role.into()];
+    match meet {
+        Meet::Tls { certs, addr } => {
+            let link = if role == "receiver" { "--listen" } else { "--peer" };
+            a.extend([link.into(), addr.clone()]);
+            for (flag, file) in [
+                ("--tls-ca", "ca.pem".to_string()),
+                ("--tls-cert", format!("{role}.pem")),
+                ("--tls-key", format!("{role}.key")),
+            ] {
+                a.extend([flag.into(), certs.join(file).display().to_string()]);
+            }
+            if role == "sender" {
+                a.extend(["--tls-server-name".into(), "receiver".into()]);
+            }
+        }
+        Meet::Dir(x) => {
+            a.extend([
+                "--exchange-dir".into(),
+                x.display().to_string(),
+                "--poll-interval-ms".into(),
+                "5".into(),
+            ]);
+        }
+    }
+    a.extend([
+        "--input".into(),
+        p(format!("{role}.csv")),
+        "--id-column".into(),
+        "id".into(),
+        "--output".into(),
+        p(format!("{tag}-{role}.json")),
+        "--state-dir".into(),
+        p(format!("state-{role}")),
+        "--timeout".into(),
+        "60".into(),
+        "--progress".into(),
+        "json".into(),
+    ]);
+    if role == "receiver" {
+        a.extend(["--output-rows".into(), p(format!("{tag}-rows.csv"))]);
+    }
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a
+}
+
+/// Runs both parties to the end; returns the receiver's matches and both reports.
+fn run_pair(
+    dir: &Path,
+    meet: &Meet,
+    tag: &str,
+    extra: &[&str],
+) -> (BTreeSet<String>, serde_json::Value, serde_json::Value) {
+    let r = spawn(&args(dir, "receiver", meet, tag, extra));
+    std::thread::sleep(Duration::from_millis(100));
+    let s = spawn(&args(dir, "sender", meet, tag, extra));
+    let (s, r) = (s.wait_with_output().unwrap(), r.wait_with_output().unwrap());
+    assert!(r.status.success(), "receiver: {}", stderr(&r));
+    assert!(s.status.success(), "sender: {}", stderr(&s));
+    (
+        read_ids(&dir.join(format!("{tag}-rows.csv"))),
+        json(&dir.join(format!("{tag}-receiver.json"))),
+        json(&dir.join(format!("{tag}-sender.json"))),
+    )
+}
+
+/// Receiver and sender sets with `shared` common items; returns the plaintext.
+fn write_sets(dir: &Path, n_r: usize, n_s: usize, shared: usize, seed: u64) -> BTreeSet<String> {
+    let id = |k: u64| format!("{:016x}@example.org", k.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ seed);
+    let common: Vec<String> = (0..shared as u64).map(id).collect();
+    let mut r = common.clone();
+    r.extend((0..(n_r - shared) as u64).map(|k| id(1 << 40 | k)));
+    let mut s = common.clone();
+    s.extend((0..(n_s - shared) as u64).map(|k| id(2 << 40 | k)));
+    s.reverse();
+    write_ids(&dir.join("receiver.csv"), &r);
+    write_ids(&dir.join("sender.csv"), &s);
+    common.into_iter().collect()
+}
+
+fn check(
+    (rows, r, s): &(BTreeSet<String>, serde_json::Value, serde_json::Value),
+    want: &BTreeSet<String>,
+    buckets: u64,
+    what: &str,
+) {
+    assert_eq!(rows, want, "{what}: rows");
+    assert_eq!(r["cardinality"], want.len() as u64, "{what}");
+    assert_eq!(r["buckets"]["count"], buckets, "{what}");
+    assert_eq!(s["buckets"]["count"], buckets, "{what}");
+    assert!(s.get("cardinality").is_none(), "{what}: the sender learns nothing");
+    // Every bucket of a party has the same public size; the peer saw only that size.
+    let padded = r["buckets"]["padded"].clone();
+    let peer_padded = s["buckets"]["padded"].clone();
+    for (mine, theirs) in r["buckets"]["per_bucket"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(s["buckets"]["per_bucket"].as_array().unwrap())
+    {
+        assert_eq!(mine["padded"], padded, "{what}");
+        assert_eq!(mine["peer_padded"], peer_padded, "{what}");
+        assert_eq!(theirs["peer_padded"], padded, "{what}");
+    }
+}
+
+#[test]
+fn bucketed_psi_matches_the_plaintext_and_the_unbucketed_run() {
+    let dir = scratch("answers");
+    let certs = certs(&dir);
+    let tls = || Meet::Tls {
+        certs: certs.clone(),
+        addr: port(),
+    };
+    // (receiver, sender, shared, buckets)
+    for (case, (n_r, n_s, shared, buckets)) in [
+        (3000, 2000, 700, "7"),
+        (1000, 1000, 1000, "3"),  // identical
+        (1000, 1000, 0, "4"),     // disjoint
+        (1, 1, 1, "2"),           // size 1: one bucket is empty on each side
+        (1, 3000, 1, "5"),        // very unbalanced
+        (2000, 1, 0, "16"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let want = write_sets(&dir, n_r, n_s, shared, case as u64);
+        let got = run_pair(&dir, &tls(), &format!("case{case}"), &["--buckets", buckets]);
+        check(&got, &want, buckets.parse().unwrap(), &format!("case {case}"));
+    }
+    // auto picks one bucket for sets this small; its answer and the unbucketed one agree.
+    let want = write_sets(&dir, 2500, 2500, 1234, 99);
+    let auto = run_pair(&dir, &tls(), "auto", &["--buckets", "auto"]);
+    check(&auto, &want, 1, "auto");
+    let plain = run_pair(&dir, &tls(), "plain", &[]);
+    assert_eq!(plain.0, want, "unbucketed");
+    assert!(plain.1.get("buckets").is_none());
+    // Duplicates meet in one staging file: refused by default, kept once with `first`.
+    let mut r: Vec<String> = (0..500).map(|k| format!("d{k}")).collect();
+    r.push("d7".into());
+    write_ids(&dir.join("receiver.csv"), &r);
+    write_ids(&dir.join("sender.csv"), &["d7".into(), "d8".into(), "x".into()]);
+    let o = Command::new(BIN)
+        .args(args(&dir, "receiver", &tls(), "dup", &["--buckets", "3"]))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("line 502"), "{}", stderr(&o));
+    let got = run_pair(&dir, &tls(), "dupfirst", &["--buckets", "3", "--duplicates", "first"]);
+    let want: BTreeSet<String> = ["d7".to_string(), "d8".to_string()].into();
+    check(&got, &want, 3, "duplicates first");
+    // Over an exchange directory, and the state is gone once the result is written.
+    let want = write_sets(&dir, 1500, 1200, 300, 7);
+    let got = run_pair(&dir, &Meet::Dir(dir.join("exchange")), "dir", &["--buckets", "4"]);
+    check(&got, &want, 4, "exchange dir");
+    assert_eq!(got.1["transport"], "exchange-dir");
+    for role in ["receiver", "sender"] {
+        let left: Vec<_> = std::fs::read_dir(dir.join(format!("state-{role}")))
+            .unwrap()
+            .collect();
+        assert!(left.is_empty(), "{role}'s state directory still holds {left:?}");
+    }
+    // Two different explicit counts are refused by both.
+    let addr = port();
+    let meet = Meet::Tls {
+        certs: certs.clone(),
+        addr,
+    };
+    let r = spawn(&args(&dir, "receiver", &meet, "mismatch", &["--buckets", "3"]));
+    std::thread::sleep(Duration::from_millis(100));
+    let s = spawn(&args(&dir, "sender", &meet, "mismatch", &["--buckets", "4"]));
+    let (s, r) = (s.wait_with_output().unwrap(), r.wait_with_output().unwrap());
+    assert!(!r.status.success() && !s.status.success());
+    assert!(stderr(&r).contains("bucket count"), "{}", stderr(&r));
+    // Operations whose per-bucket answers would reveal more are refused up front.
+    let o = Command::new(BIN)
+        .args(["psi-card", "--role", "receiver", "--listen", "127.0.0.1:1", "--insecure-no-tls"])
+        .args(["--input", "x.csv", "--id-column", "id", "--output", "o.json", "--buckets", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("psi only"), "{}", stderr(&o));
+}
+
+/// SplitMix64, reproducible from the printed seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+/// The buckets a run's progress lines say it ran (`"party":"psi ROLE, bucket K of B"`).
+fn buckets_run(stderr: &str) -> HashSet<u64> {
+    stderr
+        .lines()
+        .filter_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).ok()?;
+            let party = v["party"].as_str()?;
+            let k = party.split(", bucket ").nth(1)?.split(' ').next()?;
+            Some(k.parse::<u64>().ok()? - 1)
+        })
+        .collect()
+}
+
+/// The buckets the party's state directory records as finished.
+fn recorded(state: &Path) -> HashSet<u64> {
+    let mut out = HashSet::new();
+    for job in std::fs::read_dir(state).into_iter().flatten().flatten() {
+        for f in std::fs::read_dir(job.path().join("done")).into_iter().flatten().flatten() {
+            let name = f.file_name().to_string_lossy().into_owned();
+            if let Some(k) = name.strip_suffix(".json") {
+                out.insert(k.parse().unwrap());
+            }
+        }
+    }
+    out
+}
+
+fn killed_and_resumed(meet: impl Fn() -> Meet, name: &str) {
+    let seed = std::env::var("PRIVSET_KILL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| std::process::id() as u64 ^ 0x5eed);
+    eprintln!("{name}: PRIVSET_KILL_SEED={seed}");
+    let mut rng = Rng(seed);
+    let dir = scratch(name);
+    let want = write_sets(&dir, 6000, 5000, 1500, seed);
+    let extra = ["--buckets", "12"];
+    for victim in ["receiver", "sender"] {
+        let meet = meet_in(&dir, &meet, victim);
+        let tag = format!("kill-{victim}");
+        let other = if victim == "receiver" { "sender" } else { "receiver" };
+        let survivor = spawn(&args(&dir, other, &meet, &tag, &extra));
+        let started = Instant::now();
+        let mut kills = 0;
+        let mut last = None;
+        // Kill the victim up to three times at random moments, then let it finish.
+        loop {
+            let child = spawn(&args(&dir, victim, &meet, &tag, &extra));
+            if kills == 3 {
+                last = Some(child.wait_with_output().unwrap());
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200 + rng.next() % 1500));
+            let mut child = child;
+            match child.try_wait().unwrap() {
+                Some(_) => {
+                    last = Some(child.wait_with_output().unwrap());
+                    break;
+                }
+                None => {
+                    child.kill().unwrap();
+                    child.wait().unwrap();
+                    kills += 1;
+                }
+            }
+            assert!(started.elapsed() < Duration::from_secs(240), "{name}: too slow");
+        }
+        let before = recorded(&dir.join(format!("state-{victim}")));
+        let last = last.unwrap();
+        let survivor = survivor.wait_with_output().unwrap();
+        assert!(last.status.success(), "{name} {victim}: {}", stderr(&last));
+        assert!(survivor.status.success(), "{name} {other}: {}", stderr(&survivor));
+        let rows = read_ids(&dir.join(format!("{tag}-rows.csv")));
+        assert_eq!(rows, want, "{name}: {victim} killed {kills} times");
+        // The last start ran again at most one bucket it had recorded (the one the
+        // peer may have missed when the connection broke).
+        if kills > 0 {
+            let again = buckets_run(&stderr(&last));
+            let rerun = again.intersection(&before).count();
+            assert!(rerun <= 1, "{name}: reran {rerun} finished buckets ({again:?} vs {before:?})");
+        }
+    }
+}
+
+/// A fresh meeting place for one run (an exchange directory serves one run).
+fn meet_in(dir: &Path, meet: &impl Fn() -> Meet, run: &str) -> Meet {
+    match meet() {
+        Meet::Dir(_) => Meet::Dir(dir.join(format!("exchange-{run}"))),
+        Meet::Tls { addr, .. } => Meet::Tls {
+            certs: certs(dir),
+            addr,
+        },
+    }
+}
+
+#[test]
+fn a_killed_party_resumes_over_tls() {
+    killed_and_resumed(
+        || Meet::Tls {
+            certs: PathBuf::new(),
+            addr: port(),
+        },
+        "resume-tls",
+    );
+}
+
+#[test]
+fn a_killed_party_resumes_over_an_exchange_directory() {
+    killed_and_resumed(|| Meet::Dir(PathBuf::new()), "resume-dir");
+}

@@ -1,0 +1,405 @@
+//! The bucket plan: how two parties agree to run a large set operation as many small
+//! sessions, one per bucket, and which buckets are still to run.
+//!
+//! Both parties announce their (de-duplicated) set size, the bucket count they ask for
+//! (or `auto`), and what a previous attempt of the same job left them: the plan it ran
+//! under and which buckets each has finished. The session carries no message beyond the
+//! two hellos; the decision is a function of both hellos and the session transcript, so
+//! both parties reach the same one:
+//!
+//! * both hold the same earlier plan: keep it; a bucket is run again unless both parties
+//!   have it (a party killed after the peer recorded a bucket but before it did runs it
+//!   again with the peer, and gets the same answer);
+//! * otherwise a new plan: the bucket count from the requests, and the partition key
+//!   from the transcript, which covers both parties' random salts. Neither party can
+//!   choose the key alone.
+//!
+//! ```text
+//! hello settings: version u8 (1), operation u8 (the bucketed protocol's code),
+//!                 items u64, requested u32 (0 = auto), target u64 (auto's items per bucket),
+//!                 prior plan [32] (zero = none), done: len u32 + bitmap bytes
+//! ```
+
+use sha2::{Digest, Sha256};
+
+use crate::engine::{Engine, Handshake, Message, Protocol, Roster, Session};
+use crate::error::{PeerMisbehaved, ProtocolError};
+use crate::wire::{self, PartyId, ProtocolId};
+
+/// The most buckets a job may have.
+pub const MAX_BUCKETS: u32 = 1 << 20;
+
+const VERSION: u8 = 1;
+/// Settings without the bitmap.
+const FIXED_SETTINGS: usize = 1 + 1 + 8 + 4 + 8 + 32 + 4;
+
+/// What one party announces.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanRequest {
+    /// The protocol to run in buckets.
+    pub operation: ProtocolId,
+    /// This party's set size.
+    pub items: u64,
+    /// Bucket count asked for; `None` = auto.
+    pub buckets: Option<u32>,
+    /// Auto's items per bucket (of the larger set).
+    pub target: u64,
+    /// The plan an earlier attempt of this job ran under, with the buckets this party
+    /// finished under it (`done.len()` = that plan's bucket count).
+    pub prior: Option<(PlanId, Vec<bool>)>,
+}
+
+/// A plan's name: both parties derive it from the session that made the plan.
+pub type PlanId = [u8; 32];
+
+/// What both parties decided.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// A new plan: partition with `key` into `buckets`.
+    New {
+        id: PlanId,
+        key: [u8; 32],
+        buckets: u32,
+        peer_items: u64,
+    },
+    /// Keep the prior plan; run these buckets (possibly none: the job is complete).
+    Keep { run: Vec<u32>, peer_items: u64 },
+}
+
+/// The bucket count auto picks for sets of `items` (the larger) with `target` per bucket.
+pub fn auto_buckets(items: u64, target: u64) -> u32 {
+    let target = target.max(1);
+    items.div_ceil(target).clamp(1, u64::from(MAX_BUCKETS)) as u32
+}
+
+/// One party of the plan session.
+pub struct BucketPlan {
+    names: [String; 2],
+    me: PartyId,
+    request: PlanRequest,
+    peer: Option<PlanRequest>,
+    decision: Option<Decision>,
+}
+
+/// A plan party ready to run; `names[0]` plays the bucketed protocol's first role.
+pub fn new_party(
+    names: [&str; 2],
+    me: PartyId,
+    request: PlanRequest,
+    seed: [u8; 32],
+) -> Result<Engine<BucketPlan>, ProtocolError> {
+    if let Some(b) = request.buckets
+        && !(1..=MAX_BUCKETS).contains(&b)
+    {
+        return Err(ProtocolError::Config(format!(
+            "a job has 1 to {MAX_BUCKETS} buckets, not {b}"
+        )));
+    }
+    Engine::new(
+        BucketPlan {
+            names: names.map(str::to_string),
+            me,
+            request,
+            peer: None,
+            decision: None,
+        },
+        seed,
+    )
+}
+
+fn encode(r: &PlanRequest) -> Vec<u8> {
+    let mut out = vec![VERSION, r.operation.code()];
+    out.extend_from_slice(&r.items.to_be_bytes());
+    out.extend_from_slice(&r.buckets.unwrap_or(0).to_be_bytes());
+    out.extend_from_slice(&r.target.to_be_bytes());
+    match &r.prior {
+        Some((id, done)) => {
+            out.extend_from_slice(id);
+            let bits = bitmap(done);
+            out.extend_from_slice(&(bits.len() as u32).to_be_bytes());
+            out.extend_from_slice(&bits);
+        }
+        None => {
+            out.extend_from_slice(&[0u8; 32]);
+            out.extend_from_slice(&0u32.to_be_bytes());
+        }
+    }
+    out
+}
+
+fn bitmap(done: &[bool]) -> Vec<u8> {
+    let mut bits = vec![0u8; done.len().div_ceil(8)];
+    for (i, _) in done.iter().enumerate().filter(|(_, d)| **d) {
+        bits[i / 8] |= 1 << (i % 8);
+    }
+    bits
+}
+
+impl BucketPlan {
+    fn decide(&self, transcript: &[u8; 32]) -> Result<Decision, ProtocolError> {
+        let (mine, theirs) = (
+            &self.request,
+            self.peer.as_ref().ok_or(ProtocolError::ApiMisuse(
+                "the plan is decided after the peer's hello",
+            ))?,
+        );
+        if let (Some((a, done_a)), Some((b, bits_b))) = (&mine.prior, &theirs.prior)
+            && a == b
+        {
+            let count = done_a.len();
+            // The peer's bitmap must be this plan's length (padded to whole bytes).
+            let run = (0..count)
+                .filter(|&i| !(done_a[i] && bits_b[i]))
+                .map(|i| i as u32)
+                .collect();
+            return Ok(Decision::Keep {
+                run,
+                peer_items: theirs.items,
+            });
+        }
+        let buckets = match (mine.buckets, theirs.buckets) {
+            (Some(a), Some(b)) if a != b => {
+                return Err(ProtocolError::Incompatible(format!(
+                    "bucket count: the {} asks for {a}, the {} for {b}",
+                    self.names[self.me as usize],
+                    self.names[1 - self.me as usize]
+                )));
+            }
+            (Some(a), _) | (None, Some(a)) => a,
+            (None, None) => {
+                let larger = mine.items.max(theirs.items);
+                auto_buckets(larger, mine.target).max(auto_buckets(larger, theirs.target))
+            }
+        };
+        let derive = |label: &[u8]| -> [u8; 32] {
+            let mut h = Sha256::new();
+            h.update(label);
+            h.update(transcript);
+            h.finalize().into()
+        };
+        Ok(Decision::New {
+            id: derive(b"privset/v1/bucket-plan/id"),
+            key: derive(b"privset/v1/bucket-plan/key"),
+            buckets,
+            peer_items: theirs.items,
+        })
+    }
+}
+
+impl Handshake for BucketPlan {
+    fn roster(&self) -> Roster {
+        Roster::pair(
+            ProtocolId::BucketPlan,
+            [&self.names[0], &self.names[1]],
+            self.me,
+        )
+    }
+
+    fn kind_name(_kind: u8) -> &'static str {
+        "a bucket-plan message (the plan has none beyond the hellos)"
+    }
+
+    fn settings(&self) -> Vec<u8> {
+        encode(&self.request)
+    }
+
+    fn max_settings_len(&self) -> usize {
+        FIXED_SETTINGS + (MAX_BUCKETS as usize).div_ceil(8)
+    }
+
+    fn check_settings(&mut self, _from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
+        let mut r = wire::Reader::new(settings, "bucket-plan hello");
+        let version = r.u8()?;
+        if version != VERSION {
+            return Err(ProtocolError::Incompatible(format!(
+                "bucket-plan version: this party speaks {VERSION}, the peer {version}"
+            )));
+        }
+        let operation = r.u8()?;
+        if operation != self.request.operation.code() {
+            let theirs = ProtocolId::from_code(operation).map_or("an unknown protocol", |p| p.name());
+            return Err(ProtocolError::Incompatible(format!(
+                "bucketed operation: this party runs {}, the peer {theirs}",
+                self.request.operation.name()
+            )));
+        }
+        let items = r.u64()?;
+        let buckets = match r.u32()? {
+            0 => None,
+            b if b <= MAX_BUCKETS => Some(b),
+            b => {
+                return Err(PeerMisbehaved::Malformed(format!(
+                    "the peer asks for {b} buckets (at most {MAX_BUCKETS})"
+                ))
+                .into());
+            }
+        };
+        let target = r.u64()?;
+        let id: PlanId = r.array()?;
+        let bits = r.bytes((MAX_BUCKETS as usize).div_ceil(8))?;
+        let len = bits.len();
+        r.finish()?;
+        let prior = (id != [0u8; 32]).then(|| {
+            // Compared with this party's own plan only when the ids match; a bitmap of
+            // the wrong length for that plan is caught there.
+            let done: Vec<bool> = (0..len * 8).map(|i| bits[i / 8] >> (i % 8) & 1 == 1).collect();
+            (id, done)
+        });
+        if let (Some((a, own)), Some((b, peer))) = (&self.request.prior, &prior)
+            && a == b
+            && peer.len() != own.len().div_ceil(8) * 8
+        {
+            return Err(PeerMisbehaved::Malformed(format!(
+                "the peer's record of plan {} covers {} buckets, this party's {}",
+                hex_prefix(a),
+                peer.len(),
+                own.len()
+            ))
+            .into());
+        }
+        self.peer = Some(PlanRequest {
+            operation: self.request.operation,
+            items,
+            buckets,
+            target,
+            prior,
+        });
+        Ok(())
+    }
+}
+
+fn hex_prefix(id: &PlanId) -> String {
+    id[..4].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Protocol for BucketPlan {
+    type Output = Decision;
+    type Handshake = Self;
+
+    fn handshake(&mut self) -> &mut Self {
+        self
+    }
+
+    fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
+        self.decision = Some(self.decide(&session.ctx.transcript)?);
+        Ok(())
+    }
+
+    fn handle(
+        &mut self,
+        _session: &mut Session<'_>,
+        _message: Message<'_>,
+    ) -> Result<(), ProtocolError> {
+        Err(ProtocolError::ApiMisuse(
+            "the bucket plan has no message after the hellos",
+        ))
+    }
+
+    fn awaiting(&self) -> Option<PartyId> {
+        None
+    }
+
+    fn max_message_len(&self) -> usize {
+        0
+    }
+
+    fn is_done(&self) -> bool {
+        self.decision.is_some()
+    }
+
+    fn status(&self) -> String {
+        "agreeing on the bucket plan".into()
+    }
+
+    fn into_output(self) -> Option<Decision> {
+        self.decision
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::party::Party;
+
+    fn run(a: PlanRequest, b: PlanRequest) -> (Result<Decision, String>, Result<Decision, String>) {
+        let mut pa = new_party(["receiver", "sender"], 0, a, [1; 32]).unwrap();
+        let mut pb = new_party(["receiver", "sender"], 1, b, [2; 32]).unwrap();
+        // Exchange hellos until neither has anything to send.
+        for _ in 0..4 {
+            while let Some(m) = pa.poll_outgoing() {
+                let _ = pb.handle_message(0, &m.bytes);
+            }
+            while let Some(m) = pb.poll_outgoing() {
+                let _ = pa.handle_message(1, &m.bytes);
+            }
+        }
+        let out = |p: Engine<BucketPlan>| {
+            p.into_output()
+                .ok_or_else(|| "no decision".to_string())
+        };
+        (out(pa), out(pb))
+    }
+
+    fn request(items: u64, buckets: Option<u32>) -> PlanRequest {
+        PlanRequest {
+            operation: ProtocolId::Psi,
+            items,
+            buckets,
+            target: 1 << 20,
+            prior: None,
+        }
+    }
+
+    #[test]
+    fn both_parties_reach_the_same_new_plan() {
+        let (a, b) = run(request(5 << 20, None), request(1 << 20, None));
+        let (a, b) = (a.unwrap(), b.unwrap());
+        match (&a, &b) {
+            (
+                Decision::New {
+                    id, key, buckets, peer_items,
+                },
+                Decision::New {
+                    id: id2,
+                    key: key2,
+                    buckets: buckets2,
+                    peer_items: peer2,
+                },
+            ) => {
+                assert_eq!((id, key, buckets), (id2, key2, buckets2));
+                assert_eq!(*buckets, 5);
+                assert_eq!((*peer_items, *peer2), (1 << 20, 5 << 20));
+                assert_ne!(id, key);
+            }
+            _ => panic!("{a:?} {b:?}"),
+        }
+    }
+
+    #[test]
+    fn an_explicit_count_wins_over_auto_and_two_different_ones_are_refused() {
+        let (a, _) = run(request(10, Some(7)), request(10, None));
+        assert!(matches!(a.unwrap(), Decision::New { buckets: 7, .. }));
+        let (a, b) = run(request(10, Some(7)), request(10, Some(8)));
+        assert!(a.is_err() && b.is_err());
+    }
+
+    #[test]
+    fn a_shared_prior_plan_is_kept_and_runs_what_either_party_lacks() {
+        let id = [9u8; 32];
+        let mut a = request(10, None);
+        a.prior = Some((id, vec![true, true, false, true, false]));
+        let mut b = request(10, None);
+        b.prior = Some((id, vec![true, false, false, true, false]));
+        let (x, y) = run(a.clone(), b.clone());
+        let want = Decision::Keep {
+            run: vec![1, 2, 4],
+            peer_items: 10,
+        };
+        assert_eq!(x.unwrap(), want);
+        assert_eq!(y.unwrap(), want);
+        // Different prior plans: a new plan.
+        b.prior = Some(([8u8; 32], vec![true; 5]));
+        let (x, _) = run(a, b);
+        assert!(matches!(x.unwrap(), Decision::New { .. }));
+    }
+}

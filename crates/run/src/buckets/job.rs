@@ -1,0 +1,287 @@
+//! The state directory of one bucketed job: what was staged, the plan, and each
+//! finished bucket. Every file is written atomically (a crash leaves the old file or
+//! the new one, never half of one), so a party started again with the same command
+//! finds a consistent record and continues from it.
+//!
+//! ```text
+//! <state dir>/bucketed-<hash of operation, role and output path>/
+//!   job.json       the input it was staged from (path, size, modification time), the
+//!                  settings that shape staging, and what staging found
+//!   stage/         rows spilled by a private hash (step 1)
+//!   plan.json      the plan agreed with the peer (id, key, bucket count, sizes)
+//!   bucket/        this party's rows per bucket (step 3)
+//!   done/N.json    a finished bucket's figures; done/N.rows its output rows, if any
+//!   complete       both parties have every bucket: only the result is left to write
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::Staged;
+use super::spill::{SpillReader, SpillWriter};
+use crate::fail::Failure;
+use crate::link::write_private;
+
+const VERSION: u32 = 1;
+
+/// What staging depends on: if any of it changed, the staged rows are stale.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Fingerprint {
+    pub operation: String,
+    pub role: String,
+    pub input: String,
+    pub input_bytes: u64,
+    pub input_modified_ns: u128,
+    /// Key, value and duplicate settings, as the front end spells them.
+    pub settings: String,
+}
+
+impl Fingerprint {
+    /// The fingerprint of `input` as it is now on disk.
+    pub fn of_input(
+        operation: &str,
+        role: &str,
+        input: &Path,
+        settings: String,
+    ) -> Result<Self, Failure> {
+        let meta = std::fs::metadata(input)
+            .map_err(|e| Failure::input(format!("cannot read {}: {e}", input.display())))?;
+        let modified = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        Ok(Self {
+            operation: operation.into(),
+            role: role.into(),
+            input: std::path::absolute(input)
+                .unwrap_or_else(|_| input.to_path_buf())
+                .display()
+                .to_string(),
+            input_bytes: meta.len(),
+            input_modified_ns: modified,
+            settings,
+        })
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct JobFile {
+    version: u32,
+    fingerprint: Fingerprint,
+    staged: Staged,
+}
+
+/// The plan both parties agreed on.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Plan {
+    /// Hex of the plan's id.
+    pub id: String,
+    /// Hex of the partition key.
+    pub key: String,
+    pub buckets: u32,
+    pub items: u64,
+    pub peer_items: u64,
+    /// The public size of this party's buckets.
+    pub padded: u64,
+}
+
+impl Plan {
+    pub fn id_bytes(&self) -> [u8; 32] {
+        decode32(&self.id)
+    }
+    pub fn key_bytes(&self) -> [u8; 32] {
+        decode32(&self.key)
+    }
+}
+
+fn decode32(text: &str) -> [u8; 32] {
+    hex::decode(text)
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .unwrap_or([0u8; 32])
+}
+
+/// A finished bucket, as RESULT.json's `buckets` section lists it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct BucketFigures {
+    pub bucket: u32,
+    /// This party's real items in the bucket (the rest of `padded` were dummies).
+    pub items: u64,
+    pub padded: u64,
+    /// The peer's bucket size as its session announced it (its public padded size).
+    pub peer_padded: u64,
+    /// Rows of the bucket's output (psi receiver: matches), if the party has rows.
+    pub rows: Option<u64>,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub cpu_seconds: f64,
+    pub wall_seconds: f64,
+}
+
+/// One job's directory.
+pub struct JobDir {
+    pub dir: PathBuf,
+}
+
+impl JobDir {
+    /// The directory of the job that writes `output` as `role` of `operation`, under
+    /// `state_dir`.
+    pub fn new(state_dir: &Path, operation: &str, role: &str, output: &Path) -> Self {
+        let mut h = Sha256::new();
+        h.update(operation.as_bytes());
+        h.update([0]);
+        h.update(role.as_bytes());
+        h.update([0]);
+        let output = std::path::absolute(output).unwrap_or_else(|_| output.to_path_buf());
+        h.update(output.as_os_str().as_encoded_bytes());
+        let name = format!("bucketed-{}", hex::encode(&h.finalize()[..8]));
+        let job = Self {
+            dir: state_dir.join(name),
+        };
+        // What a party killed during `remove` left behind.
+        let _ = std::fs::remove_dir_all(job.trash());
+        job
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    fn read_json<T: for<'de> Deserialize<'de>>(&self, name: &str) -> Result<Option<T>, Failure> {
+        let path = self.file(name);
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+                Failure::other(format!(
+                    "corrupt bucket state {} ({e}); remove {} to start the job over",
+                    path.display(),
+                    self.dir.display()
+                ))
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Failure::other(format!("cannot read {}: {e}", path.display()))),
+        }
+    }
+
+    fn write_json<T: Serialize>(&self, name: &str, value: &T) -> Result<(), Failure> {
+        let bytes = serde_json::to_vec_pretty(value).expect("plain data serializes");
+        write_private(&self.file(name), &bytes)
+    }
+
+    fn fresh_dir(&self, name: &str) -> Result<(), Failure> {
+        let path = self.file(name);
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path)
+            .map_err(|e| Failure::other(format!("cannot create {}: {e}", path.display())))
+    }
+
+    /// What staging found, if the input was staged under this fingerprint; anything
+    /// staged from another input, or other settings, is removed.
+    pub fn staged(&self, fingerprint: &Fingerprint) -> Result<Option<Staged>, Failure> {
+        let job: Option<JobFile> = self.read_json("job.json").unwrap_or(None);
+        match job {
+            Some(j) if j.version == VERSION && &j.fingerprint == fingerprint => Ok(Some(j.staged)),
+            _ => {
+                self.remove();
+                Ok(None)
+            }
+        }
+    }
+
+    /// Makes the directory ready for staging (empty `stage/`).
+    pub fn begin_staging(&self) -> Result<(), Failure> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| {
+            Failure::other(format!("cannot create state directory {}: {e}", self.dir.display()))
+        })?;
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o700));
+        self.fresh_dir("stage")
+    }
+
+    pub fn save_staged(&self, fingerprint: &Fingerprint, staged: &Staged) -> Result<(), Failure> {
+        self.write_json(
+            "job.json",
+            &JobFile {
+                version: VERSION,
+                fingerprint: fingerprint.clone(),
+                staged: staged.clone(),
+            },
+        )
+    }
+
+    /// The plan of an earlier attempt, if routing under it finished.
+    pub fn plan(&self) -> Result<Option<Plan>, Failure> {
+        self.read_json("plan.json")
+    }
+
+    /// Forgets the plan and everything run under it; empty `bucket/` and `done/`.
+    pub fn clear_plan(&self) -> Result<(), Failure> {
+        let _ = std::fs::remove_file(self.file("plan.json"));
+        let _ = std::fs::remove_file(self.file("complete"));
+        self.fresh_dir("bucket")?;
+        self.fresh_dir("done")
+    }
+
+    pub fn save_plan(&self, plan: &Plan) -> Result<(), Failure> {
+        self.write_json("plan.json", plan)
+    }
+
+    /// The figures of bucket `b`, if it finished.
+    pub fn done(&self, b: u32) -> Result<Option<BucketFigures>, Failure> {
+        self.read_json(&format!("done/{b:07}.json"))
+    }
+
+    /// Which of `buckets` buckets finished.
+    pub fn done_bitmap(&self, buckets: u32) -> Result<Vec<bool>, Failure> {
+        (0..buckets)
+            .map(|b| Ok(self.file(&format!("done/{b:07}.json")).exists()))
+            .collect()
+    }
+
+    /// Records bucket `b` as finished, with its output rows (written first: the
+    /// figures file is the record that the bucket is done).
+    pub fn save_done(&self, figures: &BucketFigures, rows: Option<&[Vec<u8>]>) -> Result<(), Failure> {
+        let b = figures.bucket;
+        if let Some(rows) = rows {
+            let path = self.file(&format!("done/{b:07}.rows"));
+            let tmp = self.file(&format!("done/{b:07}.rows.tmp"));
+            let mut w = SpillWriter::create(&tmp, 1 << 20)?;
+            for r in rows {
+                w.write(0, r, &[])?;
+            }
+            w.finish()?;
+            std::fs::rename(&tmp, &path)
+                .map_err(|e| Failure::other(format!("cannot write {}: {e}", path.display())))?;
+        }
+        self.write_json(&format!("done/{b:07}.json"), figures)
+    }
+
+    /// The output rows of finished bucket `b`.
+    pub fn rows(&self, b: u32) -> Result<SpillReader, Failure> {
+        SpillReader::open(&self.file(&format!("done/{b:07}.rows")), 0)
+    }
+
+    pub fn mark_complete(&self) -> Result<(), Failure> {
+        write_private(&self.file("complete"), b"")
+    }
+
+    pub fn is_complete(&self) -> bool {
+        self.file("complete").exists()
+    }
+
+    /// Removes the whole job (after its result was written). The directory is first
+    /// renamed away in one step, so a party killed while the files are deleted never
+    /// finds half a record on its next start.
+    pub fn remove(&self) {
+        let trash = self.trash();
+        if std::fs::rename(&self.dir, &trash).is_ok() {
+            let _ = std::fs::remove_dir_all(&trash);
+        }
+    }
+
+    fn trash(&self) -> PathBuf {
+        self.dir.with_extension("removing")
+    }
+}

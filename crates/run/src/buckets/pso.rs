@@ -1,0 +1,449 @@
+//! A set operation of Chen et al. 2024 run in buckets (see [`super`]): psi today.
+//!
+//! Over TCP every connection starts with the plan session, which also tells each party
+//! what the other has finished; a connection that breaks (a party killed, a network
+//! cut) is opened again and the job continues with the buckets not yet finished by
+//! both. Over an exchange directory the plan and each bucket have a subdirectory of
+//! their own, and a restarted party replays its messages there from its private seed.
+
+use std::path::Path;
+use std::time::Duration;
+
+use privset_crypto::rng::SessionRng;
+use privset_net::{ByteCounters, Transport};
+use privset_protocols::Party;
+use privset_protocols::bucket_plan::{self, Decision, PlanRequest};
+use privset_protocols::input::DuplicatePolicy;
+use privset_protocols::pso::{self, Operation, PsoConfig, PsoOutput, PsoRole};
+use privset_protocols::wire::ProtocolId;
+use sha2::{Digest, Sha256};
+
+use super::job::{BucketFigures, Fingerprint, JobDir, Plan};
+use crate::drive::Metered;
+use crate::fail::{Failure, FailureKind};
+use crate::keys::Keys;
+use crate::link::{Endpoint, LinkSpec};
+use crate::metrics::{Prices, Stopwatch};
+use crate::output_rows::RowWriter;
+use crate::report::{BucketsSection, PsoReport};
+use crate::source::{InputSpec, RowStream};
+
+/// Connections opened again after a break before the job gives up.
+const MAX_RECONNECTS: u32 = 100;
+
+/// Drives one party over one transport, showing its progress under a label: the front
+/// end's part (a progress bar for the CLI, callbacks for Python).
+pub type DriveFn<'a> =
+    dyn FnMut(&mut dyn Party, &mut (dyn Transport + Send), &str) -> Result<(), Failure> + 'a;
+
+/// Everything a bucketed set-operation party needs.
+pub struct PsoJob<'a> {
+    pub config: &'a PsoConfig,
+    pub role: PsoRole,
+    pub input: &'a Path,
+    pub keys: &'a Keys,
+    pub values: &'a [String],
+    pub policy: DuplicatePolicy,
+    /// Key, value and duplicate settings as the front end spells them (a changed
+    /// setting makes the staged rows stale).
+    pub settings: String,
+    pub link: &'a LinkSpec,
+    /// `None` = auto.
+    pub buckets: Option<u32>,
+    pub target: u64,
+    pub state_dir: &'a Path,
+    /// RESULT.json: names the job's state.
+    pub output: &'a Path,
+    pub rows_path: Option<&'a Path>,
+    pub prices: Prices,
+}
+
+/// The operations that run in buckets, and why the others do not yet.
+pub fn check_operation(operation: Operation) -> Result<(), Failure> {
+    match operation {
+        Operation::Psi => Ok(()),
+        other => Err(Failure::config(format!(
+            "--buckets runs psi only for now: {} would show the receiver each bucket's {}, \
+             more than the unbucketed run reveals (docs/scale.md)",
+            other.name(),
+            match other {
+                Operation::Psu | Operation::PrivateId => "union size and the peer's bucket sizes",
+                _ => "intersection size",
+            }
+        ))),
+    }
+}
+
+fn names(role: PsoRole) -> (&'static str, &'static str, u8) {
+    match role {
+        PsoRole::Receiver => ("receiver", "sender", 0),
+        PsoRole::Sender => ("sender", "receiver", 1),
+    }
+}
+
+/// Runs the job to the end (continuing an earlier attempt's state), writes the rows
+/// and returns the report with the job's state, which the caller removes once it has
+/// written the report (a party killed before that writes it again on its next start).
+pub fn run(job: &PsoJob<'_>, drive: &mut DriveFn<'_>) -> Result<(PsoReport, JobDir), Failure> {
+    check_operation(job.config.operation)?;
+    let stopwatch = Stopwatch::start();
+    let (me, _, _) = names(job.role);
+    let op = job.config.operation.name();
+    let dir = JobDir::new(job.state_dir, op, me, job.output);
+    // Step 1, before any traffic: bad input stops here.
+    let fingerprint = Fingerprint::of_input(op, me, job.input, job.settings.clone())?;
+    let staged = match dir.staged(&fingerprint)? {
+        Some(s) => s,
+        None => {
+            dir.begin_staging()?;
+            let spec = InputSpec {
+                keys: job.keys,
+                values: job.values,
+                segment: None,
+            };
+            let bytes = fingerprint.input_bytes;
+            let staged = RowStream::open(job.input, &spec).and_then(|rows| {
+                super::stage(
+                    rows,
+                    job.values,
+                    job.policy,
+                    job.config.max_value,
+                    &dir.dir,
+                    super::spill_count(bytes),
+                )
+            });
+            // Bad input leaves nothing worth resuming.
+            let staged = staged.inspect_err(|_| dir.remove())?;
+            dir.save_staged(&fingerprint, &staged)?;
+            dir.clear_plan()?;
+            staged
+        }
+    };
+    let mut runner = Runner {
+        job,
+        dir: &dir,
+        staged: &staged,
+        counters: ByteCounters::default(),
+        kind: "tcp+mtls",
+    };
+    if !dir.is_complete() {
+        match &job.link.endpoint {
+            Endpoint::ExchangeDir { dir: xdir, .. } => runner.over_exchange_dir(xdir, drive)?,
+            _ => runner.over_tcp(drive)?,
+        }
+    }
+    let report = runner.finish(&stopwatch)?;
+    Ok((report, dir))
+}
+
+struct Runner<'a> {
+    job: &'a PsoJob<'a>,
+    dir: &'a JobDir,
+    staged: &'a super::Staged,
+    /// Bytes moved by this process over every connection.
+    counters: ByteCounters,
+    kind: &'static str,
+}
+
+impl Runner<'_> {
+    fn request(&self, prior: bool) -> Result<PlanRequest, Failure> {
+        let prior = match (prior, self.dir.plan()?) {
+            (true, Some(plan)) => Some((plan.id_bytes(), self.dir.done_bitmap(plan.buckets)?)),
+            _ => None,
+        };
+        Ok(PlanRequest {
+            operation: match self.job.config.operation {
+                Operation::Psi => ProtocolId::Psi,
+                _ => unreachable!("checked by check_operation"),
+            },
+            items: self.staged.items,
+            buckets: self.job.buckets,
+            target: self.job.target,
+            prior,
+        })
+    }
+
+    fn plan_session(
+        &self,
+        transport: &mut (dyn Transport + Send),
+        seed: [u8; 32],
+        prior: bool,
+        drive: &mut DriveFn<'_>,
+    ) -> Result<Decision, Failure> {
+        let (_, _, index) = names(self.job.role);
+        let mut party = bucket_plan::new_party(
+            ["receiver", "sender"],
+            index,
+            self.request(prior)?,
+            seed,
+        )?;
+        drive(&mut party, transport, "agreeing on the bucket plan")?;
+        party
+            .into_output()
+            .ok_or_else(|| Failure::other("the bucket plan ended without a decision"))
+    }
+
+    /// Step 3 under a new plan.
+    fn adopt(&self, decision: &Decision) -> Result<(), Failure> {
+        let Decision::New {
+            id,
+            key,
+            buckets,
+            peer_items,
+        } = decision
+        else {
+            return Err(Failure::other(
+                "the peer keeps a bucket plan this party has no record of; remove both \
+                 parties' state directories to start over",
+            ));
+        };
+        self.dir.clear_plan()?;
+        super::route(
+            &self.dir.dir,
+            self.staged,
+            self.job.values,
+            self.job.policy,
+            self.job.config.max_value,
+            key,
+            *buckets,
+        )?;
+        self.dir.save_plan(&Plan {
+            id: hex::encode(id),
+            key: hex::encode(key),
+            buckets: *buckets,
+            items: self.staged.items,
+            peer_items: *peer_items,
+            padded: super::padded_size(self.staged.items, *buckets),
+        })
+    }
+
+    fn over_tcp(&mut self, drive: &mut DriveFn<'_>) -> Result<(), Failure> {
+        let (me, peer, _) = names(self.job.role);
+        let mut reconnects = 0;
+        loop {
+            let attempt = self.job.link.open(me, peer).and_then(|mut link| {
+                self.kind = link.kind;
+                let done = self.tcp_connection(link.transport.as_mut(), drive);
+                self.counters.sent += link.transport.counters().sent;
+                self.counters.received += link.transport.counters().received;
+                done
+            });
+            match attempt {
+                Ok(true) => return Ok(()),
+                // A new plan was adopted: connect again to run under it.
+                Ok(false) => {}
+                Err(e) if e.kind == FailureKind::Transport && reconnects < MAX_RECONNECTS => {
+                    reconnects += 1;
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// One connection: plan sessions and buckets until both parties have every bucket
+    /// (`true`) or a new plan needs a new connection (`false`).
+    fn tcp_connection(
+        &self,
+        transport: &mut (dyn Transport + Send),
+        drive: &mut DriveFn<'_>,
+    ) -> Result<bool, Failure> {
+        loop {
+            let decision = self.plan_session(transport, fresh_seed(), true, drive)?;
+            let run = match decision {
+                Decision::Keep { run, .. } => run,
+                new => {
+                    self.adopt(&new)?;
+                    return Ok(false);
+                }
+            };
+            if run.is_empty() {
+                self.dir.mark_complete()?;
+                return Ok(true);
+            }
+            for b in run {
+                self.bucket(b, transport, fresh_seed(), drive)?;
+            }
+        }
+    }
+
+    fn over_exchange_dir(&mut self, xdir: &Path, drive: &mut DriveFn<'_>) -> Result<(), Failure> {
+        let (me, peer, _) = names(self.job.role);
+        self.kind = "exchange-dir";
+        let sub = |name: String| -> LinkSpec {
+            let mut spec = self.job.link.clone();
+            if let Endpoint::ExchangeDir { dir, .. } = &mut spec.endpoint {
+                *dir = xdir.join(name);
+            }
+            spec
+        };
+        let plan = match self.dir.plan()? {
+            Some(plan) => plan,
+            None => {
+                let mut link = sub("plan".into()).open(me, peer)?;
+                let decision = self.plan_session(link.transport.as_mut(), link.seed, false, drive)?;
+                self.add(link.transport.counters());
+                self.adopt(&decision)?;
+                remove_seed(link.seed_file);
+                self.dir.plan()?.ok_or_else(|| Failure::other("the plan was not recorded"))?
+            }
+        };
+        for b in 0..plan.buckets {
+            if self.dir.done(b)?.is_some() {
+                continue;
+            }
+            let mut link = sub(format!("bucket-{b:07}")).open(me, peer)?;
+            self.bucket(b, link.transport.as_mut(), link.seed, drive)?;
+            self.add(link.transport.counters());
+            remove_seed(link.seed_file);
+        }
+        self.dir.mark_complete()
+    }
+
+    fn add(&mut self, c: ByteCounters) {
+        self.counters.sent += c.sent;
+        self.counters.received += c.received;
+    }
+
+    /// Runs bucket `b` as one session and records it.
+    fn bucket(
+        &self,
+        b: u32,
+        transport: &mut (dyn Transport + Send),
+        seed: [u8; 32],
+        drive: &mut DriveFn<'_>,
+    ) -> Result<(), Failure> {
+        let plan = self
+            .dir
+            .plan()?
+            .ok_or_else(|| Failure::other("a bucket was asked for before the plan"))?;
+        let stopwatch = Stopwatch::start();
+        let before = transport.counters();
+        // Dummies from the session seed: an exchange-directory replay rebuilds the
+        // same padded set, and so the same messages.
+        let dummies = derive(&seed, b"privset/v1/bucket-dummies");
+        let (dataset, real) =
+            super::load_bucket(&self.dir.dir, b, self.job.values, plan.padded, dummies)?;
+        let own_dummies: std::collections::HashSet<Vec<u8>> =
+            dataset.ids[real..].iter().cloned().collect();
+        let mut party = pso::new_party(self.job.role, self.job.config, dataset, seed)?;
+        let (me, _, _) = names(self.job.role);
+        let label = format!(
+            "{} {me}, bucket {} of {}",
+            self.job.config.operation.name(),
+            b + 1,
+            plan.buckets
+        );
+        drive(party.as_mut(), transport, &label)?;
+        let output = party
+            .into_output()
+            .ok_or_else(|| Failure::other("a bucket ended without an output"))?;
+        let rows: Option<Vec<Vec<u8>>> = match output {
+            PsoOutput::Intersection { ref items, .. } => Some(
+                items
+                    .iter()
+                    .filter(|i| !own_dummies.contains(*i))
+                    .cloned()
+                    .collect(),
+            ),
+            _ => None,
+        };
+        let after = transport.counters();
+        let (cpu_seconds, wall_seconds) = stopwatch.elapsed();
+        let figures = BucketFigures {
+            bucket: b,
+            items: real as u64,
+            padded: plan.padded,
+            peer_padded: output.peer_items(),
+            rows: rows.as_ref().map(|r| r.len() as u64),
+            bytes_sent: after.sent - before.sent,
+            bytes_received: after.received - before.received,
+            cpu_seconds,
+            wall_seconds,
+        };
+        self.dir.save_done(&figures, rows.as_deref())
+    }
+
+    /// Writes the merged rows and builds RESULT.json from every bucket's record.
+    fn finish(&self, stopwatch: &Stopwatch) -> Result<PsoReport, Failure> {
+        let plan = self
+            .dir
+            .plan()?
+            .ok_or_else(|| Failure::other("the job finished without a plan"))?;
+        let figures = (0..plan.buckets)
+            .map(|b| {
+                self.dir.done(b)?.ok_or_else(|| {
+                    Failure::other(format!("bucket {b} is marked complete but has no record"))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let has_rows = self.job.role == PsoRole::Receiver;
+        let total_rows: u64 = figures.iter().filter_map(|f| f.rows).sum();
+        let rows = match (self.job.rows_path, has_rows) {
+            (Some(path), true) => {
+                self.write_rows(path, plan.buckets)?;
+                Some(total_rows as usize)
+            }
+            _ => None,
+        };
+        let run = Metered::measure(self.kind, self.counters, stopwatch, self.job.prices);
+        let config = self.job.config;
+        Ok(PsoReport {
+            protocol: config.operation.name(),
+            role: self.job.role.name(),
+            items: plan.items as usize,
+            peer_items: plan.peer_items,
+            cardinality: has_rows.then_some(total_rows),
+            sum: None,
+            rows,
+            rows_file: rows.and(self.job.rows_path.map(Path::to_path_buf)),
+            group: config.cwprf.name(),
+            mqrpmt: config.construction.name(),
+            last_message: config.last_message.name(),
+            buckets: Some(BucketsSection {
+                count: plan.buckets,
+                padded: plan.padded,
+                per_bucket: figures,
+            }),
+            run,
+        })
+    }
+
+    fn write_rows(&self, path: &Path, buckets: u32) -> Result<(), Failure> {
+        let header = self.job.keys.output_columns();
+        // Parquet needs each column's type before the first row: one pass to find it.
+        let mut utf8 = vec![true; header.len()];
+        for b in 0..buckets {
+            for r in self.dir.rows(b)? {
+                let r = r?;
+                for (u, cell) in utf8.iter_mut().zip(self.job.keys.split(&r.id)) {
+                    *u &= std::str::from_utf8(&cell).is_ok();
+                }
+            }
+        }
+        let mut w = RowWriter::create(path, &header, &utf8)?;
+        for b in 0..buckets {
+            for r in self.dir.rows(b)? {
+                w.write(&self.job.keys.split(&r?.id))?;
+            }
+        }
+        w.finish()
+    }
+}
+
+fn fresh_seed() -> [u8; 32] {
+    SessionRng::from_os().seed()
+}
+
+fn derive(seed: &[u8; 32], label: &[u8]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(label);
+    h.update(seed);
+    h.finalize().into()
+}
+
+fn remove_seed(file: Option<std::path::PathBuf>) {
+    if let Some(f) = file {
+        let _ = std::fs::remove_file(f);
+    }
+}
