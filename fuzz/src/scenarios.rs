@@ -500,6 +500,48 @@ pub fn toy() -> Vec<Scenario> {
         .collect()
 }
 
+// ----- bucket-plan (protocol id 15): a bucketed job's plan, with and without a prior plan -----
+
+pub fn bucket_plan() -> Vec<Scenario> {
+    use privset_protocols::bucket_plan::{self, PlanRequest};
+    use privset_protocols::wire::ProtocolId;
+    [false, true]
+        .into_iter()
+        .enumerate()
+        .map(|(t, prior)| {
+            let make: Make = Box::new(move |i| {
+                let request = PlanRequest {
+                    operation: ProtocolId::Psi,
+                    items: 1000 + i as u64,
+                    buckets: (i == 0).then_some(12),
+                    target: 1 << 20,
+                    prior: prior.then(|| {
+                        (
+                            [5u8; 32],
+                            (0..12).map(|b| (b + i as usize) % 3 == 0).collect(),
+                        )
+                    }),
+                };
+                Box::new(
+                    bucket_plan::new_party(
+                        ["receiver", "sender"],
+                        i,
+                        request,
+                        seed(250 + t as u8, i),
+                    )
+                    .unwrap(),
+                ) as Box<dyn Party>
+            });
+            let name = if prior {
+                "bucket-plan/prior"
+            } else {
+                "bucket-plan/new"
+            };
+            Scenario::record(name.to_string(), 2, make)
+        })
+        .collect()
+}
+
 // ----- mpsi (protocol ids 11-13): every participant of the three multi-party PSIs -----
 
 pub fn mpsi() -> Vec<Scenario> {
@@ -552,7 +594,8 @@ pub fn upsi() -> Vec<Scenario> {
             let db = Arc::new(db);
             let make: Make = Box::new(move |i| {
                 if i == 0 {
-                    Box::new(Client::new(ids(3..9), seed(250 + t as u8, 0)).unwrap()) as Box<dyn Party>
+                    Box::new(Client::new(ids(3..9), seed(250 + t as u8, 0)).unwrap())
+                        as Box<dyn Party>
                 } else {
                     Box::new(Server::new(db.clone(), seed(250 + t as u8, 1)).unwrap())
                 }

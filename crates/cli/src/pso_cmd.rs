@@ -132,7 +132,9 @@ fn parse_buckets(text: &str) -> Result<BucketCount, String> {
         "auto" => Ok(BucketCount::Auto),
         n => match n.parse::<u32>() {
             Ok(b) if (1..=max).contains(&b) => Ok(BucketCount::Fixed(b)),
-            _ => Err(format!("expected auto or a count from 1 to {max}, not {n:?}")),
+            _ => Err(format!(
+                "expected auto or a count from 1 to {max}, not {n:?}"
+            )),
         },
     }
 }
@@ -253,7 +255,10 @@ fn run_bucketed(
         keys: &keys,
         values: &values,
         policy: DuplicatePolicy::from(args.duplicates),
-        settings: format!("{:?} {:?} {:?}", args.source, args.duplicates, args.value_bound),
+        settings: format!(
+            "{:?} {:?} {:?}",
+            args.source, args.duplicates, args.value_bound
+        ),
         link: &link,
         buckets: match count {
             BucketCount::Auto => None,

@@ -63,7 +63,13 @@ fn read_ids(path: &Path) -> BTreeSet<String> {
 fn certs(dir: &Path) -> PathBuf {
     let out = dir.join("certs");
     let o = Command::new(BIN)
-        .args(["certs", "--out", out.to_str().unwrap(), "--names", "receiver,sender"])
+        .args([
+            "certs",
+            "--out",
+            out.to_str().unwrap(),
+            "--names",
+            "receiver,sender",
+        ])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
@@ -82,7 +88,11 @@ fn args(dir: &Path, role: &str, meet: &Meet, tag: &str, extra: &[&str]) -> Vec<S
     let mut a: Vec<String> = vec!["psi".into(), "--role".into(), role.into()];
     match meet {
         Meet::Tls { certs, addr } => {
-            let link = if role == "receiver" { "--listen" } else { "--peer" };
+            let link = if role == "receiver" {
+                "--listen"
+            } else {
+                "--peer"
+            };
             a.extend([link.into(), addr.clone()]);
             for (flag, file) in [
                 ("--tls-ca", "ca.pem".to_string()),
@@ -147,7 +157,12 @@ fn run_pair(
 
 /// Receiver and sender sets with `shared` common items; returns the plaintext.
 fn write_sets(dir: &Path, n_r: usize, n_s: usize, shared: usize, seed: u64) -> BTreeSet<String> {
-    let id = |k: u64| format!("{:016x}@example.org", k.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ seed);
+    let id = |k: u64| {
+        format!(
+            "{:016x}@example.org",
+            k.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ seed
+        )
+    };
     let common: Vec<String> = (0..shared as u64).map(id).collect();
     let mut r = common.clone();
     r.extend((0..(n_r - shared) as u64).map(|k| id(1 << 40 | k)));
@@ -169,7 +184,10 @@ fn check(
     assert_eq!(r["cardinality"], want.len() as u64, "{what}");
     assert_eq!(r["buckets"]["count"], buckets, "{what}");
     assert_eq!(s["buckets"]["count"], buckets, "{what}");
-    assert!(s.get("cardinality").is_none(), "{what}: the sender learns nothing");
+    assert!(
+        s.get("cardinality").is_none(),
+        "{what}: the sender learns nothing"
+    );
     // Every bucket of a party has the same public size; the peer saw only that size.
     let padded = r["buckets"]["padded"].clone();
     let peer_padded = s["buckets"]["padded"].clone();
@@ -196,18 +214,28 @@ fn bucketed_psi_matches_the_plaintext_and_the_unbucketed_run() {
     // (receiver, sender, shared, buckets)
     for (case, (n_r, n_s, shared, buckets)) in [
         (3000, 2000, 700, "7"),
-        (1000, 1000, 1000, "3"),  // identical
-        (1000, 1000, 0, "4"),     // disjoint
-        (1, 1, 1, "2"),           // size 1: one bucket is empty on each side
-        (1, 3000, 1, "5"),        // very unbalanced
+        (1000, 1000, 1000, "3"), // identical
+        (1000, 1000, 0, "4"),    // disjoint
+        (1, 1, 1, "2"),          // size 1: one bucket is empty on each side
+        (1, 3000, 1, "5"),       // very unbalanced
         (2000, 1, 0, "16"),
     ]
     .into_iter()
     .enumerate()
     {
         let want = write_sets(&dir, n_r, n_s, shared, case as u64);
-        let got = run_pair(&dir, &tls(), &format!("case{case}"), &["--buckets", buckets]);
-        check(&got, &want, buckets.parse().unwrap(), &format!("case {case}"));
+        let got = run_pair(
+            &dir,
+            &tls(),
+            &format!("case{case}"),
+            &["--buckets", buckets],
+        );
+        check(
+            &got,
+            &want,
+            buckets.parse().unwrap(),
+            &format!("case {case}"),
+        );
     }
     // auto picks one bucket for sets this small; its answer and the unbucketed one agree.
     let want = write_sets(&dir, 2500, 2500, 1234, 99);
@@ -220,26 +248,42 @@ fn bucketed_psi_matches_the_plaintext_and_the_unbucketed_run() {
     let mut r: Vec<String> = (0..500).map(|k| format!("d{k}")).collect();
     r.push("d7".into());
     write_ids(&dir.join("receiver.csv"), &r);
-    write_ids(&dir.join("sender.csv"), &["d7".into(), "d8".into(), "x".into()]);
+    write_ids(
+        &dir.join("sender.csv"),
+        &["d7".into(), "d8".into(), "x".into()],
+    );
     let o = Command::new(BIN)
         .args(args(&dir, "receiver", &tls(), "dup", &["--buckets", "3"]))
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("line 502"), "{}", stderr(&o));
-    let got = run_pair(&dir, &tls(), "dupfirst", &["--buckets", "3", "--duplicates", "first"]);
+    let got = run_pair(
+        &dir,
+        &tls(),
+        "dupfirst",
+        &["--buckets", "3", "--duplicates", "first"],
+    );
     let want: BTreeSet<String> = ["d7".to_string(), "d8".to_string()].into();
     check(&got, &want, 3, "duplicates first");
     // Over an exchange directory, and the state is gone once the result is written.
     let want = write_sets(&dir, 1500, 1200, 300, 7);
-    let got = run_pair(&dir, &Meet::Dir(dir.join("exchange")), "dir", &["--buckets", "4"]);
+    let got = run_pair(
+        &dir,
+        &Meet::Dir(dir.join("exchange")),
+        "dir",
+        &["--buckets", "4"],
+    );
     check(&got, &want, 4, "exchange dir");
     assert_eq!(got.1["transport"], "exchange-dir");
     for role in ["receiver", "sender"] {
         let left: Vec<_> = std::fs::read_dir(dir.join(format!("state-{role}")))
             .unwrap()
             .collect();
-        assert!(left.is_empty(), "{role}'s state directory still holds {left:?}");
+        assert!(
+            left.is_empty(),
+            "{role}'s state directory still holds {left:?}"
+        );
     }
     // Two different explicit counts are refused by both.
     let addr = port();
@@ -247,16 +291,44 @@ fn bucketed_psi_matches_the_plaintext_and_the_unbucketed_run() {
         certs: certs.clone(),
         addr,
     };
-    let r = spawn(&args(&dir, "receiver", &meet, "mismatch", &["--buckets", "3"]));
+    let r = spawn(&args(
+        &dir,
+        "receiver",
+        &meet,
+        "mismatch",
+        &["--buckets", "3"],
+    ));
     std::thread::sleep(Duration::from_millis(100));
-    let s = spawn(&args(&dir, "sender", &meet, "mismatch", &["--buckets", "4"]));
+    let s = spawn(&args(
+        &dir,
+        "sender",
+        &meet,
+        "mismatch",
+        &["--buckets", "4"],
+    ));
     let (s, r) = (s.wait_with_output().unwrap(), r.wait_with_output().unwrap());
     assert!(!r.status.success() && !s.status.success());
     assert!(stderr(&r).contains("bucket count"), "{}", stderr(&r));
     // Operations whose per-bucket answers would reveal more are refused up front.
     let o = Command::new(BIN)
-        .args(["psi-card", "--role", "receiver", "--listen", "127.0.0.1:1", "--insecure-no-tls"])
-        .args(["--input", "x.csv", "--id-column", "id", "--output", "o.json", "--buckets", "2"])
+        .args([
+            "psi-card",
+            "--role",
+            "receiver",
+            "--listen",
+            "127.0.0.1:1",
+            "--insecure-no-tls",
+        ])
+        .args([
+            "--input",
+            "x.csv",
+            "--id-column",
+            "id",
+            "--output",
+            "o.json",
+            "--buckets",
+            "2",
+        ])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
@@ -293,7 +365,11 @@ fn buckets_run(stderr: &str) -> HashSet<u64> {
 fn recorded(state: &Path) -> HashSet<u64> {
     let mut out = HashSet::new();
     for job in std::fs::read_dir(state).into_iter().flatten().flatten() {
-        for f in std::fs::read_dir(job.path().join("done")).into_iter().flatten().flatten() {
+        for f in std::fs::read_dir(job.path().join("done"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             let name = f.file_name().to_string_lossy().into_owned();
             if let Some(k) = name.strip_suffix(".json") {
                 out.insert(k.parse().unwrap());
@@ -316,38 +392,39 @@ fn killed_and_resumed(meet: impl Fn() -> Meet, name: &str) {
     for victim in ["receiver", "sender"] {
         let meet = meet_in(&dir, &meet, victim);
         let tag = format!("kill-{victim}");
-        let other = if victim == "receiver" { "sender" } else { "receiver" };
+        let other = if victim == "receiver" {
+            "sender"
+        } else {
+            "receiver"
+        };
         let survivor = spawn(&args(&dir, other, &meet, &tag, &extra));
         let started = Instant::now();
         let mut kills = 0;
-        let mut last = None;
         // Kill the victim up to three times at random moments, then let it finish.
-        loop {
-            let child = spawn(&args(&dir, victim, &meet, &tag, &extra));
+        let state = dir.join(format!("state-{victim}"));
+        let (last, before) = loop {
+            // What the victim had recorded when this start began.
+            let before = recorded(&state);
+            let mut child = spawn(&args(&dir, victim, &meet, &tag, &extra));
             if kills == 3 {
-                last = Some(child.wait_with_output().unwrap());
-                break;
+                break (child.wait_with_output().unwrap(), before);
             }
             std::thread::sleep(Duration::from_millis(200 + rng.next() % 1500));
-            let mut child = child;
-            match child.try_wait().unwrap() {
-                Some(_) => {
-                    last = Some(child.wait_with_output().unwrap());
-                    break;
-                }
-                None => {
-                    child.kill().unwrap();
-                    child.wait().unwrap();
-                    kills += 1;
-                }
+            if child.try_wait().unwrap().is_some() {
+                break (child.wait_with_output().unwrap(), before);
             }
+            child.kill().unwrap();
+            child.wait().unwrap();
+            kills += 1;
             assert!(started.elapsed() < Duration::from_secs(240), "{name}: too slow");
-        }
-        let before = recorded(&dir.join(format!("state-{victim}")));
-        let last = last.unwrap();
+        };
         let survivor = survivor.wait_with_output().unwrap();
         assert!(last.status.success(), "{name} {victim}: {}", stderr(&last));
-        assert!(survivor.status.success(), "{name} {other}: {}", stderr(&survivor));
+        assert!(
+            survivor.status.success(),
+            "{name} {other}: {}",
+            stderr(&survivor)
+        );
         let rows = read_ids(&dir.join(format!("{tag}-rows.csv")));
         assert_eq!(rows, want, "{name}: {victim} killed {kills} times");
         // The last start ran again at most one bucket it had recorded (the one the
@@ -355,7 +432,10 @@ fn killed_and_resumed(meet: impl Fn() -> Meet, name: &str) {
         if kills > 0 {
             let again = buckets_run(&stderr(&last));
             let rerun = again.intersection(&before).count();
-            assert!(rerun <= 1, "{name}: reran {rerun} finished buckets ({again:?} vs {before:?})");
+            assert!(
+                rerun <= 1,
+                "{name}: reran {rerun} finished buckets ({again:?} vs {before:?})"
+            );
         }
     }
 }

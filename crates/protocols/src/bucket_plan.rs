@@ -217,7 +217,8 @@ impl Handshake for BucketPlan {
         }
         let operation = r.u8()?;
         if operation != self.request.operation.code() {
-            let theirs = ProtocolId::from_code(operation).map_or("an unknown protocol", |p| p.name());
+            let theirs =
+                ProtocolId::from_code(operation).map_or("an unknown protocol", |p| p.name());
             return Err(ProtocolError::Incompatible(format!(
                 "bucketed operation: this party runs {}, the peer {theirs}",
                 self.request.operation.name()
@@ -242,7 +243,9 @@ impl Handshake for BucketPlan {
         let prior = (id != [0u8; 32]).then(|| {
             // Compared with this party's own plan only when the ids match; a bitmap of
             // the wrong length for that plan is caught there.
-            let done: Vec<bool> = (0..len * 8).map(|i| bits[i / 8] >> (i % 8) & 1 == 1).collect();
+            let done: Vec<bool> = (0..len * 8)
+                .map(|i| bits[i / 8] >> (i % 8) & 1 == 1)
+                .collect();
             (id, done)
         });
         if let (Some((a, own)), Some((b, peer))) = (&self.request.prior, &prior)
@@ -333,10 +336,7 @@ mod tests {
                 let _ = pa.handle_message(1, &m.bytes);
             }
         }
-        let out = |p: Engine<BucketPlan>| {
-            p.into_output()
-                .ok_or_else(|| "no decision".to_string())
-        };
+        let out = |p: Engine<BucketPlan>| p.into_output().ok_or_else(|| "no decision".to_string());
         (out(pa), out(pb))
     }
 
@@ -357,7 +357,10 @@ mod tests {
         match (&a, &b) {
             (
                 Decision::New {
-                    id, key, buckets, peer_items,
+                    id,
+                    key,
+                    buckets,
+                    peer_items,
                 },
                 Decision::New {
                     id: id2,

@@ -134,13 +134,11 @@ impl<'a> RowStream<'a> {
         let format = Format::detect(path)?;
         let what = path.display().to_string();
         match format {
-            Format::Csv | Format::CsvGzip | Format::CsvZstd => {
-                Ok(Self {
-                    rows: Box::new(CsvRows::open(path, format, spec)?),
-                    columnar: false,
-                    what,
-                })
-            }
+            Format::Csv | Format::CsvGzip | Format::CsvZstd => Ok(Self {
+                rows: Box::new(CsvRows::open(path, format, spec)?),
+                columnar: false,
+                what,
+            }),
             Format::Parquet => {
                 use parquet::arrow::ProjectionMask;
                 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -170,13 +168,10 @@ impl<'a> RowStream<'a> {
             }
             Format::ArrowStream => {
                 let file = File::open(path).map_err(|e| cannot_read(path, &e))?;
-                let reader =
-                    arrow_ipc::reader::StreamReader::try_new(BufReader::new(file), None)
-                        .map_err(|e| {
-                            Failure::input(format!(
-                                "{what}: not a readable Arrow IPC stream: {e}"
-                            ))
-                        })?;
+                let reader = arrow_ipc::reader::StreamReader::try_new(BufReader::new(file), None)
+                    .map_err(|e| {
+                    Failure::input(format!("{what}: not a readable Arrow IPC stream: {e}"))
+                })?;
                 Self::from_batches(reader, &what, spec)
             }
         }
@@ -255,7 +250,11 @@ impl<'a> RowStream<'a> {
 }
 
 /// A dataset error in the input `what`, naming the line (CSV) or row (columnar).
-pub fn build_failure(e: privset_protocols::error::InputError, what: &str, columnar: bool) -> Failure {
+pub fn build_failure(
+    e: privset_protocols::error::InputError,
+    what: &str,
+    columnar: bool,
+) -> Failure {
     let f = Failure::from(e);
     let f = if columnar {
         // Rows, not lines: there are no lines in a columnar file.

@@ -161,7 +161,10 @@ impl JobDir {
                 ))
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Failure::other(format!("cannot read {}: {e}", path.display()))),
+            Err(e) => Err(Failure::other(format!(
+                "cannot read {}: {e}",
+                path.display()
+            ))),
         }
     }
 
@@ -193,7 +196,10 @@ impl JobDir {
     /// Makes the directory ready for staging (empty `stage/`).
     pub fn begin_staging(&self) -> Result<(), Failure> {
         std::fs::create_dir_all(&self.dir).map_err(|e| {
-            Failure::other(format!("cannot create state directory {}: {e}", self.dir.display()))
+            Failure::other(format!(
+                "cannot create state directory {}: {e}",
+                self.dir.display()
+            ))
         })?;
         use std::os::unix::fs::PermissionsExt;
         let _ = std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o700));
@@ -242,7 +248,11 @@ impl JobDir {
 
     /// Records bucket `b` as finished, with its output rows (written first: the
     /// figures file is the record that the bucket is done).
-    pub fn save_done(&self, figures: &BucketFigures, rows: Option<&[Vec<u8>]>) -> Result<(), Failure> {
+    pub fn save_done(
+        &self,
+        figures: &BucketFigures,
+        rows: Option<&[Vec<u8>]>,
+    ) -> Result<(), Failure> {
         let b = figures.bucket;
         if let Some(rows) = rows {
             let path = self.file(&format!("done/{b:07}.rows"));

@@ -269,6 +269,9 @@ mod tests {
             sizes[bucket_of(&key, &i.to_be_bytes(), 16) as usize] += 1;
         }
         let bound = padded_size(1 << 16, 16);
-        assert!(sizes.iter().all(|&s| s <= bound && s > 0), "{sizes:?} {bound}");
+        assert!(
+            sizes.iter().all(|&s| s <= bound && s > 0),
+            "{sizes:?} {bound}"
+        );
     }
 }

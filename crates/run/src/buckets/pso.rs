@@ -171,12 +171,8 @@ impl Runner<'_> {
         drive: &mut DriveFn<'_>,
     ) -> Result<Decision, Failure> {
         let (_, _, index) = names(self.job.role);
-        let mut party = bucket_plan::new_party(
-            ["receiver", "sender"],
-            index,
-            self.request(prior)?,
-            seed,
-        )?;
+        let mut party =
+            bucket_plan::new_party(["receiver", "sender"], index, self.request(prior)?, seed)?;
         drive(&mut party, transport, "agreeing on the bucket plan")?;
         party
             .into_output()
@@ -281,11 +277,14 @@ impl Runner<'_> {
             Some(plan) => plan,
             None => {
                 let mut link = sub("plan".into()).open(me, peer)?;
-                let decision = self.plan_session(link.transport.as_mut(), link.seed, false, drive)?;
+                let decision =
+                    self.plan_session(link.transport.as_mut(), link.seed, false, drive)?;
                 self.add(link.transport.counters());
                 self.adopt(&decision)?;
                 remove_seed(link.seed_file);
-                self.dir.plan()?.ok_or_else(|| Failure::other("the plan was not recorded"))?
+                self.dir
+                    .plan()?
+                    .ok_or_else(|| Failure::other("the plan was not recorded"))?
             }
         };
         for b in 0..plan.buckets {

@@ -61,7 +61,11 @@ impl SpillWriter {
         let written = w
             .write_all(&head)
             .and_then(|_| w.write_all(id))
-            .and_then(|_| values.iter().try_for_each(|v| w.write_all(&v.to_le_bytes())));
+            .and_then(|_| {
+                values
+                    .iter()
+                    .try_for_each(|v| w.write_all(&v.to_le_bytes()))
+            });
         written.map_err(|e| io_failure(&self.path, &e))?;
         self.records += 1;
         Ok(())
@@ -106,7 +110,10 @@ impl SpillReader {
         }
         let truncated = |e: std::io::Error| {
             if e.kind() == ErrorKind::UnexpectedEof {
-                io_failure(&self.path, &"truncated (remove the state directory to start over)")
+                io_failure(
+                    &self.path,
+                    &"truncated (remove the state directory to start over)",
+                )
             } else {
                 io_failure(&self.path, &e)
             }
@@ -117,7 +124,9 @@ impl SpillReader {
         if len > MAX_ID_LEN {
             return Err(io_failure(
                 &self.path,
-                &format!("corrupt: an identifier of {len} bytes (remove the state directory to start over)"),
+                &format!(
+                    "corrupt: an identifier of {len} bytes (remove the state directory to start over)"
+                ),
             ));
         }
         let mut id = vec![0u8; len];
