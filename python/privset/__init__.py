@@ -32,7 +32,7 @@ machine the ``privset`` command line runs, with the same settings, results
 (RESULT.json's fields) and error messages. See docs/python.md.
 """
 
-from . import _native, local
+from . import _native, bucketed, local
 from ._link import TlsFiles, generate_certs
 from ._party import Party
 from ._progress import Progress
@@ -188,6 +188,7 @@ __all__ = [
     "UpsiServer",
     "UpsiServerResult",
     "generate_certs",
+    "bucketed",
     "local",
     "open_share",
 ]

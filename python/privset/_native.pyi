@@ -5,7 +5,7 @@ raises one of :mod:`privset.errors` with the CLI's message.
 """
 
 from os import PathLike
-from typing import Any, Callable, List, Optional, Sequence, Tuple, Union, final
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, final
 
 __all__ = [
     "Input",
@@ -20,6 +20,7 @@ __all__ = [
     "UpsiDatabase",
     "UpsiParty",
     "open_share",
+    "run_bucketed",
     "generate_certs",
     "live_workers",
     "code_paths",
@@ -420,6 +421,29 @@ class UpsiParty:
 
 def open_share(receiver_share: bytes, sender_share: bytes) -> bytes:
     """XORs two psi-share shares and decodes the identifier."""
+
+def run_bucketed(
+    operation: str,
+    role: str,
+    input: str,
+    *,
+    id_columns: List[str],
+    normalize: List[str],
+    phone_region: Optional[str],
+    hash_ids: Optional[str],
+    duplicates: str,
+    group: str,
+    mqrpmt: str,
+    last_message: str,
+    max_peer_items: int,
+    buckets: Optional[int],
+    state_dir: str,
+    output_rows: Optional[str],
+    link: Dict[str, Any],
+    prices: Tuple[float, float],
+    progress: Optional[_ProgressCallback] = None,
+) -> str:
+    """One party of a bucketed set operation; RESULT.json's text (privset.bucketed)."""
 
 def generate_certs(out: _Path, names: List[str]) -> List[str]:
     """Throwaway CA and per-name certificates, as ``privset certs``."""

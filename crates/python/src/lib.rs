@@ -11,6 +11,7 @@
 //! result dataclasses.
 
 mod apsi;
+mod buckets;
 mod errors;
 mod input;
 mod link;
@@ -62,6 +63,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<upsi::UpsiDatabase>()?;
     m.add_class::<upsi::UpsiRows>()?;
     m.add_function(wrap_pyfunction!(pso::open_share, m)?)?;
+    m.add_function(wrap_pyfunction!(buckets::run_bucketed, m)?)?;
     m.add_function(wrap_pyfunction!(generate_certs, m)?)?;
     m.add_function(wrap_pyfunction!(live_workers, m)?)?;
     m.add_function(wrap_pyfunction!(code_paths, m)?)?;

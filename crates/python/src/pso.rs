@@ -152,50 +152,16 @@ impl PsoParty {
         value_bound: &Bound<'_, PyAny>,
         max_peer_items: &Bound<'_, PyAny>,
     ) -> PyResult<Self> {
-        let value_bound = errors::u64_arg(py, "value_bound", value_bound)?;
-        let max_peer_items = errors::u64_arg(py, "max_peer_items", max_peer_items)?;
-        let operation = errors::named(
+        let (role, config) = settings(
             py,
-            "operation",
             operation,
-            Operation::from_name(operation),
-            "psi, psi-card, psi-card-sum, psu, psi-share, private-id",
-        )?;
-        let role = match role {
-            "receiver" => PsoRole::Receiver,
-            "sender" => PsoRole::Sender,
-            other => {
-                return Err(errors::config(
-                    py,
-                    format!("role must be 'receiver' or 'sender', not {other:?}"),
-                ));
-            }
-        };
-        let construction = match mqrpmt {
-            "cwprf" => Some(Construction::Cwprf),
-            "poprf" => Some(Construction::Poprf),
-            _ => None,
-        };
-        let config = PsoConfig {
-            operation,
-            cwprf: errors::named(
-                py,
-                "group",
-                group,
-                CwPrfId::from_name(group),
-                "ristretto255, p256, p256-compressed, x25519",
-            )?,
-            construction: errors::named(py, "mqrpmt", mqrpmt, construction, "cwprf, poprf")?,
-            last_message: errors::named(
-                py,
-                "last_message",
-                last_message,
-                LastMessage::from_name(last_message),
-                "list, bloom, gcs, ordered",
-            )?,
-            max_value: value_bound,
+            role,
+            group,
+            mqrpmt,
+            last_message,
+            value_bound,
             max_peer_items,
-        };
+        )?;
         pso::validate(role, &config, &input.data.dataset)
             .map_err(Failure::from)
             .py_err(py)?;
@@ -267,6 +233,66 @@ impl PsoParty {
             to_python(py, &other.spec.input, theirs)?,
         ))
     }
+}
+
+/// A set operation's role and settings from the keyword arguments, as the CLI's flags
+/// make them (shared by the party class and the bucketed run).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn settings(
+    py: Python<'_>,
+    operation: &str,
+    role: &str,
+    group: &str,
+    mqrpmt: &str,
+    last_message: &str,
+    value_bound: &Bound<'_, PyAny>,
+    max_peer_items: &Bound<'_, PyAny>,
+) -> PyResult<(PsoRole, PsoConfig)> {
+    let value_bound = errors::u64_arg(py, "value_bound", value_bound)?;
+    let max_peer_items = errors::u64_arg(py, "max_peer_items", max_peer_items)?;
+    let operation = errors::named(
+        py,
+        "operation",
+        operation,
+        Operation::from_name(operation),
+        "psi, psi-card, psi-card-sum, psu, psi-share, private-id",
+    )?;
+    let role = match role {
+        "receiver" => PsoRole::Receiver,
+        "sender" => PsoRole::Sender,
+        other => {
+            return Err(errors::config(
+                py,
+                format!("role must be 'receiver' or 'sender', not {other:?}"),
+            ));
+        }
+    };
+    let construction = match mqrpmt {
+        "cwprf" => Some(Construction::Cwprf),
+        "poprf" => Some(Construction::Poprf),
+        _ => None,
+    };
+    let config = PsoConfig {
+        operation,
+        cwprf: errors::named(
+            py,
+            "group",
+            group,
+            CwPrfId::from_name(group),
+            "ristretto255, p256, p256-compressed, x25519",
+        )?,
+        construction: errors::named(py, "mqrpmt", mqrpmt, construction, "cwprf, poprf")?,
+        last_message: errors::named(
+            py,
+            "last_message",
+            last_message,
+            LastMessage::from_name(last_message),
+            "list, bloom, gcs, ordered",
+        )?,
+        max_value: value_bound,
+        max_peer_items,
+    };
+    Ok((role, config))
 }
 
 /// Opens one psi-share row: XORs the receiver's and the sender's shares of the same

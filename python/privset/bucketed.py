@@ -1,0 +1,107 @@
+"""Set operations too large for memory, run in buckets (docs/scale.md).
+
+``privset.bucketed.psi`` is the CLI's ``privset psi --buckets``: the input is streamed
+from a file (CSV, gzip / zstd CSV, Parquet or Arrow IPC) into bucket files under
+``state_dir``, the two parties agree on a bucket count and a partition key, and each
+bucket pair runs as one session of at most about 2^20 items, padded to a public size so
+nothing is revealed beyond the unbucketed run's output. A party killed at any moment
+and called again with the same arguments continues from the buckets not yet finished.
+The receiver's matches are written to ``output_rows`` (CSV, or Parquet by its name),
+never held in memory; the function returns RESULT.json's fields as a dict, with a
+``buckets`` section of per-bucket figures.
+
+Today psi only: the other operations' per-bucket answers would reveal more than their
+unbucketed runs (docs/scale.md says what each would add).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, Optional, Union
+
+from . import _native
+from ._data import IdColumns, Normalize, _names, _normalizations
+from ._link import PathLike, TlsFiles, link_args
+from ._party import DEFAULT_CPU_PRICE, DEFAULT_NETWORK_PRICE, DEFAULT_POLL_INTERVAL, DEFAULT_TIMEOUT
+from ._progress import ProgressArg, callback
+from .errors import ConfigurationError
+from .pi_sum import DEFAULT_MAX_PEER_ITEMS
+
+
+def psi(
+    role: str,
+    input: PathLike,
+    *,
+    id_column: IdColumns = None,
+    normalize: Normalize = "trim",
+    phone_region: Optional[str] = None,
+    hash_ids: Optional[str] = None,
+    duplicates: str = "error",
+    group: str = "ristretto255",
+    mqrpmt: str = "cwprf",
+    last_message: str = "bloom",
+    max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
+    buckets: Union[str, int] = "auto",
+    state_dir: PathLike = ".privset-state",
+    output_rows: Optional[PathLike] = None,
+    listen: Optional[str] = None,
+    peer: Optional[str] = None,
+    exchange_dir: Optional[PathLike] = None,
+    tls: Optional[TlsFiles] = None,
+    insecure_no_tls: bool = False,
+    server_name: Optional[str] = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    poll_interval: float = DEFAULT_POLL_INTERVAL,
+    cpu_price: float = DEFAULT_CPU_PRICE,
+    network_price: float = DEFAULT_NETWORK_PRICE,
+    progress: ProgressArg = None,
+) -> Dict[str, Any]:
+    """Runs one party ("receiver" or "sender") of a bucketed psi against its peer.
+
+    ``buckets``: "auto" (about 2^20 items of the larger set per bucket) or a count both
+    parties agree on. ``state_dir`` keeps the staged rows and finished buckets until the
+    result is returned (never inside an exchange directory). The link arguments are
+    those of every ``run()`` (:meth:`privset.PsiReceiver.run`); the identifier
+    arguments those of the party classes.
+    """
+    if buckets == "auto":
+        count = None
+    elif isinstance(buckets, int) and not isinstance(buckets, bool) and buckets >= 1:
+        count = buckets
+    else:
+        raise ConfigurationError(f"buckets must be 'auto' or a positive count, not {buckets!r}")
+    link = link_args(
+        listen=listen,
+        peer=peer,
+        exchange_dir=exchange_dir,
+        tls=tls,
+        insecure_no_tls=insecure_no_tls,
+        server_name=server_name,
+        timeout=timeout,
+        poll_interval=poll_interval,
+        state_dir=state_dir,
+    )
+    with callback(progress) as cb:
+        text = _native.run_bucketed(
+            "psi",
+            role,
+            os.fspath(input),
+            id_columns=_names(id_column) or ["id"],
+            normalize=_normalizations(normalize),
+            phone_region=phone_region,
+            hash_ids=hash_ids,
+            duplicates=duplicates,
+            group=group,
+            mqrpmt=mqrpmt,
+            last_message=last_message,
+            max_peer_items=max_peer_items,
+            buckets=count,
+            state_dir=os.fspath(state_dir),
+            output_rows=None if output_rows is None else os.fspath(output_rows),
+            link=link,
+            prices=(cpu_price, network_price),
+            progress=cb,
+        )
+    result: Dict[str, Any] = json.loads(text)
+    return result

@@ -1,0 +1,130 @@
+"""privset.bucketed.psi: a bucketed psi from Python, both parties on threads of this
+process over loopback mutual TLS and over an exchange directory, and against the CLI's
+bucketed party; every answer against the plaintext intersection."""
+
+from __future__ import annotations
+
+import csv
+import pathlib
+import random
+import subprocess
+import threading
+from typing import Any, Dict, List, Set
+
+import pytest
+
+import privset
+from helpers import free_port, privset_binary
+
+
+def write_ids(path: pathlib.Path, ids: List[str]) -> None:
+    path.write_text("id\n" + "".join(f"{i}\n" for i in ids))
+
+
+def read_ids(path: pathlib.Path) -> Set[str]:
+    with open(path, newline="") as f:
+        return {row["id"] for row in csv.DictReader(f)}
+
+
+def sets(tmp: pathlib.Path, rng: random.Random, n_r: int, n_s: int, shared: int) -> Set[str]:
+    pool = [f"u{rng.getrandbits(48):012x}" for _ in range(n_r + n_s)]
+    common = pool[:shared]
+    receiver = common + pool[shared:n_r]
+    sender = common + pool[n_r : n_r + n_s - shared]
+    rng.shuffle(sender)
+    write_ids(tmp / "receiver.csv", receiver)
+    write_ids(tmp / "sender.csv", sender)
+    return set(common)
+
+
+def both(tmp: pathlib.Path, links: Dict[str, Dict[str, Any]], **kwargs: Any) -> Dict[str, Dict[str, Any]]:
+    """Runs receiver and sender on two threads; returns each one's result."""
+    results: Dict[str, Any] = {}
+
+    def party(role: str) -> None:
+        try:
+            results[role] = privset.bucketed.psi(
+                role,
+                tmp / f"{role}.csv",
+                id_column="id",
+                state_dir=tmp / f"state-{role}",
+                output_rows=tmp / "rows.csv" if role == "receiver" else None,
+                timeout=60,
+                **links[role],
+                **kwargs,
+            )
+        except Exception as e:  # reported by the assertion below
+            results[role] = e
+
+    threads = [threading.Thread(target=party, args=(r,)) for r in ("receiver", "sender")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    for role in ("receiver", "sender"):
+        assert not isinstance(results.get(role), Exception), results.get(role)
+    return results
+
+
+def tls_links(tmp: pathlib.Path) -> Dict[str, Dict[str, Any]]:
+    certs = privset.generate_certs(tmp / "certs", ["receiver", "sender"])
+    addr = f"127.0.0.1:{free_port()}"
+    return {
+        "receiver": {"listen": addr, "tls": certs["receiver"]},
+        "sender": {"peer": addr, "tls": certs["sender"], "server_name": "receiver"},
+    }
+
+
+@pytest.mark.parametrize("n_r,n_s,shared,buckets", [(3000, 2000, 600, 5), (1, 1, 1, 3), (500, 1, 0, 4), (800, 800, 800, "auto")])
+def test_bucketed_psi_over_tls_matches_the_plaintext(tmp_path: pathlib.Path, n_r: int, n_s: int, shared: int, buckets: Any) -> None:
+    want = sets(tmp_path, random.Random(n_r * 31 + n_s), n_r, n_s, shared)
+    out = both(tmp_path, tls_links(tmp_path), buckets=buckets)
+    assert read_ids(tmp_path / "rows.csv") == want
+    r, s = out["receiver"], out["sender"]
+    assert r["cardinality"] == len(want) and "cardinality" not in s
+    count = 1 if buckets == "auto" else buckets
+    assert r["buckets"]["count"] == s["buckets"]["count"] == count
+    assert sum(b["rows"] for b in r["buckets"]["per_bucket"]) == len(want)
+    assert r["items"] == n_r and r["peer_items"] == n_s
+    # The state is gone once the result is back.
+    assert list((tmp_path / "state-receiver").iterdir()) == []
+
+
+def test_bucketed_psi_over_an_exchange_directory(tmp_path: pathlib.Path) -> None:
+    want = sets(tmp_path, random.Random(5), 1200, 900, 250)
+    x = tmp_path / "exchange"
+    links = {role: {"exchange_dir": x, "poll_interval": 0.005} for role in ("receiver", "sender")}
+    out = both(tmp_path, links, buckets=3, group="x25519")
+    assert read_ids(tmp_path / "rows.csv") == want
+    assert out["receiver"]["transport"] == "exchange-dir"
+
+
+def test_a_python_receiver_and_a_cli_sender(tmp_path: pathlib.Path) -> None:
+    want = sets(tmp_path, random.Random(9), 1500, 1500, 400)
+    links = tls_links(tmp_path)
+    certs = tmp_path / "certs"
+    cli = subprocess.Popen(
+        [privset_binary(), "--progress", "none", "psi", "--role", "sender", "--peer", links["sender"]["peer"],
+         "--tls-server-name", "receiver", "--tls-ca", str(certs / "ca.pem"), "--tls-cert", str(certs / "sender.pem"),
+         "--tls-key", str(certs / "sender.key"), "--input", str(tmp_path / "sender.csv"), "--id-column", "id",
+         "--buckets", "4", "--state-dir", str(tmp_path / "cli-state"), "--output", str(tmp_path / "sender.json")],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    r = privset.bucketed.psi(
+        "receiver", tmp_path / "receiver.csv", id_column="id", buckets=4, state_dir=tmp_path / "state",
+        output_rows=tmp_path / "rows.csv", timeout=60, **links["receiver"],
+    )
+    _, err = cli.communicate(timeout=120)
+    assert cli.returncode == 0, err
+    assert read_ids(tmp_path / "rows.csv") == want and r["cardinality"] == len(want)
+
+
+def test_bad_settings_and_refused_operations_are_clear(tmp_path: pathlib.Path) -> None:
+    write_ids(tmp_path / "receiver.csv", ["a", "b", "a"])
+    with pytest.raises(privset.ConfigurationError, match="buckets must be"):
+        privset.bucketed.psi("receiver", tmp_path / "receiver.csv", buckets=0, listen="127.0.0.1:1", insecure_no_tls=True)
+    # Duplicates are refused before anything is sent, naming the line.
+    with pytest.raises(privset.InputError, match="line 4"):
+        privset.bucketed.psi("receiver", tmp_path / "receiver.csv", id_column="id", buckets=2,
+                             state_dir=tmp_path / "s", listen=f"127.0.0.1:{free_port()}", insecure_no_tls=True, timeout=5)
