@@ -40,11 +40,11 @@ with open(path, "w") as f:
 PY
 }
 
-party() { # party ROLE TAG EXTRA...
+party() { # party ROLE TAG EXTRA... (always in the background: it execs privset)
   local role=$1 tag=$2; shift 2
   local link
   if [ "$role" = receiver ]; then link=(--listen "127.0.0.1:$PORT"); else link=(--peer "127.0.0.1:$PORT" --tls-server-name receiver); fi
-  "$BIN" --progress none psi --role "$role" "${link[@]}" \
+  exec "$BIN" --progress none psi --role "$role" "${link[@]}" \
     --tls-ca "$WORK/certs/ca.pem" --tls-cert "$WORK/certs/$role.pem" --tls-key "$WORK/certs/$role.key" \
     --group "$GROUP" --input "$WORK/$role-$tag.csv" --id-column id \
     --output "$WORK/$tag-$role.json" --state-dir "$WORK/state-$role" --timeout 3600 "$@"

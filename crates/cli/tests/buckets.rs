@@ -309,6 +309,37 @@ fn bucketed_psi_matches_the_plaintext_and_the_unbucketed_run() {
     let (s, r) = (s.wait_with_output().unwrap(), r.wait_with_output().unwrap());
     assert!(!r.status.success() && !s.status.success());
     assert!(stderr(&r).contains("bucket count"), "{}", stderr(&r));
+    // The staged rows are identifiers in the clear: a state directory inside the
+    // exchange directory is refused before anything is staged.
+    let x = dir.join("shared");
+    let o = Command::new(BIN)
+        .args([
+            "psi",
+            "--role",
+            "receiver",
+            "--exchange-dir",
+            x.to_str().unwrap(),
+        ])
+        .args([
+            "--state-dir",
+            x.join("state").to_str().unwrap(),
+            "--buckets",
+            "2",
+        ])
+        .args([
+            "--input",
+            dir.join("receiver.csv").to_str().unwrap(),
+            "--id-column",
+            "id",
+        ])
+        .args(["--output", dir.join("o.json").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        !x.join("state").exists(),
+        "nothing staged inside the shared directory"
+    );
     // Operations whose per-bucket answers would reveal more are refused up front.
     let o = Command::new(BIN)
         .args([

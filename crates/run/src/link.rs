@@ -171,7 +171,10 @@ pub fn resume_seed(
 /// reads that directory, and the seed in the state directory would let it recompute
 /// this party's secrets. Compares canonical paths (symlinks, `..`, relative paths
 /// resolved) and runs before anything is created or written.
-fn refuse_shared_state_dir(state_dir: &Path, exchange_dir: &Path) -> Result<(), Failure> {
+pub(crate) fn refuse_shared_state_dir(
+    state_dir: &Path,
+    exchange_dir: &Path,
+) -> Result<(), Failure> {
     let resolve = |p: &Path| {
         canonical_lenient(p)
             .map_err(|e| Failure::other(format!("cannot resolve {}: {e}", p.display())))

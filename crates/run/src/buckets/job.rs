@@ -295,3 +295,46 @@ impl JobDir {
         self.dir.with_extension("removing")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_corrupt_record_is_a_clear_error_and_a_stale_job_is_removed() {
+        let root = std::env::temp_dir().join(format!("privset-job-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let job = JobDir::new(&root, "psi", "receiver", Path::new("out.json"));
+        job.begin_staging().unwrap();
+        job.clear_plan().unwrap();
+        let plan = Plan {
+            id: hex::encode([1u8; 32]),
+            key: hex::encode([2u8; 32]),
+            buckets: 3,
+            items: 10,
+            peer_items: 20,
+            padded: 5,
+        };
+        job.save_plan(&plan).unwrap();
+        assert_eq!(job.plan().unwrap(), Some(plan));
+        std::fs::write(job.dir.join("plan.json"), b"{\"id\": ").unwrap();
+        let err = job.plan().unwrap_err();
+        assert!(
+            err.message.contains("to start the job over"),
+            "{}",
+            err.message
+        );
+        // A fingerprint that does not match the staged one removes the job.
+        let print = Fingerprint {
+            operation: "psi".into(),
+            role: "receiver".into(),
+            input: "in.csv".into(),
+            input_bytes: 1,
+            input_modified_ns: 2,
+            settings: String::new(),
+        };
+        assert_eq!(job.staged(&print).unwrap(), None);
+        assert!(!job.dir.exists());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}

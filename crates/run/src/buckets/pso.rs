@@ -15,7 +15,6 @@ use privset_protocols::Party;
 use privset_protocols::bucket_plan::{self, Decision, PlanRequest};
 use privset_protocols::input::DuplicatePolicy;
 use privset_protocols::pso::{self, Operation, PsoConfig, PsoOutput, PsoRole};
-use privset_protocols::wire::ProtocolId;
 use sha2::{Digest, Sha256};
 
 use super::job::{BucketFigures, Fingerprint, JobDir, Plan};
@@ -89,6 +88,11 @@ pub fn run(job: &PsoJob<'_>, drive: &mut DriveFn<'_>) -> Result<(PsoReport, JobD
     let stopwatch = Stopwatch::start();
     let (me, _, _) = names(job.role);
     let op = job.config.operation.name();
+    // The staged rows are this party's identifiers in the clear: never where the other
+    // party can read them.
+    if let Endpoint::ExchangeDir { dir: xdir, .. } = &job.link.endpoint {
+        crate::link::refuse_shared_state_dir(job.state_dir, xdir)?;
+    }
     let dir = JobDir::new(job.state_dir, op, me, job.output);
     // Step 1, before any traffic: bad input stops here.
     let fingerprint = Fingerprint::of_input(op, me, job.input, job.settings.clone())?;
@@ -152,10 +156,7 @@ impl Runner<'_> {
             _ => None,
         };
         Ok(PlanRequest {
-            operation: match self.job.config.operation {
-                Operation::Psi => ProtocolId::Psi,
-                _ => unreachable!("checked by check_operation"),
-            },
+            operation: self.job.config.operation.protocol(),
             items: self.staged.items,
             buckets: self.job.buckets,
             target: self.job.target,
