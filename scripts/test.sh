@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cargo test --workspace --release --locked
 venv="${PRIVSET_VENV:-$PWD/target/py-venv}"
-"$venv/bin/python" -m pip install --quiet pytest pandas tqdm mypy pyarrow polars
+"$venv/bin/python" -m pip install --quiet pytest pandas tqdm mypy pyarrow polars ray
 # From the repository root the tests import the installed package (python/ is not on
 # sys.path); some compare with the `privset` binary built by cargo test above.
 PRIVSET_BIN="$PWD/target/release/privset" "$venv/bin/python" -m pytest python/tests -p no:cacheprovider

@@ -32,7 +32,7 @@ machine the ``privset`` command line runs, with the same settings, results
 (RESULT.json's fields) and error messages. See docs/python.md.
 """
 
-from . import _native, bucketed, local
+from . import _native, bucketed, local, ray
 from ._link import TlsFiles, generate_certs
 from ._party import Party
 from ._progress import Progress
@@ -190,5 +190,6 @@ __all__ = [
     "generate_certs",
     "bucketed",
     "local",
+    "ray",
     "open_share",
 ]

@@ -11,6 +11,7 @@ __all__ = [
     "Input",
     "PiSumParty",
     "PsoParty",
+    "BucketedPso",
     "MpsiParty",
     "ApsiParty",
     "JudgeKey",
@@ -20,7 +21,6 @@ __all__ = [
     "UpsiDatabase",
     "UpsiParty",
     "open_share",
-    "run_bucketed",
     "generate_certs",
     "live_workers",
     "code_paths",
@@ -419,31 +419,38 @@ class UpsiParty:
     ) -> Tuple[_UpsiOutcome, _UpsiOutcome]:
         """Runs with ``other`` in this process; this party's outcome first."""
 
+@final
+class BucketedPso:
+    """One party's bucketed job (privset.bucketed, privset.ray)."""
+
+    def __new__(
+        cls,
+        operation: str,
+        role: str,
+        input: _Path,
+        *,
+        id_columns: List[str],
+        normalize: List[str],
+        phone_region: Optional[str],
+        hash_ids: Optional[str],
+        duplicates: str,
+        group: str,
+        mqrpmt: str,
+        last_message: str,
+        max_peer_items: int,
+        buckets: Optional[int],
+        state_dir: _Path,
+        output_rows: Optional[_Path],
+        link: Dict[str, Any],
+        prices: Tuple[float, float],
+    ) -> "BucketedPso": ...
+    def run(self, progress: Optional[_ProgressCallback] = None) -> str: ...
+    def plan(self, progress: Optional[_ProgressCallback] = None) -> List[int]: ...
+    def run_bucket(self, bucket: int, progress: Optional[_ProgressCallback] = None) -> None: ...
+    def finish(self) -> str: ...
+
 def open_share(receiver_share: bytes, sender_share: bytes) -> bytes:
     """XORs two psi-share shares and decodes the identifier."""
-
-def run_bucketed(
-    operation: str,
-    role: str,
-    input: str,
-    *,
-    id_columns: List[str],
-    normalize: List[str],
-    phone_region: Optional[str],
-    hash_ids: Optional[str],
-    duplicates: str,
-    group: str,
-    mqrpmt: str,
-    last_message: str,
-    max_peer_items: int,
-    buckets: Optional[int],
-    state_dir: str,
-    output_rows: Optional[str],
-    link: Dict[str, Any],
-    prices: Tuple[float, float],
-    progress: Optional[_ProgressCallback] = None,
-) -> str:
-    """One party of a bucketed set operation; RESULT.json's text (privset.bucketed)."""
 
 def generate_certs(out: _Path, names: List[str]) -> List[str]:
     """Throwaway CA and per-name certificates, as ``privset certs``."""

@@ -65,6 +65,42 @@ def psi(
     those of every ``run()`` (:meth:`privset.PsiReceiver.run`); the identifier
     arguments those of the party classes.
     """
+    # Every argument of this function but ``progress`` is one of the job's.
+    job = from_arguments(job_arguments(**{k: v for k, v in locals().items() if k != "progress"}))
+    with callback(progress) as cb:
+        text = job.run(cb)
+    result: Dict[str, Any] = json.loads(text)
+    return result
+
+
+def job_arguments(
+    role: str,
+    input: PathLike,
+    *,
+    id_column: IdColumns,
+    normalize: Normalize,
+    phone_region: Optional[str],
+    hash_ids: Optional[str],
+    duplicates: str,
+    group: str,
+    mqrpmt: str,
+    last_message: str,
+    max_peer_items: int,
+    buckets: Union[str, int],
+    state_dir: PathLike,
+    output_rows: Optional[PathLike],
+    listen: Optional[str],
+    peer: Optional[str],
+    exchange_dir: Optional[PathLike],
+    tls: Optional[TlsFiles],
+    insecure_no_tls: bool,
+    server_name: Optional[str],
+    timeout: float,
+    poll_interval: float,
+    cpu_price: float,
+    network_price: float,
+) -> Dict[str, Any]:
+    """The native job's arguments, as plain data (a Ray task rebuilds the job from them)."""
     if buckets == "auto":
         count = None
     elif isinstance(buckets, int) and not isinstance(buckets, bool) and buckets >= 1:
@@ -82,26 +118,28 @@ def psi(
         poll_interval=poll_interval,
         state_dir=state_dir,
     )
-    with callback(progress) as cb:
-        text = _native.run_bucketed(
-            "psi",
-            role,
-            os.fspath(input),
-            id_columns=_names(id_column) or ["id"],
-            normalize=_normalizations(normalize),
-            phone_region=phone_region,
-            hash_ids=hash_ids,
-            duplicates=duplicates,
-            group=group,
-            mqrpmt=mqrpmt,
-            last_message=last_message,
-            max_peer_items=max_peer_items,
-            buckets=count,
-            state_dir=os.fspath(state_dir),
-            output_rows=None if output_rows is None else os.fspath(output_rows),
-            link=link,
-            prices=(cpu_price, network_price),
-            progress=cb,
-        )
-    result: Dict[str, Any] = json.loads(text)
-    return result
+    return {
+        "operation": "psi",
+        "role": role,
+        "input": os.fspath(input),
+        "id_columns": _names(id_column) or ["id"],
+        "normalize": _normalizations(normalize),
+        "phone_region": phone_region,
+        "hash_ids": hash_ids,
+        "duplicates": duplicates,
+        "group": group,
+        "mqrpmt": mqrpmt,
+        "last_message": last_message,
+        "max_peer_items": max_peer_items,
+        "buckets": count,
+        "state_dir": os.fspath(state_dir),
+        "output_rows": None if output_rows is None else os.fspath(output_rows),
+        "link": link,
+        "prices": (cpu_price, network_price),
+    }
+
+
+def from_arguments(args: Dict[str, Any]) -> Any:
+    """The native bucketed job from :func:`job_arguments`' data."""
+    args = dict(args)
+    return _native.BucketedPso(args.pop("operation"), args.pop("role"), args.pop("input"), **args)

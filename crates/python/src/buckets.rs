@@ -1,15 +1,22 @@
-//! A bucketed set operation from Python (`privset.bucketed.psi`): the CLI's `--buckets`
-//! run (`privset_run::buckets::pso`) on a worker thread, its input streamed from a file
-//! and its rows written to a file, so neither ever sits in memory whole. Progress comes
-//! back through the same callback as every other run.
+//! A bucketed set operation from Python (`privset.bucketed`, `privset.ray`): the CLI's
+//! `--buckets` run (`privset_run::buckets::pso`) on a worker thread, its input streamed
+//! from a file and its rows written to a file, so neither ever sits in memory whole.
+//! The whole job runs in one call ([`BucketedPso::run`]), or step by step for a
+//! distributed front end: [`BucketedPso::plan`] once, [`BucketedPso::run_bucket`] per
+//! bucket in any process that sees the same state directory, [`BucketedPso::finish`].
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use privset_net::Cancel;
 use privset_protocols::input::DuplicatePolicy;
-use privset_run::Failure;
-use privset_run::buckets::{self, pso::PsoJob};
+use privset_protocols::pso::{PsoConfig, PsoRole};
+use privset_run::buckets::pso::{DriveFn, PsoJob, Runner};
+use privset_run::buckets::{self, job::JobDir};
+use privset_run::keys::Keys;
+use privset_run::link::LinkSpec;
+use privset_run::report::PsoReport;
+use privset_run::{Failure, Prices};
 use pyo3::prelude::*;
 
 use crate::errors;
@@ -18,87 +25,180 @@ use crate::link::{self, LinkArgs};
 use crate::monitor::Monitor;
 use crate::runner::{self, Job};
 
-/// Runs one party of a bucketed set operation to the end; returns RESULT.json's text.
-#[pyfunction]
-#[pyo3(signature = (operation, role, input, *, id_columns, normalize, phone_region, hash_ids,
-    duplicates, group, mqrpmt, last_message, max_peer_items, buckets, state_dir, output_rows,
-    link, prices, progress=None))]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn run_bucketed(
-    py: Python<'_>,
-    operation: &str,
-    role: &str,
+/// One party's bucketed job: its settings, checked when made.
+#[pyclass(frozen, module = "privset._native")]
+pub struct BucketedPso {
+    spec: Arc<Spec>,
+}
+
+struct Spec {
+    config: PsoConfig,
+    role: PsoRole,
     input: PathBuf,
-    id_columns: Vec<String>,
-    normalize: Vec<String>,
-    phone_region: Option<String>,
-    hash_ids: Option<String>,
-    duplicates: &str,
-    group: &str,
-    mqrpmt: &str,
-    last_message: &str,
-    max_peer_items: &Bound<'_, PyAny>,
+    keys: Keys,
+    policy: DuplicatePolicy,
+    settings: String,
+    link: LinkSpec,
     buckets: Option<u32>,
     state_dir: PathBuf,
     output_rows: Option<PathBuf>,
-    link: LinkArgs,
-    prices: (f64, f64),
-    progress: Option<Bound<'_, PyAny>>,
-) -> PyResult<String> {
-    let value_bound = (u64::from(u32::MAX)).into_pyobject(py)?.into_any();
-    let (role, config) = crate::pso::settings(
-        py,
-        operation,
-        role,
-        group,
-        mqrpmt,
-        last_message,
-        &value_bound,
-        max_peer_items,
-    )?;
-    buckets::pso::check_operation(config.operation).map_err(|e| errors::to_py(py, e))?;
-    let policy: DuplicatePolicy = duplicate_policy(py, duplicates)?;
-    let settings =
-        format!("{id_columns:?} {normalize:?} {phone_region:?} {hash_ids:?} {duplicates}");
-    let keys = keys(py, id_columns, normalize, phone_region, hash_ids)?;
-    let prices = link::prices(py, prices)?;
-    let cancel = Cancel::new();
-    let spec = link.spec(py, cancel.clone())?;
-    let label = format!("{} {}", config.operation.name(), role.name());
-    let job = Job {
-        monitor: Arc::new(Monitor::new(&label, cancel)),
-        work: Box::new(move |monitor: &Arc<Monitor>| {
-            let job = PsoJob {
-                config: &config,
+    prices: Prices,
+}
+
+impl Spec {
+    /// Runs `step` on a worker thread (Ctrl-C and progress as every run), with the job
+    /// borrowed from this spec and a drive function reporting to the monitor.
+    fn on_worker<T: Send + 'static>(
+        self: &Arc<Self>,
+        py: Python<'_>,
+        progress: Option<&Bound<'_, PyAny>>,
+        step: impl FnOnce(&PsoJob<'_>, &mut DriveFn<'_>) -> Result<T, Failure> + Send + 'static,
+    ) -> PyResult<T> {
+        let cancel = Cancel::new();
+        let label = format!("{} {}", self.config.operation.name(), self.role.name());
+        let spec = self.clone();
+        let job = Job {
+            monitor: Arc::new(Monitor::new(&label, cancel.clone())),
+            work: Box::new(move |monitor: &Arc<Monitor>| {
+                let mut link = spec.link.clone();
+                link.cancel = cancel;
+                let job = PsoJob {
+                    config: &spec.config,
+                    role: spec.role,
+                    input: &spec.input,
+                    keys: &spec.keys,
+                    values: &[],
+                    policy: spec.policy,
+                    settings: spec.settings.clone(),
+                    link: &link,
+                    buckets: spec.buckets,
+                    target: buckets::DEFAULT_TARGET,
+                    state_dir: &spec.state_dir,
+                    // The job's state is named after its input (Python has no result file).
+                    output: &spec.input,
+                    rows_path: spec.output_rows.as_deref(),
+                    prices: spec.prices,
+                };
+                step(&job, &mut |party, transport, label| {
+                    monitor.watch(party.meter());
+                    monitor.set_status(label);
+                    privset_net::drive(party, transport, &mut |s| {
+                        monitor.set_status(&format!("{label}: {s}"))
+                    })
+                    .map_err(Failure::from)
+                })
+            }),
+        };
+        let mut outcomes = runner::run(py, vec![job], progress)?;
+        Ok(outcomes.remove(0))
+    }
+}
+
+/// RESULT.json's text; the job's state is removed once the text is made.
+fn report_text((report, state): (PsoReport, JobDir)) -> Result<String, Failure> {
+    let text = serde_json::to_string_pretty(&report)
+        .map_err(|e| Failure::other(format!("cannot encode the result: {e}")))?;
+    state.remove();
+    Ok(text)
+}
+
+#[pymethods]
+impl BucketedPso {
+    /// Checks the settings (nothing is read or sent yet). Defaults are the CLI's.
+    #[new]
+    #[pyo3(signature = (operation, role, input, *, id_columns, normalize, phone_region, hash_ids,
+        duplicates, group, mqrpmt, last_message, max_peer_items, buckets, state_dir, output_rows,
+        link, prices))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        operation: &str,
+        role: &str,
+        input: PathBuf,
+        id_columns: Vec<String>,
+        normalize: Vec<String>,
+        phone_region: Option<String>,
+        hash_ids: Option<String>,
+        duplicates: &str,
+        group: &str,
+        mqrpmt: &str,
+        last_message: &str,
+        max_peer_items: &Bound<'_, PyAny>,
+        buckets: Option<u32>,
+        state_dir: PathBuf,
+        output_rows: Option<PathBuf>,
+        link: LinkArgs,
+        prices: (f64, f64),
+    ) -> PyResult<Self> {
+        let value_bound = u64::from(u32::MAX).into_pyobject(py)?.into_any();
+        let (role, config) = crate::pso::settings(
+            py,
+            operation,
+            role,
+            group,
+            mqrpmt,
+            last_message,
+            &value_bound,
+            max_peer_items,
+        )?;
+        buckets::pso::check_operation(config.operation).map_err(|e| errors::to_py(py, e))?;
+        let policy = duplicate_policy(py, duplicates)?;
+        let settings =
+            format!("{id_columns:?} {normalize:?} {phone_region:?} {hash_ids:?} {duplicates}");
+        Ok(Self {
+            spec: Arc::new(Spec {
+                keys: keys(py, id_columns, normalize, phone_region, hash_ids)?,
+                config,
                 role,
-                input: &input,
-                keys: &keys,
-                values: &[],
+                input,
                 policy,
                 settings,
-                link: &spec,
+                link: link.spec(py, Cancel::new())?,
                 buckets,
-                target: buckets::DEFAULT_TARGET,
-                state_dir: &state_dir,
-                // The job's state is named after its input (Python has no result file).
-                output: &input,
-                rows_path: output_rows.as_deref(),
-                prices,
-            };
-            let (report, state) = buckets::pso::run(&job, &mut |party, transport, label| {
-                monitor.watch(party.meter());
-                monitor.set_status(label);
-                privset_net::drive(party, transport, &mut |s| {
-                    monitor.set_status(&format!("{label}: {s}"))
-                })
-                .map_err(Failure::from)
-            })?;
-            let text = serde_json::to_string_pretty(&report)
-                .map_err(|e| Failure::other(format!("cannot encode the result: {e}")))?;
-            state.remove();
-            Ok(text)
-        }),
-    };
-    let mut outcomes = runner::run(py, vec![job], progress.as_ref())?;
-    Ok(outcomes.remove(0))
+                state_dir,
+                output_rows,
+                prices: link::prices(py, prices)?,
+            }),
+        })
+    }
+
+    /// The whole job in this process; returns RESULT.json's text.
+    #[pyo3(signature = (progress=None))]
+    fn run(&self, py: Python<'_>, progress: Option<Bound<'_, PyAny>>) -> PyResult<String> {
+        self.spec.on_worker(py, progress.as_ref(), |job, drive| {
+            report_text(buckets::pso::run(job, drive)?)
+        })
+    }
+
+    /// Stages the input and agrees on the plan over the exchange directory (or reads
+    /// the recorded plan); returns the buckets not yet finished.
+    #[pyo3(signature = (progress=None))]
+    fn plan(&self, py: Python<'_>, progress: Option<Bound<'_, PyAny>>) -> PyResult<Vec<u32>> {
+        self.spec.on_worker(py, progress.as_ref(), |job, drive| {
+            Runner::open(job)?.plan_over_exchange_dir(drive)
+        })
+    }
+
+    /// Runs bucket `bucket` over its exchange subdirectory and records it (a retried
+    /// attempt replays its messages from its private seed).
+    #[pyo3(signature = (bucket, progress=None))]
+    fn run_bucket(
+        &self,
+        py: Python<'_>,
+        bucket: u32,
+        progress: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        self.spec
+            .on_worker(py, progress.as_ref(), move |job, drive| {
+                Runner::open(job)?.bucket_over_exchange_dir(bucket, drive)
+            })
+    }
+
+    /// Once every bucket is recorded: writes the rows and returns RESULT.json's text,
+    /// the buckets' CPU and bytes added from their records.
+    fn finish(&self, py: Python<'_>) -> PyResult<String> {
+        self.spec.on_worker(py, None, |job, _| {
+            report_text(Runner::open(job)?.finish(true)?)
+        })
+    }
 }

@@ -54,6 +54,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<input::Input>()?;
     m.add_class::<pi_sum::PiSumParty>()?;
     m.add_class::<pso::PsoParty>()?;
+    m.add_class::<buckets::BucketedPso>()?;
     m.add_class::<mpsi::MpsiParty>()?;
     m.add_class::<apsi::ApsiParty>()?;
     m.add_class::<apsi::JudgeKey>()?;
@@ -63,7 +64,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<upsi::UpsiDatabase>()?;
     m.add_class::<upsi::UpsiRows>()?;
     m.add_function(wrap_pyfunction!(pso::open_share, m)?)?;
-    m.add_function(wrap_pyfunction!(buckets::run_bucketed, m)?)?;
     m.add_function(wrap_pyfunction!(generate_certs, m)?)?;
     m.add_function(wrap_pyfunction!(live_workers, m)?)?;
     m.add_function(wrap_pyfunction!(code_paths, m)?)?;

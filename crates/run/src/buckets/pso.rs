@@ -84,69 +84,141 @@ fn names(role: PsoRole) -> (&'static str, &'static str, u8) {
 /// and returns the report with the job's state, which the caller removes once it has
 /// written the report (a party killed before that writes it again on its next start).
 pub fn run(job: &PsoJob<'_>, drive: &mut DriveFn<'_>) -> Result<(PsoReport, JobDir), Failure> {
-    check_operation(job.config.operation)?;
-    let stopwatch = Stopwatch::start();
-    let (me, _, _) = names(job.role);
-    let op = job.config.operation.name();
-    // The staged rows are this party's identifiers in the clear: never where the other
-    // party can read them.
-    if let Endpoint::ExchangeDir { dir: xdir, .. } = &job.link.endpoint {
-        crate::link::refuse_shared_state_dir(job.state_dir, xdir)?;
-    }
-    let dir = JobDir::new(job.state_dir, op, me, job.output);
-    // Step 1, before any traffic: bad input stops here.
-    let fingerprint = Fingerprint::of_input(op, me, job.input, job.settings.clone())?;
-    let staged = match dir.staged(&fingerprint)? {
-        Some(s) => s,
-        None => {
-            dir.begin_staging()?;
-            let spec = InputSpec {
-                keys: job.keys,
-                values: job.values,
-                segment: None,
-            };
-            let bytes = fingerprint.input_bytes;
-            let staged = RowStream::open(job.input, &spec).and_then(|rows| {
-                super::stage(
-                    rows,
-                    job.values,
-                    job.policy,
-                    job.config.max_value,
-                    &dir.dir,
-                    super::spill_count(bytes),
-                )
-            });
-            // Bad input leaves nothing worth resuming.
-            let staged = staged.inspect_err(|_| dir.remove())?;
-            dir.save_staged(&fingerprint, &staged)?;
-            dir.clear_plan()?;
-            staged
-        }
-    };
-    let mut runner = Runner {
-        job,
-        dir: &dir,
-        staged: &staged,
-        counters: ByteCounters::default(),
-        kind: "tcp+mtls",
-    };
-    if !dir.is_complete() {
+    let mut runner = Runner::open(job)?;
+    if !runner.dir.is_complete() {
         match &job.link.endpoint {
-            Endpoint::ExchangeDir { dir: xdir, .. } => runner.over_exchange_dir(xdir, drive)?,
+            Endpoint::ExchangeDir { .. } => {
+                for b in runner.plan_over_exchange_dir(drive)? {
+                    runner.bucket_over_exchange_dir(b, drive)?;
+                }
+            }
             _ => runner.over_tcp(drive)?,
         }
     }
-    let report = runner.finish(&stopwatch)?;
-    Ok((report, dir))
+    runner.finish(false)
 }
 
-struct Runner<'a> {
+/// One party's bucketed job on its state directory, staged (step 1) when opened. [`run`]
+/// takes it to the end in this process; a distributed front end (Ray) calls
+/// [`Runner::plan_over_exchange_dir`] once, [`Runner::bucket_over_exchange_dir`] per
+/// bucket wherever it likes (each on its own `Runner` of the same job), then
+/// [`Runner::finish`].
+pub struct Runner<'a> {
     job: &'a PsoJob<'a>,
-    dir: &'a JobDir,
-    staged: &'a super::Staged,
+    dir: JobDir,
+    staged: super::Staged,
     /// Bytes moved by this process over every connection.
     counters: ByteCounters,
     kind: &'static str,
+    stopwatch: Stopwatch,
+}
+
+impl<'a> Runner<'a> {
+    /// Opens the job: checks the settings, then stages the input unless an earlier
+    /// attempt staged this very input (before any traffic: bad input stops here).
+    pub fn open(job: &'a PsoJob<'a>) -> Result<Self, Failure> {
+        check_operation(job.config.operation)?;
+        let stopwatch = Stopwatch::start();
+        let (me, _, _) = names(job.role);
+        let op = job.config.operation.name();
+        // The staged rows are this party's identifiers in the clear: never where the
+        // other party can read them.
+        let kind = match &job.link.endpoint {
+            Endpoint::ExchangeDir { dir: xdir, .. } => {
+                crate::link::refuse_shared_state_dir(job.state_dir, xdir)?;
+                "exchange-dir"
+            }
+            _ if job.link.tls.is_some() => "tcp+mtls",
+            _ => "tcp-plaintext",
+        };
+        let dir = JobDir::new(job.state_dir, op, me, job.output);
+        let fingerprint = Fingerprint::of_input(op, me, job.input, job.settings.clone())?;
+        let staged = match dir.staged(&fingerprint)? {
+            Some(s) => s,
+            None => {
+                dir.begin_staging()?;
+                let spec = InputSpec {
+                    keys: job.keys,
+                    values: job.values,
+                    segment: None,
+                };
+                let bytes = fingerprint.input_bytes;
+                let staged = RowStream::open(job.input, &spec).and_then(|rows| {
+                    super::stage(
+                        rows,
+                        job.values,
+                        job.policy,
+                        job.config.max_value,
+                        &dir.dir,
+                        super::spill_count(bytes),
+                    )
+                });
+                // Bad input leaves nothing worth resuming.
+                let staged = staged.inspect_err(|_| dir.remove())?;
+                dir.save_staged(&fingerprint, &staged)?;
+                dir.clear_plan()?;
+                staged
+            }
+        };
+        Ok(Self {
+            job,
+            dir,
+            staged,
+            counters: ByteCounters::default(),
+            kind,
+            stopwatch,
+        })
+    }
+
+    /// The link to the exchange subdirectory `name` (the plan's, or a bucket's).
+    fn sub_link(&self, name: &str) -> Result<LinkSpec, Failure> {
+        let mut spec = self.job.link.clone();
+        match &mut spec.endpoint {
+            Endpoint::ExchangeDir { dir, .. } => *dir = dir.join(name),
+            _ => return Err(Failure::config("this step runs over an exchange directory")),
+        }
+        Ok(spec)
+    }
+
+    /// Steps 2 and 3 over an exchange directory (its `plan/` subdirectory), unless an
+    /// earlier attempt recorded the plan; returns the buckets not yet finished.
+    pub fn plan_over_exchange_dir(&mut self, drive: &mut DriveFn<'_>) -> Result<Vec<u32>, Failure> {
+        let (me, peer, _) = names(self.job.role);
+        let plan = match self.dir.plan()? {
+            Some(plan) => plan,
+            None => {
+                let mut link = self.sub_link("plan")?.open(me, peer)?;
+                let decision =
+                    self.plan_session(link.transport.as_mut(), link.seed, false, drive)?;
+                self.add(link.transport.counters());
+                self.adopt(&decision)?;
+                remove_seed(link.seed_file);
+                self.dir
+                    .plan()?
+                    .ok_or_else(|| Failure::other("the plan was not recorded"))?
+            }
+        };
+        let done = self.dir.done_bitmap(plan.buckets)?;
+        Ok((0..plan.buckets).filter(|&b| !done[b as usize]).collect())
+    }
+
+    /// Step 4 for bucket `b` over its exchange subdirectory (a restarted attempt replays
+    /// its messages there from its private seed); nothing if `b` is already recorded.
+    pub fn bucket_over_exchange_dir(
+        &mut self,
+        b: u32,
+        drive: &mut DriveFn<'_>,
+    ) -> Result<(), Failure> {
+        if self.dir.done(b)?.is_some() {
+            return Ok(());
+        }
+        let (me, peer, _) = names(self.job.role);
+        let mut link = self.sub_link(&format!("bucket-{b:07}"))?.open(me, peer)?;
+        self.bucket(b, link.transport.as_mut(), link.seed, drive)?;
+        self.add(link.transport.counters());
+        remove_seed(link.seed_file);
+        Ok(())
+    }
 }
 
 impl Runner<'_> {
@@ -197,7 +269,7 @@ impl Runner<'_> {
         self.dir.clear_plan()?;
         super::route(
             &self.dir.dir,
-            self.staged,
+            &self.staged,
             self.job.values,
             self.job.policy,
             self.job.config.max_value,
@@ -219,7 +291,6 @@ impl Runner<'_> {
         let mut reconnects = 0;
         loop {
             let attempt = self.job.link.open(me, peer).and_then(|mut link| {
-                self.kind = link.kind;
                 let done = self.tcp_connection(link.transport.as_mut(), drive);
                 self.counters.sent += link.transport.counters().sent;
                 self.counters.received += link.transport.counters().received;
@@ -262,42 +333,6 @@ impl Runner<'_> {
                 self.bucket(b, transport, fresh_seed(), drive)?;
             }
         }
-    }
-
-    fn over_exchange_dir(&mut self, xdir: &Path, drive: &mut DriveFn<'_>) -> Result<(), Failure> {
-        let (me, peer, _) = names(self.job.role);
-        self.kind = "exchange-dir";
-        let sub = |name: String| -> LinkSpec {
-            let mut spec = self.job.link.clone();
-            if let Endpoint::ExchangeDir { dir, .. } = &mut spec.endpoint {
-                *dir = xdir.join(name);
-            }
-            spec
-        };
-        let plan = match self.dir.plan()? {
-            Some(plan) => plan,
-            None => {
-                let mut link = sub("plan".into()).open(me, peer)?;
-                let decision =
-                    self.plan_session(link.transport.as_mut(), link.seed, false, drive)?;
-                self.add(link.transport.counters());
-                self.adopt(&decision)?;
-                remove_seed(link.seed_file);
-                self.dir
-                    .plan()?
-                    .ok_or_else(|| Failure::other("the plan was not recorded"))?
-            }
-        };
-        for b in 0..plan.buckets {
-            if self.dir.done(b)?.is_some() {
-                continue;
-            }
-            let mut link = sub(format!("bucket-{b:07}")).open(me, peer)?;
-            self.bucket(b, link.transport.as_mut(), link.seed, drive)?;
-            self.add(link.transport.counters());
-            remove_seed(link.seed_file);
-        }
-        self.dir.mark_complete()
     }
 
     fn add(&mut self, c: ByteCounters) {
@@ -365,18 +400,23 @@ impl Runner<'_> {
     }
 
     /// Writes the merged rows and builds RESULT.json from every bucket's record.
-    fn finish(&self, stopwatch: &Stopwatch) -> Result<PsoReport, Failure> {
+    /// Once every bucket is recorded: writes the merged rows and returns RESULT.json
+    /// with the job's state (for the caller to remove once the report is written).
+    /// `distributed`: the buckets ran in other processes (Ray tasks), so their CPU and
+    /// bytes are added from their records to this process's own.
+    pub fn finish(self, distributed: bool) -> Result<(PsoReport, JobDir), Failure> {
         let plan = self
             .dir
             .plan()?
-            .ok_or_else(|| Failure::other("the job finished without a plan"))?;
+            .ok_or_else(|| Failure::other("the job has no plan yet: nothing ran"))?;
         let figures = (0..plan.buckets)
             .map(|b| {
                 self.dir.done(b)?.ok_or_else(|| {
-                    Failure::other(format!("bucket {b} is marked complete but has no record"))
+                    Failure::other(format!("bucket {b} of {} has not finished", plan.buckets))
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        self.dir.mark_complete()?;
         let has_rows = self.job.role == PsoRole::Receiver;
         let total_rows: u64 = figures.iter().filter_map(|f| f.rows).sum();
         let rows = match (self.job.rows_path, has_rows) {
@@ -386,9 +426,15 @@ impl Runner<'_> {
             }
             _ => None,
         };
-        let run = Metered::measure(self.kind, self.counters, stopwatch, self.job.prices);
+        let mut run = Metered::measure(self.kind, self.counters, &self.stopwatch, self.job.prices);
+        if distributed {
+            run.bytes_sent += figures.iter().map(|f| f.bytes_sent).sum::<u64>();
+            run.bytes_received += figures.iter().map(|f| f.bytes_received).sum::<u64>();
+            run.cpu_seconds += figures.iter().map(|f| f.cpu_seconds).sum::<f64>();
+            run.cost_cents = self.job.prices.cents(run.cpu_seconds, run.bytes_sent);
+        }
         let config = self.job.config;
-        Ok(PsoReport {
+        let report = PsoReport {
             protocol: config.operation.name(),
             role: self.job.role.name(),
             items: plan.items as usize,
@@ -406,7 +452,8 @@ impl Runner<'_> {
                 per_bucket: figures,
             }),
             run,
-        })
+        };
+        Ok((report, self.dir))
     }
 
     fn write_rows(&self, path: &Path, buckets: u32) -> Result<(), Failure> {
