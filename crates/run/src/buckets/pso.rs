@@ -290,16 +290,16 @@ impl Runner<'_> {
         let (me, peer, _) = names(self.job.role);
         let mut reconnects = 0;
         loop {
-            let attempt = self.job.link.open(me, peer).and_then(|mut link| {
-                let done = self.tcp_connection(link.transport.as_mut(), drive);
-                self.counters.sent += link.transport.counters().sent;
-                self.counters.received += link.transport.counters().received;
-                done
-            });
+            // Opening waits up to --timeout for the peer: a peer that does not come back
+            // in that time ends the job (its state kept for a later start).
+            let mut link = self.job.link.open(me, peer)?;
+            let attempt = self.tcp_connection(link.transport.as_mut(), drive);
+            self.add(link.transport.counters());
             match attempt {
                 Ok(true) => return Ok(()),
                 // A new plan was adopted: connect again to run under it.
                 Ok(false) => {}
+                // The connection broke (the peer killed, the network cut): connect again.
                 Err(e) if e.kind == FailureKind::Transport && reconnects < MAX_RECONNECTS => {
                     reconnects += 1;
                     std::thread::sleep(Duration::from_millis(500));
