@@ -11,7 +11,7 @@ import ray
 import privset
 
 spec = json.loads(sys.argv[1])
-ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+ray.init(address="local", num_cpus=2, object_store_memory=100 << 20, include_dashboard=False, log_to_driver=False)
 result = privset.ray.psi(
     spec["role"],
     spec["input"],
