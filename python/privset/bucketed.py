@@ -118,10 +118,14 @@ def job_arguments(
         poll_interval=poll_interval,
         state_dir=state_dir,
     )
+    for key in ("exchange_dir", "state_dir"):
+        if link[key] is not None:
+            link[key] = os.path.abspath(link[key])
     return {
         "operation": "psi",
         "role": role,
-        "input": os.fspath(input),
+        # Absolute: a Ray task may run in another working directory.
+        "input": os.path.abspath(input),
         "id_columns": _names(id_column) or ["id"],
         "normalize": _normalizations(normalize),
         "phone_region": phone_region,
@@ -132,8 +136,8 @@ def job_arguments(
         "last_message": last_message,
         "max_peer_items": max_peer_items,
         "buckets": count,
-        "state_dir": os.fspath(state_dir),
-        "output_rows": None if output_rows is None else os.fspath(output_rows),
+        "state_dir": os.path.abspath(state_dir),
+        "output_rows": None if output_rows is None else os.path.abspath(output_rows),
         "link": link,
         "prices": (cpu_price, network_price),
     }

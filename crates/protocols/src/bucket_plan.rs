@@ -63,13 +63,19 @@ pub enum Decision {
         peer_items: u64,
     },
     /// Keep the prior plan; run these buckets (possibly none: the job is complete).
-    Keep { run: Vec<u32>, peer_items: u64 },
+    Keep { run: Vec<u32> },
 }
 
 /// The bucket count auto picks for sets of `items` (the larger) with `target` per bucket.
 pub fn auto_buckets(items: u64, target: u64) -> u32 {
     let target = target.max(1);
     items.div_ceil(target).clamp(1, u64::from(MAX_BUCKETS)) as u32
+}
+
+/// The most buckets a job whose larger set has `items` items may have: 64, or one per
+/// 1,024 items of the larger set, whichever is more.
+pub fn max_buckets(items: u64) -> u32 {
+    items.div_ceil(1024).clamp(64, u64::from(MAX_BUCKETS)) as u32
 }
 
 /// One party of the plan session.
@@ -152,10 +158,26 @@ impl BucketPlan {
                 .filter(|&i| !(done_a[i] && bits_b[i]))
                 .map(|i| i as u32)
                 .collect();
-            return Ok(Decision::Keep {
-                run,
-                peer_items: theirs.items,
-            });
+            return Ok(Decision::Keep { run });
+        }
+        let larger = mine.items.max(theirs.items);
+        if mine.target != theirs.target {
+            return Err(ProtocolError::Incompatible(format!(
+                "items per bucket of auto: this party uses {}, the peer {}",
+                mine.target, theirs.target
+            )));
+        }
+        // Neither party may make the other pad and run far more sessions than the sets
+        // need: a count is at most max(64, larger set / 1024).
+        let most = max_buckets(larger);
+        if let Some(b) = [mine.buckets, theirs.buckets]
+            .into_iter()
+            .flatten()
+            .find(|&b| b > most)
+        {
+            return Err(ProtocolError::Incompatible(format!(
+                "bucket count {b}: sets of at most {larger} items run in at most {most} buckets"
+            )));
         }
         let buckets = match (mine.buckets, theirs.buckets) {
             (Some(a), Some(b)) if a != b => {
@@ -166,10 +188,7 @@ impl BucketPlan {
                 )));
             }
             (Some(a), _) | (None, Some(a)) => a,
-            (None, None) => {
-                let larger = mine.items.max(theirs.items);
-                auto_buckets(larger, mine.target).max(auto_buckets(larger, theirs.target))
-            }
+            (None, None) => auto_buckets(larger, mine.target),
         };
         let derive = |label: &[u8]| -> [u8; 32] {
             let mut h = Sha256::new();
@@ -327,17 +346,25 @@ mod tests {
     fn run(a: PlanRequest, b: PlanRequest) -> (Result<Decision, String>, Result<Decision, String>) {
         let mut pa = new_party(["receiver", "sender"], 0, a, [1; 32]).unwrap();
         let mut pb = new_party(["receiver", "sender"], 1, b, [2; 32]).unwrap();
+        let (mut ea, mut eb) = (None, None);
         // Exchange hellos until neither has anything to send.
         for _ in 0..4 {
             while let Some(m) = pa.poll_outgoing() {
-                let _ = pb.handle_message(0, &m.bytes);
+                if let Err(e) = pb.handle_message(0, &m.bytes) {
+                    eb.get_or_insert(e.to_string());
+                }
             }
             while let Some(m) = pb.poll_outgoing() {
-                let _ = pa.handle_message(1, &m.bytes);
+                if let Err(e) = pa.handle_message(1, &m.bytes) {
+                    ea.get_or_insert(e.to_string());
+                }
             }
         }
-        let out = |p: Engine<BucketPlan>| p.into_output().ok_or_else(|| "no decision".to_string());
-        (out(pa), out(pb))
+        let out = |p: Engine<BucketPlan>, e: Option<String>| {
+            p.into_output()
+                .ok_or_else(|| e.unwrap_or_else(|| "no decision".into()))
+        };
+        (out(pa, ea), out(pb, eb))
     }
 
     fn request(items: u64, buckets: Option<u32>) -> PlanRequest {
@@ -384,6 +411,15 @@ mod tests {
         assert!(matches!(a.unwrap(), Decision::New { buckets: 7, .. }));
         let (a, b) = run(request(10, Some(7)), request(10, Some(8)));
         assert!(a.is_err() && b.is_err());
+        // A peer cannot make a small job run in a huge number of buckets.
+        let (a, _) = run(request(10, None), request(10, Some(65)));
+        assert!(a.unwrap_err().contains("at most 64"));
+        let (a, _) = run(request(1 << 20, None), request(10, Some(1024)));
+        assert!(matches!(a.unwrap(), Decision::New { buckets: 1024, .. }));
+        let mut odd = request(10, None);
+        odd.target = 1;
+        let (a, _) = run(request(10, None), odd);
+        assert!(a.unwrap_err().contains("items per bucket"));
     }
 
     #[test]
@@ -394,10 +430,7 @@ mod tests {
         let mut b = request(10, None);
         b.prior = Some((id, vec![true, false, false, true, false]));
         let (x, y) = run(a.clone(), b.clone());
-        let want = Decision::Keep {
-            run: vec![1, 2, 4],
-            peer_items: 10,
-        };
+        let want = Decision::Keep { run: vec![1, 2, 4] };
         assert_eq!(x.unwrap(), want);
         assert_eq!(y.unwrap(), want);
         // Different prior plans: a new plan.

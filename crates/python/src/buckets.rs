@@ -190,7 +190,7 @@ impl BucketedPso {
     ) -> PyResult<()> {
         self.spec
             .on_worker(py, progress.as_ref(), move |job, drive| {
-                Runner::open(job)?.bucket_over_exchange_dir(bucket, drive)
+                Runner::open_staged(job)?.bucket_over_exchange_dir(bucket, drive)
             })
     }
 
@@ -198,7 +198,7 @@ impl BucketedPso {
     /// the buckets' CPU and bytes added from their records.
     fn finish(&self, py: Python<'_>) -> PyResult<String> {
         self.spec.on_worker(py, None, |job, _| {
-            report_text(Runner::open(job)?.finish(true)?)
+            report_text(Runner::open_staged(job)?.finish(true)?)
         })
     }
 }

@@ -55,6 +55,10 @@ impl Failure {
     pub fn other(message: impl Into<String>) -> Self {
         Self::new(FailureKind::Other, message)
     }
+    /// The peer asked for something the protocol does not allow.
+    pub fn peer(message: impl Into<String>) -> Self {
+        Self::new(FailureKind::Peer, message)
+    }
 
     /// Names the input line to blame.
     pub fn at_line(mut self, line: u64) -> Self {

@@ -189,7 +189,12 @@ impl<'a> RowStream<'a> {
         let keys = spec.keys;
         let name = what.to_string();
         let mut base = 0u64;
-        let rows = reader.flat_map(move |batch| {
+        let mut failed = false;
+        // The first bad batch or row ends the stream, as in CSV.
+        let rows = reader.map_while(move |batch| {
+            if failed {
+                return None;
+            }
             let rows = batch
                 .map_err(|e| Failure::input(format!("{name}: cannot read row {}: {e}", base + 1)))
                 .and_then(|b| {
@@ -199,10 +204,14 @@ impl<'a> RowStream<'a> {
                 });
             let batch: Vec<Result<Row, Failure>> = match rows {
                 Ok(rows) => rows.into_iter().map(Ok).collect(),
-                Err(e) => vec![Err(e)],
+                Err(e) => {
+                    failed = true;
+                    vec![Err(e)]
+                }
             };
-            batch
+            Some(batch)
         });
+        let rows = rows.flatten();
         Ok(Self {
             rows: Box::new(rows),
             columnar: true,

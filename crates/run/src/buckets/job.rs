@@ -92,9 +92,6 @@ impl Plan {
     pub fn id_bytes(&self) -> [u8; 32] {
         decode32(&self.id)
     }
-    pub fn key_bytes(&self) -> [u8; 32] {
-        decode32(&self.key)
-    }
 }
 
 fn decode32(text: &str) -> [u8; 32] {
@@ -119,6 +116,13 @@ pub struct BucketFigures {
     pub bytes_received: u64,
     pub cpu_seconds: f64,
     pub wall_seconds: f64,
+    /// Sessions this party ran for the bucket (2 when the peer had missed the first).
+    #[serde(default = "one")]
+    pub runs: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// One job's directory.
@@ -127,9 +131,10 @@ pub struct JobDir {
 }
 
 impl JobDir {
-    /// The directory of the job that writes `output` as `role` of `operation`, under
-    /// `state_dir`.
-    pub fn new(state_dir: &Path, operation: &str, role: &str, output: &Path) -> Self {
+    /// The directory of the job that writes `output` as `role` of `operation` with the
+    /// peer `link` names (an address or exchange directory), under `state_dir`: two
+    /// jobs differing in any of these never share state.
+    pub fn new(state_dir: &Path, operation: &str, role: &str, output: &Path, link: &str) -> Self {
         let mut h = Sha256::new();
         h.update(operation.as_bytes());
         h.update([0]);
@@ -137,6 +142,8 @@ impl JobDir {
         h.update([0]);
         let output = std::path::absolute(output).unwrap_or_else(|_| output.to_path_buf());
         h.update(output.as_os_str().as_encoded_bytes());
+        h.update([0]);
+        h.update(link.as_bytes());
         let name = format!("bucketed-{}", hex::encode(&h.finalize()[..8]));
         let job = Self {
             dir: state_dir.join(name),
@@ -183,13 +190,31 @@ impl JobDir {
     /// What staging found, if the input was staged under this fingerprint; anything
     /// staged from another input, or other settings, is removed.
     pub fn staged(&self, fingerprint: &Fingerprint) -> Result<Option<Staged>, Failure> {
-        let job: Option<JobFile> = self.read_json("job.json").unwrap_or(None);
+        // A record this version cannot read is stale too; an unreadable file is an error.
+        let job: Option<JobFile> = match self.read_json("job.json") {
+            Ok(job) => job,
+            Err(e) if self.file("job.json").exists() && e.message.contains("corrupt") => None,
+            Err(e) => return Err(e),
+        };
         match job {
             Some(j) if j.version == VERSION && &j.fingerprint == fingerprint => Ok(Some(j.staged)),
             _ => {
                 self.remove();
                 Ok(None)
             }
+        }
+    }
+
+    /// What staging found, for a step that must not stage (a bucket task of a
+    /// distributed job): anything but this very input's record is an error.
+    pub fn staged_already(&self, fingerprint: &Fingerprint) -> Result<Staged, Failure> {
+        match self.read_json::<JobFile>("job.json")? {
+            Some(j) if j.version == VERSION && &j.fingerprint == fingerprint => Ok(j.staged),
+            _ => Err(Failure::other(format!(
+                "{} holds no staged rows of this input as it is now (was it changed, or the \
+                 job's plan step not run on this state directory?)",
+                self.dir.display()
+            ))),
         }
     }
 
@@ -304,7 +329,7 @@ mod tests {
     fn a_corrupt_record_is_a_clear_error_and_a_stale_job_is_removed() {
         let root = std::env::temp_dir().join(format!("privset-job-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
-        let job = JobDir::new(&root, "psi", "receiver", Path::new("out.json"));
+        let job = JobDir::new(&root, "psi", "receiver", Path::new("out.json"), "peer");
         job.begin_staging().unwrap();
         job.clear_plan().unwrap();
         let plan = Plan {

@@ -38,8 +38,12 @@ pub const DEFAULT_TARGET: u64 = 1 << 20;
 /// Bytes of write buffer shared by all the spill files open at once.
 const SPILL_BUFFERS: usize = 64 << 20;
 
-/// The largest number of staging files: each is checked in memory alone.
-const MAX_SPILLS: u32 = 1024;
+/// The largest number of staging files (all open at once while staging, under the
+/// usual limit of 1,024 open files): each is checked in memory alone.
+const MAX_SPILLS: u32 = 512;
+
+/// Bucket files open at once while routing (more buckets take more passes).
+const ROUTE_FILES: u32 = 256;
 
 /// Failure probability of the padding bound, over all buckets: 2^-40.
 const PAD_SECURITY_BITS: f64 = 40.0;
@@ -170,8 +174,7 @@ pub fn route(
     buckets: u32,
 ) -> Result<u64, Failure> {
     let buffer = (SPILL_BUFFERS / buckets as usize).clamp(4096, 1 << 20);
-    // Never more files open at once than the staging step had.
-    let per_pass = MAX_SPILLS.max(1);
+    let per_pass = ROUTE_FILES;
     let mut largest = 0;
     let mut first = 0;
     while first < buckets {
@@ -226,8 +229,8 @@ pub fn load_bucket(
     let real = ds.ids.len() as u64;
     if real > padded {
         return Err(Failure::other(format!(
-            "bucket {b} holds {real} items, more than the public bucket size {padded} \
-             (this happens with probability below 2^-40; start the run again)"
+            "bucket {b} holds {real} items, more than the public bucket size {padded}: the \
+             job's state is inconsistent; remove its state directory to start over"
         )));
     }
     let mut rng = privset_crypto::rng::SessionRng::from_seed(dummy_seed);

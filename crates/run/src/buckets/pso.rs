@@ -117,48 +117,52 @@ impl<'a> Runner<'a> {
     /// Opens the job: checks the settings, then stages the input unless an earlier
     /// attempt staged this very input (before any traffic: bad input stops here).
     pub fn open(job: &'a PsoJob<'a>) -> Result<Self, Failure> {
+        Self::open_with(job, true)
+    }
+
+    /// Opens a job whose input is already staged (a bucket task or the last step of a
+    /// distributed job): never stages, and never removes what it finds.
+    pub fn open_staged(job: &'a PsoJob<'a>) -> Result<Self, Failure> {
+        Self::open_with(job, false)
+    }
+
+    fn open_with(job: &'a PsoJob<'a>, may_stage: bool) -> Result<Self, Failure> {
         check_operation(job.config.operation)?;
         let stopwatch = Stopwatch::start();
         let (me, _, _) = names(job.role);
         let op = job.config.operation.name();
         // The staged rows are this party's identifiers in the clear: never where the
         // other party can read them.
-        let kind = match &job.link.endpoint {
+        let (kind, peer) = match &job.link.endpoint {
             Endpoint::ExchangeDir { dir: xdir, .. } => {
                 crate::link::refuse_shared_state_dir(job.state_dir, xdir)?;
-                "exchange-dir"
+                let x = std::path::absolute(xdir).unwrap_or_else(|_| xdir.clone());
+                ("exchange-dir", x.display().to_string())
             }
-            _ if job.link.tls.is_some() => "tcp+mtls",
-            _ => "tcp-plaintext",
+            Endpoint::Listen(a) | Endpoint::Peer(a) if job.link.tls.is_some() => {
+                ("tcp+mtls", a.clone())
+            }
+            Endpoint::Listen(a) | Endpoint::Peer(a) => ("tcp-plaintext", a.clone()),
         };
-        let dir = JobDir::new(job.state_dir, op, me, job.output);
+        let rows = job
+            .rows_path
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let dir = JobDir::new(
+            job.state_dir,
+            op,
+            me,
+            job.output,
+            &format!("{peer}\0{rows}"),
+        );
         let fingerprint = Fingerprint::of_input(op, me, job.input, job.settings.clone())?;
-        let staged = match dir.staged(&fingerprint)? {
-            Some(s) => s,
-            None => {
-                dir.begin_staging()?;
-                let spec = InputSpec {
-                    keys: job.keys,
-                    values: job.values,
-                    segment: None,
-                };
-                let bytes = fingerprint.input_bytes;
-                let staged = RowStream::open(job.input, &spec).and_then(|rows| {
-                    super::stage(
-                        rows,
-                        job.values,
-                        job.policy,
-                        job.config.max_value,
-                        &dir.dir,
-                        super::spill_count(bytes),
-                    )
-                });
-                // Bad input leaves nothing worth resuming.
-                let staged = staged.inspect_err(|_| dir.remove())?;
-                dir.save_staged(&fingerprint, &staged)?;
-                dir.clear_plan()?;
-                staged
-            }
+        let staged = match (may_stage, dir.staged_already(&fingerprint)) {
+            (_, Ok(s)) => s,
+            (false, Err(e)) => return Err(e),
+            (true, Err(_)) => match dir.staged(&fingerprint)? {
+                Some(s) => s,
+                None => Self::stage(job, &dir, &fingerprint)?,
+            },
         };
         Ok(Self {
             job,
@@ -168,6 +172,36 @@ impl<'a> Runner<'a> {
             kind,
             stopwatch,
         })
+    }
+
+    /// Step 1 into a fresh job directory.
+    fn stage(
+        job: &PsoJob<'_>,
+        dir: &JobDir,
+        fingerprint: &Fingerprint,
+    ) -> Result<super::Staged, Failure> {
+        dir.begin_staging()?;
+        dir.clear_plan()?;
+        let spec = InputSpec {
+            keys: job.keys,
+            values: job.values,
+            segment: None,
+        };
+        let bytes = fingerprint.input_bytes;
+        let staged = RowStream::open(job.input, &spec).and_then(|rows| {
+            super::stage(
+                rows,
+                job.values,
+                job.policy,
+                job.config.max_value,
+                &dir.dir,
+                super::spill_count(bytes),
+            )
+        });
+        // Bad input leaves nothing worth resuming.
+        let staged = staged.inspect_err(|_| dir.remove())?;
+        dir.save_staged(fingerprint, &staged)?;
+        Ok(staged)
     }
 
     /// The link to the exchange subdirectory `name` (the plan's, or a bucket's).
@@ -266,8 +300,14 @@ impl Runner<'_> {
                  parties' state directories to start over",
             ));
         };
+        if *peer_items > self.job.config.max_peer_items {
+            return Err(Failure::config(format!(
+                "the peer announces {peer_items} items, more than --max-peer-items {}",
+                self.job.config.max_peer_items
+            )));
+        }
         self.dir.clear_plan()?;
-        super::route(
+        let largest = super::route(
             &self.dir.dir,
             &self.staged,
             self.job.values,
@@ -276,13 +316,22 @@ impl Runner<'_> {
             key,
             *buckets,
         )?;
+        let padded = super::padded_size(self.staged.items, *buckets);
+        if largest > padded {
+            // No plan is recorded: the next start agrees on a new key with the peer.
+            self.dir.clear_plan()?;
+            return Err(Failure::other(format!(
+                "a bucket holds {largest} items, more than the public bucket size {padded} \
+                 (probability below 2^-40); start the run again for a new partition key"
+            )));
+        }
         self.dir.save_plan(&Plan {
             id: hex::encode(id),
             key: hex::encode(key),
             buckets: *buckets,
             items: self.staged.items,
             peer_items: *peer_items,
-            padded: super::padded_size(self.staged.items, *buckets),
+            padded,
         })
     }
 
@@ -293,12 +342,23 @@ impl Runner<'_> {
             // Opening waits up to --timeout for the peer: a peer that does not come back
             // in that time ends the job (its state kept for a later start).
             let mut link = self.job.link.open(me, peer)?;
-            let attempt = self.tcp_connection(link.transport.as_mut(), drive);
+            let mut progressed = false;
+            let attempt = self.tcp_connection(link.transport.as_mut(), drive, &mut progressed);
             self.add(link.transport.counters());
+            if progressed {
+                // Only breaks without progress in between add up.
+                reconnects = 0;
+            }
             match attempt {
                 Ok(true) => return Ok(()),
-                // A new plan was adopted: connect again to run under it.
-                Ok(false) => {}
+                // A new plan was adopted: connect again to run under it (a peer that
+                // keeps asking for new plans is cut off like a flapping link).
+                Ok(false) if reconnects < MAX_RECONNECTS => reconnects += 1,
+                Ok(false) => {
+                    return Err(Failure::peer(format!(
+                        "the peer asked for a new bucket plan {MAX_RECONNECTS} times without progress"
+                    )));
+                }
                 // The connection broke (the peer killed, the network cut): connect again.
                 Err(e) if e.kind == FailureKind::Transport && reconnects < MAX_RECONNECTS => {
                     reconnects += 1;
@@ -315,11 +375,12 @@ impl Runner<'_> {
         &self,
         transport: &mut (dyn Transport + Send),
         drive: &mut DriveFn<'_>,
+        progressed: &mut bool,
     ) -> Result<bool, Failure> {
         loop {
             let decision = self.plan_session(transport, fresh_seed(), true, drive)?;
             let run = match decision {
-                Decision::Keep { run, .. } => run,
+                Decision::Keep { run } => run,
                 new => {
                     self.adopt(&new)?;
                     return Ok(false);
@@ -331,6 +392,7 @@ impl Runner<'_> {
             }
             for b in run {
                 self.bucket(b, transport, fresh_seed(), drive)?;
+                *progressed = true;
             }
         }
     }
@@ -352,6 +414,21 @@ impl Runner<'_> {
             .dir
             .plan()?
             .ok_or_else(|| Failure::other("a bucket was asked for before the plan"))?;
+        // A bucket this party has already recorded runs again only if the peer lacks
+        // it, and only once: each run is a fresh query of this party's bucket.
+        let runs = match self.dir.done(b)? {
+            Some(earlier) if earlier.runs >= 2 => {
+                return Err(Failure::peer(format!(
+                    "the peer asks for bucket {b} a third time; a bucket runs at most twice"
+                )));
+            }
+            Some(earlier) => earlier.runs + 1,
+            None => 1,
+        };
+        // The peer's bucket must have its public padded size, no more (no less).
+        let peer_padded = super::padded_size(plan.peer_items, plan.buckets);
+        let mut config = self.job.config.clone();
+        config.max_peer_items = peer_padded;
         let stopwatch = Stopwatch::start();
         let before = transport.counters();
         // Dummies from the session seed: an exchange-directory replay rebuilds the
@@ -361,7 +438,7 @@ impl Runner<'_> {
             super::load_bucket(&self.dir.dir, b, self.job.values, plan.padded, dummies)?;
         let own_dummies: std::collections::HashSet<Vec<u8>> =
             dataset.ids[real..].iter().cloned().collect();
-        let mut party = pso::new_party(self.job.role, self.job.config, dataset, seed)?;
+        let mut party = pso::new_party(self.job.role, &config, dataset, seed)?;
         let (me, _, _) = names(self.job.role);
         let label = format!(
             "{} {me}, bucket {} of {}",
@@ -373,6 +450,12 @@ impl Runner<'_> {
         let output = party
             .into_output()
             .ok_or_else(|| Failure::other("a bucket ended without an output"))?;
+        if output.peer_items() != peer_padded {
+            return Err(Failure::peer(format!(
+                "the peer's bucket {b} has {} items, not the public bucket size {peer_padded}",
+                output.peer_items()
+            )));
+        }
         let rows: Option<Vec<Vec<u8>>> = match output {
             PsoOutput::Intersection { ref items, .. } => Some(
                 items
@@ -395,11 +478,11 @@ impl Runner<'_> {
             bytes_received: after.received - before.received,
             cpu_seconds,
             wall_seconds,
+            runs,
         };
         self.dir.save_done(&figures, rows.as_deref())
     }
 
-    /// Writes the merged rows and builds RESULT.json from every bucket's record.
     /// Once every bucket is recorded: writes the merged rows and returns RESULT.json
     /// with the job's state (for the caller to remove once the report is written).
     /// `distributed`: the buckets ran in other processes (Ray tasks), so their CPU and
