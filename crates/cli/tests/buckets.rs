@@ -428,12 +428,10 @@ fn killed_and_resumed(meet: impl Fn() -> Meet, name: &str) {
         } else {
             "receiver"
         };
-        let survivor = spawn(&args(&dir, other, &meet, &tag, &extra));
+        let mut survivor = spawn(&args(&dir, other, &meet, &tag, &extra));
         let started = Instant::now();
         let mut kills = 0;
-        // Kill the victim up to three times at random moments, then let it finish. A
-        // kill that lands after the victim wrote its result (while it removes its state)
-        // ends the job: the result stands, and a new start would be a new run.
+        // Kill the victim up to three times at random moments, then let it finish.
         let state = dir.join(format!("state-{victim}"));
         let result = dir.join(format!("{tag}-{victim}.json"));
         let last = loop {
@@ -450,8 +448,21 @@ fn killed_and_resumed(meet: impl Fn() -> Meet, name: &str) {
                         started.elapsed() < Duration::from_secs(240),
                         "{name}: too slow"
                     );
+                    // A kill after the result: over an exchange directory a new start
+                    // would be a new run (docs/reliability.md), and the peer needs
+                    // nothing more. Over TCP the peer may have lost the last plan
+                    // session with the connection: if it does not finish on its own, the
+                    // restart tells it the job is done (or both start over).
                     if result.exists() {
-                        break None;
+                        let grace = Instant::now();
+                        while grace.elapsed() < Duration::from_secs(3)
+                            && survivor.try_wait().unwrap().is_none()
+                        {
+                            std::thread::sleep(Duration::from_millis(50));
+                        }
+                        if matches!(meet, Meet::Dir(_)) || survivor.try_wait().unwrap().is_some() {
+                            break None;
+                        }
                     }
                     continue;
                 }

@@ -116,7 +116,7 @@ pub struct BucketFigures {
     pub bytes_received: u64,
     pub cpu_seconds: f64,
     pub wall_seconds: f64,
-    /// Sessions this party ran for the bucket (2 when the peer had missed the first).
+    /// Sessions this party ran for the bucket (more than 1 when the peer had missed it).
     #[serde(default = "one")]
     pub runs: u32,
 }

@@ -30,6 +30,13 @@ use crate::source::{InputSpec, RowStream};
 /// Connections opened again after a break before the job gives up.
 const MAX_RECONNECTS: u32 = 100;
 
+/// Most sessions one bucket may run for a peer that keeps losing it (each restart of a
+/// party killed during a bucket asks for it again).
+const MAX_RUNS: u32 = 8;
+
+/// How long a party that finds its job complete on start waits for its peer to confirm.
+const CONFIRM_WAIT: Duration = Duration::from_secs(15);
+
 /// Drives one party over one transport, showing its progress under a label: the front
 /// end's part (a progress bar for the CLI, callbacks for Python).
 pub type DriveFn<'a> =
@@ -85,15 +92,18 @@ fn names(role: PsoRole) -> (&'static str, &'static str, u8) {
 /// written the report (a party killed before that writes it again on its next start).
 pub fn run(job: &PsoJob<'_>, drive: &mut DriveFn<'_>) -> Result<(PsoReport, JobDir), Failure> {
     let mut runner = Runner::open(job)?;
-    if !runner.dir.is_complete() {
-        match &job.link.endpoint {
-            Endpoint::ExchangeDir { .. } => {
-                for b in runner.plan_over_exchange_dir(drive)? {
-                    runner.bucket_over_exchange_dir(b, drive)?;
-                }
+    match (&job.link.endpoint, runner.dir.is_complete()) {
+        (Endpoint::ExchangeDir { .. }, false) => {
+            for b in runner.plan_over_exchange_dir(drive)? {
+                runner.bucket_over_exchange_dir(b, drive)?;
             }
-            _ => runner.over_tcp(drive)?,
         }
+        (Endpoint::ExchangeDir { .. }, true) => {}
+        (_, false) => runner.over_tcp(drive)?,
+        // Killed after the last plan session: the peer may have lost that session's
+        // last message with the connection and be waiting to hear that the job is
+        // done. Tell it if it is there; finish regardless.
+        (_, true) => runner.confirm_over_tcp(drive),
     }
     runner.finish(false)
 }
@@ -338,10 +348,25 @@ impl Runner<'_> {
     fn over_tcp(&mut self, drive: &mut DriveFn<'_>) -> Result<(), Failure> {
         let (me, peer, _) = names(self.job.role);
         let mut reconnects = 0;
+        // When the link last broke (or the job started).
+        let mut broke = std::time::Instant::now();
         loop {
-            // Opening waits up to --timeout for the peer: a peer that does not come back
-            // in that time ends the job (its state kept for a later start).
-            let mut link = self.job.link.open(me, peer)?;
+            // Opening waits up to --timeout for the peer. A handshake cut short (the peer
+            // killed in it) is tried again, but a peer not back within --timeout of the
+            // break ends the job (its state kept for a later start).
+            let mut link = match self.job.link.open(me, peer) {
+                Ok(link) => link,
+                Err(e)
+                    if e.kind == FailureKind::Transport
+                        && reconnects < MAX_RECONNECTS
+                        && broke.elapsed() < self.job.link.timeout =>
+                {
+                    reconnects += 1;
+                    std::thread::sleep(Duration::from_millis(500));
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             let mut progressed = false;
             let attempt = self.tcp_connection(link.transport.as_mut(), drive, &mut progressed);
             self.add(link.transport.counters());
@@ -362,10 +387,24 @@ impl Runner<'_> {
                 // The connection broke (the peer killed, the network cut): connect again.
                 Err(e) if e.kind == FailureKind::Transport && reconnects < MAX_RECONNECTS => {
                     reconnects += 1;
+                    broke = std::time::Instant::now();
                     std::thread::sleep(Duration::from_millis(500));
                 }
                 Err(e) => return Err(e),
             }
+        }
+    }
+
+    /// One best-effort plan session, waiting at most [`CONFIRM_WAIT`] for the peer, to
+    /// tell a peer still waiting that every bucket is done.
+    fn confirm_over_tcp(&mut self, drive: &mut DriveFn<'_>) {
+        let (me, peer, _) = names(self.job.role);
+        let mut spec = self.job.link.clone();
+        spec.timeout = spec.timeout.min(CONFIRM_WAIT);
+        if let Ok(mut link) = spec.open(me, peer) {
+            let mut progressed = false;
+            let _ = self.tcp_connection(link.transport.as_mut(), drive, &mut progressed);
+            self.add(link.transport.counters());
         }
     }
 
@@ -415,11 +454,12 @@ impl Runner<'_> {
             .plan()?
             .ok_or_else(|| Failure::other("a bucket was asked for before the plan"))?;
         // A bucket this party has already recorded runs again only if the peer lacks
-        // it, and only once: each run is a fresh query of this party's bucket.
+        // it (killed before recording it), and a bounded number of times: each run is a
+        // fresh query of this party's bucket.
         let runs = match self.dir.done(b)? {
-            Some(earlier) if earlier.runs >= 2 => {
+            Some(earlier) if earlier.runs >= MAX_RUNS => {
                 return Err(Failure::peer(format!(
-                    "the peer asks for bucket {b} a third time; a bucket runs at most twice"
+                    "the peer asks for bucket {b} again after {MAX_RUNS} runs; a bucket runs at most {MAX_RUNS} times"
                 )));
             }
             Some(earlier) => earlier.runs + 1,
