@@ -9,7 +9,6 @@
 use std::path::Path;
 use std::time::Duration;
 
-use privset_crypto::rng::SessionRng;
 use privset_net::{ByteCounters, Transport};
 use privset_protocols::Party;
 use privset_protocols::bucket_plan::{self, Decision, PlanRequest};
@@ -21,7 +20,7 @@ use super::job::{BucketFigures, Fingerprint, JobDir, Plan};
 use crate::drive::Metered;
 use crate::fail::{Failure, FailureKind};
 use crate::keys::Keys;
-use crate::link::{Endpoint, LinkSpec};
+use crate::link::{Endpoint, LinkSpec, fresh_seed};
 use crate::metrics::{Prices, Stopwatch};
 use crate::output_rows::RowWriter;
 use crate::report::{BucketsSection, PsoReport};
@@ -599,10 +598,6 @@ impl Runner<'_> {
         }
         w.finish()
     }
-}
-
-fn fresh_seed() -> [u8; 32] {
-    SessionRng::from_os().seed()
 }
 
 fn derive(seed: &[u8; 32], label: &[u8]) -> [u8; 32] {
