@@ -364,6 +364,12 @@ impl Runner<'_> {
                     std::thread::sleep(Duration::from_millis(500));
                     continue;
                 }
+                // The peer is gone. If this party recorded every bucket (killed after the
+                // last plan session, before noting the job complete), its answer is whole.
+                Err(_) if self.every_bucket_recorded()? => {
+                    self.dir.mark_complete()?;
+                    return Ok(());
+                }
                 Err(e) => return Err(e),
             };
             let mut progressed = false;
@@ -392,6 +398,14 @@ impl Runner<'_> {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// True when a plan is recorded and every one of its buckets is.
+    fn every_bucket_recorded(&self) -> Result<bool, Failure> {
+        Ok(match self.dir.plan()? {
+            Some(plan) => self.dir.done_bitmap(plan.buckets)?.iter().all(|&d| d),
+            None => false,
+        })
     }
 
     /// One best-effort plan session, waiting at most [`CONFIRM_WAIT`] for the peer, to
