@@ -181,14 +181,34 @@ fn database_updates_save_and_load() {
     ];
     assert_eq!(run(&db, &client, &mut rng), expected);
     // A new OPRF key: the same answers (labels re-encrypted), other hashes.
-    let before = store::save(&db);
+    let before = store::save(&db).unwrap();
     db.rotate_key(&mut rng).unwrap();
     db.prepare().unwrap();
     assert_eq!(run(&db, &client, &mut rng), expected);
-    assert_ne!(store::save(&db), before);
-    let bytes = store::save(&db);
+    assert_ne!(store::save(&db).unwrap(), before);
+    let bytes = store::save(&db).unwrap();
     let loaded = store::load(&bytes).unwrap();
     assert_eq!(loaded.len(), db.len());
+    assert_eq!(loaded.bundle_counts(), db.bundle_counts());
+    assert_eq!(run(&loaded, &client, &mut rng), expected);
+    // The same answers with every bundle converted during the query (no cache), and
+    // after changes made to a loaded copy.
+    let mut packed = loaded.clone();
+    packed.set_cache_bytes(0);
+    packed.prepare().unwrap();
+    assert_eq!(packed.memory().ready, 0);
+    assert!(loaded.memory().ready > 0);
+    assert_eq!(run(&packed, &client, &mut rng), expected);
+    packed
+        .insert(&[item(7777)], &[label(7777, 4)], &mut rng)
+        .unwrap();
+    assert_eq!(packed.remove(&[item(1500), item(12)]), 2);
+    packed.prepare().unwrap();
+    let mut changed = expected.clone();
+    changed[2] = None;
+    changed[4] = None;
+    changed[5] = Some(label(7777, 4));
+    assert_eq!(run(&packed, &client, &mut rng), changed);
     assert_eq!(run(&loaded, &client, &mut rng), expected);
     // Truncated, flipped, wrong magic: clear errors.
     for bad in [

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
 use privset_crypto::rng::SessionRng;
-use privset_protocols::upsi::{self as protocol, Database, store};
+use privset_protocols::upsi::{self as protocol, Database};
 use privset_protocols::{Engine, Party};
 use privset_run::keys::Keys;
 use privset_run::upsi::{
@@ -148,7 +148,7 @@ impl UpsiDatabase {
             let mut copy = None;
             let db = match Arc::get_mut(&mut slot) {
                 Some(db) => db,
-                None => copy.insert(store::load(&store::save(&slot)).map_err(Failure::from)?),
+                None => copy.insert(Database::clone(&slot)),
             };
             let out = change(db)?;
             db.prepare()?;

@@ -225,6 +225,14 @@ fn canonical_lenient(path: &Path) -> std::io::Result<PathBuf> {
 /// never reused, so its permissions cannot leak into the result).
 pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
     use std::io::Write;
+    write_private_with(path, |f| Ok(f.write_all(bytes)?))
+}
+
+/// [`write_private`] for content written as a stream by `write`.
+pub fn write_private_with(
+    path: &Path,
+    write: impl FnOnce(&mut std::fs::File) -> Result<(), Failure>,
+) -> Result<(), Failure> {
     use std::os::unix::fs::OpenOptionsExt;
     let mut nonce = [0u8; 8];
     privset_crypto::rng::SessionRng::from_os().fill(&mut nonce);
@@ -237,8 +245,10 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
         .mode(0o600)
         .open(&tmp)
         .map_err(|e| Failure::other(format!("cannot write {}: {e}", tmp.display())))?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
+    if let Err(e) = write(&mut f).and_then(|()| Ok(f.sync_all()?)) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
     std::fs::rename(&tmp, path)?;
     Ok(())
 }

@@ -20,20 +20,21 @@ use crate::drive::Metered;
 use crate::endpoint::{ServedParty, Service};
 use crate::fail::Failure;
 use crate::keys::{Keys, Normalize, split_key};
-use crate::link::write_private;
+use crate::link::write_private_with;
 use crate::source::{self, InputSpec};
 
 /// Reads a database file.
 pub fn read_database(path: &Path) -> Result<Database, Failure> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| Failure::input(format!("cannot read {}: {e}", path.display())))?;
-    store::load(&bytes).map_err(|e| Failure::input(format!("{}: {e}", path.display())))
+    let cannot = |e: std::io::Error| Failure::input(format!("cannot read {}: {e}", path.display()));
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let len = file.metadata().map_err(cannot)?.len();
+    store::load_from(file, len).map_err(|e| Failure::input(format!("{}: {e}", path.display())))
 }
 
 /// Writes a database file atomically, readable by its owner only (it holds the OPRF
 /// key).
 pub fn write_database(path: &Path, db: &Database) -> Result<(), Failure> {
-    write_private(path, &store::save(db))
+    write_private_with(path, |f| Ok(store::save_to(db, f)?))
 }
 
 /// The rows of an input: identifiers and, labeled, one label per identifier.

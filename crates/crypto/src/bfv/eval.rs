@@ -7,20 +7,46 @@
 //! the products are summed before one relinearization, so a whole evaluation costs one
 //! key switch however many blocks it has.
 
+use std::borrow::Cow;
+use std::ops::Range;
+
 use fhe::bfv::{Ciphertext, Plaintext, RelinearizationKey, dot_product_scalar};
 
 use super::{BfvError, PowerPlan};
 
 /// Coefficients c_0..c_d of a batch of polynomials (c_i's slot j is the i-th
-/// coefficient of slot j's polynomial), encoded for products with level-0 ciphertexts.
+/// coefficient of slot j's polynomial), handed to an evaluation block by block: held
+/// in fhe.rs's form ([`Polynomial`]) or converted as they are reached
+/// ([`super::PackedPolynomial`]), so that an evaluation holds one block at a time.
+pub trait Coefficients: Sync {
+    /// d + 1.
+    fn len(&self) -> usize;
+
+    /// Coefficients `range`, ready for products with level-0 ciphertexts.
+    fn block(&self, range: Range<usize>) -> Result<Cow<'_, [Plaintext]>, BfvError>;
+
+    /// The degree d.
+    fn degree(&self) -> usize {
+        self.len().saturating_sub(1)
+    }
+}
+
+/// Coefficients in fhe.rs's form, encoded for products with level-0 ciphertexts.
 pub struct Polynomial {
     pub coefficients: Vec<Plaintext>,
 }
 
-impl Polynomial {
-    /// The degree d (number of coefficients minus one).
-    pub fn degree(&self) -> usize {
-        self.coefficients.len().saturating_sub(1)
+impl Coefficients for Polynomial {
+    fn len(&self) -> usize {
+        self.coefficients.len()
+    }
+
+    fn block(&self, range: Range<usize>) -> Result<Cow<'_, [Plaintext]>, BfvError> {
+        let len = self.coefficients.len();
+        self.coefficients
+            .get(range.clone())
+            .map(Cow::Borrowed)
+            .ok_or_else(|| BfvError::Powers(format!("coefficients {range:?} of {len}")))
     }
 }
 
@@ -29,11 +55,10 @@ impl Polynomial {
 pub fn evaluate(
     plan: &PowerPlan,
     powers: &[Option<Ciphertext>],
-    poly: &Polynomial,
+    poly: &dyn Coefficients,
     rk: &RelinearizationKey,
 ) -> Result<Ciphertext, BfvError> {
-    let coefficients = &poly.coefficients;
-    if coefficients.len() < 2 || poly.degree() > plan.degree() as usize {
+    if poly.len() < 2 || poly.degree() > plan.degree() as usize {
         return Err(BfvError::Powers(format!(
             "a polynomial of degree {} (1 to {} allowed)",
             poly.degree(),
@@ -50,11 +75,9 @@ pub fn evaluate(
     // coefficient `constant`.
     let block = |constant: usize, last: usize| -> Result<Ciphertext, BfvError> {
         let cts = (1..=last).map(power).collect::<Result<Vec<_>, _>>()?;
-        let mut sum = dot_product_scalar(
-            cts.into_iter(),
-            coefficients[constant + 1..=constant + last].iter(),
-        )?;
-        sum += &coefficients[constant];
+        let coefficients = poly.block(constant..constant + last + 1)?;
+        let mut sum = dot_product_scalar(cts.into_iter(), coefficients[1..].iter())?;
+        sum += &coefficients[0];
         Ok(sum)
     };
     let low = plan.low_degree() as usize;
@@ -72,7 +95,7 @@ pub fn evaluate(
             block(0, last)?
         } else if last == 0 {
             // Only the block's constant: a plaintext times the high power.
-            power(constant)? * &coefficients[constant]
+            power(constant)? * &poly.block(constant..constant + 1)?[0]
         } else {
             let inner = block(constant, last)?;
             let product = &inner * power(constant)?;
@@ -98,11 +121,11 @@ pub fn evaluate(
 /// Plain evaluation: the two-part and three-part powers (see [`PowerPlan::compute`])
 /// summed apart, the three-part sum relinearized once.
 fn plain<'a>(
-    poly: &Polynomial,
+    poly: &dyn Coefficients,
     power: &dyn Fn(usize) -> Result<&'a Ciphertext, BfvError>,
     rk: &RelinearizationKey,
 ) -> Result<Ciphertext, BfvError> {
-    let coefficients = &poly.coefficients;
+    let coefficients = poly.block(0..poly.len())?;
     let mut by_parts: [(Vec<&Ciphertext>, Vec<&Plaintext>); 2] = Default::default();
     for (i, c) in coefficients.iter().enumerate().skip(1) {
         let ct = power(i)?;

@@ -15,15 +15,19 @@
 
 pub mod coeff;
 mod eval;
+pub mod packed;
 mod powers;
 
 use std::sync::Arc;
 
-pub use eval::{Polynomial, evaluate};
-pub use fhe::bfv::{BfvParameters, Ciphertext, Encoding, Plaintext, RelinearizationKey, SecretKey};
+pub use eval::{Coefficients, Polynomial, evaluate};
+pub use fhe::bfv::{
+    BfvParameters, Ciphertext, Encoding, Plaintext, PlaintextVec, RelinearizationKey, SecretKey,
+};
 pub use fhe_traits::{
     DeserializeParametrized, FheDecoder, FheDecrypter, FheEncoder, FheEncrypter, Serialize,
 };
+pub use packed::{PackedPlaintext, PackedPolynomial};
 pub use powers::PowerPlan;
 
 /// Errors of this module: bad parameters, bad ciphertexts, or fhe.rs refusing an

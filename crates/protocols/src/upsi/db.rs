@@ -4,15 +4,23 @@
 //! bundles they touch are recomputed.
 //!
 //! A bin takes each item under all three cuckoo hash functions (the client placed it
-//! under one of them). A bin's items are spread over bundles of at most
-//! `max_items_per_bin`; a bundle's bins share one ciphertext per polynomial
+//! under one of them). A bin's items are spread over bin bundles of at most
+//! `max_items_per_bin`; a bundle's bins share one plaintext per polynomial
 //! coefficient. In labeled mode no two items of a bin bundle share a value in any slot,
 //! so that each slot's label interpolation is defined.
+//!
+//! Memory: an item costs its bytes, its 16-byte hash, its encrypted label and three
+//! 4-byte bin entries ([`super::records`]); polynomials are kept packed (about 17 KB
+//! per plaintext at n = 8192), and as many bundles as the cache budget allows are also
+//! kept in fhe.rs's NTT form, ready for queries (the rest are converted block by block
+//! during each query). 2^24 items fit in 8 GB this way; fhe.rs's form alone would take
+//! about 10 GB for the unlabeled polynomials.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use privset_crypto::bfv::{self, BfvParameters, Polynomial};
+use privset_crypto::bfv::{
+    self, BfvParameters, Coefficients, PackedPlaintext, PackedPolynomial, Polynomial,
+};
 use privset_crypto::group::PrimeGroup;
 use privset_crypto::group::ristretto::Ristretto255;
 use privset_crypto::rng::SessionRng;
@@ -21,48 +29,69 @@ use rayon::prelude::*;
 use super::item::{self, HashedItem, MAX_LABEL_LEN, NONCE_LEN, OPRF_DST};
 use super::poly;
 use super::preset::Preset;
+use super::records::Records;
 use crate::error::ProtocolError;
 
-/// One item in a bin: its slot values and, labeled, its label parts' slot values.
-#[derive(Clone, Debug)]
-struct Entry {
-    hash: u128,
-    felts: Vec<u64>,
-    label: Vec<Vec<u64>>,
+/// Bytes of bundles kept in fhe.rs's form unless told otherwise: every bundle of a
+/// 2^20-item database, labeled, on the n = 4096 presets.
+pub const DEFAULT_CACHE_BYTES: usize = 4 << 30;
+
+/// A bin bundle's polynomials: matching, then one per label part.
+pub struct PackedBundle {
+    pub polynomials: Vec<PackedPolynomial>,
 }
 
-/// The bins of one bundle index, `max_items_per_bin` deep.
+/// A bin bundle's polynomials as a query uses them: packed, and in fhe.rs's form when
+/// the cache budget allowed.
 #[derive(Clone)]
-struct BinBundle {
-    bins: Vec<Vec<Entry>>,
-    /// The encoded polynomials, or `None` after a change.
-    encoded: Option<Arc<EncodedBundle>>,
-}
-
-/// A bin bundle's polynomials, ready for evaluation.
 pub struct EncodedBundle {
-    pub matching: Polynomial,
-    pub labels: Vec<Polynomial>,
+    pub packed: Arc<PackedBundle>,
+    ready: Option<Arc<Vec<Polynomial>>>,
 }
 
-/// One stored item: what the database keeps to rebuild, remove and save it.
-#[derive(Clone, Debug)]
-pub struct Record {
-    pub hashed: u128,
-    /// `nonce || label XOR PRG`, empty when unlabeled.
-    pub encrypted_label: Vec<u8>,
+impl EncodedBundle {
+    /// Matching polynomial first, then the label parts'.
+    pub fn polynomials(&self) -> Vec<&dyn Coefficients> {
+        match &self.ready {
+            Some(ready) => ready.iter().map(|p| p as &dyn Coefficients).collect(),
+            None => self
+                .packed
+                .polynomials
+                .iter()
+                .map(|p| p as &dyn Coefficients)
+                .collect(),
+        }
+    }
+
+    /// Whether the bundle is held in fhe.rs's form.
+    pub fn is_ready(&self) -> bool {
+        self.ready.is_some()
+    }
+
+    fn plaintexts(&self) -> usize {
+        self.packed
+            .polynomials
+            .iter()
+            .map(|p| p.coefficients.len())
+            .sum()
+    }
 }
 
-/// The server's set for unbalanced (labeled) PSI.
+/// The server's set for unbalanced (labeled) PSI. Cloning shares the encoded
+/// polynomials (a change re-encodes the bundles it touches in the clone only).
+#[derive(Clone)]
 pub struct Database {
     preset: Preset,
     params: Arc<BfvParameters>,
     label_len: usize,
     /// Seed of the OPRF key (the key is derived from it, so it can be stored).
     key_seed: [u8; 32],
-    records: HashMap<Vec<u8>, Record>,
-    /// Per bundle index, its bin bundles.
-    bundles: Vec<Vec<BinBundle>>,
+    records: Records,
+    /// For each bin of the table, its entries (record numbers) in each of its bundles.
+    columns: Vec<Vec<Vec<u32>>>,
+    /// For each bundle index, its bin bundles' polynomials (`None` after a change).
+    encoded: Vec<Vec<Option<EncodedBundle>>>,
+    cache_bytes: usize,
 }
 
 impl Database {
@@ -78,7 +107,7 @@ impl Database {
         Self::with_key(preset, label_len, key_seed)
     }
 
-    fn with_key(
+    pub(crate) fn with_key(
         preset: Preset,
         label_len: usize,
         key_seed: [u8; 32],
@@ -93,14 +122,15 @@ impl Database {
             .he()
             .build()
             .map_err(|e| ProtocolError::Config(e.to_string()))?;
-        let bundles = vec![Vec::new(); preset.bundle_indices()];
         Ok(Self {
+            records: Records::new(encrypted_label_len(label_len)),
+            columns: vec![Vec::new(); preset.table_size],
+            encoded: vec![Vec::new(); preset.bundle_indices()],
             preset,
             params,
             label_len,
             key_seed,
-            records: HashMap::new(),
-            bundles,
+            cache_bytes: DEFAULT_CACHE_BYTES,
         })
     }
 
@@ -128,12 +158,12 @@ impl Database {
 
     /// Number of bin bundles per bundle index (what a client learns).
     pub fn bundle_counts(&self) -> Vec<u32> {
-        self.bundles.iter().map(|b| b.len() as u32).collect()
+        self.encoded.iter().map(|b| b.len() as u32).collect()
     }
 
     /// Most bundles any bin is spread over.
     pub fn max_bundles_per_index(&self) -> usize {
-        self.bundles.iter().map(Vec::len).max().unwrap_or(0)
+        self.encoded.iter().map(Vec::len).max().unwrap_or(0)
     }
 
     /// The OPRF key.
@@ -145,9 +175,59 @@ impl Database {
         self.key_seed
     }
 
-    /// Every stored item and its record.
-    pub fn records(&self) -> impl Iterator<Item = (&Vec<u8>, &Record)> {
-        self.records.iter()
+    /// Every stored item: its bytes, OPRF hash and encrypted label (`nonce || label
+    /// XOR PRG`, empty when unlabeled), in record order.
+    pub fn records(&self) -> impl Iterator<Item = (&[u8], u128, &[u8])> {
+        (0..self.records.len() as u32).map(|i| {
+            (
+                self.records.item(i),
+                self.records.hash(i),
+                self.records.label(i),
+            )
+        })
+    }
+
+    /// Bytes of bundles to keep in fhe.rs's form (applied by [`Self::prepare`]):
+    /// queries on the others convert their polynomials as they go, which costs about
+    /// three times the products themselves.
+    pub fn set_cache_bytes(&mut self, bytes: usize) {
+        self.cache_bytes = bytes;
+    }
+
+    /// What the database holds in memory, in bytes: records, bins, packed polynomials,
+    /// polynomials in fhe.rs's form.
+    pub fn memory(&self) -> DatabaseMemory {
+        let mut memory = DatabaseMemory {
+            records: self.records.heap_bytes(),
+            bins: self
+                .columns
+                .iter()
+                .flatten()
+                .map(|bin| bin.capacity() * 4 + 24)
+                .sum(),
+            ..DatabaseMemory::default()
+        };
+        for bundle in self.encoded.iter().flatten().flatten() {
+            memory.packed += bundle
+                .packed
+                .polynomials
+                .iter()
+                .map(PackedPolynomial::heap_bytes)
+                .sum::<usize>();
+            if bundle.is_ready() {
+                memory.ready += bundle.plaintexts() * bfv::packed::plaintext_bytes(&self.params);
+            }
+        }
+        memory
+    }
+
+    /// The OPRF hashes of `items` under this database's key, on every core.
+    fn hash_items(&self, items: &[Vec<u8>]) -> Vec<HashedItem> {
+        let packed = Ristretto255::hash_mul_encode_batch(OPRF_DST, items, &self.oprf_key());
+        packed
+            .par_chunks(item::ELEMENT_LEN)
+            .map(HashedItem::from_oprf)
+            .collect()
     }
 
     /// Inserts items (or replaces their labels), hashing them under the OPRF key with
@@ -179,12 +259,22 @@ impl Database {
                 self.label_len
             )));
         }
-        let key = self.oprf_key();
-        let packed = Ristretto255::hash_mul_encode_batch(OPRF_DST, items, &key);
-        let hashed: Vec<HashedItem> = packed
-            .par_chunks(item::ELEMENT_LEN)
-            .map(HashedItem::from_oprf)
-            .collect();
+        if let Some(bad) = items
+            .iter()
+            .position(|i| i.len() > super::store::MAX_ITEM_LEN)
+        {
+            return Err(ProtocolError::Config(format!(
+                "item {} has {} bytes (at most {})",
+                bad + 1,
+                items[bad].len(),
+                super::store::MAX_ITEM_LEN
+            )));
+        }
+        let hashed = self.hash_items(items);
+        self.records
+            .reserve(items.len(), items.iter().map(Vec::len).sum());
+        let mut added = Vec::with_capacity(items.len());
+        let mut relabeled = Vec::new();
         for (i, (raw, h)) in items.iter().zip(&hashed).enumerate() {
             let encrypted_label = if self.label_len > 0 {
                 let mut nonce = [0u8; NONCE_LEN];
@@ -193,14 +283,18 @@ impl Database {
             } else {
                 Vec::new()
             };
-            self.remove_one(raw);
-            let record = Record {
-                hashed: h.hash,
-                encrypted_label,
-            };
-            self.place(&record);
-            self.records.insert(raw.clone(), record);
+            match self.records.find(h.hash) {
+                Some(at) => {
+                    if self.label_len > 0 {
+                        self.records.set_label(at, &encrypted_label);
+                        relabeled.push(at);
+                    }
+                }
+                None => added.push(self.records.push(raw, h.hash, &encrypted_label)),
+            }
         }
+        self.mark_changed(&relabeled);
+        self.place(&added);
         Ok(())
     }
 
@@ -208,188 +302,494 @@ impl Database {
     /// label re-encrypted under its new label key (the old label keys are recomputed to
     /// open the labels). Clients of the old key learn nothing about the new hashes.
     pub fn rotate_key(&mut self, rng: &mut SessionRng) -> Result<(), ProtocolError> {
-        let items: Vec<Vec<u8>> = self.records.keys().cloned().collect();
+        let items: Vec<Vec<u8>> = self.records().map(|(item, _, _)| item.to_vec()).collect();
         let labels: Vec<Vec<u8>> = if self.label_len > 0 {
-            let packed = Ristretto255::hash_mul_encode_batch(OPRF_DST, &items, &self.oprf_key());
-            packed
-                .par_chunks(item::ELEMENT_LEN)
-                .zip(&items)
-                .map(|(point, raw)| {
-                    let key = HashedItem::from_oprf(point).label_key;
-                    item::decrypt_label(&key, &self.records[raw].encrypted_label)
-                })
+            self.hash_items(&items)
+                .par_iter()
+                .enumerate()
+                .map(|(i, h)| item::decrypt_label(&h.label_key, self.records.label(i as u32)))
                 .collect()
         } else {
             Vec::new()
         };
-        rng.fill(&mut self.key_seed);
-        self.records.clear();
-        self.bundles = vec![Vec::new(); self.preset.bundle_indices()];
+        let mut key_seed = [0u8; 32];
+        rng.fill(&mut key_seed);
+        let cache_bytes = self.cache_bytes;
+        *self = Self::with_key(self.preset.clone(), self.label_len, key_seed)?;
+        self.cache_bytes = cache_bytes;
         self.insert(&items, &labels, rng)
     }
 
     /// Removes items; returns how many were present.
     pub fn remove(&mut self, items: &[Vec<u8>]) -> usize {
-        items.iter().filter(|raw| self.remove_one(raw)).count()
+        let mut gone: Vec<u32> = self
+            .hash_items(items)
+            .iter()
+            .filter_map(|h| self.records.find(h.hash))
+            .collect();
+        gone.sort_unstable();
+        gone.dedup();
+        if gone.is_empty() {
+            return 0;
+        }
+        let old_len = self.records.len();
+        let moves = self.records.remove_many(&gone);
+        let new_len = self.records.len();
+        // Record numbers at or above the new length either left or moved down.
+        let mut gone_flags = vec![false; old_len];
+        for &i in &gone {
+            gone_flags[i as usize] = true;
+        }
+        let mut moved_to = vec![u32::MAX; old_len - new_len];
+        for &(from, to) in &moves {
+            moved_to[from as usize - new_len] = to;
+        }
+        let changed: Vec<Vec<usize>> = self
+            .columns
+            .par_iter_mut()
+            .map(|column| {
+                let mut changed = Vec::new();
+                for (layer, bin) in column.iter_mut().enumerate() {
+                    let before = bin.len();
+                    bin.retain(|&i| !gone_flags[i as usize]);
+                    if bin.len() != before {
+                        changed.push(layer);
+                    }
+                    for i in bin.iter_mut() {
+                        if *i as usize >= new_len {
+                            *i = moved_to[*i as usize - new_len];
+                        }
+                    }
+                }
+                changed
+            })
+            .collect();
+        self.invalidate(&changed);
+        self.drop_empty_bundles();
+        gone.len()
     }
 
-    fn remove_one(&mut self, raw: &[u8]) -> bool {
-        let Some(record) = self.records.remove(raw) else {
-            return false;
-        };
+    /// Marks the bundles holding `records` as changed (their labels were replaced).
+    fn mark_changed(&mut self, records: &[u32]) {
+        if records.is_empty() {
+            return;
+        }
+        let mut flags = vec![false; self.records.len()];
+        for &i in records {
+            flags[i as usize] = true;
+        }
+        let changed: Vec<Vec<usize>> = self
+            .columns
+            .par_iter()
+            .map(|column| {
+                column
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, bin)| bin.iter().any(|&i| flags[i as usize]))
+                    .map(|(layer, _)| layer)
+                    .collect()
+            })
+            .collect();
+        self.invalidate(&changed);
+    }
+
+    /// Drops the encodings of the bundles listed per bin (`changed[bin]` holds bundle
+    /// numbers), making room for bundles the bins grew into.
+    fn invalidate(&mut self, changed: &[Vec<usize>]) {
         let bpb = self.preset.bins_per_bundle();
-        for loc in locations(&self.preset, record.hashed) {
-            let bundles = &mut self.bundles[loc / bpb];
-            for bundle in bundles.iter_mut() {
-                let bin = &mut bundle.bins[loc % bpb];
-                if let Some(at) = bin.iter().position(|e| e.hash == record.hashed) {
-                    bin.remove(at);
-                    bundle.encoded = None;
-                    break;
+        for (bin, layers) in changed.iter().enumerate() {
+            let bundles = &mut self.encoded[bin / bpb];
+            for &layer in layers {
+                if bundles.len() <= layer {
+                    bundles.resize(layer + 1, None);
                 }
+                bundles[layer] = None;
             }
-            bundles.retain(|b| b.bins.iter().any(|bin| !bin.is_empty()));
         }
-        true
     }
 
-    /// Puts an item into a bin bundle under each of its locations.
-    fn place(&mut self, record: &Record) {
-        let preset = &self.preset;
-        let bpb = preset.bins_per_bundle();
-        let felts = item::felts(record.hashed, preset);
-        let label = item::label_felts(
-            preset,
-            &record.encrypted_label,
-            item::label_parts(preset, self.label_len),
-        );
-        let labeled = self.label_len > 0;
-        for loc in locations(preset, record.hashed) {
-            let entry = Entry {
-                hash: record.hashed,
-                felts: felts.clone(),
-                label: label.clone(),
-            };
-            let bundles = &mut self.bundles[loc / bpb];
-            let fits = |bundle: &BinBundle| {
-                let bin = &bundle.bins[loc % bpb];
-                bin.len() < preset.max_items_per_bin
-                    && (!labeled
-                        || bin
-                            .iter()
-                            .all(|e| e.felts.iter().zip(&felts).all(|(a, b)| a != b)))
-            };
-            match bundles.iter_mut().find(|b| fits(b)) {
-                Some(bundle) => {
-                    bundle.bins[loc % bpb].push(entry);
-                    bundle.encoded = None;
-                }
-                None => {
-                    let mut bins = vec![Vec::new(); bpb];
-                    bins[loc % bpb].push(entry);
-                    bundles.push(BinBundle {
-                        bins,
-                        encoded: None,
-                    });
+    /// Removes bundles left empty in every bin of their bundle index (so that no empty
+    /// bundle is evaluated or announced).
+    fn drop_empty_bundles(&mut self) {
+        let bpb = self.preset.bins_per_bundle();
+        for (index, bundles) in self.encoded.iter_mut().enumerate() {
+            let columns = &mut self.columns[index * bpb..(index + 1) * bpb];
+            for layer in (0..bundles.len()).rev() {
+                let empty = columns
+                    .iter()
+                    .all(|c| c.get(layer).is_none_or(Vec::is_empty));
+                if empty {
+                    bundles.remove(layer);
+                    for column in columns.iter_mut() {
+                        if column.len() > layer {
+                            column.remove(layer);
+                        }
+                    }
                 }
             }
         }
+    }
+
+    /// Puts new records into a bin bundle under each of their locations, every bin on
+    /// its own core.
+    fn place(&mut self, added: &[u32]) {
+        if added.is_empty() {
+            return;
+        }
+        let preset = &self.preset;
+        let mut per_bin: Vec<Vec<u32>> = vec![Vec::new(); preset.table_size];
+        for &i in added {
+            for loc in item::locations(self.records.hash(i), preset.table_size) {
+                per_bin[loc].push(i);
+            }
+        }
+        let records = &self.records;
+        let labeled = self.label_len > 0;
+        let changed: Vec<Vec<usize>> = self
+            .columns
+            .par_iter_mut()
+            .zip(per_bin)
+            .map(|(column, adds)| place_in_bin(preset, records, labeled, column, &adds))
+            .collect();
+        self.invalidate(&changed);
+    }
+
+    /// Places every record (a database read from a file of version 1, which stored no
+    /// bins).
+    pub(crate) fn place_all(&mut self) {
+        let all: Vec<u32> = (0..self.records.len() as u32).collect();
+        self.place(&all);
     }
 
     /// Computes and encodes the polynomials of every bundle changed since the last call,
-    /// on every core.
+    /// on every core; then keeps as many bundles in fhe.rs's form as the cache budget
+    /// allows (the first ones).
     pub fn prepare(&mut self) -> Result<(), ProtocolError> {
-        let (preset, params) = (&self.preset, &self.params);
-        let parts = item::label_parts(preset, self.label_len);
-        self.bundles
+        let parts = item::label_parts(&self.preset, self.label_len);
+        let bpb = self.preset.bins_per_bundle();
+        let (preset, params, records, columns) =
+            (&self.preset, &self.params, &self.records, &self.columns);
+        self.encoded
             .par_iter_mut()
-            .flat_map(|b| b.par_iter_mut())
-            .filter(|b| b.encoded.is_none())
-            .try_for_each(|bundle| {
-                bundle.encoded = Some(Arc::new(encode_bundle(
-                    preset,
-                    params,
-                    &bundle.bins,
-                    parts,
-                )?));
-                Ok(())
+            .enumerate()
+            .flat_map(|(index, bundles)| {
+                bundles
+                    .par_iter_mut()
+                    .enumerate()
+                    .map(move |(layer, b)| (index, layer, b))
             })
+            .filter(|(_, _, b)| b.is_none())
+            .try_for_each(|(index, layer, bundle)| {
+                let bins: Vec<&[u32]> = columns[index * bpb..(index + 1) * bpb]
+                    .iter()
+                    .map(|c| c.get(layer).map_or(&[][..], Vec::as_slice))
+                    .collect();
+                *bundle = Some(EncodedBundle {
+                    packed: Arc::new(encode_bundle(preset, params, records, &bins, parts)?),
+                    ready: None,
+                });
+                Ok::<_, ProtocolError>(())
+            })?;
+        self.apply_cache()
+    }
+
+    /// Keeps the first bundles within the cache budget in fhe.rs's form, the rest packed.
+    fn apply_cache(&mut self) -> Result<(), ProtocolError> {
+        let per_plaintext = bfv::packed::plaintext_bytes(&self.params);
+        let mut used = 0usize;
+        let mut to_ready = Vec::new();
+        for bundle in self.encoded.iter_mut().flatten().flatten() {
+            let bytes = bundle.plaintexts() * per_plaintext;
+            if used + bytes <= self.cache_bytes {
+                used += bytes;
+                if bundle.ready.is_none() {
+                    to_ready.push(bundle);
+                }
+            } else {
+                bundle.ready = None;
+            }
+        }
+        to_ready.into_par_iter().try_for_each(|bundle| {
+            let ready = bundle
+                .packed
+                .polynomials
+                .par_iter()
+                .map(PackedPolynomial::unpack)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| ProtocolError::Config(e.to_string()))?;
+            bundle.ready = Some(Arc::new(ready));
+            Ok(())
+        })
     }
 
     /// The prepared bin bundles of bundle index `index` (after [`Self::prepare`]).
-    pub fn encoded(&self, index: usize) -> Result<Vec<Arc<EncodedBundle>>, ProtocolError> {
-        self.bundles[index]
+    pub fn encoded(&self, index: usize) -> Result<Vec<EncodedBundle>, ProtocolError> {
+        self.encoded[index]
             .iter()
             .map(|b| {
-                b.encoded.clone().ok_or(ProtocolError::ApiMisuse(
+                b.clone().ok_or(ProtocolError::ApiMisuse(
                     "the database was changed and not prepared",
                 ))
             })
             .collect()
     }
 
-    /// Builds a database from stored records (see [`super::store`]).
-    pub(crate) fn from_records(
-        preset: Preset,
-        label_len: usize,
-        key_seed: [u8; 32],
-        records: Vec<(Vec<u8>, Record)>,
+    /// The bins' layout: for each bin, its entries in each of its bundles.
+    pub(crate) fn columns(&self) -> &[Vec<Vec<u32>>] {
+        &self.columns
+    }
+
+    /// A database from stored parts (see [`super::store`]): its records, the bins'
+    /// layout and the packed polynomials of every bundle, checked against each other
+    /// as far as the shapes go (the file's checksum vouches for the rest).
+    pub(crate) fn from_parts(
+        mut db: Self,
+        columns: Vec<Vec<Vec<u32>>>,
+        packed: Vec<Vec<PackedBundle>>,
     ) -> Result<Self, ProtocolError> {
-        let mut db = Self::with_key(preset, label_len, key_seed)?;
-        for (raw, record) in records {
-            db.place(&record);
-            db.records.insert(raw, record);
+        let bad = |why: String| Err(ProtocolError::Config(why));
+        let preset = &db.preset;
+        if columns.len() != preset.table_size || packed.len() != preset.bundle_indices() {
+            return bad("the bins do not match the preset".into());
         }
-        db.prepare()?;
+        let len = db.records.len();
+        let mut seen = vec![0u8; len];
+        for (bin, column) in columns.iter().enumerate() {
+            let bundles = packed[bin / preset.bins_per_bundle()].len();
+            if column.len() > bundles {
+                return bad(format!("bin {bin} is spread over more bundles than stored"));
+            }
+            for entries in column {
+                if entries.len() > preset.max_items_per_bin {
+                    return bad(format!("bin {bin} holds too many items"));
+                }
+                for &i in entries {
+                    let Some(count) = seen.get_mut(i as usize) else {
+                        return bad(format!("bin {bin} names record {i} of {len}"));
+                    };
+                    *count = count.saturating_add(1);
+                }
+            }
+        }
+        let expected =
+            |i: usize| item::locations(db.records.hash(i as u32), preset.table_size).len();
+        if let Some(i) = (0..len).find(|&i| usize::from(seen[i]) != expected(i)) {
+            return bad(format!("record {i} is not in each of its bins once"));
+        }
+        let parts = 1 + item::label_parts(preset, db.label_len);
+        for bundles in &packed {
+            for bundle in bundles {
+                if bundle.polynomials.len() != parts {
+                    return bad("a bundle has the wrong number of polynomials".into());
+                }
+            }
+        }
+        db.columns = columns;
+        db.encoded = packed
+            .into_iter()
+            .map(|bundles| {
+                bundles
+                    .into_iter()
+                    .map(|b| {
+                        Some(EncodedBundle {
+                            packed: Arc::new(b),
+                            ready: None,
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
+        db.apply_cache()?;
         Ok(db)
+    }
+
+    pub(crate) fn records_mut(&mut self) -> &mut Records {
+        &mut self.records
+    }
+
+    /// The packed polynomials of every bundle (after [`Self::prepare`]).
+    pub(crate) fn packed_bundles(&self) -> Result<Vec<Vec<Arc<PackedBundle>>>, ProtocolError> {
+        (0..self.encoded.len())
+            .map(|index| Ok(self.encoded(index)?.into_iter().map(|b| b.packed).collect()))
+            .collect()
     }
 }
 
-fn locations(preset: &Preset, hash: u128) -> Vec<usize> {
-    item::locations(hash, preset.table_size)
+/// What a database holds in memory, in bytes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DatabaseMemory {
+    pub records: usize,
+    pub bins: usize,
+    pub packed: usize,
+    pub ready: usize,
+}
+
+impl DatabaseMemory {
+    pub fn total(&self) -> usize {
+        self.records + self.bins + self.packed + self.ready
+    }
+}
+
+/// Bytes of an encrypted label of `label_len` bytes (0 when unlabeled).
+pub fn encrypted_label_len(label_len: usize) -> usize {
+    if label_len > 0 {
+        NONCE_LEN + label_len
+    } else {
+        0
+    }
+}
+
+/// Which values each slot of a bin bundle's bin already holds (labeled mode): one bit
+/// per possible value, per slot.
+struct SlotValues {
+    bits: Vec<u64>,
+    values: usize,
+}
+
+impl SlotValues {
+    fn new(preset: &Preset) -> Self {
+        let values = 1usize << preset.bits_per_felt();
+        Self {
+            bits: vec![0; (values * preset.felts_per_item).div_ceil(64)],
+            values,
+        }
+    }
+
+    fn position(&self, slot: usize, value: u64) -> usize {
+        slot * self.values + value as usize
+    }
+
+    fn any(&self, felts: &[u64]) -> bool {
+        felts.iter().enumerate().any(|(j, &v)| {
+            let p = self.position(j, v);
+            self.bits[p / 64] >> (p % 64) & 1 == 1
+        })
+    }
+
+    fn add(&mut self, felts: &[u64]) {
+        for (j, &v) in felts.iter().enumerate() {
+            let p = self.position(j, v);
+            self.bits[p / 64] |= 1 << (p % 64);
+        }
+    }
+}
+
+/// Places `adds` in one bin's bundles (first fit); returns the bundles it changed.
+fn place_in_bin(
+    preset: &Preset,
+    records: &Records,
+    labeled: bool,
+    column: &mut Vec<Vec<u32>>,
+    adds: &[u32],
+) -> Vec<usize> {
+    if adds.is_empty() {
+        return Vec::new();
+    }
+    let felts = |i: u32| item::felts(records.hash(i), preset);
+    let mut taken: Vec<SlotValues> = if labeled {
+        column
+            .iter()
+            .map(|bin| {
+                let mut values = SlotValues::new(preset);
+                for &i in bin {
+                    values.add(&felts(i));
+                }
+                values
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut changed = Vec::new();
+    let mut first_open = 0;
+    for &i in adds {
+        let f = if labeled { felts(i) } else { Vec::new() };
+        let fits = |layer: usize, bin: &Vec<u32>| {
+            bin.len() < preset.max_items_per_bin && (!labeled || !taken[layer].any(&f))
+        };
+        while first_open < column.len() && column[first_open].len() >= preset.max_items_per_bin {
+            first_open += 1;
+        }
+        let layer = match (first_open..column.len()).find(|&l| fits(l, &column[l])) {
+            Some(layer) => layer,
+            None => {
+                column.push(Vec::with_capacity(preset.max_items_per_bin.min(adds.len())));
+                if labeled {
+                    taken.push(SlotValues::new(preset));
+                }
+                column.len() - 1
+            }
+        };
+        column[layer].push(i);
+        if labeled {
+            taken[layer].add(&f);
+        }
+        if !changed.contains(&layer) {
+            changed.push(layer);
+        }
+    }
+    changed
 }
 
 /// The matching polynomial and label polynomials of one bin bundle, encoded.
 fn encode_bundle(
     preset: &Preset,
     params: &Arc<BfvParameters>,
-    bins: &[Vec<Entry>],
+    records: &Records,
+    bins: &[&[u32]],
     parts: usize,
-) -> Result<EncodedBundle, ProtocolError> {
+) -> Result<PackedBundle, ProtocolError> {
     let (t, f, n) = (preset.plain_modulus, preset.felts_per_item, preset.degree);
-    let depth = bins.iter().map(Vec::len).max().unwrap_or(0);
+    let depth = bins.iter().map(|b| b.len()).max().unwrap_or(0);
+    let felts: Vec<Vec<Vec<u64>>> = bins
+        .iter()
+        .map(|bin| {
+            bin.iter()
+                .map(|&i| item::felts(records.hash(i), preset))
+                .collect()
+        })
+        .collect();
+    let label_felts: Vec<Vec<Vec<Vec<u64>>>> = bins
+        .iter()
+        .map(|bin| {
+            bin.iter()
+                .map(|&i| item::label_felts(preset, records.label(i), parts))
+                .collect()
+        })
+        .collect();
     // coefficient i, slot (bin * f + j)
-    let slots = |coefficients: usize, poly_of: &dyn Fn(&[Entry], usize) -> Vec<u64>| {
+    let slots = |coefficients: usize, poly_of: &dyn Fn(usize, usize) -> Vec<u64>| {
         let mut out = vec![vec![0u64; n]; coefficients];
-        for (b, bin) in bins.iter().enumerate() {
+        for b in 0..bins.len() {
             for j in 0..f {
-                for (i, c) in poly_of(bin, j).into_iter().enumerate() {
+                for (i, c) in poly_of(b, j).into_iter().enumerate() {
                     out[i][b * f + j] = c;
                 }
             }
         }
         out
     };
-    let encode = |coefficients: Vec<Vec<u64>>| -> Result<Polynomial, ProtocolError> {
+    let encode = |coefficients: Vec<Vec<u64>>| -> Result<PackedPolynomial, ProtocolError> {
         let coefficients = coefficients
             .iter()
-            .map(|values| bfv::encode(params, values))
+            .map(|values| PackedPlaintext::from_slots(params, values))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| ProtocolError::Config(e.to_string()))?;
-        Ok(Polynomial { coefficients })
-    };
-    let matching = encode(slots(depth + 1, &|bin, j| {
-        let roots: Vec<u64> = bin.iter().map(|e| e.felts[j]).collect();
-        poly::from_roots(&roots, t)
-    }))?;
-    let labels = (0..parts)
-        .map(|p| {
-            encode(slots(depth.max(2), &|bin, j| {
-                let xs: Vec<u64> = bin.iter().map(|e| e.felts[j]).collect();
-                let ys: Vec<u64> = bin.iter().map(|e| e.label[p][j]).collect();
-                poly::interpolate(&xs, &ys, t)
-            }))
+        Ok(PackedPolynomial {
+            par: params.clone(),
+            coefficients,
         })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(EncodedBundle { matching, labels })
+    };
+    let mut polynomials = vec![encode(slots(depth + 1, &|b, j| {
+        let roots: Vec<u64> = felts[b].iter().map(|e| e[j]).collect();
+        poly::from_roots(&roots, t)
+    }))?];
+    for p in 0..parts {
+        polynomials.push(encode(slots(depth.max(2), &|b, j| {
+            let xs: Vec<u64> = felts[b].iter().map(|e| e[j]).collect();
+            let ys: Vec<u64> = label_felts[b].iter().map(|l| l[p][j]).collect();
+            poly::interpolate(&xs, &ys, t)
+        }))?);
+    }
+    Ok(PackedBundle { polynomials })
 }

@@ -18,6 +18,7 @@ pub mod party;
 pub mod poly;
 pub mod preset;
 pub mod query;
+mod records;
 pub mod store;
 
 pub use db::Database;

@@ -265,8 +265,9 @@ pub fn answer(db: &Database, query: &[u8]) -> Result<Vec<u8>, ProtocolError> {
         let results: Vec<Vec<Vec<u8>>> = bundles
             .par_iter()
             .map(|bundle| {
-                std::iter::once(&bundle.matching)
-                    .chain(&bundle.labels)
+                bundle
+                    .polynomials()
+                    .into_iter()
                     .map(|poly| {
                         let mut ct = bfv::evaluate(&plan, &powers, poly, &rk)?;
                         ct.switch_to_level(last)?;

@@ -1,0 +1,247 @@
+//! Plaintexts kept small: a batched plaintext's coefficients (below the plaintext
+//! modulus t) bit-packed at log2(t) bits each, and turned into fhe.rs's NTT form only
+//! when a product needs them.
+//!
+//! fhe.rs keeps every plaintext in NTT form under every ciphertext prime, plus its
+//! coefficients as u64: at n = 8192 with four primes, 320 KB for 8,192 values of 17
+//! bits. An unbalanced-PSI database of 2^24 items holds over 30,000 such plaintexts per
+//! polynomial set, which does not fit in memory in that form; packed, a plaintext
+//! takes 17 KB (Cong et al. 2021's server stores its polynomials the same way and
+//! converts them per query).
+
+use std::sync::Arc;
+
+use fhe_math::rq::{Poly, traits::TryConvertFrom};
+
+use super::{BfvError, BfvParameters, Encoding, FheEncoder, Plaintext};
+
+/// One plaintext's coefficients, bit-packed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PackedPlaintext {
+    words: Box<[u64]>,
+}
+
+/// Bits per packed coefficient under `par`: enough for every value below t.
+pub fn coefficient_bits(par: &BfvParameters) -> u32 {
+    64 - (par.plaintext() - 1).leading_zeros()
+}
+
+/// 64-bit words a packed plaintext of `par` takes.
+pub fn packed_words(par: &BfvParameters) -> usize {
+    (par.degree() * coefficient_bits(par) as usize).div_ceil(64)
+}
+
+impl PackedPlaintext {
+    /// The batched plaintext of `values` (one per slot, each below t), packed.
+    pub fn from_slots(par: &Arc<BfvParameters>, values: &[u64]) -> Result<Self, BfvError> {
+        let pt = Plaintext::try_encode(values, Encoding::simd(), par)?;
+        // The plaintext's coefficients, lifted under the first prime (all are below t,
+        // and t is below every prime, so the first row holds them unchanged).
+        let poly = Poly::try_convert_from(&pt, par.context_at_level(0)?, false, None)
+            .map_err(|e| BfvError::Library(e.to_string()))?;
+        let coefficients = poly.coefficients();
+        Ok(Self::pack(par, coefficients.row(0).iter().copied()))
+    }
+
+    fn pack(par: &BfvParameters, coefficients: impl Iterator<Item = u64>) -> Self {
+        let bits = coefficient_bits(par) as usize;
+        let mut words = vec![0u64; packed_words(par)];
+        for (i, c) in coefficients.enumerate() {
+            let (at, shift) = ((i * bits) / 64, (i * bits) % 64);
+            words[at] |= c << shift;
+            if shift + bits > 64 {
+                words[at + 1] |= c >> (64 - shift);
+            }
+        }
+        Self {
+            words: words.into_boxed_slice(),
+        }
+    }
+
+    /// The coefficients.
+    pub fn coefficients(&self, par: &BfvParameters) -> Vec<u64> {
+        let bits = coefficient_bits(par) as usize;
+        let mask = (1u64 << bits) - 1;
+        (0..par.degree())
+            .map(|i| {
+                let (at, shift) = ((i * bits) / 64, (i * bits) % 64);
+                let mut c = self.words[at] >> shift;
+                if shift + bits > 64 {
+                    c |= self.words[at + 1] << (64 - shift);
+                }
+                c & mask
+            })
+            .collect()
+    }
+
+    /// The plaintext in fhe.rs's form, for products with level-0 ciphertexts.
+    pub fn to_plaintext(&self, par: &Arc<BfvParameters>) -> Result<Plaintext, BfvError> {
+        let coefficients = self.coefficients(par);
+        // SAFETY (of the variable-time encoder, not of memory): its time depends only on
+        // whether each coefficient is below each ciphertext prime, and every one is
+        // (they are below t, which is below every prime), so it does not vary with the
+        // values.
+        #[allow(unsafe_code)]
+        let encoded = unsafe {
+            <super::PlaintextVec as fhe_traits::FheEncoderVariableTime<&[u64]>>::try_encode_vt(
+                &coefficients,
+                Encoding::poly(),
+                par,
+            )
+        }?;
+        encoded
+            .first()
+            .cloned()
+            .ok_or_else(|| BfvError::Library("no plaintext encoded".into()))
+    }
+
+    /// The packed words, for files.
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+
+    /// A packed plaintext from words read from a file: exactly [`packed_words`] of
+    /// them, every coefficient below t.
+    pub fn from_words(par: &BfvParameters, words: Vec<u64>) -> Result<Self, BfvError> {
+        if words.len() != packed_words(par) {
+            return Err(BfvError::Parameters(format!(
+                "a packed plaintext of {} words ({} expected)",
+                words.len(),
+                packed_words(par)
+            )));
+        }
+        let packed = Self {
+            words: words.into_boxed_slice(),
+        };
+        let t = par.plaintext();
+        if packed.coefficients(par).iter().any(|&c| c >= t) {
+            return Err(BfvError::Parameters(
+                "a packed plaintext coefficient is not below the plaintext modulus".into(),
+            ));
+        }
+        Ok(packed)
+    }
+
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.words.len() * 8
+    }
+}
+
+/// A batch of polynomials' coefficients (see [`super::Polynomial`]), packed: converted
+/// block by block as an evaluation reaches them.
+#[derive(Clone)]
+pub struct PackedPolynomial {
+    pub par: Arc<BfvParameters>,
+    pub coefficients: Vec<PackedPlaintext>,
+}
+
+impl PackedPolynomial {
+    /// Every coefficient in fhe.rs's form, kept for repeated evaluations.
+    pub fn unpack(&self) -> Result<super::Polynomial, BfvError> {
+        Ok(super::Polynomial {
+            coefficients: self
+                .coefficients
+                .iter()
+                .map(|c| c.to_plaintext(&self.par))
+                .collect::<Result<_, _>>()?,
+        })
+    }
+
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.coefficients
+            .iter()
+            .map(PackedPlaintext::heap_bytes)
+            .sum()
+    }
+}
+
+impl super::Coefficients for PackedPolynomial {
+    fn len(&self) -> usize {
+        self.coefficients.len()
+    }
+
+    fn block(
+        &self,
+        range: std::ops::Range<usize>,
+    ) -> Result<std::borrow::Cow<'_, [Plaintext]>, BfvError> {
+        let block = self.coefficients.get(range.clone()).ok_or_else(|| {
+            BfvError::Powers(format!(
+                "coefficients {range:?} of {}",
+                self.coefficients.len()
+            ))
+        })?;
+        Ok(std::borrow::Cow::Owned(
+            block
+                .iter()
+                .map(|c| c.to_plaintext(&self.par))
+                .collect::<Result<_, _>>()?,
+        ))
+    }
+}
+
+/// Heap bytes of one plaintext in fhe.rs's form (its NTT form under every prime and its
+/// coefficients).
+pub fn plaintext_bytes(par: &BfvParameters) -> usize {
+    par.degree() * 8 * (par.moduli().len() + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bfv::{FheDecrypter, FheEncrypter, HeParams, SecretKey, decrypt};
+    use crate::rng::SessionRng;
+
+    #[test]
+    fn packed_plaintexts_multiply_as_batched_ones() {
+        for (degree, t, moduli) in [
+            (4096, 786_433u64, vec![36, 36, 37]),
+            (8192, 65537, vec![56, 56, 56, 50]),
+        ] {
+            let par = HeParams {
+                degree,
+                plain_modulus: t,
+                moduli_bits: moduli,
+            }
+            .build()
+            .unwrap();
+            let values: Vec<u64> = (0..degree as u64).map(|i| (i * 7919 + 3) % t).collect();
+            let packed = PackedPlaintext::from_slots(&par, &values).unwrap();
+            assert!(packed.heap_bytes() < plaintext_bytes(&par) / 10);
+            let back = PackedPlaintext::from_words(&par, packed.words().to_vec()).unwrap();
+            assert_eq!(back, packed);
+            let pt = packed.to_plaintext(&par).unwrap();
+            let batched = crate::bfv::encode(&par, &values).unwrap();
+            let mut rng = SessionRng::from_seed([4; 32]);
+            let sk = SecretKey::random(&par, &mut rng);
+            let ones = vec![2u64; degree];
+            let ct: crate::bfv::Ciphertext = sk
+                .try_encrypt(&crate::bfv::encode(&par, &ones).unwrap(), &mut rng)
+                .unwrap();
+            let a = decrypt(&sk, &(&ct * &pt)).unwrap();
+            let b = decrypt(&sk, &(&ct * &batched)).unwrap();
+            assert_eq!(a, b);
+            assert_eq!(a[5], values[5] * 2 % t);
+            let mut sum = ct.clone();
+            sum += &pt;
+            let _ = sk.try_decrypt(&sum).unwrap();
+            assert_eq!(decrypt(&sk, &sum).unwrap()[9], (values[9] + 2) % t);
+        }
+    }
+
+    #[test]
+    fn packed_words_from_a_file_are_checked() {
+        let par = HeParams {
+            degree: 4096,
+            plain_modulus: 786_433,
+            moduli_bits: vec![36, 36, 37],
+        }
+        .build()
+        .unwrap();
+        let n = packed_words(&par);
+        assert!(PackedPlaintext::from_words(&par, vec![0; n - 1]).is_err());
+        assert!(PackedPlaintext::from_words(&par, vec![u64::MAX; n]).is_err());
+        assert!(PackedPlaintext::from_words(&par, vec![0; n]).is_ok());
+    }
+}
