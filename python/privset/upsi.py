@@ -36,6 +36,9 @@ DEFAULT_CLIENT_ITEMS = 1024
 #: Seconds between looks at a served database file for changes (the CLI's
 #: ``--reload-interval``).
 DEFAULT_RELOAD_INTERVAL = 2.0
+#: MiB of polynomials a served database holds ready for queries (``privset upsi serve
+#: --cache-mb``): a labeled 2^20-item database whole.
+DEFAULT_CACHE_MB = 4096
 
 PathOr = Union[str, "os.PathLike[str]"]
 
@@ -129,6 +132,7 @@ class UpsiDatabase:
         preset: Optional[str] = None,
         client_items: int = DEFAULT_CLIENT_ITEMS,
         label_bytes: Optional[int] = None,
+        cache_mb: int = DEFAULT_CACHE_MB,
         id_column: IdColumns = None,
         label_columns: Union[None, str, Sequence[str]] = None,
         normalize: Normalize = "trim",
@@ -149,18 +153,20 @@ class UpsiDatabase:
         items and ``client_items``, the most items a client will query with.
         ``normalize``, ``phone_region``, ``hash_ids``: as for every input
         (docs/inputs.md); clients must make their identifiers the same way.
+        ``cache_mb``: MiB of polynomials held ready for queries, as ``privset upsi
+        serve --cache-mb`` (docs/upsi.md, "Memory").
         """
         rows = _rows(
             items, labels, id_column=id_column, label_columns=label_columns,
             normalize=normalize, phone_region=phone_region, hash_ids=hash_ids,
         )  # fmt: skip
-        return cls(_native.UpsiDatabase.build(rows, preset, client_items, label_bytes))
+        return cls(_native.UpsiDatabase.build(rows, preset, client_items, label_bytes, cache_mb))
 
     @classmethod
-    def load(cls, path: PathOr) -> "UpsiDatabase":
+    def load(cls, path: PathOr, *, cache_mb: int = DEFAULT_CACHE_MB) -> "UpsiDatabase":
         """Reads a database file (written by :meth:`save` or ``privset upsi db
-        build``)."""
-        return cls(_native.UpsiDatabase.load(os.fspath(path)))
+        build``); ``cache_mb`` as for :meth:`build`."""
+        return cls(_native.UpsiDatabase.load(os.fspath(path), cache_mb))
 
     def save(self, path: PathOr) -> None:
         """Writes the database file atomically, readable by its owner only (mode
@@ -269,15 +275,22 @@ class UpsiClient(Party[UpsiResult]):
 class UpsiServer(Party[UpsiServerResult]):
     """The server of a :class:`UpsiDatabase`, or of a database file: the file is
     looked at every ``reload_interval`` seconds and reloaded when it changes (sessions
-    in flight keep the database they started with), as ``privset upsi serve``."""
+    in flight keep the database they started with), as ``privset upsi serve``;
+    ``cache_mb`` is the file's as :meth:`UpsiDatabase.load`'s."""
 
-    def __init__(self, database: Union[UpsiDatabase, PathOr], *, reload_interval: float = DEFAULT_RELOAD_INTERVAL) -> None:
+    def __init__(
+        self,
+        database: Union[UpsiDatabase, PathOr],
+        *,
+        reload_interval: float = DEFAULT_RELOAD_INTERVAL,
+        cache_mb: int = DEFAULT_CACHE_MB,
+    ) -> None:
         if isinstance(database, UpsiDatabase):
             self._database: Optional[UpsiDatabase] = database
             self._native = _native.UpsiParty.server(database._native)
         elif isinstance(database, (str, os.PathLike)):
             self._database = None
-            self._native = _native.UpsiParty.server_of_file(os.fspath(database), float(reload_interval))
+            self._native = _native.UpsiParty.server_of_file(os.fspath(database), float(reload_interval), cache_mb)
         else:
             raise ConfigurationError(
                 f"database must be an UpsiDatabase or the path of a database file, not {type(database).__name__}"

@@ -25,6 +25,9 @@ pub struct UpsiBenchArgs {
     /// Queries per case against the one served database (the median is printed).
     #[arg(long, default_value_t = 3)]
     pub queries: usize,
+    /// The server's `--cache-mb` (default: `upsi serve`'s).
+    #[arg(long, value_name = "MIB")]
+    pub cache_mb: Option<usize>,
     /// Working directory (default: a temporary one).
     #[arg(long)]
     pub dir: Option<PathBuf>,
@@ -204,6 +207,9 @@ pub fn run(args: &UpsiBenchArgs, dir: &Path) -> Result<(), Failure> {
                 args.queries.to_string(),
             ]);
             serve.extend(["--log".into(), p("server.jsonl")]);
+            if let Some(mb) = args.cache_mb {
+                serve.extend(["--cache-mb".into(), mb.to_string()]);
+            }
             serve.extend(tls("server"));
             let mut server = Command::new(&exe)
                 .args(&serve)

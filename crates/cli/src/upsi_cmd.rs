@@ -103,6 +103,11 @@ pub struct ServeArgs {
     /// Seconds between looks at the database file for changes.
     #[arg(long, value_name = "SECS", default_value_t = 2)]
     pub reload_interval: u64,
+    /// MiB of the database's polynomials to hold ready for queries (about 20 times
+    /// their packed size); the rest are converted during each query, which makes it
+    /// slower. The default holds a labeled 2^20-item database whole.
+    #[arg(long, value_name = "MIB", default_value_t = privset_protocols::upsi::db::DEFAULT_CACHE_BYTES >> 20)]
+    pub cache_mb: usize,
 }
 
 #[derive(Args, Debug)]
@@ -133,6 +138,8 @@ pub fn run(cmd: &UpsiCommand) -> Result<(), Failure> {
             DbCommand::RotateKey { db } => {
                 let started = Instant::now();
                 let mut database = read_database(db)?;
+                // Written to the file, never queried here: no bundle is held ready.
+                database.set_cache_bytes(0);
                 database.rotate_key(&mut privset_crypto::rng::SessionRng::from_os())?;
                 database.prepare()?;
                 write_database(db, &database)?;
@@ -175,6 +182,7 @@ fn build(args: &BuildArgs) -> Result<(), Failure> {
         args.preset.as_deref(),
         args.client_items,
         args.label_bytes,
+        0,
     )?;
     write_database(&args.db, &db)?;
     eprintln!(
@@ -204,6 +212,7 @@ fn build(args: &BuildArgs) -> Result<(), Failure> {
 fn change(args: &ChangeArgs, add: bool) -> Result<(), Failure> {
     let started = Instant::now();
     let mut db = read_database(&args.db)?;
+    db.set_cache_bytes(0);
     let keys = args.source.keys()?;
     if add && db.label_len() > 0 && args.label_column.is_empty() {
         return Err(Failure::config(
@@ -237,7 +246,10 @@ fn change(args: &ChangeArgs, add: bool) -> Result<(), Failure> {
 }
 
 fn serve(args: &ServeArgs) -> Result<(), Failure> {
-    let service = Arc::new(UpsiService::open(&args.db)?);
+    let service = Arc::new(UpsiService::open(
+        &args.db,
+        args.cache_mb.saturating_mul(1 << 20),
+    )?);
     let db = service.database();
     eprintln!(
         "privset upsi server: {} items, preset {}, labels of {} bytes",

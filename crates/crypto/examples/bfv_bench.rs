@@ -1,100 +1,59 @@
-//! Costs of the BFV operations unbalanced PSI's server pays per plaintext: encoding a
-//! stored coefficient vector into NTT form, and a plaintext dot product.
+//! What an unbalanced-PSI server pays per stored plaintext in a query: the product
+//! with a ciphertext (a term of a dot product), and, for a plaintext not held in
+//! fhe.rs's form, its conversion from the packed form first. The two set the price of
+//! the database's cache budget (docs/upsi.md, "Memory").
+//!
+//! `cargo run --release -p privset-crypto --example bfv_bench`
+
 use std::time::Instant;
 
-use fhe_traits::{FheEncoder, FheEncrypter};
-use privset_crypto::bfv::{Ciphertext, Encoding, HeParams, Plaintext, SecretKey};
+use privset_crypto::bfv::{
+    Ciphertext, FheEncrypter, HeParams, PackedPlaintext, SecretKey, packed::plaintext_bytes,
+};
 use privset_crypto::rng::SessionRng;
 
 fn main() {
-    let params = HeParams {
-        degree: 8192,
-        plain_modulus: 65537,
-        moduli_bits: vec![56, 56, 56, 50],
-    };
-    let par = params.build().unwrap();
-    let mut rng = SessionRng::from_seed([3; 32]);
-    let v: Vec<u64> = (0..8192u64).map(|i| (i * 7919) % 65537).collect();
-    let reps = 2000;
-    let t = Instant::now();
-    let mut pts = Vec::new();
-    for _ in 0..reps {
-        pts.push(Plaintext::try_encode(&v, Encoding::poly(), &par).unwrap());
-        if pts.len() > 44 {
-            pts.pop();
+    for (degree, t, moduli) in [
+        (4096, 786_433u64, vec![36, 36, 37]),
+        (8192, 65537, vec![56, 56, 56, 50]),
+    ] {
+        let par = HeParams {
+            degree,
+            plain_modulus: t,
+            moduli_bits: moduli.clone(),
         }
-    }
-    println!(
-        "encode poly: {:.1} us",
-        t.elapsed().as_secs_f64() * 1e6 / reps as f64
-    );
-    let t = Instant::now();
-    for _ in 0..reps {
-        #[allow(unsafe_code)]
-        let p = unsafe {
-            <fhe::bfv::PlaintextVec as fhe_traits::FheEncoderVariableTime<&[u64]>>::try_encode_vt(
-                &v,
-                Encoding::poly(),
-                &par,
-            )
+        .build()
+        .expect("parameters");
+        let mut rng = SessionRng::from_seed([3; 32]);
+        let values: Vec<u64> = (0..degree as u64).map(|i| (i * 7919) % t).collect();
+        let packed = PackedPlaintext::from_slots(&par, &values).expect("packs");
+        let reps = 400;
+        let started = Instant::now();
+        let plaintexts: Vec<_> = (0..44)
+            .map(|_| packed.to_plaintext(&par).expect("converts"))
+            .collect();
+        for _ in 44..reps {
+            std::hint::black_box(packed.to_plaintext(&par).expect("converts"));
         }
-        .unwrap();
-        std::hint::black_box(p);
-    }
-    println!(
-        "encode poly vt: {:.1} us",
-        t.elapsed().as_secs_f64() * 1e6 / reps as f64
-    );
-    parts(&par, &v);
-    let sk = SecretKey::random(&par, &mut rng);
-    let cts: Vec<Ciphertext> = (0..44)
-        .map(|_| sk.try_encrypt(&pts[0], &mut rng).unwrap())
-        .collect();
-    let t = Instant::now();
-    for _ in 0..(reps / 44) {
-        let _ = fhe::bfv::dot_product_scalar(cts.iter(), pts.iter()).unwrap();
-    }
-    println!(
-        "dot product per term: {:.1} us",
-        t.elapsed().as_secs_f64() * 1e6 / ((reps / 44) * 44) as f64
-    );
-}
-
-#[allow(dead_code)]
-fn parts(par: &std::sync::Arc<fhe::bfv::BfvParameters>, v: &[u64]) {
-    use fhe_math::rq::{Poly, Representation, traits::TryConvertFrom};
-    let ctx = par.context_at_level(0).unwrap();
-    let reps = 2000;
-    let t = Instant::now();
-    let mut polys = Vec::new();
-    for _ in 0..reps {
-        let p = Poly::try_convert_from(v, ctx, true, Representation::PowerBasis).unwrap();
-        polys.push(p);
-        if polys.len() > 4 {
-            polys.pop();
+        let convert = started.elapsed().as_secs_f64() * 1e6 / reps as f64;
+        let sk = SecretKey::random(&par, &mut rng);
+        let cts: Vec<Ciphertext> = plaintexts
+            .iter()
+            .map(|pt| sk.try_encrypt(pt, &mut rng).expect("encrypts"))
+            .collect();
+        let rounds = reps / 44;
+        let started = Instant::now();
+        for _ in 0..rounds {
+            std::hint::black_box(
+                fhe::bfv::dot_product_scalar(cts.iter(), plaintexts.iter()).expect("products"),
+            );
         }
+        let product = started.elapsed().as_secs_f64() * 1e6 / (rounds * 44) as f64;
+        println!(
+            "n = {degree}, q = {moduli:?}: packed {} KB, in fhe.rs's form {} KB; \
+             conversion {convert:.0} us, product term {product:.0} us",
+            packed.heap_bytes() / 1024,
+            plaintext_bytes(&par) / 1024,
+        );
     }
-    println!(
-        "convert: {:.1} us",
-        t.elapsed().as_secs_f64() * 1e6 / reps as f64
-    );
-    let t = Instant::now();
-    for _ in 0..reps {
-        let mut p = polys[0].clone();
-        p.change_representation(Representation::Ntt);
-        std::hint::black_box(p);
-    }
-    println!(
-        "clone+ntt: {:.1} us",
-        t.elapsed().as_secs_f64() * 1e6 / reps as f64
-    );
-    let t = Instant::now();
-    for _ in 0..reps {
-        let p = polys[0].clone();
-        std::hint::black_box(p);
-    }
-    println!(
-        "clone: {:.1} us",
-        t.elapsed().as_secs_f64() * 1e6 / reps as f64
-    );
 }

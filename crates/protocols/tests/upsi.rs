@@ -187,7 +187,9 @@ fn database_updates_save_and_load() {
     assert_eq!(run(&db, &client, &mut rng), expected);
     assert_ne!(store::save(&db).unwrap(), before);
     let bytes = store::save(&db).unwrap();
-    let loaded = store::load(&bytes).unwrap();
+    let mut loaded = store::load(&bytes).unwrap();
+    assert_eq!(loaded.memory().ready, 0);
+    loaded.prepare().unwrap();
     assert_eq!(loaded.len(), db.len());
     assert_eq!(loaded.bundle_counts(), db.bundle_counts());
     assert_eq!(run(&loaded, &client, &mut rng), expected);

@@ -113,6 +113,11 @@ impl UpsiRows {
     }
 }
 
+/// Bytes of `mb` MiB (saturating: a budget beyond memory means "everything").
+fn mib(mb: usize) -> usize {
+    mb.saturating_mul(1 << 20)
+}
+
 /// The server's database (the CLI's database file), shared with the servers made from
 /// it: a change is seen by the sessions that start after it.
 #[pyclass(frozen, module = "privset._native")]
@@ -167,19 +172,27 @@ impl UpsiDatabase {
     /// or chosen for `client_items` and the number of rows; labels of `label_bytes`
     /// (default: the longest label).
     #[staticmethod]
-    #[pyo3(signature = (rows, preset, client_items, label_bytes))]
+    #[pyo3(signature = (rows, preset, client_items, label_bytes, cache_mb))]
     fn build(
         py: Python<'_>,
         rows: &UpsiRows,
         preset: Option<String>,
         client_items: usize,
         label_bytes: Option<usize>,
+        cache_mb: usize,
     ) -> PyResult<Self> {
         let ids = &rows.rows.ids;
         let labels = rows.rows.labels.clone();
         let db = py
             .detach(|| {
-                files::build_database(ids, labels, preset.as_deref(), client_items, label_bytes)
+                files::build_database(
+                    ids,
+                    labels,
+                    preset.as_deref(),
+                    client_items,
+                    label_bytes,
+                    mib(cache_mb),
+                )
             })
             .py_err(py)?;
         Ok(Self::new(db))
@@ -187,8 +200,10 @@ impl UpsiDatabase {
 
     /// Reads a database file written by `save` or `privset upsi db build`.
     #[staticmethod]
-    fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let db = py.detach(|| files::read_database(&path)).py_err(py)?;
+    fn load(py: Python<'_>, path: PathBuf, cache_mb: usize) -> PyResult<Self> {
+        let db = py
+            .detach(|| files::serving(files::read_database(&path)?, mib(cache_mb)))
+            .py_err(py)?;
         Ok(Self::new(db))
     }
 
@@ -407,9 +422,17 @@ impl UpsiParty {
     /// reloaded when it changes (sessions in flight keep the database they started
     /// with), as `privset upsi serve`; the watch ends with the party.
     #[staticmethod]
-    fn server_of_file(py: Python<'_>, path: PathBuf, reload_interval: f64) -> PyResult<Self> {
+    fn server_of_file(
+        py: Python<'_>,
+        path: PathBuf,
+        reload_interval: f64,
+        cache_mb: usize,
+    ) -> PyResult<Self> {
         let period = crate::link::seconds(py, "reload_interval", reload_interval)?;
-        let service = Arc::new(py.detach(|| UpsiService::open(&path)).py_err(py)?);
+        let service = Arc::new(
+            py.detach(|| UpsiService::open(&path, mib(cache_mb)))
+                .py_err(py)?,
+        );
         let shown = path.display().to_string();
         service.watch(period, move |result| {
             if let Err(e) = result {

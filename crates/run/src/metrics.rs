@@ -40,9 +40,20 @@ pub fn process_cpu_seconds() -> f64 {
     t(usage.ru_utime) + t(usage.ru_stime)
 }
 
-/// Peak resident memory of this process so far, in MiB.
+/// Peak resident memory of this process so far, in MiB: the kernel's high-water mark
+/// of this program's memory (`VmHWM`). `getrusage`'s `ru_maxrss` is not used where
+/// `VmHWM` exists: Linux carries it over from the parent across fork and exec, so a
+/// process started by a large one (a benchmark driver holding its inputs) would
+/// report the parent's size.
 pub fn peak_rss_mib() -> f64 {
-    rusage().ru_maxrss as f64 / 1024.0
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+            let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib / 1024.0)
+        })
+        .unwrap_or_else(|| rusage().ru_maxrss as f64 / 1024.0)
 }
 
 fn rusage() -> libc::rusage {

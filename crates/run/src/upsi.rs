@@ -23,7 +23,8 @@ use crate::keys::{Keys, Normalize, split_key};
 use crate::link::write_private_with;
 use crate::source::{self, InputSpec};
 
-/// Reads a database file.
+/// Reads a database file (its polynomials packed: see [`serving`] for a database to
+/// answer queries from).
 pub fn read_database(path: &Path) -> Result<Database, Failure> {
     let cannot = |e: std::io::Error| Failure::input(format!("cannot read {}: {e}", path.display()));
     let file = std::fs::File::open(path).map_err(cannot)?;
@@ -145,14 +146,24 @@ pub fn pad_labels(labels: &mut [Vec<u8>], len: usize) -> Result<(), Failure> {
     Ok(())
 }
 
+/// `db` made ready to answer queries: the first bundles within `cache_bytes` held in
+/// fhe.rs's form (the rest are converted during each query).
+pub fn serving(mut db: Database, cache_bytes: usize) -> Result<Database, Failure> {
+    db.set_cache_bytes(cache_bytes);
+    db.prepare()?;
+    Ok(db)
+}
+
 /// A new database from rows: the preset by name, or chosen for `client_items` and the
-/// number of rows.
+/// number of rows; the first bundles within `cache_bytes` held ready for queries (0 for
+/// a database only written to a file).
 pub fn build_database(
     ids: &[Vec<u8>],
     mut labels: Vec<Vec<u8>>,
     preset: Option<&str>,
     client_items: usize,
     label_bytes: Option<usize>,
+    cache_bytes: usize,
 ) -> Result<Database, Failure> {
     let preset = match preset {
         Some(name) => upsi::Preset::named(name)?,
@@ -170,6 +181,7 @@ pub fn build_database(
     pad_labels(&mut labels, label_len)?;
     let mut rng = SessionRng::from_os();
     let mut db = Database::new(preset, label_len, &mut rng)?;
+    db.set_cache_bytes(cache_bytes);
     db.insert(ids, &labels, &mut rng)?;
     db.prepare()?;
     Ok(db)
@@ -193,6 +205,21 @@ pub fn info(db: &Database) -> serde_json::Value {
         "ring_degree": preset.degree,
         "plain_modulus": preset.plain_modulus,
         "moduli_bits": preset.moduli_bits,
+        "memory_mib": memory_mib(db),
+    })
+}
+
+/// What the database holds in memory, in MiB: records (items, hashes, labels, index),
+/// bins, packed polynomials, polynomials held ready for queries.
+fn memory_mib(db: &Database) -> serde_json::Value {
+    let m = db.memory();
+    let mib = |b: usize| (b as f64 / f64::from(1 << 20) * 10.0).round() / 10.0;
+    serde_json::json!({
+        "records": mib(m.records),
+        "bins": mib(m.bins),
+        "packed_polynomials": mib(m.packed),
+        "ready_polynomials": mib(m.ready),
+        "total": mib(m.total()),
     })
 }
 
@@ -230,6 +257,8 @@ pub struct UpsiService {
     path: Option<PathBuf>,
     /// The file's stamp at the last load.
     loaded: RwLock<Stamp>,
+    /// Bytes of bundles held ready for queries (see [`serving`]).
+    cache_bytes: usize,
     current: SharedDatabase,
 }
 
@@ -242,13 +271,15 @@ fn stamp(path: &Path) -> Stamp {
 }
 
 impl UpsiService {
-    /// Loads the database file.
-    pub fn open(path: &Path) -> Result<Self, Failure> {
+    /// Loads the database file, the first bundles within `cache_bytes` made ready for
+    /// queries.
+    pub fn open(path: &Path, cache_bytes: usize) -> Result<Self, Failure> {
         let stamp = stamp(path);
-        let db = read_database(path)?;
+        let db = serving(read_database(path)?, cache_bytes)?;
         Ok(Self {
             path: Some(path.to_path_buf()),
             loaded: RwLock::new(stamp),
+            cache_bytes,
             current: Arc::new(RwLock::new(Arc::new(db))),
         })
     }
@@ -259,6 +290,7 @@ impl UpsiService {
         Self {
             path: None,
             loaded: RwLock::new(None),
+            cache_bytes: 0,
             current,
         }
     }
@@ -281,7 +313,7 @@ impl UpsiService {
         if now == *self.loaded.read().unwrap_or_else(|p| p.into_inner()) {
             return Ok(false);
         }
-        let db = read_database(path)?;
+        let db = serving(read_database(path)?, self.cache_bytes)?;
         *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(db);
         *self.loaded.write().unwrap_or_else(|p| p.into_inner()) = now;
         Ok(true)

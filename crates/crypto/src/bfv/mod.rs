@@ -358,6 +358,30 @@ mod tests {
     }
 
     #[test]
+    fn relinearization_keys_travel_seeded() {
+        // fhe.rs sends one polynomial per key-switching part and the seed of the other
+        // (the uniform one): half the bytes of the whole key.
+        let params = HeParams {
+            degree: 4096,
+            plain_modulus: 786_433,
+            moduli_bits: vec![36, 36, 37],
+        };
+        let par = params.build().unwrap();
+        let mut rng = crate::rng::SessionRng::from_seed([2; 32]);
+        let sk = SecretKey::random(&par, &mut rng);
+        let rk = RelinearizationKey::new(&sk, &mut rng).unwrap();
+        let bytes = rk.to_bytes().len();
+        let poly = 4096 * params.modulus_bits() / 8;
+        let parts = params.moduli_bits.len();
+        assert!(
+            bytes > parts * poly && bytes < parts * poly + 1024,
+            "{bytes} bytes for {parts} parts of {poly}"
+        );
+        let back = decode_relin_key(&rk.to_bytes(), &par).unwrap();
+        assert_eq!(back.to_bytes(), rk.to_bytes());
+    }
+
+    #[test]
     fn primality() {
         let primes = [2u64, 40961, 65537, 4079617, 786433, 0xffff_ffff_ffff_ffc5];
         for p in primes {

@@ -36,6 +36,9 @@ use crate::error::ProtocolError;
 /// 2^20-item database, labeled, on the n = 4096 presets.
 pub const DEFAULT_CACHE_BYTES: usize = 4 << 30;
 
+/// Items hashed under the OPRF at a time by [`Database::insert`].
+const HASH_CHUNK: usize = 1 << 18;
+
 /// A bin bundle's polynomials: matching, then one per label part.
 pub struct PackedBundle {
     pub polynomials: Vec<PackedPolynomial>,
@@ -270,27 +273,31 @@ impl Database {
                 super::store::MAX_ITEM_LEN
             )));
         }
-        let hashed = self.hash_items(items);
         self.records
             .reserve(items.len(), items.iter().map(Vec::len).sum());
         let mut added = Vec::with_capacity(items.len());
         let mut relabeled = Vec::new();
-        for (i, (raw, h)) in items.iter().zip(&hashed).enumerate() {
-            let encrypted_label = if self.label_len > 0 {
-                let mut nonce = [0u8; NONCE_LEN];
-                rng.fill(&mut nonce);
-                item::encrypt_label(&h.label_key, nonce, &labels[i])
-            } else {
-                Vec::new()
-            };
-            match self.records.find(h.hash) {
-                Some(at) => {
-                    if self.label_len > 0 {
-                        self.records.set_label(at, &encrypted_label);
-                        relabeled.push(at);
+        // Hashed a chunk at a time: the OPRF outputs of 2^24 items would take 1.3 GB.
+        for (chunk, items) in items.chunks(HASH_CHUNK).enumerate() {
+            let hashed = self.hash_items(items);
+            for (k, (raw, h)) in items.iter().zip(&hashed).enumerate() {
+                let i = chunk * HASH_CHUNK + k;
+                let encrypted_label = if self.label_len > 0 {
+                    let mut nonce = [0u8; NONCE_LEN];
+                    rng.fill(&mut nonce);
+                    item::encrypt_label(&h.label_key, nonce, &labels[i])
+                } else {
+                    Vec::new()
+                };
+                match self.records.find(h.hash) {
+                    Some(at) => {
+                        if self.label_len > 0 {
+                            self.records.set_label(at, &encrypted_label);
+                            relabeled.push(at);
+                        }
                     }
+                    None => added.push(self.records.push(raw, h.hash, &encrypted_label)),
                 }
-                None => added.push(self.records.push(raw, h.hash, &encrypted_label)),
             }
         }
         self.mark_changed(&relabeled);
@@ -541,7 +548,8 @@ impl Database {
 
     /// A database from stored parts (see [`super::store`]): its records, the bins'
     /// layout and the packed polynomials of every bundle, checked against each other
-    /// as far as the shapes go (the file's checksum vouches for the rest).
+    /// as far as the shapes go (the file's checksum vouches for the rest). Queries can
+    /// use it at once; [`Self::prepare`] holds bundles ready within the cache budget.
     pub(crate) fn from_parts(
         mut db: Self,
         columns: Vec<Vec<Vec<u32>>>,
@@ -599,7 +607,7 @@ impl Database {
                     .collect()
             })
             .collect();
-        db.apply_cache()?;
+        // Nothing is held ready yet: whoever serves it sets the budget and prepares.
         Ok(db)
     }
 
@@ -784,12 +792,26 @@ fn encode_bundle(
         let roots: Vec<u64> = felts[b].iter().map(|e| e[j]).collect();
         poly::from_roots(&roots, t)
     }))?];
-    for p in 0..parts {
-        polynomials.push(encode(slots(depth.max(2), &|b, j| {
-            let xs: Vec<u64> = felts[b].iter().map(|e| e[j]).collect();
-            let ys: Vec<u64> = label_felts[b].iter().map(|l| l[p][j]).collect();
-            poly::interpolate(&xs, &ys, t)
-        }))?);
+    if parts > 0 {
+        // Every part's label polynomial of each bin and slot, interpolated together.
+        let labels: Vec<Vec<Vec<Vec<u64>>>> = (0..bins.len())
+            .map(|b| {
+                (0..f)
+                    .map(|j| {
+                        let xs: Vec<u64> = felts[b].iter().map(|e| e[j]).collect();
+                        let ys: Vec<Vec<u64>> = (0..parts)
+                            .map(|p| label_felts[b].iter().map(|l| l[p][j]).collect())
+                            .collect();
+                        poly::interpolate_many(&xs, &ys, t)
+                    })
+                    .collect()
+            })
+            .collect();
+        for p in 0..parts {
+            polynomials.push(encode(slots(depth.max(2), &|b, j| {
+                labels[b][j][p].clone()
+            }))?);
+        }
     }
     Ok(PackedBundle { polynomials })
 }

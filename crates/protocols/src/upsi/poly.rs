@@ -100,34 +100,52 @@ pub fn from_roots(roots: &[u64], t: u64) -> Vec<u64> {
 /// The polynomial of degree < n through the n points `(xs[i], ys[i])`; the xs must be
 /// distinct mod t (the database keeps them so).
 pub fn interpolate(xs: &[u64], ys: &[u64], t: u64) -> Vec<u64> {
+    interpolate_many(xs, &[ys.to_vec()], t)
+        .pop()
+        .expect("one polynomial")
+}
+
+/// [`interpolate`] for several value vectors over the same xs: the divided
+/// differences' denominators depend on the xs alone, so they are inverted once for all
+/// (the inversions are most of the work).
+pub fn interpolate_many(xs: &[u64], ys: &[Vec<u64>], t: u64) -> Vec<Vec<u64>> {
     let z = Zt::new(t);
     let n = xs.len();
     if n == 0 {
-        return Vec::new();
+        return vec![Vec::new(); ys.len()];
     }
     // Divided differences, in place.
-    let mut d: Vec<u64> = ys.iter().map(|y| y % t).collect();
+    let mut ds: Vec<Vec<u64>> = ys
+        .iter()
+        .map(|ys| ys.iter().map(|y| y % t).collect())
+        .collect();
     let mut inverses = vec![0u64; n];
+    let mut dens = Vec::with_capacity(n);
     for level in 1..n {
         // The level's denominators xs[i] - xs[i - level], inverted together
         // (Montgomery's trick: one exponentiation per level, not one per point).
-        let dens: Vec<u64> = (level..n)
-            .map(|i| z.add(xs[i] % t, z.neg(xs[i - level] % t)))
-            .collect();
+        dens.clear();
+        dens.extend((level..n).map(|i| z.add(xs[i] % t, z.neg(xs[i - level] % t))));
         z.batch_invert(&dens, &mut inverses[..dens.len()]);
-        for i in (level..n).rev() {
-            let num = z.add(d[i], z.neg(d[i - 1]));
-            d[i] = z.mul(num, inverses[i - level]);
+        for d in &mut ds {
+            for i in (level..n).rev() {
+                let num = z.add(d[i], z.neg(d[i - 1]));
+                d[i] = z.mul(num, inverses[i - level]);
+            }
         }
     }
     // Horner on the Newton form: p = d0 + (x - x0)(d1 + (x - x1)(d2 + ...)).
-    let mut c = Vec::with_capacity(n);
-    c.push(d[n - 1]);
-    for i in (0..n - 1).rev() {
-        z.mul_linear(&mut c, xs[i]);
-        c[0] = z.add(c[0], d[i]);
-    }
-    c
+    ds.iter()
+        .map(|d| {
+            let mut c = Vec::with_capacity(n);
+            c.push(d[n - 1]);
+            for i in (0..n - 1).rev() {
+                z.mul_linear(&mut c, xs[i]);
+                c[0] = z.add(c[0], d[i]);
+            }
+            c
+        })
+        .collect()
 }
 
 /// `p(x) mod t`.
@@ -167,5 +185,9 @@ mod tests {
         }
         assert_eq!(interpolate(&[4], &[77], T), vec![77]);
         assert!(interpolate(&[], &[], T).is_empty());
+        let other: Vec<u64> = ys.iter().map(|y| (y * 3 + 1) % T).collect();
+        let both = interpolate_many(&xs, &[ys.to_vec(), other.clone()], T);
+        assert_eq!(both[0], c);
+        assert_eq!(both[1], interpolate(&xs, &other, T));
     }
 }
