@@ -177,7 +177,7 @@ fn build(args: &BuildArgs) -> Result<(), Failure> {
         started.elapsed().as_secs_f64()
     );
     let db = build_database(
-        &ids,
+        ids,
         labels,
         args.preset.as_deref(),
         args.client_items,

@@ -228,6 +228,55 @@ fn database_updates_save_and_load() {
     }
 }
 
+/// A database file as privset wrote it before 2026-11-26 (version 1: items only).
+fn version_1_file(db: &Database) -> Vec<u8> {
+    use sha2::{Digest, Sha256};
+    let mut out = b"PRIVSET-UPSI-DB\n".to_vec();
+    out.extend_from_slice(&1u32.to_be_bytes());
+    let preset = db.preset().to_toml();
+    out.extend_from_slice(&(preset.len() as u32).to_be_bytes());
+    out.extend_from_slice(preset.as_bytes());
+    out.extend_from_slice(&(db.label_len() as u32).to_be_bytes());
+    // The key seed, from the current format's header (same layout up to there).
+    let v2 = privset_protocols::upsi::store::save(db).unwrap();
+    let at = 16 + 4 + 4 + preset.len() + 4;
+    out.extend_from_slice(&v2[at..at + 32]);
+    out.extend_from_slice(&(db.len() as u64).to_be_bytes());
+    for (item, hash, label) in db.records() {
+        out.extend_from_slice(&(item.len() as u32).to_be_bytes());
+        out.extend_from_slice(item);
+        out.extend_from_slice(&hash.to_be_bytes());
+        out.extend_from_slice(label);
+    }
+    let digest = Sha256::digest(&out);
+    out.extend_from_slice(&digest);
+    out
+}
+
+#[test]
+fn version_1_files_still_load() {
+    use privset_protocols::upsi::store;
+    let mut rng = SessionRng::from_seed([12; 32]);
+    let mut db = Database::new(Preset::named("n4096-c1k").unwrap(), 8, &mut rng).unwrap();
+    let items: Vec<Vec<u8>> = (0..3000).map(item).collect();
+    let labels: Vec<Vec<u8>> = (0..3000).map(|i| label(i, 8)).collect();
+    db.insert(&items, &labels, &mut rng).unwrap();
+    db.prepare().unwrap();
+    let mut old = store::load(&version_1_file(&db)).unwrap();
+    old.prepare().unwrap();
+    assert_eq!(old.len(), 3000);
+    let client = vec![item(7), item(2999), item(4000)];
+    let expected = vec![Some(label(7, 8)), Some(label(2999, 8)), None];
+    assert_eq!(run(&old, &client, &mut rng), expected);
+    // Saved again, it is a version 2 file with the same answers.
+    let again = store::load(&store::save(&old).unwrap()).unwrap();
+    assert_eq!(run(&again, &client, &mut rng), expected);
+    let mut bad = version_1_file(&db);
+    let at = bad.len() - 40;
+    bad[at] ^= 1;
+    assert!(store::load(&bad).is_err());
+}
+
 #[test]
 fn edge_cases() {
     // Empty server, empty client, one item, everything matching.

@@ -181,7 +181,7 @@ impl UpsiDatabase {
         label_bytes: Option<usize>,
         cache_mb: usize,
     ) -> PyResult<Self> {
-        let ids = &rows.rows.ids;
+        let ids = rows.rows.ids.clone();
         let labels = rows.rows.labels.clone();
         let db = py
             .detach(|| {

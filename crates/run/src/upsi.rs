@@ -158,7 +158,7 @@ pub fn serving(mut db: Database, cache_bytes: usize) -> Result<Database, Failure
 /// number of rows; the first bundles within `cache_bytes` held ready for queries (0 for
 /// a database only written to a file).
 pub fn build_database(
-    ids: &[Vec<u8>],
+    ids: Vec<Vec<u8>>,
     mut labels: Vec<Vec<u8>>,
     preset: Option<&str>,
     client_items: usize,
@@ -182,7 +182,9 @@ pub fn build_database(
     let mut rng = SessionRng::from_os();
     let mut db = Database::new(preset, label_len, &mut rng)?;
     db.set_cache_bytes(cache_bytes);
-    db.insert(ids, &labels, &mut rng)?;
+    db.insert(&ids, &labels, &mut rng)?;
+    // The database keeps its own copy: free the rows before the polynomials are made.
+    drop((ids, labels));
     db.prepare()?;
     Ok(db)
 }
