@@ -25,6 +25,11 @@ pub trait Coefficients: Sync {
     /// Coefficients `range`, ready for products with level-0 ciphertexts.
     fn block(&self, range: Range<usize>) -> Result<Cow<'_, [Plaintext]>, BfvError>;
 
+    /// True for no coefficients at all (never an evaluable polynomial).
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The degree d.
     fn degree(&self) -> usize {
         self.len().saturating_sub(1)

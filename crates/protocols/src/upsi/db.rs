@@ -807,11 +807,10 @@ fn encode_bundle(
                     .collect()
             })
             .collect();
-        for p in 0..parts {
-            polynomials.push(encode(slots(depth.max(2), &|b, j| {
-                labels[b][j][p].clone()
-            }))?);
-        }
+        let parts: Vec<PackedPolynomial> = (0..parts)
+            .map(|p| encode(slots(depth.max(2), &|b, j| labels[b][j][p].clone())))
+            .collect::<Result<_, _>>()?;
+        polynomials.extend(parts);
     }
     Ok(PackedBundle { polynomials })
 }

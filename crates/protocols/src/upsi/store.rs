@@ -302,5 +302,5 @@ fn parse<R: Read>(r: &mut Body<R>) -> Result<Database, ProtocolError> {
     if r.left != 0 {
         return Err(corrupt("it has bytes the format does not account for"));
     }
-    Database::from_parts(db, columns, packed).map_err(|e| corrupt(e))
+    Database::from_parts(db, columns, packed).map_err(corrupt)
 }
