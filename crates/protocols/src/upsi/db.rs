@@ -472,6 +472,13 @@ impl Database {
     /// on every core; then keeps as many bundles in fhe.rs's form as the cache budget
     /// allows (the first ones).
     pub fn prepare(&mut self) -> Result<(), ProtocolError> {
+        self.encode_changed()?;
+        self.apply_cache()
+    }
+
+    /// Computes and encodes the polynomials of every bundle changed since the last
+    /// call (packed only).
+    pub(crate) fn encode_changed(&mut self) -> Result<(), ProtocolError> {
         let parts = item::label_parts(&self.preset, self.label_len);
         let bpb = self.preset.bins_per_bundle();
         let (preset, params, records, columns) =
@@ -496,8 +503,7 @@ impl Database {
                     ready: None,
                 });
                 Ok::<_, ProtocolError>(())
-            })?;
-        self.apply_cache()
+            })
     }
 
     /// Keeps the first bundles within the cache budget in fhe.rs's form, the rest packed.

@@ -247,8 +247,9 @@ fn parse<R: Read>(r: &mut Body<R>) -> Result<Database, ProtocolError> {
         records.push(&item, hash, &label);
     }
     if version == 1 {
+        // As a version 2 file loads: encoded, nothing held ready until prepared.
         db.place_all();
-        db.prepare()?;
+        db.encode_changed()?;
         return Ok(db);
     }
     let preset = db.preset().clone();
