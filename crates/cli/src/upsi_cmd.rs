@@ -248,7 +248,7 @@ fn change(args: &ChangeArgs, add: bool) -> Result<(), Failure> {
 fn serve(args: &ServeArgs) -> Result<(), Failure> {
     let service = Arc::new(UpsiService::open(
         &args.db,
-        args.cache_mb.saturating_mul(1 << 20),
+        privset_run::upsi::mib(args.cache_mb),
     )?);
     let db = service.database();
     eprintln!(

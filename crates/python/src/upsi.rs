@@ -113,11 +113,6 @@ impl UpsiRows {
     }
 }
 
-/// Bytes of `mb` MiB (saturating: a budget beyond memory means "everything").
-fn mib(mb: usize) -> usize {
-    mb.saturating_mul(1 << 20)
-}
-
 /// The server's database (the CLI's database file), shared with the servers made from
 /// it: a change is seen by the sessions that start after it.
 #[pyclass(frozen, module = "privset._native")]
@@ -191,7 +186,7 @@ impl UpsiDatabase {
                     preset.as_deref(),
                     client_items,
                     label_bytes,
-                    mib(cache_mb),
+                    files::mib(cache_mb),
                 )
             })
             .py_err(py)?;
@@ -202,7 +197,7 @@ impl UpsiDatabase {
     #[staticmethod]
     fn load(py: Python<'_>, path: PathBuf, cache_mb: usize) -> PyResult<Self> {
         let db = py
-            .detach(|| files::serving(files::read_database(&path)?, mib(cache_mb)))
+            .detach(|| files::serving(files::read_database(&path)?, files::mib(cache_mb)))
             .py_err(py)?;
         Ok(Self::new(db))
     }
@@ -430,7 +425,7 @@ impl UpsiParty {
     ) -> PyResult<Self> {
         let period = crate::link::seconds(py, "reload_interval", reload_interval)?;
         let service = Arc::new(
-            py.detach(|| UpsiService::open(&path, mib(cache_mb)))
+            py.detach(|| UpsiService::open(&path, files::mib(cache_mb)))
                 .py_err(py)?,
         );
         let shown = path.display().to_string();

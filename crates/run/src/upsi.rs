@@ -146,6 +146,12 @@ pub fn pad_labels(labels: &mut [Vec<u8>], len: usize) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Bytes of a cache budget of `mb` MiB (saturating: a budget beyond memory means
+/// "everything").
+pub fn mib(mb: usize) -> usize {
+    mb.saturating_mul(1 << 20)
+}
+
 /// `db` made ready to answer queries: the first bundles within `cache_bytes` held in
 /// fhe.rs's form (the rest are converted during each query).
 pub fn serving(mut db: Database, cache_bytes: usize) -> Result<Database, Failure> {
