@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
+use privset_protocols::Meter;
 use privset_protocols::upsi::Client;
 use privset_run::output_rows;
 use privset_run::upsi::{
@@ -20,6 +21,7 @@ use crate::fail::Failure;
 use crate::input_args::InputArgs;
 use crate::metrics::Stopwatch;
 use crate::pi_sum_cmd::write_json;
+use crate::progress::Progress;
 use crate::run::PriceArgs;
 
 #[derive(Subcommand, Debug)]
@@ -140,9 +142,12 @@ pub fn run(cmd: &UpsiCommand) -> Result<(), Failure> {
                 let mut database = read_database(db)?;
                 // Written to the file, never queried here: no bundle is held ready.
                 database.set_cache_bytes(0);
+                let mut progress = Progress::new("upsi db rotate-key", Some(database.meter()));
                 database.rotate_key(&mut privset_crypto::rng::SessionRng::from_os())?;
                 database.prepare()?;
+                progress.status("writing the database file");
                 write_database(db, &database)?;
+                progress.finish();
                 eprintln!(
                     "upsi db rotate-key: {} items under a new OPRF key in {:.1} s -> {}",
                     database.len(),
@@ -176,6 +181,8 @@ fn build(args: &BuildArgs) -> Result<(), Failure> {
         args.source.input.display(),
         started.elapsed().as_secs_f64()
     );
+    let meter = Arc::new(Meter::new());
+    let mut progress = Progress::new("upsi db build", Some(Arc::clone(&meter)));
     let db = build_database(
         ids,
         labels,
@@ -183,8 +190,11 @@ fn build(args: &BuildArgs) -> Result<(), Failure> {
         args.client_items,
         args.label_bytes,
         0,
+        meter,
     )?;
+    progress.status("writing the database file");
     write_database(&args.db, &db)?;
+    progress.finish();
     eprintln!(
         "upsi db build: {} items, preset {}, labels of {} bytes, {} bin bundles, {:.1} s -> {}",
         db.len(),
@@ -226,6 +236,7 @@ fn change(args: &ChangeArgs, add: bool) -> Result<(), Failure> {
     )?;
     let before = db.len();
     let mut rng = privset_crypto::rng::SessionRng::from_os();
+    let mut progress = Progress::new("upsi db", Some(db.meter()));
     if add {
         pad_labels(&mut labels, db.label_len())?;
         db.insert(&ids, &labels, &mut rng)?;
@@ -233,7 +244,9 @@ fn change(args: &ChangeArgs, add: bool) -> Result<(), Failure> {
         db.remove(&ids);
     }
     db.prepare()?;
+    progress.status("writing the database file");
     write_database(&args.db, &db)?;
+    progress.finish();
     eprintln!(
         "upsi db {}: {} -> {} items in {:.1} s -> {}",
         if add { "add" } else { "remove" },

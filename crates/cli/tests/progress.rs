@@ -144,3 +144,46 @@ fn nothing_but_the_summary_when_stderr_is_not_a_terminal() {
         assert!(json_lines(o).is_empty());
     }
 }
+
+/// `upsi db build` (no party: a long local computation) counts its two bulk steps.
+#[test]
+fn upsi_db_build_counts_hashing_and_polynomials() {
+    let dir = scratch("upsi");
+    write_set(&dir.join("db.csv"), "d", 0);
+    let out = Command::new(BIN)
+        .args([
+            "upsi",
+            "db",
+            "build",
+            "--input",
+            "db.csv",
+            "--id-column",
+            "id",
+            "--db",
+            "x.upsi",
+            "--progress",
+            "json",
+        ])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = json_lines(&out);
+    let seen = phases(&lines);
+    let n = ITEMS as u64;
+    assert_eq!(
+        seen[0],
+        ("hashing the items under the OPRF key".into(), n, n),
+        "{seen:?}"
+    );
+    assert_eq!(
+        seen[1].0, "computing the bin bundles' polynomials",
+        "{seen:?}"
+    );
+    assert!(seen[1].2 > 0 && seen[1].1 == seen[1].2, "{seen:?}");
+    assert_eq!(seen.len(), 2, "{seen:?}");
+}

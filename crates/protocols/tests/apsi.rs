@@ -13,6 +13,7 @@ use privset_protocols::apsi::authorize::{self, JudgeConfig};
 use privset_protocols::apsi::intersect::{self, ServerConfig};
 use privset_protocols::apsi::signatures::SignatureSet;
 use privset_protocols::apsi::{AllowList, DEFAULT_MAX_PEER_ITEMS, Mode, PartialFraction, h1};
+use privset_protocols::party::Party;
 use privset_protocols::{Engine, PeerMisbehaved, ProtocolError};
 
 fn item(i: u64) -> Vec<u8> {
@@ -75,7 +76,20 @@ impl Setup {
     fn authorize(&mut self, id: &str, xs: &[Vec<u8>]) -> SignatureSet {
         let mut client = self.client(id, xs);
         let mut judge = self.judge(xs);
+        let meters = (client.meter().unwrap(), judge.meter().unwrap());
         run_pair(&mut client, &mut judge).unwrap();
+        // Both count their bulk work item by item, to the end (the CLI's bar).
+        let n = xs.len() as u64;
+        for (meter, phase) in [
+            (
+                &meters.0,
+                "hashing our items to check the judge's signatures",
+            ),
+            (&meters.1, "hashing and signing the client's items"),
+        ] {
+            let r = meter.read();
+            assert_eq!((r.phase, r.done, r.total), (phase, n, n), "{r:?}");
+        }
         let out = judge.into_output().unwrap();
         assert_eq!(out.rejected, None);
         assert_eq!(out.items, xs.len() as u64);

@@ -355,3 +355,30 @@ fn too_few_participants_or_a_dealer_with_a_set_are_refused() {
         Err(ProtocolError::Config(_))
     ));
 }
+
+/// Every participant of every protocol counts its bulk work on its meter (the CLI's bar,
+/// Python's callback) and ends its last phase counted to its total.
+#[test]
+fn every_participant_counts_its_last_phase_to_the_end() {
+    for protocol in MpsiProtocol::ALL {
+        let sets = random_sets(protocol, 3, 9, &[40, 7, 33], 4);
+        let mut parties = build(protocol, &sets, 0);
+        let meters: Vec<_> = parties
+            .iter()
+            .map(|p| p.meter().expect("every engine party has a meter"))
+            .collect();
+        let mut refs: Vec<&mut dyn Party> = parties
+            .iter_mut()
+            .map(|p| p.as_mut() as &mut dyn Party)
+            .collect();
+        run_parties_with(&mut refs, &mut |_, _, _, _| HookAction::Deliver).expect("run");
+        for (i, meter) in meters.iter().enumerate() {
+            let r = meter.read();
+            assert!(
+                r.phase_number > 0 && !r.phase.is_empty() && r.total > 0,
+                "{protocol:?} participant {i} counted nothing: {r:?}"
+            );
+            assert_eq!(r.done, r.total, "{protocol:?} participant {i}: {r:?}");
+        }
+    }
+}

@@ -1,6 +1,7 @@
 //! Unbalanced labeled PSI (Cong et al. 2021) against the plaintext answer.
 
 use privset_crypto::rng::SessionRng;
+use privset_protocols::Meter;
 use privset_protocols::upsi::item::{oprf_blind, oprf_evaluate, oprf_finish};
 use privset_protocols::upsi::query::{ClientQuery, answer};
 use privset_protocols::upsi::{Database, Preset};
@@ -20,7 +21,12 @@ fn run(db: &Database, client: &[Vec<u8>], rng: &mut SessionRng) -> Vec<Option<Ve
     let response = oprf_evaluate(&db.oprf_key(), &request).unwrap();
     let hashed = oprf_finish(&r, client.len(), &response).unwrap();
     let (query, message) = ClientQuery::new(db.preset().clone(), hashed, rng).unwrap();
-    let reply = answer(db, &message).unwrap();
+    let meter = Meter::new();
+    let reply = answer(db, &message, &meter).unwrap();
+    // The server counts its evaluation bundle by bundle, to the end.
+    let bundles: u32 = db.bundle_counts().iter().sum();
+    let r = meter.read();
+    assert_eq!((r.done, r.total), (u64::from(bundles), u64::from(bundles)));
     query
         .finish(&reply, &db.bundle_counts(), db.label_len())
         .unwrap()
@@ -38,7 +44,11 @@ fn check_with(preset: Preset, server: u64, client: &[Vec<u8>], label_len: usize)
         Vec::new()
     };
     db.insert(&items, &labels, &mut rng).unwrap();
+    let hashed = db.meter().read();
+    assert_eq!((hashed.done, hashed.total), (server, server), "{hashed:?}");
     db.prepare().unwrap();
+    let prepared = db.meter().read();
+    assert_eq!(prepared.done, prepared.total, "{prepared:?}");
     let got = run(&db, client, &mut rng);
     for (i, (c, g)) in client.iter().zip(&got).enumerate() {
         let expected = items.iter().position(|x| x == c).map(|at| {

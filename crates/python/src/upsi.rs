@@ -187,6 +187,7 @@ impl UpsiDatabase {
                     client_items,
                     label_bytes,
                     files::mib(cache_mb),
+                    Default::default(),
                 )
             })
             .py_err(py)?;

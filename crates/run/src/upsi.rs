@@ -12,6 +12,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime};
 
 use privset_crypto::rng::SessionRng;
+use privset_protocols::Meter;
 use privset_protocols::engine::Engine;
 use privset_protocols::input::DuplicatePolicy;
 use privset_protocols::upsi::{self, ClientOutput, Database, Server, store};
@@ -170,6 +171,7 @@ pub fn build_database(
     client_items: usize,
     label_bytes: Option<usize>,
     cache_bytes: usize,
+    meter: Arc<Meter>,
 ) -> Result<Database, Failure> {
     let preset = match preset {
         Some(name) => upsi::Preset::named(name)?,
@@ -188,6 +190,7 @@ pub fn build_database(
     let mut rng = SessionRng::from_os();
     let mut db = Database::new(preset, label_len, &mut rng)?;
     db.set_cache_bytes(cache_bytes);
+    db.set_meter(meter);
     db.insert(&ids, &labels, &mut rng)?;
     // The database keeps its own copy: free the rows before the polynomials are made.
     drop((ids, labels));

@@ -22,10 +22,13 @@ use super::{KcToken, MAX_ITEM_LEN, Mode, PartialFraction, Policy, h1_batch, h2_b
 use super::{kc_base, kc_message, validate_client_id, validate_items};
 use crate::engine::{Engine, Handshake, Message, Protocol, Roster, Session};
 use crate::error::{PeerMisbehaved, ProtocolError};
+use crate::meter::Meter;
 use crate::wire::{MAX_ALERT_LEN, PartyId, ProtocolId, Reader, checked_len};
 
 const PROTOCOL: ProtocolId = ProtocolId::ApsiAuthorize;
 const NAMES: [&str; 2] = ["client", "judge"];
+/// The judge's one long phase: hashing each shown item (or commitment) and signing it.
+const SIGN_PHASE: &str = "hashing and signing the client's items";
 
 /// Packs items as u32 length + bytes each.
 fn encode_items<'a>(items: impl Iterator<Item = &'a Vec<u8>>, out: &mut Vec<u8>) {
@@ -121,9 +124,19 @@ impl Client {
     /// and, with key consistency, `h_d = D^r`.
     fn commit(&mut self, session: &mut Session<'_>) {
         let r = bls::random_scalar(session.rng);
-        let hashes = h1_batch(&self.config.client_id, &self.items);
-        let blinded: Vec<G1Projective> = hashes.par_iter().map(|h| h * r).collect();
-        let commitments = bls::to_affine_batch(&blinded);
+        let id = &self.config.client_id;
+        let hashes = session
+            .meter
+            .slices("hashing our items", &self.items, 1, |_, slice| {
+                h1_batch(id, slice)
+            });
+        let commitments =
+            session
+                .meter
+                .slices("committing to our items", &hashes, 1, |_, slice| {
+                    let blinded: Vec<G1Projective> = slice.par_iter().map(|h| h * r).collect();
+                    bls::to_affine_batch(&blinded)
+                });
         let kc = self.config.key_consistency.then(|| {
             let base = kc_base(&session.ctx.transcript);
             (base, (base * r).to_affine())
@@ -212,10 +225,16 @@ impl Client {
         let key = self
             .judge_key
             .ok_or(not_now("signatures before the judge's hello"))?;
+        const PHASE: &str = "hashing our items to check the judge's signatures";
+        let id = &self.config.client_id;
         let (messages, kc_token) = match &self.commitment {
-            None => (h1_batch(&self.config.client_id, &self.items), None),
+            None => (
+                (session.meter).slices(PHASE, &self.items, 1, |_, s| h1_batch(id, s)),
+                None,
+            ),
             Some(c) => {
-                let mut messages = h2_batch(&c.commitments);
+                let mut messages =
+                    (session.meter).slices(PHASE, &c.commitments, 1, |_, s| h2_batch(s));
                 let token = match (c.kc, points.last()) {
                     (Some((base, value)), Some(&signature)) => Some(KcToken {
                         base,
@@ -478,8 +497,10 @@ impl Judge {
         let mut r = Reader::new(body, "items");
         let items = decode_items(&mut r, n)?;
         r.finish()?;
-        self.decide(session, &items, |judge, client_id| {
-            judge.key.sign_points(&h1_batch(client_id, &items))
+        self.decide(session, &items, |judge, client_id, meter| {
+            meter.slices(SIGN_PHASE, &items, 1, |_, slice| {
+                judge.key.sign_points(&h1_batch(client_id, slice))
+            })
         })
     }
 
@@ -540,8 +561,10 @@ impl Judge {
         }
         eea::verify(&bases, &values, &proof, &context, session.rng)
             .map_err(invalid("exponent-equality proof"))?;
-        self.decide(session, &opened, |judge, client_id| {
-            let mut signatures = judge.key.sign_points(&h2_batch(&judge.commitments));
+        self.decide(session, &opened, |judge, client_id, meter| {
+            let mut signatures = meter.slices(SIGN_PHASE, &judge.commitments, 1, |_, slice| {
+                judge.key.sign_points(&h2_batch(slice))
+            });
             if let (Some(base), Some(value)) = (kc_token_base, judge.kc_value) {
                 signatures.extend(
                     judge
@@ -558,13 +581,13 @@ impl Judge {
         &mut self,
         session: &mut Session<'_>,
         shown: &[Vec<u8>],
-        sign: impl FnOnce(&Self, &[u8]) -> Vec<G1Affine>,
+        sign: impl FnOnce(&Self, &[u8], &Meter) -> Vec<G1Affine>,
     ) -> Result<(), ProtocolError> {
         let client = self.client()?;
         let (client_id, items) = (client.client_id.clone(), client.items);
         let rejected = match self.policy.check(&client_id, shown) {
             Ok(()) => {
-                let signatures = sign(self, &client_id);
+                let signatures = sign(self, &client_id, session.meter);
                 session.send(CLIENT, kind::SIGNATURES, &bls::encode_g1_batch(&signatures));
                 None
             }

@@ -37,6 +37,11 @@ use crate::engine::{Message, Protocol, Session};
 use crate::error::ProtocolError;
 use crate::wire::PartyId;
 
+/// A party's one long phase, counted in filter positions as their chunks are decrypted.
+const FILTER_PHASE: &str = "encrypting the Bloom filter and decrypting the dealer's answer";
+/// The dealer's one long phase, counted in filter positions as their chunks are answered.
+const DEALER_PHASE: &str = "adding and masking the parties' encrypted Bloom filters";
+
 /// The common filter: the session's bound `N` on every set (the largest announced) and
 /// `t · N` look-ups over the run.
 fn filter_params(setup: &Setup) -> BloomParams {
@@ -180,6 +185,7 @@ impl Protocol for Party {
                 keys.accept(e.from, body, &name)?;
                 if keys.complete() {
                     self.key = Some(keys.key_share()?);
+                    session.meter.begin(FILTER_PHASE, self.bloom.len());
                     self.send_filter_chunk(0, session);
                     self.expect_masked();
                 }
@@ -217,6 +223,7 @@ impl Protocol for Party {
                         .map_err(|e| ProtocolError::Config(e.to_string()))?;
                     let start = chunk(self.bloom.len(), self.chunk).0;
                     self.and[start..start + flags.len()].copy_from_slice(&flags);
+                    session.meter.add(flags.len());
                     self.chunk += 1;
                     if self.chunk < chunks(self.bloom.len()) {
                         self.expect_masked();
@@ -316,6 +323,7 @@ impl Dealer {
         for p in 1..=self.setup.holders() as PartyId {
             session.send(p, KIND_MASKED, &masked);
         }
+        session.meter.add(shifted.len());
         self.chunk += 1;
         if self.chunk < chunks(self.bits) {
             self.expect_filters();
@@ -354,6 +362,7 @@ impl Protocol for Dealer {
             if keys.complete() {
                 self.pk = Some(keys.public_key()?);
                 self.keys = None;
+                session.meter.begin(DEALER_PHASE, self.bits);
                 self.expect_filters();
             }
             return Ok(());

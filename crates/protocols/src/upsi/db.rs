@@ -31,6 +31,7 @@ use super::poly;
 use super::preset::Preset;
 use super::records::Records;
 use crate::error::ProtocolError;
+use crate::meter::Meter;
 
 /// Bytes of bundles kept in fhe.rs's form unless told otherwise: every bundle of a
 /// 2^20-item database, labeled, on the n = 4096 presets.
@@ -95,6 +96,8 @@ pub struct Database {
     /// For each bundle index, its bin bundles' polynomials (`None` after a change).
     encoded: Vec<Vec<Option<EncodedBundle>>>,
     cache_bytes: usize,
+    /// Where the long steps (hashing, computing polynomials) count their progress.
+    meter: Arc<Meter>,
 }
 
 impl Database {
@@ -134,11 +137,23 @@ impl Database {
             label_len,
             key_seed,
             cache_bytes: DEFAULT_CACHE_BYTES,
+            meter: Arc::new(Meter::new()),
         })
     }
 
     pub fn preset(&self) -> &Preset {
         &self.preset
+    }
+
+    /// Where inserting, removing and preparing count their progress (a display reads
+    /// it from another thread).
+    pub fn meter(&self) -> Arc<Meter> {
+        Arc::clone(&self.meter)
+    }
+
+    /// Counts into `meter` from now on.
+    pub fn set_meter(&mut self, meter: Arc<Meter>) {
+        self.meter = meter;
     }
 
     pub fn params(&self) -> &Arc<BfvParameters> {
@@ -277,9 +292,12 @@ impl Database {
             .reserve(items.len(), items.iter().map(Vec::len).sum());
         let mut added = Vec::with_capacity(items.len());
         let mut relabeled = Vec::new();
+        self.meter
+            .begin("hashing the items under the OPRF key", items.len());
         // Hashed a chunk at a time: the OPRF outputs of 2^24 items would take 1.3 GB.
         for (chunk, items) in items.chunks(HASH_CHUNK).enumerate() {
             let hashed = self.hash_items(items);
+            self.meter.add(items.len());
             for (k, (raw, h)) in items.iter().zip(&hashed).enumerate() {
                 let i = chunk * HASH_CHUNK + k;
                 let encrypted_label = if self.label_len > 0 {
@@ -321,9 +339,10 @@ impl Database {
         };
         let mut key_seed = [0u8; 32];
         rng.fill(&mut key_seed);
-        let cache_bytes = self.cache_bytes;
+        let (cache_bytes, meter) = (self.cache_bytes, self.meter());
         *self = Self::with_key(self.preset.clone(), self.label_len, key_seed)?;
         self.cache_bytes = cache_bytes;
+        self.meter = meter;
         self.insert(&items, &labels, rng)
     }
 
@@ -483,6 +502,14 @@ impl Database {
         let bpb = self.preset.bins_per_bundle();
         let (preset, params, records, columns) =
             (&self.preset, &self.params, &self.records, &self.columns);
+        let changed = self
+            .encoded
+            .iter()
+            .flatten()
+            .filter(|b| b.is_none())
+            .count();
+        let meter = &self.meter;
+        meter.begin("computing the bin bundles' polynomials", changed);
         self.encoded
             .par_iter_mut()
             .enumerate()
@@ -502,6 +529,7 @@ impl Database {
                     packed: Arc::new(encode_bundle(preset, params, records, &bins, parts)?),
                     ready: None,
                 });
+                meter.add(1);
                 Ok::<_, ProtocolError>(())
             })
     }
@@ -522,6 +550,10 @@ impl Database {
                 bundle.ready = None;
             }
         }
+        let meter = &self.meter;
+        if !to_ready.is_empty() {
+            meter.begin("holding bundles ready for queries", to_ready.len());
+        }
         to_ready.into_par_iter().try_for_each(|bundle| {
             let ready = bundle
                 .packed
@@ -531,6 +563,7 @@ impl Database {
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| ProtocolError::Config(e.to_string()))?;
             bundle.ready = Some(Arc::new(ready));
+            meter.add(1);
             Ok(())
         })
     }

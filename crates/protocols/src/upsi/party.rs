@@ -389,7 +389,7 @@ impl Protocol for Server {
                 self.state = ServerState::AwaitQuery;
             }
             ServerState::AwaitQuery => {
-                let answer = query::answer(&self.db, message.expect(kind::QUERY)?)?;
+                let answer = query::answer(&self.db, message.expect(kind::QUERY)?, session.meter)?;
                 session.send(CLIENT, kind::ANSWER, &answer);
                 self.state = ServerState::Done;
                 self.output = Some(ServerOutput {

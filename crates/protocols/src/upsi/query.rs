@@ -24,6 +24,7 @@ use super::item::{self, HashedItem};
 use super::poly::pow as pow_mod;
 use super::preset::Preset;
 use crate::error::{PeerMisbehaved, ProtocolError};
+use crate::meter::Meter;
 use crate::wire::Reader;
 
 /// Bytes of a serialized ciphertext or key is at most this many times n * log2(q) / 8
@@ -238,8 +239,8 @@ impl ClientQuery {
     }
 }
 
-/// The server's answer to a query message.
-pub fn answer(db: &Database, query: &[u8]) -> Result<Vec<u8>, ProtocolError> {
+/// The server's answer to a query message, counted on `meter` bundle by bundle.
+pub fn answer(db: &Database, query: &[u8], meter: &Meter) -> Result<Vec<u8>, ProtocolError> {
     let preset = db.preset();
     let params = db.params();
     let plan: PowerPlan = preset.plan()?;
@@ -256,8 +257,12 @@ pub fn answer(db: &Database, query: &[u8]) -> Result<Vec<u8>, ProtocolError> {
     r.finish()?;
     let last = params.max_level();
     let mut out = Vec::new();
-    for (index, sources) in sources.into_iter().enumerate() {
-        let bundles = db.encoded(index)?;
+    let encoded = (0..sources.len())
+        .map(|index| db.encoded(index))
+        .collect::<Result<Vec<_>, _>>()?;
+    let total = encoded.iter().map(Vec::len).sum();
+    meter.begin("evaluating the database's polynomials", total);
+    for (sources, bundles) in sources.into_iter().zip(encoded) {
         if bundles.is_empty() {
             continue;
         }
@@ -280,6 +285,7 @@ pub fn answer(db: &Database, query: &[u8]) -> Result<Vec<u8>, ProtocolError> {
         for ct in results.iter().flatten() {
             put(&mut out, ct);
         }
+        meter.add(bundles.len());
     }
     Ok(out)
 }
