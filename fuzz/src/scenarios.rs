@@ -564,6 +564,7 @@ pub fn mpsi() -> Vec<Scenario> {
                     items,
                     max_items: 0,
                     max_peer_items: 1 << 16,
+                    key: Default::default(),
                 };
                 let party = mpsi::new_party(config, seed(230 + t as u8, i)).unwrap();
                 party as Box<dyn Party>

@@ -74,6 +74,7 @@ from .mpsi import (
     Bay,
     BayClient,
     BayServer,
+    DealtKey,
     Hazay,
     HazayClient,
     HazayServer,
@@ -81,6 +82,7 @@ from .mpsi import (
     MiyajiNishidaDealer,
     MiyajiNishidaParty,
     MpsiParticipant,
+    mpsi_deal,
 )
 from .pi_sum import PiSum, PiSumP1, PiSumP2
 from .set_operations import (
@@ -145,6 +147,8 @@ __all__ = [
     "MiyajiNishidaParty",
     "MpsiParticipant",
     "MpsiResult",
+    "DealtKey",
+    "mpsi_deal",
     "Party",
     "PeerMisbehaved",
     "PiSum",

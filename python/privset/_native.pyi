@@ -189,11 +189,17 @@ class MpsiParty:
         *,
         max_items: int,
         max_peer_items: int,
+        paillier_key: Optional[str] = None,
     ) -> MpsiParty: ...
     @property
     def role(self) -> str: ...
     @property
     def protocol(self) -> str: ...
+    @property
+    def scheme(self) -> str: ...
+    @staticmethod
+    def deal(holders: List[str], out: str, modulus_bits: int) -> Tuple[str, List[str], str]:
+        """The trusted dealer: a threshold Paillier key for ``holders``, written to ``out``."""
     def run(
         self,
         link: dict[str, Any],

@@ -427,6 +427,8 @@ class MpsiResult(_Report):
     protocol: str
     #: "bay", "miyaji-nishida" or "hazay".
     mpsi_protocol: str
+    #: The threshold scheme: "elgamal" or "paillier".
+    scheme: str
     #: "server", "client", "dealer" or "party".
     role: str
     #: This participant's name in the session.

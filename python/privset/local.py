@@ -14,10 +14,12 @@ Both parties share this process, so each result's ``cpu_seconds`` is the process
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Type, Union
 
 from ._data import IdColumns, Normalize, Values
+from ._link import PathLike
 from ._party import DEFAULT_CPU_PRICE, DEFAULT_NETWORK_PRICE, DEFAULT_TIMEOUT, Party, run_local
 from ._progress import ProgressArg
 from ._results import (
@@ -44,7 +46,7 @@ from .apsi import (
 from .errors import ConfigurationError, PrivsetError
 from .mpsi import DEFAULT_MAX_PEER_ITEMS as MPSI_DEFAULT_MAX_PEER_ITEMS
 from .mpsi import PROTOCOLS as MPSI_PROTOCOLS
-from .mpsi import MpsiParticipant, run_session
+from .mpsi import MpsiParticipant, mpsi_deal, run_session
 from .pi_sum import DEFAULT_MAX_PEER_ITEMS, DEFAULT_VALUE_BOUND, PiSum
 from .set_operations import PrivateId, Psi, PsiCard, PsiCardSum, PsiShare, Psu, open_share
 from .upsi import UpsiClient, UpsiServer
@@ -486,6 +488,8 @@ def mpsi(
     hash_ids: Optional[str] = None,
     max_items: int = 0,
     max_peer_items: int = MPSI_DEFAULT_MAX_PEER_ITEMS,
+    scheme: str = "elgamal",
+    paillier_modulus_bits: int = 3072,
     timeout: float = DEFAULT_TIMEOUT,
     cpu_price: float = DEFAULT_CPU_PRICE,
     network_price: float = DEFAULT_NETWORK_PRICE,
@@ -500,11 +504,15 @@ def mpsi(
     is a party's and a dealer with no set is added as the first participant (2 sets at
     least). ``names`` name the participants in session order (default: their roles).
     The other keywords are the party classes' (``max_items``: Miyaji-Nishida's bound
-    ``N``).
+    ``N``). ``scheme="paillier"`` runs on threshold Paillier with a key of
+    ``paillier_modulus_bits`` dealt for the session first (:func:`privset.mpsi_deal`,
+    into a temporary directory removed afterwards; 3,072 bits takes minutes).
     """
     namespace = MPSI_PROTOCOLS.get(protocol)
     if namespace is None:
         raise ConfigurationError(f"protocol must be one of bay, miyaji-nishida, hazay, not {protocol!r}")
+    if scheme not in ("elgamal", "paillier"):
+        raise ConfigurationError(f"scheme must be 'elgamal' or 'paillier', not {scheme!r}")
     how: Dict[str, Any] = dict(
         id_column=id_column,
         duplicates=duplicates,
@@ -513,17 +521,31 @@ def mpsi(
         hash_ids=hash_ids,
         max_peer_items=max_peer_items,
     )
-    participants: List[MpsiParticipant]
-    if protocol == "miyaji-nishida":
-        dealer = namespace.dealer(max_peer_items=max_peer_items)  # type: ignore[attr-defined]
-        holders = [namespace.party(s, max_items=max_items, **how) for s in sets]  # type: ignore[attr-defined]
-        participants = [dealer, *holders]
-        learner = 1
-    else:
-        server = [namespace.server(s, **how) for s in sets[:1]]  # type: ignore[attr-defined]
-        clients = [namespace.client(s, **how) for s in sets[1:]]  # type: ignore[attr-defined]
-        participants = [*server, *clients]
-        learner = 0
+    is_mn = protocol == "miyaji-nishida"
+    with tempfile.TemporaryDirectory(prefix="privset-mpsi-key-") as tmp:
+        # One key file per participant: the first's public key, then each holder's share.
+        key_files: List[Optional[PathLike]] = [None] * (len(sets) + int(is_mn))
+        if scheme == "paillier":
+            holders = [f"holder-{i}" for i in range(1, len(key_files))]
+            dealt = mpsi_deal(holders, tmp, modulus_bits=paillier_modulus_bits)
+            key_files = [dealt.public, *dealt.holders]
+        participants: List[MpsiParticipant]
+        if is_mn:
+            dealer = namespace.dealer(max_peer_items=max_peer_items, paillier_key=key_files[0])  # type: ignore[attr-defined]
+            parties = [
+                namespace.party(s, max_items=max_items, paillier_key=k, **how)  # type: ignore[attr-defined]
+                for s, k in zip(sets, key_files[1:])
+            ]
+            participants = [dealer, *parties]
+            learner = 1
+        else:
+            server = [namespace.server(s, paillier_key=key_files[0], **how) for s in sets[:1]]  # type: ignore[attr-defined]
+            clients = [
+                namespace.client(s, paillier_key=k, **how)  # type: ignore[attr-defined]
+                for s, k in zip(sets[1:], key_files[1:])
+            ]
+            participants = [*server, *clients]
+            learner = 0
     results = run_session(
         participants,
         names=None if names is None else list(names),

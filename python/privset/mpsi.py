@@ -1,6 +1,8 @@
 """Multi-party PSI among 3 to 255 organisations: the three protocols of de Jong's
 thesis ("Java Implementation and Analysis of Multi-party Private Set Intersection
-Protocols") on threshold ElGamal, as ``privset mpsi`` runs them. See docs/mpsi.md for
+Protocols") on threshold ElGamal (default) or threshold Paillier (a key from
+:func:`mpsi_deal`, each participant given its file as ``paillier_key=``), as
+``privset mpsi`` runs them. See docs/mpsi.md for
 the messages and what each participant learns.
 
 Every session has one coordinator, the first participant of the parties file, and set
@@ -23,7 +25,9 @@ given and compared as for every other party (docs/python.md, "Inputs");
 from __future__ import annotations
 
 import os
-from typing import Any, List, Optional
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, List, Optional, Sequence, Tuple
 
 from . import _native
 from ._data import IdColumns, Normalize, PartyInput, party_input
@@ -55,7 +59,14 @@ class MpsiParticipant:
     _native: Any
     _input: Optional[PartyInput]
 
-    def _setup(self, input: Optional[PartyInput], *, max_items: int, max_peer_items: int) -> None:
+    def _setup(
+        self,
+        input: Optional[PartyInput],
+        *,
+        max_items: int,
+        max_peer_items: int,
+        paillier_key: Optional[PathLike],
+    ) -> None:
         self._input = input
         self._native = _native.MpsiParty(
             self._protocol,
@@ -63,6 +74,7 @@ class MpsiParticipant:
             None if input is None else input.native,
             max_items=max_items,
             max_peer_items=max_peer_items,
+            paillier_key=None if paillier_key is None else os.fspath(paillier_key),
         )
 
     def __len__(self) -> int:
@@ -78,6 +90,12 @@ class MpsiParticipant:
     def role(self) -> str:
         """"server", "client", "dealer" or "party"."""
         return self._role
+
+    @property
+    def scheme(self) -> str:
+        """The threshold scheme: "elgamal" (the key agreed in each session) or
+        "paillier" (a key from :func:`mpsi_deal`)."""
+        return str(self._native.scheme)
 
     def _result(self, outcome: Any) -> MpsiResult:
         return MpsiResult._from_native(outcome, self._input)
@@ -184,6 +202,7 @@ class _Holder(MpsiParticipant):
         phone_region: Optional[str] = None,
         hash_ids: Optional[str] = None,
         max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
+        paillier_key: Optional[PathLike] = None,
     ) -> None:
         self._setup(
             _holder_input(
@@ -196,6 +215,7 @@ class _Holder(MpsiParticipant):
             ),
             max_items=0,
             max_peer_items=max_peer_items,
+            paillier_key=paillier_key,
         )
 
 
@@ -248,6 +268,7 @@ class MiyajiNishidaParty(MpsiParticipant):
         hash_ids: Optional[str] = None,
         max_items: int = 0,
         max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
+        paillier_key: Optional[PathLike] = None,
     ) -> None:
         self._setup(
             _holder_input(
@@ -260,6 +281,7 @@ class MiyajiNishidaParty(MpsiParticipant):
             ),
             max_items=max_items,
             max_peer_items=max_peer_items,
+            paillier_key=paillier_key,
         )
 
 
@@ -269,8 +291,13 @@ class MiyajiNishidaDealer(MpsiParticipant):
 
     _protocol, _role = "miyaji-nishida", "dealer"
 
-    def __init__(self, *, max_peer_items: int = DEFAULT_MAX_PEER_ITEMS) -> None:
-        self._setup(None, max_items=0, max_peer_items=max_peer_items)
+    def __init__(
+        self,
+        *,
+        max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
+        paillier_key: Optional[PathLike] = None,
+    ) -> None:
+        self._setup(None, max_items=0, max_peer_items=max_peer_items, paillier_key=paillier_key)
 
 
 class Bay:
@@ -296,6 +323,30 @@ class Hazay:
     client = HazayClient
 
 
+@dataclass(frozen=True)
+class DealtKey:
+    """The files of one threshold Paillier key (:func:`mpsi_deal`)."""
+
+    #: For the first participant (server or Miyaji-Nishida dealer).
+    public: Path
+    #: Each set holder's share, in session order (give each its own, privately).
+    holders: Tuple[Path, ...]
+    #: Hex of the key's fingerprint, compared by the participants' hellos.
+    fingerprint: str
+
+
+def mpsi_deal(holders: Sequence[str], out: PathLike, *, modulus_bits: int = 3072) -> DealtKey:
+    """The trusted dealer of threshold Paillier (``privset mpsi-deal``): makes an
+    n-out-of-n key for the set holders named ``holders`` (every participant but the
+    first, in session order), writes ``out/public.key`` and ``out/NAME.key`` for each
+    holder (owner-only permissions), and keeps nothing. Whoever runs it could decrypt
+    every session under the key unless it is trusted to forget the factorisation
+    (docs/mpsi.md). 3,072 bits (128-bit security) takes minutes; smaller moduli are for
+    tests only. Pass each file as ``paillier_key=`` to its participant."""
+    public, files, fingerprint = _native.MpsiParty.deal(list(holders), os.fspath(out), int(modulus_bits))
+    return DealtKey(public=Path(public), holders=tuple(Path(f) for f in files), fingerprint=fingerprint)
+
+
 #: The namespace class of each protocol, by the CLI's name.
 PROTOCOLS = {"bay": Bay, "miyaji-nishida": MiyajiNishida, "hazay": Hazay}
 
@@ -319,6 +370,8 @@ def run_session(
 
 
 __all__ = [
+    "DealtKey",
+    "mpsi_deal",
     "Bay",
     "BayClient",
     "BayServer",

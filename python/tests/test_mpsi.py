@@ -82,6 +82,33 @@ def test_random_sets_give_the_plaintext_intersection(rng, protocol: str, partici
     assert r.protocol == protocol
 
 
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_dealt_paillier_key_gives_the_plaintext_intersection(rng, protocol: str) -> None:
+    sets = random_sets(rng, holders(protocol, 4), 12, 5)
+    r = privset.local.mpsi(sets, protocol=protocol, scheme="paillier", paillier_modulus_bits=1024)
+    check(r, protocol, sets)
+    assert {p.scheme for p in r.participants} == {"paillier"}
+    assert {p.scheme for p in privset.local.mpsi(sets, protocol=protocol).participants} == {"elgamal"}
+
+
+def test_dealt_key_files_are_checked(tmp_path: pathlib.Path) -> None:
+    dealt = privset.mpsi_deal(["a", "b"], tmp_path, modulus_bits=1024)
+    assert len(dealt.holders) == 2 and len(dealt.fingerprint) == 64
+    assert privset.Bay.server(["x"], paillier_key=dealt.public).scheme == "paillier"
+    assert privset.Bay.client(["x"], paillier_key=dealt.holders[0]).scheme == "paillier"
+    # The server takes the public key only; a client needs its share.
+    with pytest.raises(privset.ConfigurationError, match="public key only"):
+        privset.Bay.server(["x"], paillier_key=dealt.holders[0])
+    with pytest.raises(privset.ConfigurationError, match="key share"):
+        privset.Bay.client(["x"], paillier_key=dealt.public)
+    damaged = tmp_path / "damaged.key"
+    damaged.write_bytes(dealt.holders[1].read_bytes()[:-3])
+    with pytest.raises(privset.ConfigurationError, match="damaged|truncated|checksum"):
+        privset.Bay.client(["x"], paillier_key=damaged)
+    with pytest.raises(privset.ConfigurationError, match="scheme"):
+        privset.local.mpsi([["a"], ["a"], ["a"]], scheme="rsa")
+
+
 EDGES: Dict[str, List[List[Any]]] = {
     "empty set": [["a", "b", "c"], [], ["a", "b"], ["b", "a"]],
     "empty learner": [[], ["a", "b"], ["a", "b"], ["a"]],

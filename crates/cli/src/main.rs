@@ -106,8 +106,14 @@ enum Command {
     /// the total. Nothing is hidden; it tests n-party links end to end.
     ToySum(Box<toy_cmd::ToySumArgs>),
     /// Multi-party PSI among 3 to 255 participants, each its own process (de Jong's thesis:
-    /// Bay et al., Miyaji-Nishida, Hazay-Venkitasubramaniam) on threshold ElGamal.
+    /// Bay et al., Miyaji-Nishida, Hazay-Venkitasubramaniam) on threshold ElGamal or
+    /// threshold Paillier.
     Mpsi(Box<mpsi_cmd::MpsiArgs>),
+    /// The trusted dealer of threshold Paillier for `privset mpsi --scheme paillier`:
+    /// makes a key for the set holders of a parties file (every participant but the
+    /// first), writes DIR/public.key and DIR/NAME.key for each holder (give each its
+    /// own, privately), and keeps nothing.
+    MpsiDeal(mpsi_cmd::DealArgs),
     /// Run many exchange-directory executions (a directory of job specs) with bounded
     /// concurrency, then print a summary table: the 1,000-runs-a-day deployment.
     Batch(batch::BatchArgs),
@@ -190,6 +196,7 @@ fn main() {
                 args.output.display()
             );
         }),
+        Command::MpsiDeal(args) => mpsi_cmd::deal(&args),
         Command::Mpsi(args) => mpsi_cmd::run(&args).map(|report| {
             let learned = report
                 .intersection_size

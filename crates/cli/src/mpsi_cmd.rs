@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use privset_net::Cancel;
 use privset_protocols::input::DuplicatePolicy;
-use privset_protocols::mpsi::{self, MpsiConfig, MpsiProtocol, Role};
+use privset_protocols::mpsi::{self, MpsiConfig, MpsiKey, MpsiProtocol, Role};
 use privset_run::keys::Keys;
 use privset_run::mpsi::{self as mpsi_run, LinkSettings, MpsiReport};
 use privset_run::output_rows;
@@ -32,6 +32,16 @@ pub enum ProtocolArg {
     /// Hazay-Venkitasubramaniam (thesis Ch. 5): encrypted polynomials per bin; the server
     /// learns the intersection.
     Hazay,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchemeArg {
+    /// Threshold exponential ElGamal on ristretto255; the set holders agree the key in
+    /// the session (no dealer).
+    Elgamal,
+    /// Threshold Paillier (3,072-bit modulus by default) from `privset mpsi-deal`: the
+    /// dealer must be trusted to erase the factorisation.
+    Paillier,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,6 +94,13 @@ pub struct MpsiArgs {
     /// Largest set size (or bound) accepted from a peer.
     #[arg(long, value_name = "N", default_value_t = 1 << 24)]
     pub max_peer_items: u64,
+    /// The threshold scheme; every participant must give the same.
+    #[arg(long, value_enum, default_value = "elgamal")]
+    pub scheme: SchemeArg,
+    /// --scheme paillier: this participant's file from `privset mpsi-deal` (a set
+    /// holder's `NAME.key`; the server's or dealer's `public.key`).
+    #[arg(long, value_name = "FILE")]
+    pub paillier_key: Option<PathBuf>,
     /// Exchange messages as files in DIR (shared storage, one directory per session)
     /// instead of TCP to the addresses of the parties file.
     #[arg(long, value_name = "DIR")]
@@ -123,6 +140,20 @@ impl MpsiArgs {
             ProtocolArg::Bay => MpsiProtocol::Bay,
             ProtocolArg::MiyajiNishida => MpsiProtocol::MiyajiNishida,
             ProtocolArg::Hazay => MpsiProtocol::Hazay,
+        }
+    }
+
+    /// The threshold key as --scheme and --paillier-key say.
+    fn threshold_key(&self) -> Result<MpsiKey, Failure> {
+        match (self.scheme, &self.paillier_key) {
+            (SchemeArg::Elgamal, None) => Ok(MpsiKey::Joint),
+            (SchemeArg::Elgamal, Some(_)) => {
+                Err(Failure::config("--paillier-key is for --scheme paillier"))
+            }
+            (SchemeArg::Paillier, Some(path)) => privset_run::mpsi_keys::read_key(path),
+            (SchemeArg::Paillier, None) => Err(Failure::config(
+                "--scheme paillier needs --paillier-key FILE (from privset mpsi-deal)",
+            )),
         }
     }
 
@@ -200,6 +231,47 @@ impl MpsiArgs {
     }
 }
 
+#[derive(Args, Debug, Clone)]
+pub struct DealArgs {
+    /// The session's participants (the first is the server or the Miyaji-Nishida
+    /// dealer, who gets the public key only; every other gets a share).
+    #[arg(long, value_name = "parties.toml")]
+    pub parties: PathBuf,
+    /// Where to write public.key and one NAME.key per set holder.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Bits of the Paillier modulus: 3,072 for 128-bit security; smaller only for tests.
+    #[arg(long, value_name = "BITS", default_value_t = privset_run::mpsi_keys::SECURE_MODULUS_BITS)]
+    pub modulus_bits: u32,
+}
+
+/// `privset mpsi-deal`: one key for the parties file's set holders.
+pub fn deal(args: &DealArgs) -> Result<(), Failure> {
+    let roster = Participants::read(&args.parties)?;
+    let holders: Vec<String> = roster.names().into_iter().skip(1).collect();
+    if args.modulus_bits < privset_run::mpsi_keys::SECURE_MODULUS_BITS {
+        eprintln!(
+            "mpsi-deal: a {}-bit modulus is below 128-bit security (3072): for tests only",
+            args.modulus_bits
+        );
+    }
+    eprintln!(
+        "mpsi-deal: generating two safe primes of {} bits (minutes at 3072-bit keys)",
+        args.modulus_bits / 2
+    );
+    let dealt = privset_run::mpsi_keys::deal(&holders, args.modulus_bits, &args.out)?;
+    println!("{}", dealt.public_file.display());
+    for (_, path) in &dealt.holder_files {
+        println!("{}", path.display());
+    }
+    eprintln!(
+        "mpsi-deal: key {} for {} holders; give each holder its NAME.key privately, the first participant public.key; nothing of the factorisation was kept",
+        dealt.fingerprint,
+        holders.len()
+    );
+    Ok(())
+}
+
 /// Runs one participant end to end and writes RESULT.json (and the rows). Returns the
 /// report.
 pub fn run(args: &MpsiArgs) -> Result<MpsiReport, Failure> {
@@ -216,8 +288,10 @@ pub fn run(args: &MpsiArgs) -> Result<MpsiReport, Failure> {
         items,
         max_items: args.max_items,
         max_peer_items: args.max_peer_items,
+        key: args.threshold_key()?,
     };
     let item_count = config.items.len();
+    let config_scheme = config.key.scheme_name();
     // Refuse a bad roster or input before opening any link.
     mpsi::new_party(config.clone(), [0; 32])?;
     let links = args.spec(&roster, me)?.open()?;
@@ -253,6 +327,7 @@ pub fn run(args: &MpsiArgs) -> Result<MpsiReport, Failure> {
     };
     let report = MpsiReport::new(
         protocol,
+        config_scheme,
         &args.name,
         roster.list.len(),
         item_count,

@@ -186,6 +186,62 @@ fn ten_processes_over_mutual_tls_for_every_protocol() {
     }
 }
 
+/// `privset mpsi-deal` makes the Paillier key files, and every protocol runs on them with
+/// four processes over mutual TLS; a holder given another holder's file is refused.
+#[test]
+fn four_processes_on_a_dealt_paillier_key() {
+    const N: usize = 4;
+    let dir = scratch("paillier");
+    let parties = roster(&dir, N, true);
+    let keys = dir.join("keys");
+    let o = Command::new(BIN)
+        .args(["mpsi-deal", "--parties", parties.to_str().unwrap(), "--out"])
+        .arg(&keys)
+        .args(["--modulus-bits", "1024"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let files: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(files.len(), N, "{files:?}");
+    let key_of = |i: usize| {
+        let file = if i == 0 {
+            keys.join("public.key")
+        } else {
+            keys.join(format!("{}.key", name(i)))
+        };
+        vec![
+            "--scheme".to_string(),
+            "paillier".into(),
+            "--paillier-key".into(),
+            file.display().to_string(),
+        ]
+    };
+    for protocol in ["bay", "miyaji-nishida", "hazay"] {
+        let children: Vec<Child> = (0..N)
+            .map(|i| {
+                let mut link = tls_key(&dir, i);
+                link.extend(key_of(i));
+                spawn(&dir, protocol, i, &parties, &link)
+            })
+            .collect();
+        check(&dir, protocol, N, children, "tcp+mtls");
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("org1.json")).unwrap()).unwrap();
+        assert_eq!(report["scheme"], "paillier");
+    }
+    // Holder 2 with holder 1's file: refused before any link opens.
+    let mut link = tls_key(&dir, 2);
+    link.extend(key_of(1));
+    let o = spawn(&dir, "bay", 2, &parties, &link)
+        .wait_with_output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("holder 1's"), "{}", stderr(&o));
+}
+
 #[test]
 fn four_processes_over_an_exchange_directory() {
     const N: usize = 4;

@@ -247,3 +247,78 @@ fn public_key_validation() {
         assert!(dec(&x).is_err(), "header word {pos} = {val}");
     }
 }
+
+/// A key share travels to its party's file and back; a share of another key or another
+/// party, or garbage, is refused.
+#[test]
+fn key_shares_round_trip_and_bind_to_their_key() {
+    let (pk, ks) = keys(1024, 1, 3, 3, 20);
+    for share in &ks {
+        let bytes = share.encode();
+        let back = KeyShare::decode(&pk, &bytes).unwrap();
+        assert_eq!(back.index(), share.index());
+        assert_eq!(back.encode(), bytes);
+    }
+    // Another party's index on this share: its verification key does not match.
+    let mut swapped = ks[0].encode();
+    swapped[..4].copy_from_slice(&2u32.to_be_bytes());
+    assert!(KeyShare::decode(&pk, &swapped).is_err());
+    // A share of another key (other primes).
+    let (p, q) = insecure_test_primes_alt();
+    let (other_pk, other) = Dealer::new(Params {
+        modulus_bits: 1024,
+        s: 1,
+        parties: 3,
+        threshold: 3,
+    })
+    .unwrap()
+    .deal_with_primes(&p, &q, &mut SessionRng::from_seed([21; 32]))
+    .unwrap();
+    assert_ne!(other_pk.fingerprint(), pk.fingerprint());
+    assert!(KeyShare::decode(&pk, &other[0].encode()).is_err());
+    // Truncated, index 0, index beyond the parties, a flipped bit.
+    let good = ks[1].encode();
+    assert!(KeyShare::decode(&pk, &good[..good.len() - 1]).is_err());
+    for index in [0u32, 4] {
+        let mut bad = good.clone();
+        bad[..4].copy_from_slice(&index.to_be_bytes());
+        assert!(KeyShare::decode(&pk, &bad).is_err());
+    }
+    let mut flipped = good.clone();
+    *flipped.last_mut().unwrap() ^= 1;
+    assert!(KeyShare::decode(&pk, &flipped).is_err());
+}
+
+/// One proof covers a whole batch of shares: two valid shares swapped inside a batch,
+/// or one share replaced by another valid unit, fail the batch's proof.
+#[test]
+fn a_batch_proof_catches_any_wrong_share_inside() {
+    let (pk, ks) = keys(1024, 1, 2, 2, 30);
+    let mut rng = SessionRng::from_seed([31; 32]);
+    let cts: Vec<_> = (0..5u64)
+        .map(|v| ThresholdPaillier::encrypt(&pk, &Integer::from(v), &mut rng))
+        .collect();
+    let width = ThresholdPaillier::ciphertext_len(&pk);
+    let batch = ThresholdPaillier::share_batch(&ks[0], &cts, &mut rng);
+    let absorb = |b: &[u8]| {
+        let mut test = ThresholdPaillier::zero_test_new(&pk, cts.len());
+        ThresholdPaillier::zero_test_absorb(&pk, &mut test, &cts, 1, b)
+    };
+    absorb(&batch).expect("an honest batch verifies");
+    let share = |b: &[u8], j: usize| b[4 + j * width..4 + (j + 1) * width].to_vec();
+    let mut swapped = batch.clone();
+    let (s2, s3) = (share(&batch, 2), share(&batch, 3));
+    swapped[4 + 2 * width..4 + 3 * width].copy_from_slice(&s3);
+    swapped[4 + 3 * width..4 + 4 * width].copy_from_slice(&s2);
+    assert!(matches!(
+        absorb(&swapped),
+        Err(TaheError::BadShare { party: 1, .. })
+    ));
+    let mut replaced = batch.clone();
+    let other = ThresholdPaillier::encode_ciphertext(&pk, &cts[0]);
+    replaced[4 + 4 * width..4 + 5 * width].copy_from_slice(&other);
+    assert!(matches!(
+        absorb(&replaced),
+        Err(TaheError::BadShare { party: 1, .. })
+    ));
+}

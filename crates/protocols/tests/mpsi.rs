@@ -1,14 +1,18 @@
 //! Multi-party PSI (Bay et al., Miyaji-Nishida, Hazay-Venkitasubramaniam) over the
-//! in-memory n-party harness: every protocol against the plaintext intersection on
+//! in-memory n-party harness: every protocol on each threshold scheme (ElGamal with the
+//! session's joint key, Paillier from a dealer) against the plaintext intersection on
 //! random sets and the edge cases, and the errors a misbehaving participant causes.
 #![allow(clippy::result_large_err)] // HarnessError carries every party's error; tests only.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use privset_crypto::rng::SessionRng;
+use privset_crypto::tahe::paillier::{Dealer, Params, insecure_test_primes};
 use privset_net::memory::{HarnessError, HookAction, LinkHook, run_parties_with};
 use privset_protocols::mpsi::{
-    self, KIND_FILTER, KIND_POLYNOMIALS, KIND_SHARES, MpsiConfig, MpsiOutput, MpsiProtocol, Role,
+    self, KIND_FILTER, KIND_POLYNOMIALS, KIND_SHARES, MpsiConfig, MpsiKey, MpsiOutput,
+    MpsiProtocol, Role,
 };
 use privset_protocols::party::{OutputParty, Party, PartyId};
 use privset_protocols::wire::HEADER_LEN;
@@ -16,15 +20,66 @@ use privset_protocols::{PeerMisbehaved, ProtocolError};
 
 type Set = Vec<Vec<u8>>;
 
+/// The threshold scheme of a test run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scheme {
+    ElGamal,
+    /// Threshold Paillier on a 1,024-bit key dealt from fixed test primes.
+    Paillier,
+}
+
+const SCHEMES: [Scheme; 2] = [Scheme::ElGamal, Scheme::Paillier];
+
+/// Each participant's key: nothing to give for ElGamal; for Paillier the public key for
+/// everyone and holder `i`'s share for participant `i`.
+fn keys(scheme: Scheme, participants: usize) -> Vec<MpsiKey> {
+    match scheme {
+        Scheme::ElGamal => vec![MpsiKey::Joint; participants],
+        Scheme::Paillier => {
+            let holders = participants as u32 - 1;
+            let (p, q) = insecure_test_primes(1024).expect("test primes");
+            let params = Params {
+                modulus_bits: 1024,
+                s: 1,
+                parties: holders,
+                threshold: holders,
+            };
+            let (public, shares) = Dealer::new(params)
+                .unwrap()
+                .deal_with_primes(&p, &q, &mut SessionRng::from_seed([5; 32]))
+                .unwrap();
+            let public = Arc::new(public);
+            std::iter::once(None)
+                .chain(shares.into_iter().map(|s| Some(Arc::new(s))))
+                .map(|share| MpsiKey::Dealt {
+                    public: Arc::clone(&public),
+                    share,
+                })
+                .collect()
+        }
+    }
+}
+
 fn build(
+    scheme: Scheme,
     protocol: MpsiProtocol,
     sets: &[Set],
     max_items: u64,
 ) -> Vec<Box<dyn OutputParty<MpsiOutput>>> {
+    build_with_keys(protocol, sets, max_items, keys(scheme, sets.len()))
+}
+
+fn build_with_keys(
+    protocol: MpsiProtocol,
+    sets: &[Set],
+    max_items: u64,
+    keys: Vec<MpsiKey>,
+) -> Vec<Box<dyn OutputParty<MpsiOutput>>> {
     let names = mpsi::default_names(protocol, sets.len());
     sets.iter()
+        .zip(keys)
         .enumerate()
-        .map(|(i, set)| {
+        .map(|(i, (set, key))| {
             let config = MpsiConfig {
                 protocol,
                 names: names.clone(),
@@ -32,6 +87,7 @@ fn build(
                 items: set.clone(),
                 max_items,
                 max_peer_items: 1 << 24,
+                key,
             };
             mpsi::new_party(config, [i as u8 + 7; 32]).expect("party")
         })
@@ -39,12 +95,13 @@ fn build(
 }
 
 fn run_with(
+    scheme: Scheme,
     protocol: MpsiProtocol,
     sets: &[Set],
     max_items: u64,
     hook: &mut LinkHook<'_>,
 ) -> Result<Vec<MpsiOutput>, HarnessError> {
-    let mut parties = build(protocol, sets, max_items);
+    let mut parties = build(scheme, protocol, sets, max_items);
     {
         let mut refs: Vec<&mut dyn Party> = parties
             .iter_mut()
@@ -58,8 +115,11 @@ fn run_with(
         .collect())
 }
 
-fn run(protocol: MpsiProtocol, sets: &[Set]) -> Vec<MpsiOutput> {
-    run_with(protocol, sets, 0, &mut |_, _, _, _| HookAction::Deliver).expect("run")
+fn run(scheme: Scheme, protocol: MpsiProtocol, sets: &[Set]) -> Vec<MpsiOutput> {
+    run_with(scheme, protocol, sets, 0, &mut |_, _, _, _| {
+        HookAction::Deliver
+    })
+    .expect("run")
 }
 
 /// The items of `of` held by every set of `holders`, in `of`'s order, once each.
@@ -74,8 +134,8 @@ fn plain(of: &Set, holders: &[Set]) -> Set {
 
 /// Runs `protocol` and checks every participant's output against the plaintext answer.
 /// `sets[0]` is the server's set (Bay, Hazay) or empty (the dealer, Miyaji-Nishida).
-fn check(protocol: MpsiProtocol, sets: &[Set]) {
-    let outputs = run(protocol, sets);
+fn check(scheme: Scheme, protocol: MpsiProtocol, sets: &[Set]) {
+    let outputs = run(scheme, protocol, sets);
     match protocol {
         MpsiProtocol::MiyajiNishida => {
             assert_eq!(
@@ -90,7 +150,7 @@ fn check(protocol: MpsiProtocol, sets: &[Set]) {
                 assert_eq!(
                     out.intersection.as_ref(),
                     Some(&plain(&sets[i], &sets[1..])),
-                    "{protocol:?}, party {i} of {}",
+                    "{scheme:?} {protocol:?}, party {i} of {}",
                     sets.len()
                 );
             }
@@ -100,7 +160,7 @@ fn check(protocol: MpsiProtocol, sets: &[Set]) {
             assert_eq!(
                 outputs[0].intersection.as_ref(),
                 Some(&plain(&sets[0], &sets[1..])),
-                "{protocol:?}, {} participants",
+                "{scheme:?} {protocol:?}, {} participants",
                 sets.len()
             );
             for out in &outputs[1..] {
@@ -152,23 +212,68 @@ fn random_sets(
     sets
 }
 
+/// Sets for the failure tests: five common items and ten of each holder's own, or for
+/// Miyaji-Nishida on Paillier (whose filter positions each cost a proof) two and three.
+fn small_sets(scheme: Scheme, protocol: MpsiProtocol, holders: usize, seed: u8) -> Vec<Set> {
+    if scheme == Scheme::Paillier && protocol == MpsiProtocol::MiyajiNishida {
+        random_sets(protocol, holders, 2, &[3], seed)
+    } else {
+        random_sets(protocol, holders, 5, &[10], seed)
+    }
+}
+
 fn protocol_has_hub_set(p: MpsiProtocol) -> bool {
     p != MpsiProtocol::MiyajiNishida
 }
 
 #[test]
 fn random_sets_for_3_5_and_10_participants() {
-    for protocol in MpsiProtocol::ALL {
-        for (holders, seed) in [(2usize, 1u8), (4, 2), (9, 3)] {
-            let sets = random_sets(protocol, holders, 9, &[20, 7, 33], seed);
-            check(protocol, &sets);
+    for scheme in SCHEMES {
+        for protocol in MpsiProtocol::ALL {
+            for (holders, seed) in [(2usize, 1u8), (4, 2), (9, 3)] {
+                let sets = match (scheme, protocol) {
+                    // Miyaji-Nishida on Paillier: every party checks every other's proof
+                    // for every filter position (about 10 ms each on the test key), and
+                    // the filter has ~45 positions per unit of the bound: small sets.
+                    (Scheme::Paillier, MpsiProtocol::MiyajiNishida) => {
+                        random_sets(protocol, holders, 3, &[4, 2, 1], seed)
+                    }
+                    _ => random_sets(protocol, holders, 9, &[20, 7, 33], seed),
+                };
+                check(scheme, protocol, &sets);
+            }
         }
     }
 }
 
 #[test]
 fn edge_cases() {
-    for protocol in MpsiProtocol::ALL {
+    edge_cases_on(Scheme::ElGamal, &MpsiProtocol::ALL);
+    // Miyaji-Nishida's filters grow with the largest set (200 items here): its Paillier
+    // edges are `miyaji_nishida_edges_on_paillier`.
+    edge_cases_on(Scheme::Paillier, &[MpsiProtocol::Bay, MpsiProtocol::Hazay]);
+}
+
+#[test]
+fn miyaji_nishida_edges_on_paillier() {
+    let protocol = MpsiProtocol::MiyajiNishida;
+    let check = |sets: &[Set]| check(Scheme::Paillier, protocol, sets);
+    let a: Set = (0..4).map(|i| item("a", i)).collect();
+    let b: Set = (0..4).map(|i| item("b", i)).collect();
+    let one = vec![item("x", 1)];
+    check(&[Vec::new(), a.clone(), b.clone(), a.clone()]);
+    check(&[Vec::new(), a.clone(), a.clone(), a.clone()]);
+    check(&[Vec::new(), a.clone(), Vec::new(), a.clone()]);
+    check(&[Vec::new(), one.clone(), one.clone()]);
+    check(&[Vec::new(), one.clone(), vec![item("x", 2)]]);
+    let mut dup = a.clone();
+    dup.extend(a[..2].iter().cloned());
+    check(&[Vec::new(), dup, a.clone(), one]);
+}
+
+fn edge_cases_on(scheme: Scheme, protocols: &[MpsiProtocol]) {
+    let check = |protocol, sets: &[Set]| check(scheme, protocol, sets);
+    for &protocol in protocols {
         let hub = |s: Set| {
             if protocol_has_hub_set(protocol) {
                 s
@@ -217,9 +322,13 @@ fn edge_cases() {
 fn miyaji_nishida_bound_is_the_largest_announced() {
     let a: Set = (0..40).map(|i| item("a", i)).collect();
     let sets = vec![Vec::new(), a.clone(), a[..30].to_vec(), a[10..].to_vec()];
-    let outputs = run_with(MpsiProtocol::MiyajiNishida, &sets, 64, &mut |_, _, _, _| {
-        HookAction::Deliver
-    })
+    let outputs = run_with(
+        Scheme::ElGamal,
+        MpsiProtocol::MiyajiNishida,
+        &sets,
+        64,
+        &mut |_, _, _, _| HookAction::Deliver,
+    )
     .expect("run");
     assert_eq!(outputs[1].intersection.as_ref(), Some(&a[10..30].to_vec()));
     // A set above the announced bound is refused before anything is sent.
@@ -231,6 +340,7 @@ fn miyaji_nishida_bound_is_the_largest_announced() {
         items: a.clone(),
         max_items: 8,
         max_peer_items: 1 << 20,
+        key: Default::default(),
     };
     assert!(matches!(
         mpsi::new_party(config, [1; 32]),
@@ -254,11 +364,14 @@ fn failure(case: &str, result: Result<Vec<MpsiOutput>, HarnessError>) -> (PartyI
 
 #[test]
 fn bad_decryption_shares_are_blamed_on_their_sender() {
-    for protocol in MpsiProtocol::ALL {
-        let sets = random_sets(protocol, 3, 5, &[10], 9);
+    for (scheme, protocol) in SCHEMES
+        .into_iter()
+        .flat_map(|s| MpsiProtocol::ALL.map(|p| (s, p)))
+    {
+        let sets = small_sets(scheme, protocol, 3, 9);
         let (party, error) = failure(
-            &format!("{protocol:?} bad shares"),
-            run_with(protocol, &sets, 0, &mut |from, _to, _, m| {
+            &format!("{scheme:?} {protocol:?} bad shares"),
+            run_with(scheme, protocol, &sets, 0, &mut |from, _to, _, m| {
                 if from == 2 && kind_of(m) == KIND_SHARES {
                     let last = m.len() - 40;
                     m[last] ^= 1;
@@ -269,19 +382,22 @@ fn bad_decryption_shares_are_blamed_on_their_sender() {
         let text = error.to_string();
         assert!(
             matches!(error, ProtocolError::PeerMisbehaved(PeerMisbehaved::Threshold { ref party, .. }) if party.ends_with(" 2")),
-            "{protocol:?}: participant {party} failed with {text}"
+            "{scheme:?} {protocol:?}: participant {party} failed with {text}"
         );
     }
 }
 
 #[test]
 fn malformed_truncated_and_replayed_messages_fail_the_run() {
-    for protocol in MpsiProtocol::ALL {
-        let sets = random_sets(protocol, 2, 5, &[10], 11);
+    for (scheme, protocol) in SCHEMES
+        .into_iter()
+        .flat_map(|s| MpsiProtocol::ALL.map(|p| (s, p)))
+    {
+        let sets = small_sets(scheme, protocol, 2, 11);
         // A filter / polynomial chunk cut short.
         let (_, error) = failure(
-            &format!("{protocol:?} truncated"),
-            run_with(protocol, &sets, 0, &mut |from, _, _, m| {
+            &format!("{scheme:?} {protocol:?} truncated"),
+            run_with(scheme, protocol, &sets, 0, &mut |from, _, _, m| {
                 if from == 1 && m.len() > HEADER_LEN + 100 && kind_of(m) != KIND_SHARES {
                     m.truncate(m.len() - 64);
                 }
@@ -296,8 +412,8 @@ fn malformed_truncated_and_replayed_messages_fail_the_run() {
         // server decodes only the filter entries its items hash to: an entry nobody
         // looks at cannot change the answer.)
         let (_, error) = failure(
-            &format!("{protocol:?} garbage"),
-            run_with(protocol, &sets, 0, &mut |from, _, _, m| {
+            &format!("{scheme:?} {protocol:?} garbage"),
+            run_with(scheme, protocol, &sets, 0, &mut |from, _, _, m| {
                 if from == 1 && (kind_of(m) == KIND_FILTER || kind_of(m) == KIND_POLYNOMIALS) {
                     m[HEADER_LEN..].fill(0xff);
                 }
@@ -310,9 +426,11 @@ fn malformed_truncated_and_replayed_messages_fail_the_run() {
         );
         // A message delivered twice.
         let (_, error) = failure(
-            &format!("{protocol:?} replayed"),
-            run_with(protocol, &sets, 0, &mut |from, _, index, _| {
-                if from == 2 && index == 1 {
+            &format!("{scheme:?} {protocol:?} replayed"),
+            run_with(scheme, protocol, &sets, 0, &mut |from, to, index, _| {
+                // The hello to the hub, which reads on from this sender (a copy of a
+                // link's last message is never read: it could change nothing).
+                if from == 2 && to == 0 && index == 0 {
                     HookAction::Duplicate
                 } else {
                     HookAction::Deliver
@@ -336,6 +454,7 @@ fn too_few_participants_or_a_dealer_with_a_set_are_refused() {
         items: vec![item("a", 1)],
         max_items: 0,
         max_peer_items: 1 << 20,
+        key: Default::default(),
     };
     assert!(matches!(
         mpsi::new_party(config, [1; 32]),
@@ -349,6 +468,7 @@ fn too_few_participants_or_a_dealer_with_a_set_are_refused() {
         items: vec![item("a", 1)],
         max_items: 0,
         max_peer_items: 1 << 20,
+        key: Default::default(),
     };
     assert!(matches!(
         mpsi::new_party(config, [1; 32]),
@@ -362,7 +482,7 @@ fn too_few_participants_or_a_dealer_with_a_set_are_refused() {
 fn every_participant_counts_its_last_phase_to_the_end() {
     for protocol in MpsiProtocol::ALL {
         let sets = random_sets(protocol, 3, 9, &[40, 7, 33], 4);
-        let mut parties = build(protocol, &sets, 0);
+        let mut parties = build(Scheme::ElGamal, protocol, &sets, 0);
         let meters: Vec<_> = parties
             .iter()
             .map(|p| p.meter().expect("every engine party has a meter"))
@@ -379,6 +499,94 @@ fn every_participant_counts_its_last_phase_to_the_end() {
                 "{protocol:?} participant {i} counted nothing: {r:?}"
             );
             assert_eq!(r.done, r.total, "{protocol:?} participant {i}: {r:?}");
+        }
+    }
+}
+
+/// Participants on different schemes, or holding shares of different dealt keys, stop
+/// at the hello with an error that says so; a dealt key that does not fit the session
+/// is refused before anything is sent.
+#[test]
+fn mismatched_schemes_and_keys_are_refused() {
+    let protocol = MpsiProtocol::Bay;
+    let sets = random_sets(protocol, 2, 3, &[5], 21);
+    let run_keys = |keys: Vec<MpsiKey>| {
+        let mut parties = build_with_keys(protocol, &sets, 0, keys);
+        let mut refs: Vec<&mut dyn Party> = parties
+            .iter_mut()
+            .map(|p| p.as_mut() as &mut dyn Party)
+            .collect();
+        match run_parties_with(&mut refs, &mut |_, _, _, _| HookAction::Deliver) {
+            Err(HarnessError::Failed { error, .. }) => error,
+            other => panic!("expected a failure, got {:?}", other.err()),
+        }
+    };
+    // The server on Paillier, the clients on ElGamal.
+    let mut mixed = keys(Scheme::ElGamal, 3);
+    mixed[0] = keys(Scheme::Paillier, 3).remove(0);
+    let error = run_keys(mixed);
+    assert!(
+        matches!(&error, ProtocolError::Incompatible(m) if m.contains("threshold scheme")),
+        "{error}"
+    );
+    // Client 2 holds a share of another dealing (other primes).
+    let (p, q) = privset_crypto::tahe::paillier::insecure_test_primes_alt();
+    let params = Params {
+        modulus_bits: 1024,
+        s: 1,
+        parties: 2,
+        threshold: 2,
+    };
+    let (other_pk, mut other) = Dealer::new(params)
+        .unwrap()
+        .deal_with_primes(&p, &q, &mut SessionRng::from_seed([6; 32]))
+        .unwrap();
+    let mut two_keys = keys(Scheme::Paillier, 3);
+    two_keys[2] = MpsiKey::Dealt {
+        public: Arc::new(other_pk),
+        share: Some(Arc::new(other.remove(1))),
+    };
+    let error = run_keys(two_keys);
+    assert!(
+        matches!(&error, ProtocolError::Incompatible(m) if m.contains("threshold key")),
+        "{error}"
+    );
+    // Before any message: a key for another number of holders, a share on the server,
+    // no share on a client, another holder's share.
+    let config = |me: u8, key: MpsiKey| MpsiConfig {
+        protocol,
+        names: mpsi::default_names(protocol, 3),
+        me,
+        items: sets[me as usize].clone(),
+        max_items: 0,
+        max_peer_items: 1 << 20,
+        key,
+    };
+    let four = keys(Scheme::Paillier, 4);
+    let three = keys(Scheme::Paillier, 3);
+    let MpsiKey::Dealt { public, share } = three[1].clone() else {
+        unreachable!()
+    };
+    for (me, key, why) in [
+        (1, four[1].clone(), "2-out-of-2"),
+        (0, three[1].clone(), "server"),
+        (
+            1,
+            MpsiKey::Dealt {
+                public: public.clone(),
+                share: None,
+            },
+            "needs its key share",
+        ),
+        (2, MpsiKey::Dealt { public, share }, "holder 1's"),
+    ] {
+        match mpsi::new_party(config(me, key), [1; 32]) {
+            Err(ProtocolError::Config(m)) => assert!(
+                m.contains(why) || why == "2-out-of-2" && m.contains("holders"),
+                "{why}: {m}"
+            ),
+            Err(e) => panic!("{why}: {e}"),
+            Ok(_) => panic!("{why}: accepted"),
         }
     }
 }

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use privset_net::{Cancel, TlsFiles};
-use privset_protocols::mpsi::{self, MpsiConfig, MpsiOutput, MpsiProtocol, Role};
+use privset_protocols::mpsi::{self, MpsiConfig, MpsiKey, MpsiOutput, MpsiProtocol, Role};
 use privset_protocols::{OutputParty, Party};
 use privset_run::mpsi::{self as mpsi_run, LinkSettings, MpsiReport};
 use privset_run::parties_file::Participants;
@@ -34,9 +34,23 @@ struct Spec {
     input: Option<Arc<InputData>>,
     max_items: u64,
     max_peer_items: u64,
+    /// The threshold key: ElGamal agreed in the session, or a dealt Paillier key.
+    key: MpsiKey,
 }
 
 impl Spec {
+    /// The smallest session this participant fits and its place there: three
+    /// participants, or as many as a dealt key's holders (and the share's own index).
+    fn smallest_session(&self, me: u8) -> (usize, u8) {
+        match self.key.holders() {
+            None => (3, me),
+            Some(holders) => (
+                holders as usize + 1,
+                self.key.holder_index().map_or(mpsi::HUB, |i| i as u8),
+            ),
+        }
+    }
+
     /// This participant as participant `me` of a session among `names`.
     fn config(&self, names: Vec<String>, me: u8) -> MpsiConfig {
         MpsiConfig {
@@ -50,6 +64,7 @@ impl Spec {
                 .unwrap_or_default(),
             max_items: self.max_items,
             max_peer_items: self.max_peer_items,
+            key: self.key.clone(),
         }
     }
 
@@ -94,6 +109,7 @@ impl Playable for Seat {
         let output = machine.into_output().ok_or_else(play::no_output)?;
         let report = MpsiReport::new(
             self.spec.protocol,
+            self.config.key.scheme_name(),
             &self.label(),
             self.config.names.len(),
             self.spec.items(),
@@ -236,7 +252,7 @@ impl MpsiParty {
     /// Validates the settings and `input` (None for the dealer) for `role` in
     /// `protocol` ("bay", "miyaji-nishida", "hazay"), before anything is sent.
     #[new]
-    #[pyo3(signature = (protocol, role, input, *, max_items, max_peer_items))]
+    #[pyo3(signature = (protocol, role, input, *, max_items, max_peer_items, paillier_key=None))]
     fn new(
         py: Python<'_>,
         protocol: &str,
@@ -244,6 +260,7 @@ impl MpsiParty {
         input: Option<&Input>,
         max_items: &Bound<'_, PyAny>,
         max_peer_items: &Bound<'_, PyAny>,
+        paillier_key: Option<PathBuf>,
     ) -> PyResult<Self> {
         let protocol = protocol_named(py, protocol)?;
         let max_items = errors::u64_arg(py, "max_items", max_items)?;
@@ -265,16 +282,22 @@ impl MpsiParty {
             }
         };
         mpsi_run::check_holds_set(role, input.is_some(), "ids").py_err(py)?;
+        let key = match paillier_key {
+            None => MpsiKey::Joint,
+            Some(path) => privset_run::mpsi_keys::read_key(&path).py_err(py)?,
+        };
         let spec = Arc::new(Spec {
             protocol,
             role,
             input: input.map(|i| i.data.clone()),
             max_items,
             max_peer_items,
+            key,
         });
-        // The settings and set, checked in the smallest session that has this role
+        // The settings, key and set, checked in the smallest session that has this role
         // (without the GIL: the check copies and deduplicates the set).
-        let names = mpsi::default_names(protocol, 3);
+        let (count, me) = spec.smallest_session(me);
+        let names = mpsi::default_names(protocol, count);
         let check = spec.clone();
         py.detach(move || Seat::new(check, names, me).map(drop))
             .py_err(py)?;
@@ -289,6 +312,31 @@ impl MpsiParty {
     #[getter]
     fn protocol(&self) -> &'static str {
         self.spec.protocol.name()
+    }
+
+    #[getter]
+    fn scheme(&self) -> &'static str {
+        self.spec.key.scheme_name()
+    }
+
+    /// The trusted dealer (`privset mpsi-deal`): a Paillier key for `holders` (in
+    /// session order) written to `out` as public.key and NAME.key each; returns
+    /// `(public file, [holder files], fingerprint)`.
+    #[staticmethod]
+    fn deal(
+        py: Python<'_>,
+        holders: Vec<String>,
+        out: PathBuf,
+        modulus_bits: u32,
+    ) -> PyResult<(PathBuf, Vec<PathBuf>, String)> {
+        let dealt = py
+            .detach(move || privset_run::mpsi_keys::deal(&holders, modulus_bits, &out))
+            .py_err(py)?;
+        Ok((
+            dealt.public_file,
+            dealt.holder_files.into_iter().map(|(_, p)| p).collect(),
+            dealt.fingerprint,
+        ))
     }
 
     /// Runs as the participant `link["name"]` of the parties file `link["parties"]`;

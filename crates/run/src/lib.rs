@@ -39,6 +39,7 @@ pub mod link;
 pub mod links;
 pub mod metrics;
 pub mod mpsi;
+pub mod mpsi_keys;
 pub mod output_rows;
 pub mod parties_file;
 pub mod report;

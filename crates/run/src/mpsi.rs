@@ -21,6 +21,8 @@ use crate::parties_file::Participants;
 pub struct MpsiReport {
     pub protocol: &'static str,
     pub mpsi_protocol: &'static str,
+    /// The threshold scheme: "elgamal" or "paillier".
+    pub scheme: &'static str,
     pub role: &'static str,
     pub name: String,
     pub participants: usize,
@@ -37,8 +39,10 @@ impl MpsiReport {
     /// The report of participant `name` (of `participants`, holding `items`) that
     /// finished with `output`; `rows_file` is where its intersection was written, if
     /// anywhere.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         protocol: MpsiProtocol,
+        scheme: &'static str,
         name: &str,
         participants: usize,
         items: usize,
@@ -51,6 +55,7 @@ impl MpsiReport {
         MpsiReport {
             protocol: "mpsi",
             mpsi_protocol: protocol.name(),
+            scheme,
             role: output.role.name(),
             name: name.to_string(),
             participants,

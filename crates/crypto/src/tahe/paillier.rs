@@ -24,6 +24,19 @@
 //! `Δ s_i`). The verifier checks `c^{4z} c_i^{-2e} = a` and `v^z v_i^{-e} = b` by
 //! recomputing `e`.
 //!
+//! **A batch of shares** (`share_batch`, what the protocols send): party `i`'s
+//! `c_{ij} = c_j^{2Δ s_i}` for every ciphertext `c_j` of the batch and **one** proof for
+//! all of them: with weights `ρ_j` of 128 bits from SHA-256 over the key, the party and
+//! every `c_j` and `c_{ij}` (Fiat-Shamir, fixed after the shares), `C = Π c_j^{ρ_j}` and
+//! `C_i = Π c_{ij}^{ρ_j}`, the proof above that `log_{C^4}(C_i^2) = log_v(v_i)`. If some
+//! `c_{ij}^2 ≠ c_j^{4Δ s_i}`, the errors `d_j = c_{ij}^2 / c_j^{4Δ s_i}` lie in the group
+//! of squares, whose order `n^s p'q'` has no prime factor below 2^128 at any allowed
+//! size; `Π d_j^{ρ_j} = 1` then holds for at most a 2^-128 fraction of the weights
+//! (Bellare, Garay and Rabin's small-exponent test), so the proof fails except with
+//! that probability. The verifier pays two exponentiations by 128-bit weights per
+//! share instead of four full-size ones, the prover one full-size exponentiation
+//! instead of three.
+//!
 //! **Combine** with a set `S` of `t` valid shares: the integer Lagrange coefficients
 //! `μ_i = Δ Π_{j∈S, j≠i} j / (j - i)` give
 //! `c' = Π c_i^{2μ_i} = c^{4Δ² d} = (1+n)^{4Δ² M} mod n^{s+1}` (the `r^{n^s}` part
@@ -210,6 +223,17 @@ impl PublicKey {
         Ok(pk)
     }
 
+    /// SHA-256 of the encoded key (domain-separated): what parties compare to be sure
+    /// they hold shares of one key.
+    pub fn fingerprint(&self) -> [u8; 32] {
+        self.digest
+    }
+
+    /// Bits of the modulus `n`.
+    pub fn modulus_bits(&self) -> u32 {
+        self.modulus_bits
+    }
+
     /// The modulus `n`.
     pub fn n(&self) -> &Integer {
         self.inner.n()
@@ -299,6 +323,51 @@ impl KeyShare {
     pub fn public_key(&self) -> &PublicKey {
         &self.pk
     }
+
+    /// Bytes of an encoded share of `pk`: `s_i < n^s m < n^{s+1}`.
+    fn secret_len(pk: &PublicKey) -> usize {
+        pk.ct_len()
+    }
+
+    /// `index (u32) ‖ s_i` (fixed width, big-endian): for the party's private key file.
+    /// The caller must keep the bytes private and erase them.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = vec![0u8; 4 + Self::secret_len(&self.pk)];
+        out[..4].copy_from_slice(&self.index.to_be_bytes());
+        write_be(&self.si, &mut out[4..]);
+        out
+    }
+
+    /// A share of `pk` from [`Self::encode`], checked against the key: the index is one
+    /// of its parties and `v^{Δ s_i}` is that party's verification key (so a share of
+    /// another key, or of another party, is refused).
+    pub fn decode(pk: &PublicKey, bytes: &[u8]) -> Result<Self, TaheError> {
+        let what = "key share";
+        if bytes.len() != 4 + Self::secret_len(pk) {
+            return Err(invalid(what, "wrong length"));
+        }
+        let index = u32::from_be_bytes(bytes[..4].try_into().expect("4 bytes"));
+        if index == 0 || index > pk.parties {
+            return Err(invalid(
+                what,
+                format!("party {index} of a key for {} parties", pk.parties),
+            ));
+        }
+        let mut si = Integer::from_digits(&bytes[4..], Order::Msf);
+        let expected = &pk.verification[index as usize - 1];
+        if si >= *pk.nn() || pow(&pk.v, &Integer::from(&pk.delta * &si), pk.nn()) != *expected {
+            wipe(&mut si);
+            return Err(invalid(
+                what,
+                format!("not party {index}'s share of this public key"),
+            ));
+        }
+        Ok(KeyShare {
+            index,
+            si,
+            pk: pk.clone(),
+        })
+    }
 }
 
 /// Party `party`'s `c_i = c^{2Δ s_i}` with the proof `(e, z)`.
@@ -339,6 +408,70 @@ fn pow(base: &Integer, exp: &Integer, m: &Integer) -> Integer {
     base.pow_mod_ref(exp, m)
         .map(Integer::from)
         .unwrap_or_else(|| Integer::from(0))
+}
+
+/// The share `c_i = c^{2Δ s_i}` (computed by the caller) with Shoup's proof that
+/// `log_{c^4}(c_i^2) = log_v(v_i)`.
+fn decryption_share_of(
+    ks: &KeyShare,
+    c: &Integer,
+    ci: Integer,
+    rng: &mut SessionRng,
+) -> DecryptionShare {
+    let pk = &ks.pk;
+    let nn = pk.nn();
+    let mut exp = Integer::from(&pk.delta * &ks.si);
+    let mut r = random_bits(rng, pk.r_bits);
+    let c4 = pow(c, &Integer::from(4), nn);
+    let a = pow(&c4, &r, nn);
+    let b = pow(&pk.v, &r, nn);
+    let e = challenge(pk, ks.index, c, &ci, &a, &b);
+    let z = Integer::from(&e * &exp) + &r;
+    wipe(&mut exp);
+    wipe(&mut r);
+    DecryptionShare {
+        party: ks.index,
+        ci,
+        e,
+        z,
+    }
+}
+
+/// Bits of each weight of a batch proof.
+const BATCH_WEIGHT_BITS: usize = 128;
+
+/// `(C, C_i) = (Π c_j^{ρ_j}, Π c_{ij}^{ρ_j})` with the batch's Fiat-Shamir weights
+/// (module docs, "A batch of shares").
+fn batch_combination(
+    pk: &PublicKey,
+    party: u32,
+    cts: &[&Integer],
+    cis: &[Integer],
+) -> (Integer, Integer) {
+    let mut h = Sha256::new();
+    h.update(b"privset/tahe/paillier/batch/v1");
+    h.update(pk.digest);
+    h.update(party.to_be_bytes());
+    h.update((cts.len() as u64).to_be_bytes());
+    for x in cts.iter().copied().chain(cis) {
+        h.update(pk.ct_bytes(x));
+    }
+    let seed: [u8; 32] = h.finalize().into();
+    let weight = |j: usize| {
+        let mut h = Sha256::new();
+        h.update(seed);
+        h.update((j as u64).to_be_bytes());
+        Integer::from_digits(&h.finalize()[..BATCH_WEIGHT_BITS / 8], Order::Msf)
+    };
+    let nn = pk.nn();
+    let product = |xs: Vec<&Integer>| {
+        xs.into_par_iter()
+            .enumerate()
+            .map(|(j, x)| pow(x, &weight(j), nn))
+            .reduce(|| Integer::from(1), |a, b| pk.inner.mul_mod(&a, &b))
+    };
+    let (c, ci) = rayon::join(|| product(cts.to_vec()), || product(cis.iter().collect()));
+    (c, ci)
 }
 
 fn verify(pk: &PublicKey, c: &Integer, s: &DecryptionShare) -> Result<(), TaheError> {
@@ -492,23 +625,10 @@ impl ThresholdAhe for ThresholdPaillier {
 
     fn decryption_share(ks: &KeyShare, c: &Ciphertext, rng: &mut SessionRng) -> DecryptionShare {
         let pk = &ks.pk;
-        let nn = pk.nn();
-        let mut exp = Integer::from(&pk.delta * &ks.si);
-        let ci = pow(&c.0, &(Integer::from(&exp * 2u32)), nn);
-        let mut r = random_bits(rng, pk.r_bits);
-        let c4 = pow(&c.0, &Integer::from(4), nn);
-        let a = pow(&c4, &r, nn);
-        let b = pow(&pk.v, &r, nn);
-        let e = challenge(pk, ks.index, &c.0, &ci, &a, &b);
-        let z = Integer::from(&e * &exp) + &r;
+        let mut exp = Integer::from(&pk.delta * &ks.si) * 2u32;
+        let ci = pow(&c.0, &exp, pk.nn());
         wipe(&mut exp);
-        wipe(&mut r);
-        DecryptionShare {
-            party: ks.index,
-            ci,
-            e,
-            z,
-        }
+        decryption_share_of(ks, &c.0, ci, rng)
     }
     fn share_party(share: &DecryptionShare) -> u32 {
         share.party
@@ -584,19 +704,30 @@ impl ThresholdAhe for ThresholdPaillier {
         Ok(DecryptionShare { party, ci, e, z })
     }
 
+    /// `party (u32) ‖ c_{i1} … c_{im} ‖ e (32) ‖ z` (see "A batch of shares").
     fn share_batch_len(pk: &PublicKey, count: usize) -> usize {
-        count * pk.share_len()
+        4 + count * pk.ct_len() + 32 + pk.z_len()
     }
-    /// One share with its own proof per ciphertext (Shoup's proofs do not batch here).
+    /// Every ciphertext's share and one proof for the batch (module docs).
     fn share_batch(ks: &KeyShare, cts: &[Ciphertext], rng: &mut SessionRng) -> Vec<u8> {
         let pk = &ks.pk;
-        let mut rngs = rng.fork_many(cts.len());
-        let shares: Vec<Vec<u8>> = cts
-            .par_iter()
-            .zip(rngs.par_iter_mut())
-            .map(|(c, r)| Self::encode_share(pk, &Self::decryption_share(ks, c, r)))
-            .collect();
-        shares.concat()
+        let nn = pk.nn();
+        let mut exp = Integer::from(&pk.delta * &ks.si) * 2u32;
+        let cis: Vec<Integer> = cts.par_iter().map(|c| pow(&c.0, &exp, nn)).collect();
+        wipe(&mut exp);
+        let bases: Vec<&Integer> = cts.iter().map(|c| &c.0).collect();
+        let (c, ci) = batch_combination(pk, ks.index, &bases, &cis);
+        let proof = decryption_share_of(ks, &c, ci, rng);
+        let mut out = vec![0u8; Self::share_batch_len(pk, cts.len())];
+        out[..4].copy_from_slice(&ks.index.to_be_bytes());
+        let width = pk.ct_len();
+        for (slot, x) in out[4..].chunks_exact_mut(width).zip(&cis) {
+            write_be(x, slot);
+        }
+        let at = 4 + cts.len() * width;
+        write_be(&proof.e, &mut out[at..at + 32]);
+        write_be(&proof.z, &mut out[at + 32..]);
+        out
     }
     /// Every party's verified shares, by party.
     type ZeroTest = Vec<Option<Vec<DecryptionShare>>>;
@@ -620,36 +751,41 @@ impl ThresholdAhe for ThresholdPaillier {
         if slot.is_some() {
             return Err(TaheError::DuplicateShare { party });
         }
-        let len = pk.share_len();
-        if batch.len() != cts.len() * len {
-            return Err(TaheError::BadShare {
-                party,
-                reason: format!(
-                    "a batch of {} bytes for {} ciphertexts",
-                    batch.len(),
-                    cts.len()
-                ),
-            });
+        let bad = |reason: String| TaheError::BadShare { party, reason };
+        if batch.len() != Self::share_batch_len(pk, cts.len()) {
+            return Err(bad(format!(
+                "a batch of {} bytes for {} ciphertexts",
+                batch.len(),
+                cts.len()
+            )));
         }
-        let shares = batch
-            .par_chunks_exact(len)
-            .zip(cts.par_iter())
-            .map(|(bytes, c)| {
-                let share = Self::decode_share(pk, bytes).map_err(|e| TaheError::BadShare {
+        let claimed = u32::from_be_bytes(batch[..4].try_into().expect("4 bytes"));
+        if claimed != party {
+            return Err(bad(format!("a batch claims party {claimed}")));
+        }
+        let width = pk.ct_len();
+        let at = 4 + cts.len() * width;
+        let cis = batch[4..at]
+            .par_chunks_exact(width)
+            .map(|b| pk.decode_ct(b, "decryption share"))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| bad(e.to_string()))?;
+        let e = Integer::from_digits(&batch[at..at + 32], Order::Msf);
+        let z = Integer::from_digits(&batch[at + 32..], Order::Msf);
+        let bases: Vec<&Integer> = cts.iter().map(|c| &c.0).collect();
+        let (c, ci) = batch_combination(pk, party, &bases, &cis);
+        verify(pk, &c, &DecryptionShare { party, ci, e, z })?;
+        // The shares are verified: only `c_i` is needed to combine them.
+        *slot = Some(
+            cis.into_iter()
+                .map(|ci| DecryptionShare {
                     party,
-                    reason: e.to_string(),
-                })?;
-                if share.party != party {
-                    return Err(TaheError::BadShare {
-                        party,
-                        reason: format!("a share claims party {}", share.party),
-                    });
-                }
-                verify(pk, &c.0, &share)?;
-                Ok(share)
-            })
-            .collect::<Result<Vec<_>, TaheError>>()?;
-        *slot = Some(shares);
+                    ci,
+                    e: Integer::new(),
+                    z: Integer::new(),
+                })
+                .collect(),
+        );
         Ok(())
     }
     fn zero_test_finish(

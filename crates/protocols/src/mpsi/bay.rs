@@ -18,14 +18,14 @@
 //! `k'_j`; multiplying by a fresh random unit as well costs nothing with the batch
 //! encoder and keeps every value the clients see uniform when non-zero.
 
+use std::sync::Arc;
+
 use privset_crypto::filter::bloom::{BloomParams, element_words};
-use privset_crypto::tahe::ThresholdAhe;
-use privset_crypto::tahe::elgamal::{
-    CIPHERTEXT_LEN, Ciphertext, KeyShare, PublicKey, ThresholdElGamal as S, joint::CONTRIBUTION_LEN,
-};
+use privset_crypto::tahe::elgamal::joint::CONTRIBUTION_LEN;
 use rayon::prelude::*;
 
 use super::decrypt::{ServerDecryption, accumulate, on_shares, send_shares};
+use super::scheme::Scheme;
 use super::setup::{Expected, JointKey, Setup, blame, bloom_bits};
 use super::{
     HUB, KIND_COMBINED, KIND_FILTER, KIND_KEY, KIND_KEYS, KIND_QUERY, KIND_RANDOMIZED, MpsiConfig,
@@ -59,22 +59,22 @@ struct Intake {
     chunk: usize,
 }
 
-pub(super) struct Server {
+pub(super) struct Server<S: Scheme> {
     setup: Setup,
     expected: Expected,
     phase: ServerPhase,
     keys: Option<JointKey>,
-    pk: Option<PublicKey>,
+    pk: Option<S::PublicKey>,
     /// `k` hash words per server item.
     words: Vec<u64>,
     k: u32,
-    acc: Vec<Option<Ciphertext>>,
+    acc: Vec<Option<S::Ciphertext>>,
     intake: Option<Intake>,
-    decryption: Option<ServerDecryption>,
+    decryption: Option<ServerDecryption<S>>,
     output: Option<Vec<Vec<u8>>>,
 }
 
-impl Server {
+impl<S: Scheme> Server<S> {
     pub fn new(config: MpsiConfig) -> Self {
         Self {
             setup: Setup::new(config),
@@ -95,11 +95,11 @@ impl Server {
         &self.setup.config.items
     }
 
-    fn clients(&self) -> impl Iterator<Item = PartyId> + use<> {
+    fn clients(&self) -> std::ops::Range<PartyId> {
         1..self.setup.config.names.len() as PartyId
     }
 
-    fn pk(&self) -> &PublicKey {
+    fn pk(&self) -> &S::PublicKey {
         self.pk.as_ref().expect("key agreed")
     }
 
@@ -107,17 +107,26 @@ impl Server {
         filter_params(self.setup.size_of(c), self.items().len() as u64).bits() as usize
     }
 
+    /// The joint key round is over: every client gets every contribution.
     fn on_keys_complete(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
-        let keys = self.keys.as_ref().expect("keys");
-        self.pk = Some(keys.public_key()?);
+        let keys = self.keys.take().expect("keys");
+        self.pk = Some(S::joint_public(&keys)?);
         let all = keys.encode_all();
-        let n = self.items().len();
         for c in self.clients() {
             session.send(c, KIND_KEYS, &all);
+        }
+        self.on_key(session)
+    }
+
+    /// The key is known (agreed or dealt): expect the clients' filters.
+    fn on_key(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
+        let n = self.items().len();
+        let ct_len = S::ciphertext_len(self.pk());
+        for c in self.clients() {
             let bits = self.client_bits(c);
             for i in 0..chunks(bits) {
                 self.expected
-                    .push(c, KIND_FILTER, chunk(bits, i).1 * CIPHERTEXT_LEN);
+                    .push(c, KIND_FILTER, chunk(bits, i).1 * ct_len);
             }
             if bits == 0 {
                 // An empty set: no item is held by every client. Its "entry" is a
@@ -127,7 +136,7 @@ impl Server {
                 let ones = S::decode_ciphertexts(self.pk(), &ones).expect("own encoding");
                 let pk = self.pk.clone().expect("key");
                 for (a, c) in self.acc.iter_mut().zip(&ones) {
-                    accumulate(a, c, &pk);
+                    accumulate::<S>(a, c, &pk);
                 }
             }
         }
@@ -173,11 +182,12 @@ impl Server {
         // Decode each touched entry once (positions are sorted, so repeats are adjacent).
         let mut positions: Vec<u64> = pairs.iter().map(|p| p.0).collect();
         positions.dedup();
-        let entries: Vec<Ciphertext> = positions
+        let ct_len = S::ciphertext_len(&pk);
+        let entries: Vec<S::Ciphertext> = positions
             .par_iter()
             .map(|&p| {
-                let off = (p as usize - start) * CIPHERTEXT_LEN;
-                S::decode_ciphertext(&pk, &body[off..off + CIPHERTEXT_LEN])
+                let off = (p as usize - start) * ct_len;
+                S::decode_ciphertext(&pk, &body[off..off + ct_len])
             })
             .collect::<Result<_, _>>()
             .map_err(blame(name, "encrypted Bloom filter"))?;
@@ -186,7 +196,7 @@ impl Server {
             while positions[e] != pos {
                 e += 1;
             }
-            accumulate(&mut self.acc[item as usize], &entries[e], &pk);
+            accumulate::<S>(&mut self.acc[item as usize], &entries[e], &pk);
         }
         intake.chunk += 1;
         if intake.chunk == chunks(intake.bits) {
@@ -197,7 +207,7 @@ impl Server {
 
     fn on_filters_complete(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
         let pk = self.pk.clone().expect("key");
-        let sums: Vec<Ciphertext> = self
+        let sums: Vec<S::Ciphertext> = self
             .acc
             .drain(..)
             .map(|a| a.expect("every item summed"))
@@ -219,12 +229,12 @@ impl Server {
         self.acc
             .par_iter_mut()
             .zip(cts.par_iter())
-            .for_each(|(a, c)| accumulate(a, c, &pk));
+            .for_each(|(a, c)| accumulate::<S>(a, c, &pk));
         Ok(())
     }
 
     fn on_randomized_complete(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
-        let sums: Vec<Ciphertext> = self
+        let sums: Vec<S::Ciphertext> = self
             .acc
             .drain(..)
             .map(|a| a.expect("every item summed"))
@@ -242,7 +252,7 @@ impl Server {
     }
 }
 
-impl Protocol for Server {
+impl<S: Scheme> Protocol for Server<S> {
     type Output = MpsiOutput;
     type Handshake = Setup;
 
@@ -251,16 +261,19 @@ impl Protocol for Server {
     }
 
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
-        let holders = self.setup.holders();
-        self.keys = Some(JointKey::new(holders, session.ctx));
-        for c in self.clients() {
-            self.expected.push(c, KIND_KEY, CONTRIBUTION_LEN);
-        }
         let n = self.items().len();
         self.k = filter_params(1, n as u64).k;
         let items: Vec<&[u8]> = self.items().iter().map(Vec::as_slice).collect();
         self.words = element_words(self.k, &session.ctx.derive_key("mpsi/bloom"), &items);
         self.acc = vec![None; n];
+        if let Some((pk, _)) = S::given(&self.setup.config) {
+            self.pk = Some(pk);
+            return self.on_key(session);
+        }
+        self.keys = Some(JointKey::new(self.setup.holders(), session.ctx));
+        for c in self.clients() {
+            self.expected.push(c, KIND_KEY, CONTRIBUTION_LEN);
+        }
         Ok(())
     }
 
@@ -281,7 +294,7 @@ impl Protocol for Server {
             }
             ServerPhase::Filters => {
                 self.on_filter_chunk(e.from, body)?;
-                session.meter.add(body.len() / CIPHERTEXT_LEN);
+                session.meter.add(body.len() / S::ciphertext_len(self.pk()));
                 if self.expected.is_empty() {
                     self.on_filters_complete(session)?;
                 }
@@ -356,18 +369,18 @@ enum ClientPhase {
     Done,
 }
 
-pub(super) struct Client {
+pub(super) struct Client<S: Scheme> {
     setup: Setup,
     expected: Expected,
     phase: ClientPhase,
     keys: Option<JointKey>,
-    key: Option<KeyShare>,
+    key: Option<Arc<S::KeyShare>>,
     /// The Bloom filter's bits (set = some item there).
     bloom: Vec<bool>,
     next_chunk: usize,
 }
 
-impl Client {
+impl<S: Scheme> Client<S> {
     pub fn new(config: MpsiConfig) -> Self {
         Self {
             setup: Setup::new(config),
@@ -384,18 +397,32 @@ impl Client {
         self.setup.size_of(HUB) as usize
     }
 
-    fn pk(&self) -> &PublicKey {
-        self.key.as_ref().expect("key").public_key()
+    fn pk(&self) -> &S::PublicKey {
+        S::share_public_key(self.key.as_ref().expect("key"))
     }
 
     fn expect_query(&mut self) {
         self.phase = ClientPhase::Query;
-        self.expected
-            .push(HUB, KIND_QUERY, self.server_items() * CIPHERTEXT_LEN);
+        let len = self.server_items() * S::ciphertext_len(self.pk());
+        self.expected.push(HUB, KIND_QUERY, len);
+    }
+
+    /// The key is known (agreed or dealt): make the filter, sent as deferred work.
+    fn on_key(&mut self, key: Arc<S::KeyShare>, session: &mut Session<'_>) {
+        self.key = Some(key);
+        let items = &self.setup.config.items;
+        let params = filter_params(items.len() as u64, self.server_items() as u64);
+        let slices: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
+        let words = element_words(params.k, &session.ctx.derive_key("mpsi/bloom"), &slices);
+        self.bloom = bloom_bits(&params, &words);
+        self.phase = ClientPhase::Filter;
+        if self.bloom.is_empty() {
+            self.expect_query();
+        }
     }
 }
 
-impl Protocol for Client {
+impl<S: Scheme> Protocol for Client<S> {
     type Output = MpsiOutput;
     type Handshake = Setup;
 
@@ -404,6 +431,10 @@ impl Protocol for Client {
     }
 
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
+        if let Some((_, Some(share))) = S::given(&self.setup.config) {
+            self.on_key(share, session);
+            return Ok(());
+        }
         let holders = self.setup.holders();
         let mut keys = JointKey::new(holders, session.ctx);
         let mine = keys.contribute(session.me(), session.rng)?;
@@ -425,16 +456,8 @@ impl Protocol for Client {
             ClientPhase::Keys => {
                 let mut keys = self.keys.take().expect("keys");
                 keys.accept_all(body, &self.setup.config.names, session.me())?;
-                self.key = Some(keys.key_share()?);
-                let items = &self.setup.config.items;
-                let params = filter_params(items.len() as u64, self.server_items() as u64);
-                let slices: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
-                let words = element_words(params.k, &session.ctx.derive_key("mpsi/bloom"), &slices);
-                self.bloom = bloom_bits(&params, &words);
-                self.phase = ClientPhase::Filter;
-                if self.bloom.is_empty() {
-                    self.expect_query();
-                }
+                let key = S::joint_share(&mut keys)?;
+                self.on_key(key, session);
             }
             ClientPhase::Query => {
                 let pk = self.pk().clone();
@@ -446,7 +469,7 @@ impl Protocol for Client {
                 self.phase = ClientPhase::Combined;
             }
             ClientPhase::Combined => {
-                send_shares(self.key.as_ref().expect("key"), body, server, session)?;
+                send_shares::<S>(self.key.as_ref().expect("key"), body, server, session)?;
                 self.phase = ClientPhase::Done;
             }
             ClientPhase::Filter | ClientPhase::Done => {
@@ -480,7 +503,7 @@ impl Protocol for Client {
         let (zero, one) = (S::scalar_from_u64(&pk, 0), S::scalar_from_u64(&pk, 1));
         let inverted: Vec<_> = self.bloom[start..start + len]
             .iter()
-            .map(|&set| if set { zero } else { one })
+            .map(|&set| if set { zero.clone() } else { one.clone() })
             .collect();
         let encrypted = S::encrypt_encoded(&pk, &inverted, session.rng);
         session.send(HUB, KIND_FILTER, &encrypted);

@@ -2,9 +2,7 @@
 //! server randomizes its sums, the clients return decryption shares, and the server
 //! keeps the items whose sum decrypts to zero.
 
-use privset_crypto::tahe::ThresholdAhe;
-use privset_crypto::tahe::elgamal::{Ciphertext, KeyShare, PublicKey, ThresholdElGamal as S};
-
+use super::scheme::Scheme;
 use super::setup::{Expected, blame};
 use super::{HUB, KIND_COMBINED, KIND_SHARES};
 use crate::engine::Session;
@@ -12,26 +10,30 @@ use crate::error::ProtocolError;
 use crate::wire::PartyId;
 
 /// Adds `c` into `acc` (an empty accumulator takes `c`).
-pub(super) fn accumulate(acc: &mut Option<Ciphertext>, c: &Ciphertext, pk: &PublicKey) {
+pub(super) fn accumulate<S: Scheme>(
+    acc: &mut Option<S::Ciphertext>,
+    c: &S::Ciphertext,
+    pk: &S::PublicKey,
+) {
     *acc = Some(match acc {
         Some(a) => S::add(pk, a, c),
-        None => *c,
+        None => c.clone(),
     });
 }
 
 /// The server's side: the ciphertexts sent for decryption and the shares so far.
-pub(super) struct ServerDecryption {
-    pk: PublicKey,
-    combined: Vec<Ciphertext>,
-    zero: <S as ThresholdAhe>::ZeroTest,
+pub(super) struct ServerDecryption<S: Scheme> {
+    pk: S::PublicKey,
+    combined: Vec<S::Ciphertext>,
+    zero: S::ZeroTest,
 }
 
-impl ServerDecryption {
+impl<S: Scheme> ServerDecryption<S> {
     /// Sends every client `ReRand(k_j s_j)` for every sum `s_j` (`k_j` a fresh random
     /// unit: zero stays zero, anything else becomes uniform) and expects their shares.
     pub fn start(
-        pk: &PublicKey,
-        sums: &[Ciphertext],
+        pk: &S::PublicKey,
+        sums: &[S::Ciphertext],
         clients: impl Iterator<Item = PartyId>,
         expected: &mut Expected,
         session: &mut Session<'_>,
@@ -81,8 +83,8 @@ impl ServerDecryption {
 
 /// Absorbs one client's shares into `slot`'s decryption; once no message is expected any
 /// more (the last client's shares are in), the items that decrypted to zero.
-pub(super) fn on_shares(
-    slot: &mut Option<ServerDecryption>,
+pub(super) fn on_shares<S: Scheme>(
+    slot: &mut Option<ServerDecryption<S>>,
     expected: &Expected,
     from: PartyId,
     name: String,
@@ -101,13 +103,13 @@ pub(super) fn on_shares(
 }
 
 /// The client's side: its batch of shares of the server's ciphertexts.
-pub(super) fn send_shares(
-    key: &KeyShare,
+pub(super) fn send_shares<S: Scheme>(
+    key: &S::KeyShare,
     body: &[u8],
     server: String,
     session: &mut Session<'_>,
 ) -> Result<(), ProtocolError> {
-    let cts = S::decode_ciphertexts(key.public_key(), body)
+    let cts = S::decode_ciphertexts(S::share_public_key(key), body)
         .map_err(blame(server, "combined ciphertexts"))?;
     let batch = S::share_batch(key, &cts, session.rng);
     session.send(HUB, KIND_SHARES, &batch);

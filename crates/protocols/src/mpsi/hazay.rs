@@ -19,16 +19,16 @@
 //! of different sizes per client the server evaluates each client's polynomial and adds
 //! the values, which is the same sum.
 
+use std::sync::Arc;
+
 use privset_crypto::filter::bloom::element_words;
-use privset_crypto::tahe::ThresholdAhe;
-use privset_crypto::tahe::elgamal::{
-    CIPHERTEXT_LEN, Ciphertext, KeyShare, PublicKey, ThresholdElGamal as S, joint::CONTRIBUTION_LEN,
-};
+use privset_crypto::tahe::elgamal::joint::CONTRIBUTION_LEN;
 use rayon::prelude::*;
 use sha2::{Digest, Sha512};
 
 use super::bins::BinParams;
 use super::decrypt::{ServerDecryption, accumulate, on_shares, send_shares};
+use super::scheme::Scheme;
 use super::setup::{Expected, JointKey, Setup, blame};
 use super::{
     HUB, KIND_COMBINED, KIND_KEY, KIND_KEYS, KIND_POLYNOMIALS, MpsiConfig, MpsiOutput, Role,
@@ -38,10 +38,12 @@ use crate::error::ProtocolError;
 use crate::session::SessionContext;
 use crate::wire::PartyId;
 
-type Scalar = <S as ThresholdAhe>::Scalar;
-
 /// The items as plaintexts, `H(x)` (SHA-512 keyed by the session, reduced).
-fn item_scalars(pk: &PublicKey, ctx: &SessionContext, items: &[Vec<u8>]) -> Vec<Scalar> {
+fn item_scalars<S: Scheme>(
+    pk: &S::PublicKey,
+    ctx: &SessionContext,
+    items: &[Vec<u8>],
+) -> Vec<S::Scalar> {
     let key = ctx.derive_key("mpsi/hazay/items");
     items
         .par_iter()
@@ -66,16 +68,20 @@ fn client_bins(setup: &Setup, client: PartyId) -> BinParams {
 
 /// `Π (X − r)` over `roots`, lowest degree first, padded with zeros to `width`
 /// coefficients.
-fn polynomial(pk: &PublicKey, roots: &[Scalar], width: usize) -> Vec<Scalar> {
+fn polynomial<S: Scheme>(pk: &S::PublicKey, roots: &[S::Scalar], width: usize) -> Vec<S::Scalar> {
     let zero = S::scalar_from_u64(pk, 0);
-    let mut p = vec![zero; width];
+    let mut p = vec![zero.clone(); width];
     p[0] = S::scalar_from_u64(pk, 1);
     for (deg, r) in roots.iter().enumerate() {
         let minus_r = S::scalar_neg(pk, r);
         // p <- p * (X - r): from the top down.
         for i in (0..=deg + 1).rev() {
-            let shifted = if i > 0 { p[i - 1] } else { zero };
-            p[i] = S::scalar_add(pk, &shifted, &S::scalar_mul(pk, &p[i], &minus_r));
+            let product = S::scalar_mul(pk, &p[i], &minus_r);
+            p[i] = if i > 0 {
+                S::scalar_add(pk, &p[i - 1], &product)
+            } else {
+                S::scalar_add(pk, &zero, &product)
+            };
         }
     }
     p
@@ -99,21 +105,21 @@ struct Intake {
     chunk: usize,
 }
 
-pub(super) struct Server {
+pub(super) struct Server<S: Scheme> {
     setup: Setup,
     expected: Expected,
     phase: ServerPhase,
     keys: Option<JointKey>,
-    pk: Option<PublicKey>,
-    scalars: Vec<Scalar>,
+    pk: Option<S::PublicKey>,
+    scalars: Vec<S::Scalar>,
     words: Vec<u64>,
-    acc: Vec<Option<Ciphertext>>,
+    acc: Vec<Option<S::Ciphertext>>,
     intake: Option<Intake>,
-    decryption: Option<ServerDecryption>,
+    decryption: Option<ServerDecryption<S>>,
     output: Option<Vec<Vec<u8>>>,
 }
 
-impl Server {
+impl<S: Scheme> Server<S> {
     pub fn new(config: MpsiConfig) -> Self {
         Self {
             setup: Setup::new(config),
@@ -130,18 +136,27 @@ impl Server {
         }
     }
 
+    /// The joint key round is over: every client gets every contribution.
     fn on_keys_complete(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
         let keys = self.keys.take().expect("keys");
-        let pk = keys.public_key()?;
+        let pk = S::joint_public(&keys)?;
         let all = keys.encode_all();
-        self.scalars = item_scalars(&pk, session.ctx, &self.setup.config.items);
-        self.words = bin_words(session.ctx, &self.setup.config.items);
         for c in 1..=self.setup.holders() as PartyId {
             session.send(c, KIND_KEYS, &all);
+        }
+        self.on_key(pk, session)
+    }
+
+    /// The key is known (agreed or dealt): expect the clients' polynomials.
+    fn on_key(&mut self, pk: S::PublicKey, session: &mut Session<'_>) -> Result<(), ProtocolError> {
+        self.scalars = item_scalars::<S>(&pk, session.ctx, &self.setup.config.items);
+        self.words = bin_words(session.ctx, &self.setup.config.items);
+        let ct_len = S::ciphertext_len(&pk);
+        for c in 1..=self.setup.holders() as PartyId {
             let bins = client_bins(&self.setup, c);
             for i in 0..bins.chunks() {
                 let n = bins.chunk_bins(i).1 * bins.width();
-                self.expected.push(c, KIND_POLYNOMIALS, n * CIPHERTEXT_LEN);
+                self.expected.push(c, KIND_POLYNOMIALS, n * ct_len);
             }
         }
         self.pk = Some(pk);
@@ -190,7 +205,7 @@ impl Server {
             intake.cursor += 1;
         }
         let scalars = &self.scalars;
-        let values: Vec<(u32, Ciphertext)> = intake.pairs[start..intake.cursor]
+        let values: Vec<(u32, S::Ciphertext)> = intake.pairs[start..intake.cursor]
             .par_iter()
             .map(|&(bin, item)| {
                 let at = (bin as usize - first) * width;
@@ -200,7 +215,7 @@ impl Server {
             })
             .collect();
         for (item, v) in values {
-            accumulate(&mut self.acc[item as usize], &v, &pk);
+            accumulate::<S>(&mut self.acc[item as usize], &v, &pk);
         }
         intake.chunk += 1;
         if intake.chunk == intake.bins.chunks() {
@@ -210,7 +225,7 @@ impl Server {
     }
 }
 
-impl Protocol for Server {
+impl<S: Scheme> Protocol for Server<S> {
     type Output = MpsiOutput;
     type Handshake = Setup;
 
@@ -219,11 +234,14 @@ impl Protocol for Server {
     }
 
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
+        self.acc = vec![None; self.setup.config.items.len()];
+        if let Some((pk, _)) = S::given(&self.setup.config) {
+            return self.on_key(pk, session);
+        }
         self.keys = Some(JointKey::new(self.setup.holders(), session.ctx));
         for c in 1..=self.setup.holders() as PartyId {
             self.expected.push(c, KIND_KEY, CONTRIBUTION_LEN);
         }
-        self.acc = vec![None; self.setup.config.items.len()];
         Ok(())
     }
 
@@ -244,9 +262,11 @@ impl Protocol for Server {
             }
             ServerPhase::Polynomials => {
                 self.on_chunk(e.from, body)?;
-                session.meter.add(body.len() / CIPHERTEXT_LEN);
+                session
+                    .meter
+                    .add(body.len() / S::ciphertext_len(self.pk.as_ref().expect("key")));
                 if self.expected.is_empty() {
-                    let sums: Vec<Ciphertext> = self
+                    let sums: Vec<S::Ciphertext> = self
                         .acc
                         .drain(..)
                         .map(|a| a.expect("every client evaluated"))
@@ -326,19 +346,19 @@ enum ClientPhase {
     Done,
 }
 
-pub(super) struct Client {
+pub(super) struct Client<S: Scheme> {
     setup: Setup,
     expected: Expected,
     phase: ClientPhase,
     keys: Option<JointKey>,
-    key: Option<KeyShare>,
+    key: Option<Arc<S::KeyShare>>,
     bins: BinParams,
     /// Each bin's roots.
-    roots: Vec<Vec<Scalar>>,
+    roots: Vec<Vec<S::Scalar>>,
     next_chunk: usize,
 }
 
-impl Client {
+impl<S: Scheme> Client<S> {
     pub fn new(config: MpsiConfig) -> Self {
         Self {
             setup: Setup::new(config),
@@ -352,14 +372,46 @@ impl Client {
         }
     }
 
+    fn pk(&self) -> &S::PublicKey {
+        S::share_public_key(self.key.as_ref().expect("key"))
+    }
+
     fn expect_evaluations(&mut self) {
         self.phase = ClientPhase::Evaluations;
         let n = self.setup.size_of(HUB) as usize;
-        self.expected.push(HUB, KIND_COMBINED, n * CIPHERTEXT_LEN);
+        let len = n * S::ciphertext_len(self.pk());
+        self.expected.push(HUB, KIND_COMBINED, len);
+    }
+
+    /// The key is known (agreed or dealt): the items into their bins, each bin's
+    /// polynomial then sent as deferred work.
+    fn on_key(
+        &mut self,
+        key: Arc<S::KeyShare>,
+        session: &mut Session<'_>,
+    ) -> Result<(), ProtocolError> {
+        let items = &self.setup.config.items;
+        self.bins = client_bins(&self.setup, session.me());
+        let scalars = item_scalars::<S>(S::share_public_key(&key), session.ctx, items);
+        let words = bin_words(session.ctx, items);
+        self.roots = vec![Vec::new(); self.bins.bins as usize];
+        for (s, w) in scalars.into_iter().zip(words) {
+            let bin = &mut self.roots[self.bins.bin_of(w) as usize];
+            bin.push(s);
+            if bin.len() > self.bins.degree {
+                return Err(ProtocolError::Config(format!(
+                    "a bin holds more than {} items (probability below 2^-40): run again",
+                    self.bins.degree
+                )));
+            }
+        }
+        self.key = Some(key);
+        self.phase = ClientPhase::Polynomials;
+        Ok(())
     }
 }
 
-impl Protocol for Client {
+impl<S: Scheme> Protocol for Client<S> {
     type Output = MpsiOutput;
     type Handshake = Setup;
 
@@ -368,6 +420,9 @@ impl Protocol for Client {
     }
 
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
+        if let Some((_, Some(share))) = S::given(&self.setup.config) {
+            return self.on_key(share, session);
+        }
         let mut keys = JointKey::new(self.setup.holders(), session.ctx);
         let mine = keys.contribute(session.me(), session.rng)?;
         session.send(HUB, KIND_KEY, &mine);
@@ -387,28 +442,12 @@ impl Protocol for Client {
             ClientPhase::Keys => {
                 let mut keys = self.keys.take().expect("keys");
                 keys.accept_all(body, &self.setup.config.names, session.me())?;
-                let key = keys.key_share()?;
-                let items = &self.setup.config.items;
-                self.bins = client_bins(&self.setup, session.me());
-                let scalars = item_scalars(key.public_key(), session.ctx, items);
-                let words = bin_words(session.ctx, items);
-                self.roots = vec![Vec::new(); self.bins.bins as usize];
-                for (s, w) in scalars.into_iter().zip(words) {
-                    let bin = &mut self.roots[self.bins.bin_of(w) as usize];
-                    bin.push(s);
-                    if bin.len() > self.bins.degree {
-                        return Err(ProtocolError::Config(format!(
-                            "a bin holds more than {} items (probability below 2^-40): run again",
-                            self.bins.degree
-                        )));
-                    }
-                }
-                self.key = Some(key);
-                self.phase = ClientPhase::Polynomials;
+                let key = S::joint_share(&mut keys)?;
+                self.on_key(key, session)?;
             }
             ClientPhase::Evaluations => {
                 let server = self.setup.name(HUB);
-                send_shares(self.key.as_ref().expect("key"), body, server, session)?;
+                send_shares::<S>(self.key.as_ref().expect("key"), body, server, session)?;
                 self.phase = ClientPhase::Done;
             }
             ClientPhase::Polynomials | ClientPhase::Done => {
@@ -432,7 +471,7 @@ impl Protocol for Client {
 
     /// One chunk of encrypted polynomials (while the previous one leaves).
     fn do_deferred_work(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
-        let pk = self.key.as_ref().expect("key").public_key().clone();
+        let pk = self.pk().clone();
         let (first, count) = self.bins.chunk_bins(self.next_chunk);
         let width = self.bins.width();
         if self.next_chunk == 0 {
@@ -441,9 +480,9 @@ impl Protocol for Client {
                 self.bins.bins as usize * width,
             );
         }
-        let coefficients: Vec<Scalar> = self.roots[first..first + count]
+        let coefficients: Vec<S::Scalar> = self.roots[first..first + count]
             .par_iter()
-            .flat_map_iter(|roots| polynomial(&pk, roots, width))
+            .flat_map_iter(|roots| polynomial::<S>(&pk, roots, width))
             .collect();
         let encrypted = S::encrypt_encoded(&pk, &coefficients, session.rng);
         session.send(HUB, KIND_POLYNOMIALS, &encrypted);
@@ -484,7 +523,8 @@ impl Protocol for Client {
 #[cfg(test)]
 mod tests {
     use privset_crypto::rng::SessionRng;
-    use privset_crypto::tahe::elgamal::{DkgParams, dkg_local};
+    use privset_crypto::tahe::ThresholdAhe;
+    use privset_crypto::tahe::elgamal::{DkgParams, ThresholdElGamal as S, dkg_local};
 
     use super::*;
 
@@ -500,8 +540,8 @@ mod tests {
         .expect("key");
         let pk = ks[0].public_key();
         let u = |v: u64| S::scalar_from_u64(pk, v);
-        let p = polynomial(pk, &[u(7), u(9)], 4);
+        let p = polynomial::<S>(pk, &[u(7), u(9)], 4);
         assert_eq!(p, vec![u(63), S::scalar_neg(pk, &u(16)), u(1), u(0)]);
-        assert_eq!(polynomial(pk, &[], 3), vec![u(1), u(0), u(0)]);
+        assert_eq!(polynomial::<S>(pk, &[], 3), vec![u(1), u(0), u(0)]);
     }
 }

@@ -20,14 +20,14 @@
 //! filter chunk as soon as it has the dealer's answer for the current one), so no party
 //! ever holds more than a chunk of ciphertexts besides its filter's bits.
 
+use std::sync::Arc;
+
 use privset_crypto::filter::bloom::{BloomParams, element_words};
-use privset_crypto::tahe::ThresholdAhe;
-use privset_crypto::tahe::elgamal::{
-    CIPHERTEXT_LEN, Ciphertext, KeyShare, PublicKey, ThresholdElGamal as S, joint::CONTRIBUTION_LEN,
-};
+use privset_crypto::tahe::elgamal::joint::CONTRIBUTION_LEN;
 use rayon::prelude::*;
 
 use super::decrypt::accumulate;
+use super::scheme::Scheme;
 use super::setup::{Expected, JointKey, Setup, blame, bloom_bits};
 use super::{
     HUB, KIND_FILTER, KIND_KEY, KIND_MASKED, KIND_SHARES, MpsiConfig, MpsiOutput, Role, chunk,
@@ -62,12 +62,12 @@ enum PartyPhase {
     Done,
 }
 
-pub(super) struct Party {
+pub(super) struct Party<S: Scheme> {
     setup: Setup,
     expected: Expected,
     phase: PartyPhase,
     keys: Option<JointKey>,
-    key: Option<KeyShare>,
+    key: Option<Arc<S::KeyShare>>,
     params: BloomParams,
     /// The `k` words of each own item.
     words: Vec<u64>,
@@ -75,12 +75,12 @@ pub(super) struct Party {
     /// The AND of every party's filter, as it is learned chunk by chunk.
     and: Vec<bool>,
     chunk: usize,
-    masked: Vec<Ciphertext>,
-    zero: Option<<S as ThresholdAhe>::ZeroTest>,
+    masked: Vec<S::Ciphertext>,
+    zero: Option<S::ZeroTest>,
     output: Option<Vec<Vec<u8>>>,
 }
 
-impl Party {
+impl<S: Scheme> Party<S> {
     pub fn new(config: MpsiConfig) -> Self {
         Self {
             setup: Setup::new(config),
@@ -99,8 +99,16 @@ impl Party {
         }
     }
 
-    fn pk(&self) -> &PublicKey {
-        self.key.as_ref().expect("key").public_key()
+    fn pk(&self) -> &S::PublicKey {
+        S::share_public_key(self.key.as_ref().expect("key"))
+    }
+
+    /// The key is known (agreed or dealt): the filter's chunks start moving.
+    fn on_key(&mut self, key: Arc<S::KeyShare>, session: &mut Session<'_>) {
+        self.key = Some(key);
+        session.meter.begin(FILTER_PHASE, self.bloom.len());
+        self.send_filter_chunk(0, session);
+        self.expect_masked();
     }
 
     fn others(&self, me: PartyId) -> Vec<PartyId> {
@@ -115,15 +123,15 @@ impl Party {
         let (zero, one) = (S::scalar_from_u64(&pk, 0), S::scalar_from_u64(&pk, 1));
         let bits: Vec<_> = self.bloom[start..start + len]
             .iter()
-            .map(|&b| if b { one } else { zero })
+            .map(|&b| if b { one.clone() } else { zero.clone() })
             .collect();
         let encrypted = S::encrypt_encoded(&pk, &bits, session.rng);
         session.send(HUB, KIND_FILTER, &encrypted);
     }
 
     fn expect_masked(&mut self) {
-        let len = chunk(self.bloom.len(), self.chunk).1;
-        self.expected.push(HUB, KIND_MASKED, len * CIPHERTEXT_LEN);
+        let len = chunk(self.bloom.len(), self.chunk).1 * S::ciphertext_len(self.pk());
+        self.expected.push(HUB, KIND_MASKED, len);
         self.phase = PartyPhase::Masked;
     }
 
@@ -142,7 +150,7 @@ impl Party {
     }
 }
 
-impl Protocol for Party {
+impl<S: Scheme> Protocol for Party<S> {
     type Output = MpsiOutput;
     type Handshake = Setup;
 
@@ -151,15 +159,6 @@ impl Protocol for Party {
     }
 
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
-        let mut keys = JointKey::new(self.setup.holders(), session.ctx);
-        let mine = keys.contribute(session.me(), session.rng)?;
-        for p in session.roster.peers() {
-            session.send(p, KIND_KEY, &mine);
-        }
-        self.keys = Some(keys);
-        for p in self.others(session.me()) {
-            self.expected.push(p, KIND_KEY, CONTRIBUTION_LEN);
-        }
         self.params = filter_params(&self.setup);
         let slices: Vec<&[u8]> = self.setup.config.items.iter().map(Vec::as_slice).collect();
         self.words = element_words(
@@ -169,6 +168,19 @@ impl Protocol for Party {
         );
         self.bloom = bloom_bits(&self.params, &self.words);
         self.and = vec![false; self.bloom.len()];
+        if let Some((_, Some(share))) = S::given(&self.setup.config) {
+            self.on_key(share, session);
+            return Ok(());
+        }
+        let mut keys = JointKey::new(self.setup.holders(), session.ctx);
+        let mine = keys.contribute(session.me(), session.rng)?;
+        for p in session.roster.peers() {
+            session.send(p, KIND_KEY, &mine);
+        }
+        self.keys = Some(keys);
+        for p in self.others(session.me()) {
+            self.expected.push(p, KIND_KEY, CONTRIBUTION_LEN);
+        }
         Ok(())
     }
 
@@ -184,15 +196,13 @@ impl Protocol for Party {
                 let keys = self.keys.as_mut().expect("keys");
                 keys.accept(e.from, body, &name)?;
                 if keys.complete() {
-                    self.key = Some(keys.key_share()?);
-                    session.meter.begin(FILTER_PHASE, self.bloom.len());
-                    self.send_filter_chunk(0, session);
-                    self.expect_masked();
+                    let key = S::joint_share(keys)?;
+                    self.on_key(key, session);
                 }
             }
             PartyPhase::Masked => {
                 let key = self.key.as_ref().expect("key");
-                let pk = key.public_key().clone();
+                let pk = S::share_public_key(key).clone();
                 self.masked =
                     S::decode_ciphertexts(&pk, body).map_err(blame(name, "masked filter"))?;
                 let batch = S::share_batch(key, &self.masked, session.rng);
@@ -273,18 +283,18 @@ impl Protocol for Party {
     }
 }
 
-pub(super) struct Dealer {
+pub(super) struct Dealer<S: Scheme> {
     setup: Setup,
     expected: Expected,
     keys: Option<JointKey>,
-    pk: Option<PublicKey>,
+    pk: Option<S::PublicKey>,
     bits: usize,
     chunk: usize,
-    sums: Vec<Option<Ciphertext>>,
+    sums: Vec<Option<S::Ciphertext>>,
     done: bool,
 }
 
-impl Dealer {
+impl<S: Scheme> Dealer<S> {
     pub fn new(config: MpsiConfig) -> Self {
         Self {
             setup: Setup::new(config),
@@ -300,8 +310,9 @@ impl Dealer {
 
     fn expect_filters(&mut self) {
         let len = chunk(self.bits, self.chunk).1;
+        let ct_len = S::ciphertext_len(self.pk.as_ref().expect("key"));
         for p in 1..=self.setup.holders() as PartyId {
-            self.expected.push(p, KIND_FILTER, len * CIPHERTEXT_LEN);
+            self.expected.push(p, KIND_FILTER, len * ct_len);
         }
         self.sums = vec![None; len];
     }
@@ -314,7 +325,7 @@ impl Dealer {
             &S::scalar_from_u64(&pk, u64::from(self.setup.holders())),
         );
         let shift = S::encrypt(&pk, &minus_t, session.rng);
-        let shifted: Vec<Ciphertext> = self
+        let shifted: Vec<S::Ciphertext> = self
             .sums
             .drain(..)
             .map(|s| S::add(&pk, &s.expect("every party's chunk"), &shift))
@@ -333,7 +344,7 @@ impl Dealer {
     }
 }
 
-impl Protocol for Dealer {
+impl<S: Scheme> Protocol for Dealer<S> {
     type Output = MpsiOutput;
     type Handshake = Setup;
 
@@ -342,11 +353,17 @@ impl Protocol for Dealer {
     }
 
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
+        self.bits = filter_params(&self.setup).bits() as usize;
+        if let Some((pk, _)) = S::given(&self.setup.config) {
+            self.pk = Some(pk);
+            session.meter.begin(DEALER_PHASE, self.bits);
+            self.expect_filters();
+            return Ok(());
+        }
         self.keys = Some(JointKey::new(self.setup.holders(), session.ctx));
         for p in 1..=self.setup.holders() as PartyId {
             self.expected.push(p, KIND_KEY, CONTRIBUTION_LEN);
         }
-        self.bits = filter_params(&self.setup).bits() as usize;
         Ok(())
     }
 
@@ -360,7 +377,7 @@ impl Protocol for Dealer {
         if let Some(keys) = self.keys.as_mut() {
             keys.accept(e.from, body, &name)?;
             if keys.complete() {
-                self.pk = Some(keys.public_key()?);
+                self.pk = Some(S::joint_public(keys)?);
                 self.keys = None;
                 session.meter.begin(DEALER_PHASE, self.bits);
                 self.expect_filters();
@@ -373,7 +390,7 @@ impl Protocol for Dealer {
         self.sums
             .par_iter_mut()
             .zip(cts.par_iter())
-            .for_each(|(s, c)| accumulate(s, c, &pk));
+            .for_each(|(s, c)| accumulate::<S>(s, c, &pk));
         if self.expected.is_empty() {
             self.answer(session);
         }

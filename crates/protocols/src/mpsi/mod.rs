@@ -1,10 +1,12 @@
 //! Multi-party private set intersection: the three protocols of de Jong's thesis ("Java
 //! Implementation and Analysis of Multi-party Private Set Intersection Protocols"), on
-//! threshold exponential ElGamal (`privset_crypto::tahe`), each party its own process.
+//! a threshold additive scheme (`privset_crypto::tahe`), each party its own process.
 //!
 //! Every session has one coordinator, participant 0, and `t ≥ 2` set holders,
-//! participants `1..=t`, who jointly hold an n-out-of-n decryption key made in one round
-//! of proved contributions (no dealer, no private channels: [`setup::JointKey`]).
+//! participants `1..=t`, who jointly hold an n-out-of-n decryption key: with threshold
+//! exponential ElGamal (the default) made in one round of proved contributions (no
+//! dealer, no private channels: [`setup::JointKey`]); with threshold Paillier dealt
+//! before the session by a trusted dealer ([`MpsiKey`], [`scheme`]).
 //!
 //! * [`MpsiProtocol::Bay`] (de Jong, Ch. 3, after Bay et al.): a star. The coordinator is
 //!   the **server**, with a set of its own; the holders are **clients**. Each client sends
@@ -42,6 +44,7 @@ mod bins;
 mod decrypt;
 mod hazay;
 mod miyaji_nishida;
+pub mod scheme;
 mod setup;
 
 use std::collections::HashSet;
@@ -52,6 +55,10 @@ use crate::party::OutputParty;
 use crate::wire::{PartyId, ProtocolId};
 
 pub use bins::BinParams;
+pub use scheme::MpsiKey;
+
+use privset_crypto::tahe::elgamal::ThresholdElGamal;
+use privset_crypto::tahe::paillier::ThresholdPaillier;
 
 /// The coordinator: the server (Bay et al., Hazay-Venkitasubramaniam) or the dealer
 /// (Miyaji-Nishida).
@@ -192,6 +199,8 @@ pub struct MpsiConfig {
     pub max_items: u64,
     /// Largest set size (or bound) a peer may announce (bounds memory).
     pub max_peer_items: u64,
+    /// The threshold scheme and its key (default: ElGamal, agreed in the session).
+    pub key: MpsiKey,
 }
 
 impl MpsiConfig {
@@ -231,6 +240,8 @@ impl MpsiConfig {
                 self.max_items
             )));
         }
+        self.key
+            .check(n as u32 - 1, u32::from(self.me), self.me == HUB)?;
         let mut seen = HashSet::with_capacity(self.items.len());
         self.items.retain(|x| seen.insert(x.clone()));
         Ok(())
@@ -264,18 +275,31 @@ pub fn new_party(
     seed: [u8; 32],
 ) -> Result<Box<dyn OutputParty<MpsiOutput>>, ProtocolError> {
     config.check()?;
+    match config.key {
+        MpsiKey::Joint => party_on::<ThresholdElGamal>(config, seed),
+        MpsiKey::Dealt { .. } => party_on::<ThresholdPaillier>(config, seed),
+    }
+}
+
+/// The participant of `config`'s protocol and role on the scheme `S`.
+fn party_on<S: scheme::Scheme>(
+    config: MpsiConfig,
+    seed: [u8; 32],
+) -> Result<Box<dyn OutputParty<MpsiOutput>>, ProtocolError> {
     Ok(match (config.protocol, config.role()) {
-        (MpsiProtocol::Bay, Role::Server) => Box::new(Engine::new(bay::Server::new(config), seed)?),
-        (MpsiProtocol::Bay, _) => Box::new(Engine::new(bay::Client::new(config), seed)?),
-        (MpsiProtocol::Hazay, Role::Server) => {
-            Box::new(Engine::new(hazay::Server::new(config), seed)?)
+        (MpsiProtocol::Bay, Role::Server) => {
+            Box::new(Engine::new(bay::Server::<S>::new(config), seed)?)
         }
-        (MpsiProtocol::Hazay, _) => Box::new(Engine::new(hazay::Client::new(config), seed)?),
+        (MpsiProtocol::Bay, _) => Box::new(Engine::new(bay::Client::<S>::new(config), seed)?),
+        (MpsiProtocol::Hazay, Role::Server) => {
+            Box::new(Engine::new(hazay::Server::<S>::new(config), seed)?)
+        }
+        (MpsiProtocol::Hazay, _) => Box::new(Engine::new(hazay::Client::<S>::new(config), seed)?),
         (MpsiProtocol::MiyajiNishida, Role::Dealer) => {
-            Box::new(Engine::new(miyaji_nishida::Dealer::new(config), seed)?)
+            Box::new(Engine::new(miyaji_nishida::Dealer::<S>::new(config), seed)?)
         }
         (MpsiProtocol::MiyajiNishida, _) => {
-            Box::new(Engine::new(miyaji_nishida::Party::new(config), seed)?)
+            Box::new(Engine::new(miyaji_nishida::Party::<S>::new(config), seed)?)
         }
     })
 }

@@ -10,22 +10,21 @@ use privset_crypto::tahe::elgamal::joint::{
 };
 use privset_crypto::tahe::elgamal::{KeyShare, PublicKey};
 
+use super::scheme::{SCHEME_ELGAMAL, SCHEME_PAILLIER};
 use super::{MpsiConfig, MpsiProtocol, kind_name};
 use crate::engine::{Handshake, Message, Roster};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::session::SessionContext;
 use crate::wire::{self, PartyId};
 
-/// Code of the threshold scheme in the hello (threshold exponential ElGamal on
-/// ristretto255 with the one-round n-out-of-n key).
-const SCHEME_ELGAMAL: u8 = 1;
+/// Bytes of the hello settings: protocol, scheme, participant count, size, key.
+const SETTINGS_LEN: usize = 1 + 1 + 1 + 8 + 32;
 
-/// Bytes of the hello settings: protocol, scheme, participant count, size.
-const SETTINGS_LEN: usize = 1 + 1 + 1 + 8;
-
-/// The handshake of every role: settings `protocol ‖ scheme ‖ count ‖ size (u64)`, where
-/// `size` is the party's set size (Bay et al., Hazay-Venkitasubramaniam: public in these
-/// protocols) or its bound on every set (Miyaji-Nishida; 0 from the dealer).
+/// The handshake of every role: settings `protocol ‖ scheme ‖ count ‖ size (u64) ‖ key
+/// (32)`, where `size` is the party's set size (Bay et al., Hazay-Venkitasubramaniam:
+/// public in these protocols) or its bound on every set (Miyaji-Nishida; 0 from the
+/// dealer), and `key` the dealt key's fingerprint (zeros when the key is agreed in the
+/// session: [`super::MpsiKey`]).
 pub struct Setup {
     pub(super) config: MpsiConfig,
     /// What each participant announced as its `size` (its own included).
@@ -76,9 +75,10 @@ impl Handshake for Setup {
     fn settings(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(SETTINGS_LEN);
         out.push(self.config.protocol.code());
-        out.push(SCHEME_ELGAMAL);
+        out.push(self.config.key.code());
         out.push(self.config.names.len() as u8);
         out.extend_from_slice(&self.config.announced_size().to_be_bytes());
+        out.extend_from_slice(&self.config.key.fingerprint());
         out
     }
 
@@ -89,6 +89,7 @@ impl Handshake for Setup {
     fn check_settings(&mut self, from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
         let mut r = wire::Reader::new(settings, "mpsi hello");
         let (protocol, scheme, count, size) = (r.u8()?, r.u8()?, r.u8()?, r.u64()?);
+        let key: [u8; 32] = r.array()?;
         r.finish()?;
         let (me, them) = (self.name(self.config.me), self.name(from));
         if protocol != self.config.protocol.code() {
@@ -99,9 +100,23 @@ impl Handshake for Setup {
                 self.config.protocol.name()
             )));
         }
-        if scheme != SCHEME_ELGAMAL {
+        let mine = &self.config.key;
+        if scheme != mine.code() {
+            let theirs = match scheme {
+                SCHEME_ELGAMAL => "elgamal",
+                SCHEME_PAILLIER => "paillier",
+                _ => "an unknown scheme",
+            };
             return Err(ProtocolError::Incompatible(format!(
-                "threshold scheme: the {me} uses elgamal, the {them} announces scheme {scheme}"
+                "threshold scheme: the {me} uses {}, the {them} {theirs}",
+                mine.scheme_name()
+            )));
+        }
+        if key != mine.fingerprint() {
+            return Err(ProtocolError::Incompatible(format!(
+                "threshold key: the {me} holds key {}, the {them} key {} (give every participant files of one `privset mpsi deal`)",
+                short_hex(&mine.fingerprint()),
+                short_hex(&key)
             )));
         }
         if usize::from(count) != self.config.names.len() {
@@ -120,6 +135,11 @@ impl Handshake for Setup {
         self.sizes[from as usize] = Some(size);
         Ok(())
     }
+}
+
+/// The first bytes of a key fingerprint, for messages.
+fn short_hex(bytes: &[u8]) -> String {
+    bytes.iter().take(6).map(|b| format!("{b:02x}")).collect()
 }
 
 /// One message a party waits for: from whom, of what kind, and its exact length.
