@@ -16,8 +16,8 @@ use crate::fail::Failure;
 
 #[derive(Args, Debug)]
 pub struct MpsiBenchArgs {
-    /// The thesis's benchmark tests to run (1, 2, 3).
-    #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
+    /// The thesis's benchmark tests to run (1, 2, 3; `--tests` alone: none).
+    #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "1,2,3")]
     pub tests: Vec<usize>,
     /// Other sizes, `PARTIESxITEMS` (participants including the server or dealer),
     /// comma-separated: e.g. `10x65536`.
@@ -39,6 +39,18 @@ pub struct MpsiBenchArgs {
     /// Working directory (default: a temporary one).
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// The threshold scheme: elgamal (the key agreed in each session) or paillier (a
+    /// key dealt for each size first, as `privset mpsi-deal` does; not counted in the
+    /// figures).
+    #[arg(long, default_value = "elgamal")]
+    pub scheme: String,
+    /// --scheme paillier: bits of the modulus (3,072 for 128-bit security).
+    #[arg(long, default_value_t = privset_run::mpsi_keys::SECURE_MODULUS_BITS)]
+    pub modulus_bits: u32,
+    /// A run not finished after this many seconds is stopped and reported as such (the
+    /// issue's rule for the Paillier rows: 30 minutes).
+    #[arg(long, default_value_t = 1800)]
+    pub max_seconds: u64,
 }
 
 /// The thesis's Table 7.5: how much more Miyaji-Nishida and Hazay-Venkitasubramaniam
@@ -141,6 +153,12 @@ fn port() -> Result<String, Failure> {
 }
 
 /// Runs one protocol with `parties` participants of `items` items each.
+/// A run's figures, or how long it ran before it was stopped at `--max-seconds`.
+enum Run {
+    Finished(Outcome),
+    Stopped(f64),
+}
+
 fn run_one(
     exe: &Path,
     dir: &Path,
@@ -148,7 +166,8 @@ fn run_one(
     parties: usize,
     items: usize,
     args: &MpsiBenchArgs,
-) -> Result<Outcome, Failure> {
+    keys: Option<&privset_run::mpsi_keys::Dealt>,
+) -> Result<Run, Failure> {
     let work = dir.join(format!("{protocol}-{parties}x{items}"));
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work)?;
@@ -206,7 +225,33 @@ fn run_one(
         if protocol == "miyaji-nishida" {
             cmd.args(["--max-items", &items.to_string()]);
         }
+        if let Some(keys) = keys {
+            let file = match i {
+                0 => &keys.public_file,
+                _ => &keys.holder_files[i - 1].1,
+            };
+            cmd.args(["--scheme", "paillier", "--paillier-key"])
+                .arg(file);
+        }
         children.push(cmd.spawn()?);
+    }
+    let deadline = std::time::Duration::from_secs(args.max_seconds);
+    while started.elapsed() < deadline {
+        if children
+            .iter_mut()
+            .all(|c| matches!(c.try_wait(), Ok(Some(_))))
+        {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    if started.elapsed() >= deadline {
+        for c in &mut children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&work);
+        return Ok(Run::Stopped(started.elapsed().as_secs_f64()));
     }
     let mut failures = Vec::new();
     for (i, child) in children.into_iter().enumerate() {
@@ -240,7 +285,7 @@ fn run_one(
         intersection: first_holder["intersection_size"].as_u64(),
     };
     let _ = std::fs::remove_dir_all(&work);
-    Ok(outcome)
+    Ok(Run::Finished(outcome))
 }
 
 fn mb(bytes: f64) -> String {
@@ -328,9 +373,24 @@ pub fn run(args: &MpsiBenchArgs, dir: &Path) -> Result<(), Failure> {
             return Err(Failure::config(format!("unknown protocol {p:?}")));
         }
     }
+    let paillier = match args.scheme.as_str() {
+        "elgamal" => false,
+        "paillier" => true,
+        other => {
+            return Err(Failure::config(format!(
+                "--scheme is elgamal or paillier, not {other:?}"
+            )));
+        }
+    };
+    let scheme = if paillier {
+        format!("threshold Paillier, {}-bit modulus", args.modulus_bits)
+    } else {
+        "threshold ElGamal on ristretto255 (128-bit)".to_string()
+    };
     println!(
-        "privset bench mpsi: every participant its own process, mutual TLS on loopback, threshold \
-         ElGamal on ristretto255 (128-bit), Bloom filters at 2^-40 per run; {} cores",
+        "privset bench mpsi: every participant its own process, mutual TLS on loopback, {scheme}, \
+         Bloom filters at 2^-40 per run; runs stopped after {} s; {} cores",
+        args.max_seconds,
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
     for (test, parties, items) in runs {
@@ -345,11 +405,35 @@ pub fn run(args: &MpsiBenchArgs, dir: &Path) -> Result<(), Failure> {
                 args.common
             ),
         }
+        let keys = match paillier {
+            false => None,
+            true => {
+                let holders: Vec<String> = (1..parties).map(|i| format!("org{i}")).collect();
+                let dealing = Instant::now();
+                let keys = privset_run::mpsi_keys::deal(
+                    &holders,
+                    args.modulus_bits,
+                    &dir.join(format!("keys-{parties}")),
+                )?;
+                println!(
+                    "    (a {}-bit Paillier key dealt in {:.1} s, not counted below)",
+                    args.modulus_bits,
+                    dealing.elapsed().as_secs_f64()
+                );
+                Some(keys)
+            }
+        };
         let mut outcomes = Vec::new();
         for p in &args.protocols {
-            let o = run_one(&exe, dir, p, parties, items, args)?;
-            print_outcome(p, parties, items, &o);
-            outcomes.push((p.clone(), o));
+            match run_one(&exe, dir, p, parties, items, args, keys.as_ref())? {
+                Run::Finished(o) => {
+                    print_outcome(p, parties, items, &o);
+                    outcomes.push((p.clone(), o));
+                }
+                Run::Stopped(secs) => {
+                    println!("  {p:<15} not finished after {secs:.0} s: stopped");
+                }
+            }
         }
         let bay = outcomes.iter().find(|(p, _)| p == "bay").map(|(_, o)| o);
         if let Some(bay) = bay {

@@ -44,9 +44,14 @@ impl Spec {
     fn smallest_session(&self, me: u8) -> (usize, u8) {
         match self.key.holders() {
             None => (3, me),
+            // The coordinator stays participant 0 (and is refused if given a share); a
+            // holder takes its share's place (or place 1, and is refused without one).
             Some(holders) => (
                 holders as usize + 1,
-                self.key.holder_index().map_or(mpsi::HUB, |i| i as u8),
+                match me {
+                    mpsi::HUB => mpsi::HUB,
+                    _ => self.key.holder_index().map_or(1, |i| i as u8),
+                },
             ),
         }
     }
