@@ -16,6 +16,7 @@ use privset_crypto::rng::SessionRng;
 use privset_crypto::tahe::ThresholdAhe;
 use privset_crypto::tahe::paillier::{Dealer, KeyShare, Params, PublicKey, ThresholdPaillier};
 use privset_protocols::mpsi::MpsiKey;
+use privset_protocols::wire::Reader;
 use sha2::{Digest, Sha256};
 
 use crate::fail::Failure;
@@ -129,6 +130,10 @@ pub fn read_key(path: &Path) -> Result<MpsiKey, Failure> {
     result
 }
 
+fn text(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
 fn parse(bytes: &[u8]) -> Result<MpsiKey, String> {
     if bytes.len() < 4 + 2 + 4 + 32 || &bytes[..4] != MAGIC {
         return Err("not a privset mpsi key file (privset mpsi deal writes them)".into());
@@ -144,31 +149,18 @@ fn parse(bytes: &[u8]) -> Result<MpsiKey, String> {
         ));
     }
     let kind = body[5];
-    let mut rest = &body[6..];
-    let mut field = |what: &str| -> Result<&[u8], String> {
-        if rest.len() < 4 {
-            return Err(format!("truncated before the {what}"));
-        }
-        let len = u32::from_be_bytes(rest[..4].try_into().expect("4 bytes")) as usize;
-        if rest.len() - 4 < len {
-            return Err(format!("truncated in the {what}"));
-        }
-        let (value, tail) = rest[4..].split_at(len);
-        rest = tail;
-        Ok(value)
-    };
-    let public = ThresholdPaillier::decode_public_key(field("public key")?, 255)
-        .map_err(|e| e.to_string())?;
+    let mut r = Reader::new(&body[6..], "key file");
+    let public =
+        ThresholdPaillier::decode_public_key(r.bytes(MAX_FILE as usize).map_err(text)?, 255)
+            .map_err(text)?;
     let share = match kind {
         KIND_PUBLIC => None,
         KIND_SHARE => Some(Arc::new(
-            KeyShare::decode(&public, field("key share")?).map_err(|e| e.to_string())?,
+            KeyShare::decode(&public, r.bytes(MAX_FILE as usize).map_err(text)?).map_err(text)?,
         )),
         other => return Err(format!("unknown key kind {other}")),
     };
-    if !rest.is_empty() {
-        return Err("trailing bytes".into());
-    }
+    r.finish().map_err(text)?;
     Ok(MpsiKey::Dealt {
         public: Arc::new(public),
         share,
