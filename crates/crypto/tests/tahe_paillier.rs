@@ -322,3 +322,30 @@ fn a_batch_proof_catches_any_wrong_share_inside() {
         Err(TaheError::BadShare { party: 1, .. })
     ));
 }
+
+/// The bulk encryptions and randomizations run in parallel on forked rngs: the bytes
+/// must not depend on the number of threads (parties replay their messages from a
+/// seed), and must differ from one seed to the next.
+#[test]
+fn bulk_output_is_independent_of_the_thread_count() {
+    let (pk, _) = keys(1024, 1, 3, 3, 9);
+    let ms: Vec<Integer> = (0..50u32).map(Integer::from).collect();
+    let run = |threads: usize, seed: u8| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| {
+                let mut rng = SessionRng::from_seed([seed; 32]);
+                let encoded = ThresholdPaillier::encrypt_encoded(&pk, &ms, &mut rng);
+                let cts = ThresholdPaillier::decode_ciphertexts(&pk, &encoded).unwrap();
+                let randomized = ThresholdPaillier::randomize_encoded(&pk, &cts, &mut rng);
+                (encoded, randomized)
+            })
+    };
+    let one = run(1, 5);
+    assert_eq!(one, run(4, 5));
+    let other = run(4, 6);
+    assert_ne!(one.0, other.0);
+    assert_ne!(one.1, other.1);
+}

@@ -421,12 +421,13 @@ fn random_prime(rng: &mut SessionRng, bits: u32) -> Integer {
 
 /// Fixed-base exponentiation table for `h` modulo `n^{s+1}`: `table[w][d-1] =
 /// h^{d * 2^{8w}}`, so `h^alpha` for a 256-bit `alpha` costs at most 31 multiplications.
-struct FixedBase {
+/// Also the threshold scheme's encryption table (`tahe::paillier`).
+pub(crate) struct FixedBase {
     table: Vec<Vec<Integer>>,
 }
 
 impl FixedBase {
-    fn new(h: &Integer, modulus: &Integer) -> Self {
+    pub(crate) fn new(h: &Integer, modulus: &Integer) -> Self {
         let windows = SHORT_EXPONENT_BITS.div_ceil(WINDOW_BITS) as usize;
         let digits = (1usize << WINDOW_BITS) - 1;
         let mut table = Vec::with_capacity(windows);
@@ -449,7 +450,7 @@ impl FixedBase {
     }
 
     /// `h^alpha` for `alpha` given as 32 big-endian bytes.
-    fn pow(&self, alpha: &[u8; 32], modulus: &Integer) -> Integer {
+    pub(crate) fn pow(&self, alpha: &[u8; 32], modulus: &Integer) -> Integer {
         let mut acc: Option<Integer> = None;
         for (w, &digit) in alpha.iter().rev().enumerate() {
             if digit == 0 {

@@ -18,8 +18,9 @@
 //!   even when enough other valid shares are present;
 //! * re-randomization: the result differs from its input and decrypts the same. That it
 //!   is *unlinkable* is a property of the construction, not testable here: every scheme
-//!   adds an encryption of zero with fresh full-size randomness, so the output is
-//!   distributed exactly as a fresh encryption of the plaintext;
+//!   adds an encryption of zero with fresh randomness, so the output is distributed as a
+//!   fresh encryption of the plaintext (exactly for ElGamal; for Paillier under the DJN
+//!   short-exponent assumption, `tahe::paillier`'s "Encryption randomness");
 //! * encodings: ciphertexts, shares and public keys round-trip; wrong lengths, all-zero,
 //!   all-`0xff`, truncated, extended and random byte strings are rejected or decoded
 //!   without panics.
@@ -493,9 +494,10 @@ pub fn encodings<S: ThresholdAhe>(pk: &S::PublicKey, shares: &[S::KeyShare]) {
 pub fn bulk<S: ThresholdAhe>(pk: &S::PublicKey, shares: &[S::KeyShare]) {
     let mut rng = seeded(60);
     let n = S::parties(pk);
-    // Small plaintexts, zeros among them; more than one parallel task's worth would be
-    // slow for Paillier, so 2 tasks' worth only where the scheme is fast.
-    let count = if S::ciphertext_len(pk) <= 64 { 2100 } else { 6 };
+    // Small plaintexts, zeros among them, over several parallel tasks (2 of ElGamal's,
+    // 3 of Paillier's, whose full-size scalar multiplications in `randomize_encoded`
+    // are slow).
+    let count = if S::ciphertext_len(pk) <= 64 { 2100 } else { 40 };
     let values: Vec<u64> = (0..count)
         .map(|i| if i % 3 == 0 { 0 } else { i as u64 })
         .collect();

@@ -158,8 +158,9 @@ pub trait ThresholdAhe: Send + Sync + 'static {
     /// An encryption of `k * m` (deterministic, as `add`).
     fn mul_scalar(pk: &Self::PublicKey, c: &Self::Ciphertext, k: &Self::Scalar)
     -> Self::Ciphertext;
-    /// `c +_H Enc(0)` with fresh full randomness: an encryption of the same plaintext
-    /// distributed exactly like a fresh encryption, so unlinkable to `c`.
+    /// `c +_H Enc(0)` with fresh randomness: an encryption of the same plaintext
+    /// distributed like a fresh encryption (exactly for ElGamal, computationally for
+    /// Paillier's short exponents), so unlinkable to `c`.
     fn rerandomize(
         pk: &Self::PublicKey,
         c: &Self::Ciphertext,
