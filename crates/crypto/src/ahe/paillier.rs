@@ -22,14 +22,42 @@
 //!   with a 256-bit `alpha` is indistinguishable from a uniform `n^s`-th residue (for
 //!   parties that cannot factor `n`), in addition to DCR.
 //! * **Party without the key** (`rerandomize`, [`AdditiveHe::encrypt`], the masks of
-//!   `sum_selected` and `mask_each`): a full-size `r` uniform in `Z*_n` and the factor
+//!   `sum_selected`): a full-size `r` uniform in `Z*_n` and the factor
 //!   `r^{n^s} mod n^{s+1}`. A short exponent would not do here: the key owner can take
 //!   `n^s`-th roots, so it can recover `x` and `h^alpha`'s exponent structure, and hiding
 //!   a ciphertext from the owner would reduce to a 256-bit discrete logarithm the owner
 //!   may well be able to solve; with a full-size `r` the re-randomizer is a uniformly
 //!   random `n^s`-th residue and hides the previous randomness information-theoretically.
 //!   [`AdditiveHe::encrypt`] cannot tell who calls it, so it uses full-size randomness too.
-//!
+//! * **Masking party** (`mask_each`, the reverse variant, one randomizer per item): the
+//!   same statistical hiding from the owner at a fraction of the cost, on a key from
+//!   [`AdditiveHe::keygen_for_masking`] (safe primes `p = 2p'+1`, `q = 2q'+1`). Once per
+//!   decoded key the masking party draws its **own secret base** `h' = y^{n^s}`, `y` a
+//!   random square modulo `n`, with a fixed-base table, and a `w` of Jacobi symbol −1.
+//!   Each randomizer is `ρ = (−1)^{b_0} (w^{n^s})^{b_1} h'^β` with two uniform bits and
+//!   `β` uniform in `[0, 2^{|n|+128})` (at most `(|n|+128)/8` table multiplications:
+//!   208 at the deployed 1536-bit `n` instead of a 4,608-bit exponentiation).
+//!   `(−1)^{n^s} = −1` as `n^s` is odd, so `ρ` is an `n^s`-th residue (it encrypts 0).
+//!   *Why it hides from the owner*, who can take `n^s`-th roots: for an output `C · ρ` it
+//!   learns the root `a · (−1)^{b_0} w^{b_1} y^β mod n` with `a` known to it, so `ρ`'s
+//!   root must be uniform in `Z*_n`. With safe primes `Z*_n = QR_n × {1, −1, w, −w}`:
+//!   the squares `QR_n` are cyclic of order `p'q'` and `1, −1, w, −w` represent the four
+//!   cosets (`−1` is a non-residue modulo both primes as `p ≡ q ≡ 3 mod 4`, `w` modulo
+//!   exactly one). The two bits pick a uniform coset, exactly; `y` generates `QR_n`
+//!   unless `y ≡ 1` modulo `p` or `q` (probability below `2^{2−|n|/2}`), and then `y^β`
+//!   with `β` uniform over `2^{|n|+128} > 2^{128} p'q'` values is within `2^-128` of
+//!   uniform in `QR_n`. So every root is within `2^-128` of uniform and independent of
+//!   the others: no assumption, and nothing the owner's factorisation helps with.
+//!   *Why safe primes*: with random primes a random base is an `ℓ`-th power modulo `p`
+//!   with probability `1/ℓ` for every small `ℓ | p − 1` (for `ℓ = 2`, 3/4 over the
+//!   base), and the owner could then match outputs to inputs by residue symbols. The
+//!   masking party cannot check that `n` is a product of two safe primes (that takes a
+//!   zero-knowledge proof): a semi-honest owner is assumed, as everywhere in privset;
+//!   decoding rejects a square `n`, for which no `w` exists. A *short* `β` (Damgard-
+//!   Jurik-Nielsen style, about 40 multiplications) was measured and rejected: the owner
+//!   can compute discrete logarithms modulo its `|n|/2`-bit primes, which caps that
+//!   hiding at about 96 bits at `|n| = 3072` and 70 bits at 1536.
+
 //! # Subset sums: multi-output slot packing
 //!
 //! Let `u` = bit length of `bounds.max_sum`, `σ = 40`, `P` = bit length of `n^s` minus 1
@@ -74,14 +102,14 @@
 //!
 //! **Reverse variant** (Ion et al. 2020, App. G): `encrypt_each` is one unpacked ciphertext per
 //! item; `mask_each` adds a uniform `r_j ∈ Z_{n^s}` to every item and re-randomizes with
-//! full-size randomness (one full exponentiation per item: this is the expensive side);
+//! the masking party's randomizer (above: `(|n|+128)/8` table multiplications per item);
 //! the owner opens `(S + R) mod n^s`; the non-owner subtracts `R`.
 //!
 //! # Caveats
 //! Arithmetic is GMP's and not constant-time; secret-key integers are overwritten on
 //! drop, but GMP temporaries are not.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
 use rug::integer::{IsPrime, Order};
@@ -94,8 +122,11 @@ use crate::rng::SessionRng;
 pub const STAT_SECURITY: u32 = 40;
 /// Bit length of the key owner's short DJN exponent (2κ for κ = 128).
 pub const SHORT_EXPONENT_BITS: u32 = 256;
-/// Window width of the owner's fixed-base table.
+/// Window width of the fixed-base tables.
 const WINDOW_BITS: u32 = 8;
+/// Bits beyond `|n|` of the masking party's exponent: its randomizers' roots are then
+/// within `2^-128` of uniform (module docs, "Two kinds of randomness").
+const MASKING_SLACK_BITS: u32 = 128;
 /// Items per forked rng in `encrypt_each` / `mask_each` (fixed so output is
 /// independent of the thread count).
 const RNG_CHUNK: usize = 16;
@@ -160,6 +191,9 @@ pub struct PublicKey {
     h: Integer,
     ct_len: usize,
     pt_len: usize,
+    /// The masking party's randomizers, made on first use from the caller's rng (so
+    /// once per decoded key, i.e. per session) and shared by clones of this key.
+    masking: OnceLock<Arc<MaskingRandomizer>>,
 }
 
 impl std::fmt::Debug for PublicKey {
@@ -195,6 +229,7 @@ impl PublicKey {
             h,
             ct_len,
             pt_len,
+            masking: OnceLock::new(),
         })
     }
 
@@ -250,6 +285,15 @@ impl PublicKey {
             r.pow_mod_ref(self.plaintext_modulus(), self.ciphertext_modulus())
                 .expect("modulus is positive"),
         )
+    }
+
+    /// The masking party's randomizer source, made on first use. `rng` is forked on
+    /// every call, whether or not the source is made here, so what the caller draws
+    /// next does not depend on earlier calls.
+    pub(crate) fn masking_randomizer(&self, rng: &mut SessionRng) -> &MaskingRandomizer {
+        let mut init = rng.fork();
+        self.masking
+            .get_or_init(|| Arc::new(MaskingRandomizer::new(self, &mut init)))
     }
 
     /// `Enc(m)` with full-size randomness.
@@ -405,6 +449,69 @@ pub(crate) fn random_unit(rng: &mut SessionRng, n: &Integer) -> Integer {
     }
 }
 
+/// A key pair on two distinct primes of `modulus_bits / 2` bits from `prime`.
+///
+/// # Panics
+/// If `params` fail [`Params::validate`] (a local configuration error).
+fn keygen_with(
+    params: &Params,
+    rng: &mut SessionRng,
+    prime: impl Fn(&mut SessionRng, u32) -> Integer,
+) -> (PublicKey, SecretKey) {
+    params.validate().expect("invalid Paillier parameters");
+    let half = params.modulus_bits / 2;
+    let s = params.s;
+    loop {
+        let p = prime(rng, half);
+        let q = prime(rng, half);
+
+        if p == q {
+            continue;
+        }
+        let n = Integer::from(&p * &q);
+        if n.significant_bits() != params.modulus_bits {
+            continue;
+        }
+        let pm1 = Integer::from(&p - 1u32);
+        let qm1 = Integer::from(&q - 1u32);
+        let phi = Integer::from(&pm1 * &qm1);
+        if Integer::from(n.gcd_ref(&phi)) != 1 {
+            continue;
+        }
+        let lambda = Integer::from(pm1.lcm_ref(&qm1));
+        // DJN base h = x^{n^s} mod n^{s+1}.
+        let x = random_unit(rng, &n);
+        let Ok(pk0) = PublicKey::new(n.clone(), s, Integer::new()) else {
+            continue;
+        };
+        let h = Integer::from(
+            x.pow_mod_ref(pk0.plaintext_modulus(), pk0.ciphertext_modulus())
+                .expect("positive modulus"),
+        );
+        let pk = PublicKey { h, ..pk0 };
+        let (Some(crt_p), Some(crt_q)) = (CrtHalf::new(&p, &n, s), CrtHalf::new(&q, &n, s)) else {
+            continue;
+        };
+        let Some(q_s_inv) = crt_q.pows[s as usize]
+            .invert_ref(&crt_p.pows[s as usize])
+            .map(Integer::from)
+        else {
+            continue;
+        };
+        let sk = SecretKey {
+            pk: pk.clone(),
+            p,
+            q,
+            lambda,
+            crt_p,
+            crt_q,
+            q_s_inv,
+            table: OnceLock::new(),
+        };
+        return (pk, sk);
+    }
+}
+
 /// A prime of exactly `bits` bits with the top two bits set.
 fn random_prime(rng: &mut SessionRng, bits: u32) -> Integer {
     loop {
@@ -419,54 +526,224 @@ fn random_prime(rng: &mut SessionRng, bits: u32) -> Integer {
     }
 }
 
-/// Fixed-base exponentiation table for `h` modulo `n^{s+1}`: `table[w][d-1] =
-/// h^{d * 2^{8w}}`, so `h^alpha` for a 256-bit `alpha` costs at most 31 multiplications.
-/// Also the threshold scheme's encryption table (`tahe::paillier`).
+/// Whether `p` and `(p - 1) / 2` are both (probable) primes.
+pub(crate) fn is_safe_prime(p: &Integer) -> bool {
+    p.is_probably_prime(40) != IsPrime::No
+        && Integer::from(p >> 1).is_probably_prime(40) != IsPrime::No
+        && p.is_odd()
+}
+
+/// Odd primes below 2^16.
+fn small_primes() -> Vec<u32> {
+    const LIMIT: usize = 1 << 16;
+    let mut composite = vec![false; LIMIT];
+    let mut out = Vec::new();
+    for i in 3..LIMIT {
+        if !composite[i] {
+            out.push(i as u32);
+            for j in (i * i..LIMIT).step_by(i) {
+                composite[j] = true;
+            }
+        }
+    }
+    out
+}
+
+/// A random safe prime `p = 2q' + 1` of exactly `bits` bits (top two bits set, so
+/// that the product of two has exactly `2 bits` bits). Candidates `q'` in a window of
+/// 2^16 consecutive integers are sieved so that neither `q'` nor `2q' + 1` has an odd
+/// factor below 2^16; survivors get a base-2 Fermat test on `p`, then Miller-Rabin
+/// (40 rounds) on both, on all cores; the first survivor in window order that passes is
+/// returned, so the result depends on `rng` only.
+///
+/// # Panics
+/// If `bits < 16`.
+pub fn safe_prime(bits: u32, rng: &mut SessionRng) -> Integer {
+    assert!(bits >= 16, "safe primes of at least 16 bits");
+    const WINDOW: usize = 1 << 16;
+    let primes = small_primes();
+    let two = Integer::from(2);
+    loop {
+        // q' has bits - 1 bits, its top two set; start even so offsets are explicit.
+        let mut x = random_bits(rng, bits - 1);
+        x.set_bit(bits - 2, true);
+        x.set_bit(bits - 3, true);
+        x.set_bit(0, false);
+        let mut dead = vec![false; WINDOW];
+        for &pr in &primes {
+            let pr = pr as usize;
+            let r = x.mod_u(pr as u32) as usize;
+            // q' = x + δ ≡ 0  ⇔  δ ≡ -r
+            let d0 = (pr - r) % pr;
+            // 2q' + 1 ≡ 0  ⇔  q' ≡ (pr - 1) / 2  ⇔  δ ≡ (pr - 1)/2 - r
+            let d1 = ((pr - 1) / 2 + pr - r) % pr;
+            for start in [d0, d1] {
+                for j in (start..WINDOW).step_by(pr) {
+                    dead[j] = true;
+                }
+            }
+        }
+        let survivors: Vec<u32> = (1..WINDOW as u32)
+            .step_by(2)
+            .filter(|&d| !dead[d as usize])
+            .collect();
+        // The first survivor in window order that passes, tested on all cores: the
+        // result depends on `rng` only.
+        let found = survivors
+            .par_iter()
+            .with_max_len(1)
+            .find_map_first(|&delta| {
+                let q = Integer::from(&x + delta);
+                let p = Integer::from(&q * 2u32) + 1u32;
+                if p.significant_bits() != bits {
+                    return None;
+                }
+                let pm1 = Integer::from(&p - 1u32);
+                if Integer::from(two.pow_mod_ref(&pm1, &p).expect("positive modulus")) != 1 {
+                    return None;
+                }
+                (q.is_probably_prime(40) != IsPrime::No && p.is_probably_prime(40) != IsPrime::No)
+                    .then_some(p)
+            });
+        if let Some(p) = found {
+            return p;
+        }
+    }
+}
+
+/// Fixed-base exponentiation table for a base `h` modulo `n^{s+1}`: `table[w][d-1] =
+/// h^{d * 2^{8w}}`, so `h^e` for an `8W`-bit `e` costs at most `W - 1` multiplications
+/// (31 for a 256-bit short exponent). Used for the owner's DJN base, the threshold
+/// scheme's base (`tahe::paillier`) and the masking party's secret base
+/// ([`MaskingRandomizer`]); entries are overwritten on drop, as the last holds powers of
+/// a secret.
 pub(crate) struct FixedBase {
     table: Vec<Vec<Integer>>,
 }
 
 impl FixedBase {
-    pub(crate) fn new(h: &Integer, modulus: &Integer) -> Self {
-        let windows = SHORT_EXPONENT_BITS.div_ceil(WINDOW_BITS) as usize;
+    /// A table for exponents of up to `exponent_bits` bits; rows are filled in parallel.
+    pub(crate) fn new(h: &Integer, modulus: &Integer, exponent_bits: u32) -> Self {
+        let windows = exponent_bits.div_ceil(WINDOW_BITS) as usize;
         let digits = (1usize << WINDOW_BITS) - 1;
-        let mut table = Vec::with_capacity(windows);
+        // Row bases h^{2^{8w}}: WINDOW_BITS squarings each.
+        let mut bases = Vec::with_capacity(windows);
         let mut base = Integer::from(h.modulo_ref(modulus));
         for _ in 0..windows {
-            let mut row = Vec::with_capacity(digits);
-            row.push(base.clone());
-            for d in 1..digits {
-                let mut next = Integer::from(&row[d - 1] * &base);
-                next.modulo_mut(modulus);
-                row.push(next);
+            bases.push(base.clone());
+            for _ in 0..WINDOW_BITS {
+                base.square_mut();
+                base.modulo_mut(modulus);
             }
-            // base^(2^8) = base^255 * base
-            let mut next_base = Integer::from(&row[digits - 1] * &base);
-            next_base.modulo_mut(modulus);
-            base = next_base;
-            table.push(row);
         }
+        wipe(&mut base);
+        let table = bases
+            .into_par_iter()
+            .map(|base| {
+                let mut row = Vec::with_capacity(digits);
+                row.push(base);
+                for d in 1..digits {
+                    let mut next = Integer::from(&row[d - 1] * &row[0]);
+                    next.modulo_mut(modulus);
+                    row.push(next);
+                }
+                row
+            })
+            .collect();
         FixedBase { table }
     }
 
-    /// `h^alpha` for `alpha` given as 32 big-endian bytes.
-    pub(crate) fn pow(&self, alpha: &[u8; 32], modulus: &Integer) -> Integer {
+    /// `h^e` for `e` given as big-endian bytes, at most one byte per window.
+    pub(crate) fn pow(&self, e: &[u8], modulus: &Integer) -> Integer {
+        debug_assert!(e.len() <= self.table.len());
         let mut acc: Option<Integer> = None;
-        for (w, &digit) in alpha.iter().rev().enumerate() {
+        for (w, &digit) in e.iter().rev().enumerate() {
             if digit == 0 {
                 continue;
             }
-            let e = &self.table[w][digit as usize - 1];
+            let t = &self.table[w][digit as usize - 1];
             acc = Some(match acc {
-                None => e.clone(),
+                None => t.clone(),
                 Some(mut a) => {
-                    a *= e;
+                    a *= t;
                     a.modulo_mut(modulus);
                     a
                 }
             });
         }
         acc.unwrap_or_else(|| Integer::from(1))
+    }
+}
+
+impl Drop for FixedBase {
+    fn drop(&mut self) {
+        for x in self.table.iter_mut().flatten() {
+            wipe(x);
+        }
+    }
+}
+
+/// The masking party's randomizers (the reverse variant's `mask_each`; module docs,
+/// "Two kinds of randomness"): its own secret base `h' = y^{n^s}` for a random square
+/// `y`, with a fixed-base table, and `w^{n^s}` for a `w` of Jacobi symbol −1. A
+/// randomizer is `(−1)^{b_0} (w^{n^s})^{b_1} h'^β` with `β` uniform in
+/// `[0, 2^{|n| + 128})` and two uniform bits; its `n^s`-th root
+/// `(−1)^{b_0} w^{b_1} y^β` is within `2^-128` of uniform in `Z*_n` when `n` is a
+/// product of two safe primes.
+pub(crate) struct MaskingRandomizer {
+    table: FixedBase,
+    w_ns: Integer,
+    exponent_bytes: usize,
+}
+
+impl MaskingRandomizer {
+    pub(crate) fn new(pk: &PublicKey, rng: &mut SessionRng) -> Self {
+        let n = &pk.n;
+        let (ns, big) = (pk.plaintext_modulus(), pk.ciphertext_modulus());
+        let exponent_bits = (n.significant_bits() + MASKING_SLACK_BITS).next_multiple_of(8);
+        let mut y = random_unit(rng, n);
+        y.square_mut();
+        y.modulo_mut(n);
+        let mut h = Integer::from(y.pow_mod_ref(ns, big).expect("positive modulus"));
+        let table = FixedBase::new(&h, big, exponent_bits);
+        wipe(&mut y);
+        wipe(&mut h);
+        // Half of Z*_n has Jacobi symbol −1 (n is odd and not a square, checked on
+        // decode): 256 failed draws happen with probability 2^-256.
+        let w = (0..256)
+            .map(|_| random_unit(rng, n))
+            .find(|w| w.jacobi(n) == -1)
+            .expect("n is not a perfect square, so a unit of Jacobi symbol -1 exists");
+        let w_ns = Integer::from(w.pow_mod_ref(ns, big).expect("positive modulus"));
+        MaskingRandomizer {
+            table,
+            w_ns,
+            exponent_bytes: exponent_bits as usize / 8,
+        }
+    }
+
+    /// A fresh randomizer, an `n^s`-th residue modulo `n^{s+1}`.
+    pub(crate) fn draw(&self, pk: &PublicKey, rng: &mut SessionRng) -> Integer {
+        let big = pk.ciphertext_modulus();
+        let mut beta = vec![0u8; self.exponent_bytes + 1];
+        rng.fill(&mut beta);
+        let bits = beta.pop().expect("one byte more");
+        let mut r = self.table.pow(&beta, big);
+        zeroize::Zeroize::zeroize(&mut beta);
+        if bits & 1 == 1 {
+            r *= &self.w_ns;
+            r.modulo_mut(big);
+        }
+        if bits & 2 == 2 {
+            r = big - r;
+        }
+        r
+    }
+}
+
+impl Drop for MaskingRandomizer {
+    fn drop(&mut self) {
+        wipe(&mut self.w_ns);
     }
 }
 
@@ -562,8 +839,13 @@ impl SecretKey {
     }
 
     fn table(&self) -> &FixedBase {
-        self.table
-            .get_or_init(|| FixedBase::new(&self.pk.h, self.pk.ciphertext_modulus()))
+        self.table.get_or_init(|| {
+            FixedBase::new(
+                &self.pk.h,
+                self.pk.ciphertext_modulus(),
+                SHORT_EXPONENT_BITS,
+            )
+        })
     }
 
     /// Decrypts to `m ∈ Z_{n^s}` (CRT over `p^{s+1}`, `q^{s+1}`).
@@ -770,58 +1052,13 @@ impl AdditiveHe for Paillier {
     /// # Panics
     /// If `params` fail [`Params::validate`] (a local configuration error).
     fn keygen(params: &Params, rng: &mut SessionRng) -> (PublicKey, SecretKey) {
-        params.validate().expect("invalid Paillier parameters");
-        let half = params.modulus_bits / 2;
-        let s = params.s;
-        loop {
-            let p = random_prime(rng, half);
-            let q = random_prime(rng, half);
-            if p == q {
-                continue;
-            }
-            let n = Integer::from(&p * &q);
-            if n.significant_bits() != params.modulus_bits {
-                continue;
-            }
-            let pm1 = Integer::from(&p - 1u32);
-            let qm1 = Integer::from(&q - 1u32);
-            let phi = Integer::from(&pm1 * &qm1);
-            if Integer::from(n.gcd_ref(&phi)) != 1 {
-                continue;
-            }
-            let lambda = Integer::from(pm1.lcm_ref(&qm1));
-            // DJN base h = x^{n^s} mod n^{s+1}.
-            let x = random_unit(rng, &n);
-            let Ok(pk0) = PublicKey::new(n.clone(), s, Integer::new()) else {
-                continue;
-            };
-            let h = Integer::from(
-                x.pow_mod_ref(pk0.plaintext_modulus(), pk0.ciphertext_modulus())
-                    .expect("positive modulus"),
-            );
-            let pk = PublicKey { h, ..pk0 };
-            let (Some(crt_p), Some(crt_q)) = (CrtHalf::new(&p, &n, s), CrtHalf::new(&q, &n, s))
-            else {
-                continue;
-            };
-            let Some(q_s_inv) = crt_q.pows[s as usize]
-                .invert_ref(&crt_p.pows[s as usize])
-                .map(Integer::from)
-            else {
-                continue;
-            };
-            let sk = SecretKey {
-                pk: pk.clone(),
-                p,
-                q,
-                lambda,
-                crt_p,
-                crt_q,
-                q_s_inv,
-                table: OnceLock::new(),
-            };
-            return (pk, sk);
-        }
+        keygen_with(params, rng, random_prime)
+    }
+
+    /// Safe primes, which the masking party's fast randomizers need (module docs, "Two
+    /// kinds of randomness").
+    fn keygen_for_masking(params: &Params, rng: &mut SessionRng) -> (PublicKey, SecretKey) {
+        keygen_with(params, rng, |rng, bits| safe_prime(bits, rng))
     }
 
     /// Full-size randomness: any party may call this (module docs).
@@ -882,6 +1119,9 @@ impl AdditiveHe for Paillier {
         }
         if n.is_even() {
             return Err(bad("modulus is even"));
+        }
+        if n.is_perfect_square() {
+            return Err(bad("modulus is a perfect square"));
         }
         let h = Integer::from_digits(&bytes[4 + nl..], Order::Msf);
         let pk = PublicKey::new(n, s, h)?;
@@ -1065,6 +1305,7 @@ impl SubsetSum for Paillier {
     ) -> Result<(Vec<u8>, Vec<Mask>), HeError> {
         let ct_len = pk.ct_len;
         let count = packed_count(column.len(), ct_len, None)?;
+        let source = pk.masking_randomizer(rng);
         let forks = rng.fork_many(count.div_ceil(RNG_CHUNK));
         let mut out = vec![0u8; column.len()];
         let masks: Vec<Vec<Mask>> = out
@@ -1077,7 +1318,9 @@ impl SubsetSum for Paillier {
                 for (i, (d, s)) in dst.chunks_mut(ct_len).zip(src.chunks(ct_len)).enumerate() {
                     let c = pk.decode_ct_int(s, chunk_i * RNG_CHUNK + i)?;
                     let mut rj = random_below(&mut r, pk.plaintext_modulus());
-                    let masked = pk.encrypt_full(&rj, &mut r);
+                    let mut masked = pk.one_plus_n_pow(&rj);
+                    masked *= source.draw(pk, &mut r);
+                    masked.modulo_mut(pk.ciphertext_modulus());
                     write_be(&pk.mul_mod(&c, &masked), d);
                     let mut mb = vec![0u8; pk.pt_len];
                     write_be(&rj, &mut mb);
@@ -1239,6 +1482,59 @@ mod tests {
             assert_eq!(sk.table().pow(&alpha, pk.ciphertext_modulus()), want);
         }
         assert_eq!(sk.table().pow(&[0; 32], pk.ciphertext_modulus()), 1);
+    }
+
+    /// The masking party's randomizers on a safe-prime key: encryptions of 0, built
+    /// from a table that matches plain exponentiation at the full exponent length, and
+    /// roots spread over all four cosets of the squares (the owner, who knows p and q,
+    /// cannot tell a randomizer's coset in advance).
+    #[test]
+    fn masking_randomizers_are_zero_and_cover_every_coset() {
+        let mut rng = SessionRng::from_seed([6; 32]);
+        for s in [1, 3] {
+            let params = Params {
+                modulus_bits: 1024,
+                s,
+            };
+            let (pk, sk) = Paillier::keygen_for_masking(&params, &mut rng);
+            assert!(is_safe_prime(&sk.p) && is_safe_prime(&sk.q), "safe primes");
+            let source = pk.masking_randomizer(&mut rng);
+            let big = pk.ciphertext_modulus();
+            let mut e = vec![0u8; source.exponent_bytes];
+            rng.fill(&mut e);
+            let base = source.table.pow(&[1], big);
+            let want = Integer::from(
+                base.pow_mod_ref(&Integer::from_digits(&e, Order::Msf), big)
+                    .unwrap(),
+            );
+            assert_eq!(source.table.pow(&e, big), want, "table at full length");
+            let mut cosets = std::collections::HashSet::new();
+            for _ in 0..64 {
+                let r = source.draw(&pk, &mut rng);
+                assert_eq!(sk.decrypt_int(&r), 0, "an encryption of 0");
+                let legendre = |p: &Integer| Integer::from(&r % p).legendre(p);
+                cosets.insert((legendre(&sk.p), legendre(&sk.q)));
+            }
+            assert_eq!(cosets.len(), 4, "roots in every coset: {cosets:?}");
+            // One source per key: a second call reuses it.
+            assert!(std::ptr::eq(source, pk.masking_randomizer(&mut rng)));
+        }
+    }
+
+    #[test]
+    fn square_moduli_are_refused() {
+        let params = Params {
+            modulus_bits: 1024,
+            s: 1,
+        };
+        let (pk, _) = Paillier::keygen(&params, &mut SessionRng::from_seed([7; 32]));
+        let p = Integer::from(pk.n.sqrt_ref()).next_prime();
+        let square = Integer::from(&p * &p);
+        assert_eq!(square.significant_bits(), 1024);
+        let mut bytes = Paillier::encode_public_key(&pk);
+        write_be(&square, &mut bytes[4..4 + 128]);
+        let err = Paillier::decode_public_key(&bytes, &params).unwrap_err();
+        assert!(err.to_string().contains("perfect square"), "{err}");
     }
 
     #[test]

@@ -497,7 +497,11 @@ pub fn bulk<S: ThresholdAhe>(pk: &S::PublicKey, shares: &[S::KeyShare]) {
     // Small plaintexts, zeros among them, over several parallel tasks (2 of ElGamal's,
     // 3 of Paillier's, whose full-size scalar multiplications in `randomize_encoded`
     // are slow).
-    let count = if S::ciphertext_len(pk) <= 64 { 2100 } else { 40 };
+    let count = if S::ciphertext_len(pk) <= 64 {
+        2100
+    } else {
+        40
+    };
     let values: Vec<u64> = (0..count)
         .map(|i| if i % 3 == 0 { 0 } else { i as u64 })
         .collect();

@@ -100,7 +100,7 @@
 //! GMP arithmetic is not constant-time; secret integers are overwritten on drop.
 
 use rayon::prelude::*;
-use rug::integer::{IsPrime, Order};
+use rug::integer::Order;
 use rug::{Complete, Integer};
 use sha2::{Digest, Sha256};
 
@@ -109,8 +109,10 @@ use super::{
 };
 use std::sync::{Arc, OnceLock};
 
+pub use crate::ahe::paillier::safe_prime;
 use crate::ahe::paillier::{
-    self as single, FixedBase, dj_dlog, random_below, random_bits, random_unit, wipe, write_be,
+    self as single, FixedBase, SHORT_EXPONENT_BITS, dj_dlog, is_safe_prime, random_below,
+    random_bits, random_unit, wipe, write_be,
 };
 use crate::rng::SessionRng;
 
@@ -319,7 +321,7 @@ impl PublicKey {
     fn short_randomizer(&self, rng: &mut SessionRng) -> Integer {
         let table = self
             .djn
-            .get_or_init(|| FixedBase::new(&djn_base(self), self.nn()));
+            .get_or_init(|| FixedBase::new(&djn_base(self), self.nn(), SHORT_EXPONENT_BITS));
         let mut alpha = [0u8; 32];
         rng.fill(&mut alpha);
         let r = table.pow(&alpha, self.nn());
@@ -1078,82 +1080,6 @@ impl Dealer {
             wipe(x);
         }
         Ok((pk, shares))
-    }
-}
-
-fn is_safe_prime(p: &Integer) -> bool {
-    p.is_probably_prime(40) != IsPrime::No
-        && Integer::from(p >> 1).is_probably_prime(40) != IsPrime::No
-        && p.is_odd()
-}
-
-/// Odd primes below 2^16.
-fn small_primes() -> Vec<u32> {
-    const LIMIT: usize = 1 << 16;
-    let mut composite = vec![false; LIMIT];
-    let mut out = Vec::new();
-    for i in 3..LIMIT {
-        if !composite[i] {
-            out.push(i as u32);
-            for j in (i * i..LIMIT).step_by(i) {
-                composite[j] = true;
-            }
-        }
-    }
-    out
-}
-
-/// A random safe prime `p = 2q' + 1` of exactly `bits` bits (top two bits set, so
-/// that the product of two has exactly `2 bits` bits). Candidates `q'` in a window of
-/// 2^16 consecutive integers are sieved so that neither `q'` nor `2q' + 1` has an odd
-/// factor below 2^16; survivors get a base-2 Fermat test on `p`, then Miller-Rabin
-/// (40 rounds) on both.
-///
-/// # Panics
-/// If `bits < 16`.
-pub fn safe_prime(bits: u32, rng: &mut SessionRng) -> Integer {
-    assert!(bits >= 16, "safe primes of at least 16 bits");
-    const WINDOW: usize = 1 << 16;
-    let primes = small_primes();
-    let two = Integer::from(2);
-    loop {
-        // q' has bits - 1 bits, its top two set; start even so offsets are explicit.
-        let mut x = random_bits(rng, bits - 1);
-        x.set_bit(bits - 2, true);
-        x.set_bit(bits - 3, true);
-        x.set_bit(0, false);
-        let mut dead = vec![false; WINDOW];
-        for &pr in &primes {
-            let pr = pr as usize;
-            let r = x.mod_u(pr as u32) as usize;
-            // q' = x + δ ≡ 0  ⇔  δ ≡ -r
-            let d0 = (pr - r) % pr;
-            // 2q' + 1 ≡ 0  ⇔  q' ≡ (pr - 1) / 2  ⇔  δ ≡ (pr - 1)/2 - r
-            let d1 = ((pr - 1) / 2 + pr - r) % pr;
-            for start in [d0, d1] {
-                for j in (start..WINDOW).step_by(pr) {
-                    dead[j] = true;
-                }
-            }
-        }
-        for (delta, _) in dead
-            .iter()
-            .enumerate()
-            .filter(|(d, dead)| d % 2 == 1 && !**dead)
-        {
-            let q = Integer::from(&x + delta as u32);
-            let p = Integer::from(&q * 2u32) + 1u32;
-            if p.significant_bits() != bits {
-                break;
-            }
-            let pm1 = Integer::from(&p - 1u32);
-            if pow(&two, &pm1, &p) != 1 {
-                continue;
-            }
-            if q.is_probably_prime(40) != IsPrime::No && p.is_probably_prime(40) != IsPrime::No {
-                return p;
-            }
-        }
     }
 }
 

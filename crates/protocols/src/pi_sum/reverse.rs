@@ -372,7 +372,9 @@ impl<C: CwPrf, H: HeChoice> Protocol for P2<C, H> {
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
         let peer = common::take_peer(&mut self.setup.peer)?;
         let key = C::random_key(session.rng);
-        let (pk, sk) = H::keygen(
+        // P1 masks and re-randomizes every item: a key made for that (Paillier: safe
+        // primes, for P1's fast randomizers).
+        let (pk, sk) = H::keygen_for_masking(
             &H::params(&self.setup.config, &self.setup.hello),
             session.rng,
         );
