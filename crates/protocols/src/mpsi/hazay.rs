@@ -24,7 +24,7 @@ use std::sync::Arc;
 use privset_crypto::filter::bloom::element_words;
 use privset_crypto::tahe::elgamal::joint::CONTRIBUTION_LEN;
 use rayon::prelude::*;
-use sha2::{Digest, Sha512};
+use sha2::{Digest, Sha256};
 
 use super::bins::BinParams;
 use super::decrypt::{ServerDecryption, accumulate, on_shares, send_shares};
@@ -38,7 +38,11 @@ use crate::error::ProtocolError;
 use crate::session::SessionContext;
 use crate::wire::PartyId;
 
-/// The items as plaintexts, `H(x)` (SHA-512 keyed by the session, reduced).
+/// The items as plaintexts: `H(x)`, SHA-256 keyed by the session, as a 256-bit integer
+/// (reduced mod `ℓ` for ElGamal). Distinct items give distinct plaintexts barring a
+/// collision, and the difference of two is below either Paillier prime, so a polynomial
+/// vanishes only at its roots; Paillier's Horner steps are then 256-bit exponentiations
+/// (a full-size plaintext would make them 3,072-bit ones).
 fn item_scalars<S: Scheme>(
     pk: &S::PublicKey,
     ctx: &SessionContext,
@@ -48,10 +52,12 @@ fn item_scalars<S: Scheme>(
     items
         .par_iter()
         .map(|x| {
-            let mut h = Sha512::new();
+            let mut h = Sha256::new();
             h.update(key);
             h.update(x);
-            S::scalar_from_wide(pk, &h.finalize().into())
+            let mut wide = [0u8; 64];
+            wide[32..].copy_from_slice(&h.finalize());
+            S::scalar_from_wide(pk, &wide)
         })
         .collect()
 }
