@@ -1025,18 +1025,29 @@ pub(crate) fn packed_count(
 /// Owner-encrypts every plaintext into a packed array, in parallel, with one forked rng
 /// per fixed-size chunk (deterministic given `rng`).
 fn par_owner_encrypt(sk: &SecretKey, plaintexts: &[Integer], rng: &mut SessionRng) -> Vec<u8> {
-    let ct_len = sk.pk.ct_len;
-    let mut out = vec![0u8; plaintexts.len() * ct_len];
-    let chunks = plaintexts.len().div_ceil(RNG_CHUNK);
-    let forks = rng.fork_many(chunks);
     let _ = sk.table();
+    par_encoded(plaintexts, sk.pk.ct_len, rng, |m, r| {
+        owner_encrypt_int(sk, m, r)
+    })
+}
+
+/// `f` of every item as `ct_len`-byte big-endian integers back to back, computed on all
+/// cores with one forked rng per [`RNG_CHUNK`] items (so the bytes do not depend on the
+/// thread count). Also the threshold scheme's bulk operations (`tahe::paillier`).
+pub(crate) fn par_encoded<T: Sync>(
+    items: &[T],
+    ct_len: usize,
+    rng: &mut SessionRng,
+    f: impl Fn(&T, &mut SessionRng) -> Integer + Sync,
+) -> Vec<u8> {
+    let mut out = vec![0u8; items.len() * ct_len];
+    let forks = rng.fork_many(items.len().div_ceil(RNG_CHUNK));
     out.par_chunks_mut(RNG_CHUNK * ct_len)
-        .zip(plaintexts.par_chunks(RNG_CHUNK))
+        .zip(items.par_chunks(RNG_CHUNK))
         .zip(forks.into_par_iter())
-        .for_each(|((buf, pts), mut r)| {
-            for (m, slot) in pts.iter().zip(buf.chunks_mut(ct_len)) {
-                let c = owner_encrypt_int(sk, m, &mut r);
-                write_be(&c, slot);
+        .for_each(|((buf, chunk), mut r)| {
+            for (x, slot) in chunk.iter().zip(buf.chunks_mut(ct_len)) {
+                write_be(&f(x, &mut r), slot);
             }
         });
     out

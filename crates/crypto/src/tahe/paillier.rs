@@ -111,9 +111,10 @@ use std::sync::{Arc, OnceLock};
 
 pub use crate::ahe::paillier::safe_prime;
 use crate::ahe::paillier::{
-    self as single, FixedBase, SHORT_EXPONENT_BITS, dj_dlog, is_safe_prime, random_below,
-    random_bits, random_unit, wipe, write_be,
+    self as single, FixedBase, SHORT_EXPONENT_BITS, dj_dlog, is_safe_prime, par_encoded,
+    random_below, random_bits, random_unit, wipe, write_be,
 };
+use crate::group::xmd::expand_message_xmd;
 use crate::rng::SessionRng;
 
 pub use crate::ahe::paillier::Ciphertext;
@@ -170,32 +171,6 @@ fn check_sizes(modulus_bits: u32, s: u32) -> Result<(), TaheError> {
 
 /// Threshold Paillier / Damgard-Jurik (see the module docs).
 pub struct ThresholdPaillier;
-
-/// Items per forked rng in the bulk operations (fixed, so the output does not depend on
-/// the thread count).
-const RNG_CHUNK: usize = 16;
-
-/// `f` of every item, encoded back to back, computed in parallel with one forked rng
-/// per [`RNG_CHUNK`] items.
-fn par_encoded<T: Sync>(
-    pk: &PublicKey,
-    items: &[T],
-    rng: &mut SessionRng,
-    f: impl Fn(&T, &mut SessionRng) -> Ciphertext + Sync,
-) -> Vec<u8> {
-    let width = pk.ct_len();
-    let mut out = vec![0u8; items.len() * width];
-    let forks = rng.fork_many(items.len().div_ceil(RNG_CHUNK));
-    out.par_chunks_mut(RNG_CHUNK * width)
-        .zip(items.par_chunks(RNG_CHUNK))
-        .zip(forks.into_par_iter())
-        .for_each(|((dst, src), mut r)| {
-            for (slot, x) in dst.chunks_exact_mut(width).zip(src) {
-                write_be(&f(x, &mut r).0, slot);
-            }
-        });
-    out
-}
 
 /// `n`, `s`, `v`, the verification keys and derived constants.
 #[derive(Clone)]
@@ -338,29 +313,19 @@ impl PublicKey {
     }
 }
 
-/// The public encryption base `h = x^{n^s} mod n^{s+1}`, `x` from SHA-256 of `n` and `s`
-/// (counter mode, `|n| + 128` bits, reduced mod `n`): every holder of the key derives
-/// the same `h`, and nobody chose it.
+/// The public encryption base `h = x^{n^s} mod n^{s+1}`, `x` from `n` and `s` by
+/// RFC 9380's `expand_message_xmd` with SHA-256 (`|n| + 128` bits, reduced mod `n`):
+/// every holder of the key derives the same `h`, and nobody chose it.
 fn djn_base(pk: &PublicKey) -> Integer {
     let (n, s) = (pk.n(), pk.s());
-    let bytes = (n.significant_bits() as usize + 128).div_ceil(8);
-    let mut n_bytes = vec![0u8; n.significant_digits::<u8>()];
-    write_be(n, &mut n_bytes);
+    let len = (n.significant_bits() as usize + 128).div_ceil(8);
+    let mut msg = vec![0u8; n.significant_digits::<u8>() + 8];
+    write_be(n, &mut msg[8..]);
+    msg[..4].copy_from_slice(&s.to_be_bytes());
     for attempt in 0u32.. {
-        let mut wide = Vec::with_capacity(bytes + 32);
-        for block in 0u32.. {
-            if wide.len() >= bytes {
-                break;
-            }
-            let mut h = Sha256::new();
-            h.update(b"privset/tahe/paillier/djn-base/v1");
-            h.update(s.to_be_bytes());
-            h.update(attempt.to_be_bytes());
-            h.update(block.to_be_bytes());
-            h.update(&n_bytes);
-            wide.extend_from_slice(&h.finalize());
-        }
-        wide.truncate(bytes);
+        msg[4..8].copy_from_slice(&attempt.to_be_bytes());
+        let wide = expand_message_xmd::<Sha256>(&msg, b"privset/tahe/paillier/djn-base/v1", len)
+            .expect("at most 1,040 bytes, within expand_message_xmd's limit");
         let x = Integer::from_digits(&wide, Order::Msf) % n;
         if x > 1 && x.gcd_ref(n).complete() == 1 {
             return pow(&x, pk.plaintext_modulus(), pk.nn());
@@ -801,15 +766,16 @@ impl ThresholdAhe for ThresholdPaillier {
         Ok(DecryptionShare { party, ci, e, z })
     }
 
-    /// In parallel (one forked rng per [`RNG_CHUNK`] plaintexts).
+    /// On all cores (`ahe::paillier::par_encoded`: the bytes do not depend on the thread
+    /// count).
     fn encrypt_encoded(pk: &PublicKey, ms: &[Integer], rng: &mut SessionRng) -> Vec<u8> {
-        par_encoded(pk, ms, rng, |m, r| Self::encrypt(pk, m, r))
+        par_encoded(ms, pk.ct_len(), rng, |m, r| Self::encrypt(pk, m, r).0)
     }
-    /// In parallel, as the default: `ReRand(k c)` with a fresh random unit `k`.
+    /// On all cores, as the default: `ReRand(k c)` with a fresh random unit `k`.
     fn randomize_encoded(pk: &PublicKey, cts: &[Ciphertext], rng: &mut SessionRng) -> Vec<u8> {
-        par_encoded(pk, cts, rng, |c, r| {
+        par_encoded(cts, pk.ct_len(), rng, |c, r| {
             let k = Self::random_unit(pk, r);
-            Self::rerandomize(pk, &Self::mul_scalar(pk, c, &k), r)
+            Self::rerandomize(pk, &Self::mul_scalar(pk, c, &k), r).0
         })
     }
 
