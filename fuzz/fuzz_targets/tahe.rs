@@ -96,7 +96,7 @@ fn dkg(op: u8, b: &mut Bytes<'_>) {
     let me = u32::from(b.u8() % 5);
     let data = std::mem::replace(b, Bytes(&[])).rest();
     let a = all();
-    if op % 2 == 0 {
+    if op.is_multiple_of(2) {
         if let Ok(c) = DkgCommitments::decode(data, &PARAMS, dealer) {
             let _ = dkg_verify_share(&PARAMS, &c, &a.dkg.shares[0]);
         }

@@ -225,6 +225,31 @@ pub fn protocol_seeds(scenarios: &[Scenario], to: &[PartyId]) -> Vec<Vec<u8>> {
     seeds
 }
 
+/// [`protocol_seeds`] for sessions with megabyte messages: seeds longer than `max_seed`
+/// bytes are left out, and every message gets small seeds of modes 2 and 3 instead
+/// (bytes flipped in the body's header and middle, the body cut short), so the committed
+/// corpus stays small and each input cheap.
+pub fn protocol_seeds_capped(
+    scenarios: &[Scenario],
+    to: &[PartyId],
+    max_seed: usize,
+) -> Vec<Vec<u8>> {
+    let mut out: Vec<Vec<u8>> = protocol_seeds(scenarios, to)
+        .into_iter()
+        .filter(|s| s.len() <= max_seed)
+        .collect();
+    for (s, scenario) in scenarios.iter().enumerate() {
+        for k in 0..scenario.messages_to(to).len() {
+            let (s, k) = (s as u8, k as u8);
+            out.push(vec![s, k, 2, 0, 40, 0xff, 0x01]);
+            out.push(vec![s, k, 2, 0x80, 0, 0x10, 0x20, 0x40]);
+            out.push(vec![s, k, 3, 0x01, 0x00]);
+            out.push(vec![s, k, 3, 0xff, 0xf0, 0, 0, 0, 9]);
+        }
+    }
+    out
+}
+
 /// Writes `seeds` as corpus files into `$PRIVSET_FUZZ_SEEDS/<target>/` when that variable
 /// is set (scripts/fuzz_corpus.sh); the fuzz targets call this from their init.
 pub fn write_seeds_if_asked(target: &str, seeds: impl FnOnce() -> Vec<Vec<u8>>) {

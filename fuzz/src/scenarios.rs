@@ -243,8 +243,8 @@ fn pi_sum_scenario(tag: u8, config: PiSumConfig, segmented: bool) -> Scenario {
     Scenario::record(name, 2, make)
 }
 
-/// Forward and reverse, both groups, both HE schemes, every Z encoding, segments,
-/// sums of squares, the threshold abort.
+/// Forward and reverse, both groups, every HE scheme (Ring-LWE on each protocol),
+/// every Z encoding, segments, sums of squares, the threshold abort.
 pub fn pi_sum() -> Vec<Scenario> {
     let base = PiSumConfig {
         he: HeId::ElGamal,
@@ -329,6 +329,17 @@ pub fn pi_sum() -> Vec<Scenario> {
         },
         false,
     );
+    // Ring-LWE values (added last: the seeds name scenarios by position).
+    for protocol in [PiSumProtocol::Ddh, PiSumProtocol::Rot, PiSumProtocol::Bloom] {
+        add(
+            PiSumConfig {
+                protocol,
+                he: HeId::Rlwe,
+                ..base.clone()
+            },
+            false,
+        );
+    }
     out
 }
 
@@ -518,7 +529,9 @@ pub fn bucket_plan() -> Vec<Scenario> {
                     prior: prior.then(|| {
                         (
                             [5u8; 32],
-                            (0..12).map(|b| (b + i as usize) % 3 == 0).collect(),
+                            (0..12)
+                                .map(|b| (b + i as usize).is_multiple_of(3))
+                                .collect(),
                         )
                     }),
                 };
@@ -555,7 +568,7 @@ pub fn mpsi() -> Vec<Scenario> {
                 let items: Vec<Vec<u8>> = if i == 0 && protocol == MpsiProtocol::MiyajiNishida {
                     Vec::new()
                 } else {
-                    (0..4u8).map(|k| vec![b'x', k, i as u8 % 2]).collect()
+                    (0..4u8).map(|k| vec![b'x', k, i % 2]).collect()
                 };
                 let config = MpsiConfig {
                     protocol,

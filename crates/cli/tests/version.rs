@@ -23,7 +23,7 @@ fn version_lists_the_code_paths_and_the_portable_switch_works() {
         fast.starts_with(&format!("privset {}\n", env!("CARGO_PKG_VERSION"))),
         "{fast}"
     );
-    for line in ["x25519 cwPRF", "curve25519-dalek", "blst", "GMP"] {
+    for line in ["x25519 cwPRF", "curve25519-dalek", "blst", "Z_t", "GMP"] {
         assert!(fast.contains(line), "{line} missing: {fast}");
     }
     let portable = version(true);
@@ -32,4 +32,8 @@ fn version_lists_the_code_paths_and_the_portable_switch_works() {
         "{portable}"
     );
     assert!(!portable.contains("AVX-512 IFMA, 8 lanes"), "{portable}");
+    assert!(
+        portable.contains("polynomials over Z_t (unbalanced PSI database): portable"),
+        "{portable}"
+    );
 }

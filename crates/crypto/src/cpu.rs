@@ -6,6 +6,8 @@
 //! * privset's own AVX-512 IFMA code (the X25519 cwPRF in eight lanes, its SHA-512 in
 //!   eight lanes, `cwprf::x25519::ifma`) is made of `#[target_feature]` functions, called
 //!   only when [`x25519_ifma`] says the CPU has AVX-512 F, VL and IFMA;
+//! * the polynomial arithmetic over Z_t (`bfv::zt`, the unbalanced PSI database's
+//!   quadratic loops) has an AVX2 copy, run when [`zt_avx2`] says the CPU has AVX2;
 //! * curve25519-dalek is built with its `avx512` backend (`--cfg
 //!   curve25519_dalek_backend="avx512"` in `.cargo/config.toml`), which compiles its IFMA
 //!   and AVX2 code as target-feature functions and picks one when first used;
@@ -70,6 +72,19 @@ pub fn x25519_ifma() -> bool {
     has_avx512_ifma() && !portable_forced()
 }
 
+/// True when the polynomial arithmetic over Z_t ([`crate::bfv::zt`]) runs its AVX2
+/// loops: the CPU has AVX2 and the portable path is not forced.
+pub fn zt_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("avx2") && !portable_forced()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// What curve25519-dalek runs on this CPU (ristretto255, Edwards hashing), following
 /// its own run-time choice: IFMA when built with its `avx512` backend and the CPU has
 /// it, else AVX2 when the CPU has it, else its portable 64-bit code.
@@ -122,9 +137,15 @@ pub fn report() -> String {
          x25519 cwPRF and its SHA-512: {x25519}\n\
          ristretto255 / Edwards (curve25519-dalek): {}\n\
          BLS12-381 (blst): {}\n\
+         polynomials over Z_t (unbalanced PSI database): {}\n\
          big integers (GMP): fat build, chosen at start",
         dalek_backend(),
         blst_backend(),
+        if zt_avx2() {
+            "AVX2"
+        } else {
+            "portable (SSE4.2)"
+        },
     )
 }
 

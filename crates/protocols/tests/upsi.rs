@@ -92,8 +92,8 @@ fn labeled_matches_plaintext() {
 /// noise to spare.
 #[test]
 fn presets_decrypt_on_their_deepest_path() {
+    use privset_crypto::bfv::zt as poly;
     use privset_crypto::bfv::{self, FheEncrypter, Polynomial, RelinearizationKey, SecretKey};
-    use privset_protocols::upsi::poly;
     for preset in Preset::built_in() {
         let mut rng = SessionRng::from_seed([3; 32]);
         let params = preset.he().build().unwrap();

@@ -186,6 +186,20 @@ impl Params {
             )));
         }
         self.he_params().check_ring().map_err(bfv_error)?;
+        // fhe.rs scales by -t^-1 mod each prime and takes t as already reduced: every
+        // prime (at least 2^(bits - 1)) must lie above t.
+        if let Some(&small) = self
+            .moduli_bits
+            .iter()
+            .find(|&&b| b < self.plain_bits as usize + 2)
+        {
+            return Err(HeError::Parameters(format!(
+                "a {small}-bit ciphertext prime does not lie above the plaintext modulus \
+                 2^{} (each needs at least {} bits)",
+                self.plain_bits,
+                self.plain_bits + 2
+            )));
+        }
         let q_bits: usize = self.moduli_bits.iter().sum();
         // A flood 2^40 above a fresh encryption's noise (about 2^17) must fit under q / 2t;
         // the column's own noise is checked per bounds by `Rlwe::layout`.
@@ -1167,6 +1181,25 @@ mod tests {
             let _ = context(&p);
             let _ = Rlwe::decode_public_key(&[0; 64], &p);
         }
+        // A prime below t (found by fuzzing PI-Sum's hello: fhe.rs takes t as reduced
+        // modulo every prime, so this reached a debug assertion in fhe-math).
+        for moduli_bits in [vec![62, 62, 62, 32], vec![61, 61]] {
+            let p = Params {
+                degree: 8192,
+                moduli_bits,
+                plain_bits: 60,
+            };
+            let e = p.validate().unwrap_err();
+            assert!(e.to_string().contains("does not lie above"), "{e}");
+            assert!(context(&p).is_err());
+        }
+        // Sums near 2^60 get limbs under the default parameters, never a prime below t.
+        let near = ColumnBounds {
+            items: 10,
+            max_value: 1 << 56,
+            max_sum: 1 << 59,
+        };
+        Params::for_columns(&[near]).unwrap().validate().unwrap();
     }
 
     /// The arithmetic of the module docs at 2^20 items, for both bounds: the flood is

@@ -17,6 +17,7 @@ pub mod coeff;
 mod eval;
 pub mod packed;
 mod powers;
+pub mod zt;
 
 use std::sync::Arc;
 

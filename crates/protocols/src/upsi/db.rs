@@ -19,7 +19,7 @@
 use std::sync::Arc;
 
 use privset_crypto::bfv::{
-    self, BfvParameters, Coefficients, PackedPlaintext, PackedPolynomial, Polynomial,
+    self, BfvParameters, Coefficients, PackedPlaintext, PackedPolynomial, Polynomial, zt,
 };
 use privset_crypto::group::PrimeGroup;
 use privset_crypto::group::ristretto::Ristretto255;
@@ -27,7 +27,6 @@ use privset_crypto::rng::SessionRng;
 use rayon::prelude::*;
 
 use super::item::{self, HashedItem, MAX_LABEL_LEN, NONCE_LEN, OPRF_DST};
-use super::poly;
 use super::preset::Preset;
 use super::records::Records;
 use crate::error::ProtocolError;
@@ -829,7 +828,7 @@ fn encode_bundle(
     };
     let mut polynomials = vec![encode(slots(depth + 1, &|b, j| {
         let roots: Vec<u64> = felts[b].iter().map(|e| e[j]).collect();
-        poly::from_roots(&roots, t)
+        zt::from_roots(&roots, t)
     }))?];
     if parts > 0 {
         // Every part's label polynomial of each bin and slot, interpolated together.
@@ -841,7 +840,7 @@ fn encode_bundle(
                         let ys: Vec<Vec<u64>> = (0..parts)
                             .map(|p| label_felts[b].iter().map(|l| l[p][j]).collect())
                             .collect();
-                        poly::interpolate_many(&xs, &ys, t)
+                        zt::interpolate_many(&xs, &ys, t)
                     })
                     .collect()
             })

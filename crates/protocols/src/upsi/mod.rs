@@ -15,7 +15,6 @@
 pub mod db;
 pub mod item;
 pub mod party;
-pub mod poly;
 pub mod preset;
 pub mod query;
 mod records;

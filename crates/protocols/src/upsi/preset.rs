@@ -7,7 +7,7 @@
 //! the table against the ring, and that the source powers reach every power the
 //! evaluation needs; a test evaluates each preset's deepest path and checks the noise.
 
-use privset_crypto::bfv::{HeParams, PowerPlan};
+use privset_crypto::bfv::{HeParams, PowerPlan, zt};
 use serde::Deserialize;
 
 use crate::error::ProtocolError;
@@ -163,6 +163,13 @@ impl Preset {
                 self.name
             )))
         };
+        if self.plain_modulus >= zt::MAX_MODULUS {
+            return bad(format!(
+                "plaintext modulus {} (below 2^26 needed: the database's polynomial \
+                 arithmetic runs on exact double-precision products)",
+                self.plain_modulus
+            ));
+        }
         if let Err(e) = self.he().check() {
             return bad(e.to_string());
         }
@@ -269,8 +276,13 @@ mod tests {
         let mut p = good.clone();
         p.query_powers = vec![2, 3];
         assert!(p.check().is_err());
-        let mut p = good;
+        let mut p = good.clone();
         p.max_client_items = 1400;
         assert!(p.check().is_err());
+        // A batching prime of 29 bits: secure and batching, but past the polynomial
+        // arithmetic's range.
+        let mut p = good;
+        p.plain_modulus = 469_762_049;
+        assert!(p.check().unwrap_err().to_string().contains("below 2^26"));
     }
 }

@@ -21,11 +21,11 @@ use rayon::prelude::*;
 
 use super::db::Database;
 use super::item::{self, HashedItem};
-use super::poly::pow as pow_mod;
 use super::preset::Preset;
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::meter::Meter;
 use crate::wire::Reader;
+use privset_crypto::bfv::zt::pow as pow_mod;
 
 /// Bytes of a serialized ciphertext or key is at most this many times n * log2(q) / 8
 /// plus framing (checked before decoding).
