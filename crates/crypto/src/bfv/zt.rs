@@ -83,10 +83,9 @@ impl Zt {
     /// inverted together with one exponentiation.
     #[inline(always)]
     fn batch_invert(self, values: &[f64], out: &mut [f64]) {
-        let (values, out) = (&values[..out.len()], out);
+        let values = &values[..out.len()];
         let mut acc = [1.0f64; LANES];
-        let mut chunks = out.chunks_exact_mut(LANES).zip(values.chunks_exact(LANES));
-        for (o, v) in &mut chunks {
+        for (o, v) in out.chunks_exact_mut(LANES).zip(values.chunks_exact(LANES)) {
             for k in 0..LANES {
                 o[k] = acc[k];
                 acc[k] = self.mul(acc[k], v[k]);
