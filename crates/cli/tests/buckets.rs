@@ -82,10 +82,22 @@ enum Meet {
     Dir(PathBuf),
 }
 
-/// One party's command line (the same for every restart).
+/// One psi party's command line (the same for every restart).
 fn args(dir: &Path, role: &str, meet: &Meet, tag: &str, extra: &[&str]) -> Vec<String> {
+    args_op("psi", dir, role, meet, tag, extra)
+}
+
+/// One party's command line for `op` (psi's receiver also writes rows).
+fn args_op(
+    op: &str,
+    dir: &Path,
+    role: &str,
+    meet: &Meet,
+    tag: &str,
+    extra: &[&str],
+) -> Vec<String> {
     let p = |name: String| dir.join(name).display().to_string();
-    let mut a: Vec<String> = vec!["psi".into(), "--role".into(), role.into()];
+    let mut a: Vec<String> = vec![op.into(), "--role".into(), role.into()];
     match meet {
         Meet::Tls { certs, addr } => {
             let link = if role == "receiver" {
@@ -128,7 +140,7 @@ fn args(dir: &Path, role: &str, meet: &Meet, tag: &str, extra: &[&str]) -> Vec<S
         "--progress".into(),
         "json".into(),
     ]);
-    if role == "receiver" {
+    if role == "receiver" && op == "psi" {
         a.extend(["--output-rows".into(), p(format!("{tag}-rows.csv"))]);
     }
     a.extend(extra.iter().map(|s| s.to_string()));
@@ -363,7 +375,110 @@ fn bucketed_psi_matches_the_plaintext_and_the_unbucketed_run() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("psi only"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("psi and psi-card only"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// Runs both psi-card parties to the end; returns both reports.
+fn run_card(
+    dir: &Path,
+    meet: &Meet,
+    tag: &str,
+    extra: &[&str],
+) -> (serde_json::Value, serde_json::Value) {
+    let r = spawn(&args_op("psi-card", dir, "receiver", meet, tag, extra));
+    std::thread::sleep(Duration::from_millis(100));
+    let s = spawn(&args_op("psi-card", dir, "sender", meet, tag, extra));
+    let (s, r) = (s.wait_with_output().unwrap(), r.wait_with_output().unwrap());
+    assert!(r.status.success(), "receiver: {}", stderr(&r));
+    assert!(s.status.success(), "sender: {}", stderr(&s));
+    (
+        json(&dir.join(format!("{tag}-receiver.json"))),
+        json(&dir.join(format!("{tag}-sender.json"))),
+    )
+}
+
+/// psi-card runs the mqRPMT's messages in units partitioned by PRF value
+/// (docs/scale.md): its count equals the plaintext and the unbucketed run's, for every
+/// edge, over TLS and an exchange directory, with each last message and group.
+#[test]
+fn bucketed_psi_card_matches_the_plaintext_and_the_unbucketed_run() {
+    let dir = scratch("card");
+    let certs = certs(&dir);
+    let tls = || Meet::Tls {
+        certs: certs.clone(),
+        addr: port(),
+    };
+    // (receiver, sender, shared, buckets, extra settings)
+    for (case, (n_r, n_s, shared, buckets, extra)) in [
+        (3000, 2000, 700, "7", &[][..]),
+        (1000, 1000, 1000, "3", &["--last-message", "gcs"][..]), // identical
+        (1000, 1000, 0, "4", &["--last-message", "list"][..]),   // disjoint
+        (1, 1, 1, "2", &["--group", "x25519"][..]),              // size 1: empty parts
+        (1, 3000, 1, "5", &["--group", "p256"][..]),             // very unbalanced
+        (2000, 1, 0, "16", &[][..]),
+        (2000, 1, 1, "1", &["--group", "p256-compressed"][..]),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let want = write_sets(&dir, n_r, n_s, shared, 50 + case as u64).len() as u64;
+        let what = format!("case {case}");
+        let mut flags = vec!["--buckets", buckets];
+        flags.extend_from_slice(extra);
+        let (r, s) = run_card(&dir, &tls(), &format!("card{case}"), &flags);
+        assert_eq!(r["cardinality"], want, "{what}: {r}");
+        assert!(
+            s.get("cardinality").is_none(),
+            "{what}: the sender learns nothing"
+        );
+        assert_eq!(r["peer_items"], n_s as u64, "{what}");
+        assert_eq!(s["peer_items"], n_r as u64, "{what}");
+        let units = r["buckets"]["per_bucket"].as_array().unwrap().len();
+        assert_eq!(units, s["buckets"]["per_bucket"].as_array().unwrap().len());
+        let parts: usize = buckets.parse().unwrap();
+        // Evaluate units (at least one), then a send and a compare unit per part.
+        assert!(units > 2 * parts, "{what}: {units} units for {parts} parts");
+    }
+    let want = write_sets(&dir, 2500, 2400, 1234, 98).len() as u64;
+    let (auto, _) = run_card(&dir, &tls(), "card-auto", &["--buckets", "auto"]);
+    assert_eq!(auto["cardinality"], want);
+    let (plain, _) = run_card(&dir, &tls(), "card-plain", &[]);
+    assert_eq!(plain["cardinality"], want);
+    assert!(plain.get("buckets").is_none());
+    let want = write_sets(&dir, 1500, 1200, 300, 97).len() as u64;
+    let (r, s) = run_card(
+        &dir,
+        &Meet::Dir(dir.join("card-exchange")),
+        "card-dir",
+        &["--buckets", "4"],
+    );
+    assert_eq!(r["cardinality"], want);
+    assert_eq!(s["transport"], "exchange-dir");
+    // The permuted OPRF is not streamed: refused before anything runs.
+    let o = Command::new(BIN)
+        .args(args_op(
+            "psi-card",
+            &dir,
+            "receiver",
+            &tls(),
+            "card-poprf",
+            &[
+                "--buckets",
+                "2",
+                "--mqrpmt",
+                "poprf",
+                "--last-message",
+                "list",
+            ],
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cwprf"), "{}", stderr(&o));
 }
 
 /// SplitMix64, reproducible from the printed seed.
@@ -386,7 +501,11 @@ fn buckets_run(stderr: &str) -> HashSet<u64> {
         .filter_map(|l| {
             let v: serde_json::Value = serde_json::from_str(l).ok()?;
             let party = v["party"].as_str()?;
-            let k = party.split(", bucket ").nth(1)?.split(' ').next()?;
+            let rest = party
+                .split(", bucket ")
+                .nth(1)
+                .or_else(|| party.split(", unit ").nth(1))?;
+            let k = rest.split(' ').next()?;
             Some(k.parse::<u64>().ok()? - 1)
         })
         .collect()
@@ -410,7 +529,7 @@ fn recorded(state: &Path) -> HashSet<u64> {
     out
 }
 
-fn killed_and_resumed(meet: impl Fn() -> Meet, name: &str) {
+fn killed_and_resumed(meet: impl Fn() -> Meet, name: &str, op: &str) {
     let seed = std::env::var("PRIVSET_KILL_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -428,7 +547,7 @@ fn killed_and_resumed(meet: impl Fn() -> Meet, name: &str) {
         } else {
             "receiver"
         };
-        let mut survivor = spawn(&args(&dir, other, &meet, &tag, &extra));
+        let mut survivor = spawn(&args_op(op, &dir, other, &meet, &tag, &extra));
         let started = Instant::now();
         let mut kills = 0;
         // Kill the victim up to three times at random moments, then let it finish.
@@ -437,7 +556,7 @@ fn killed_and_resumed(meet: impl Fn() -> Meet, name: &str) {
         let last = loop {
             // What the victim had recorded when this start began.
             let before = recorded(&state);
-            let mut child = spawn(&args(&dir, victim, &meet, &tag, &extra));
+            let mut child = spawn(&args_op(op, &dir, victim, &meet, &tag, &extra));
             if kills < 3 {
                 std::thread::sleep(Duration::from_millis(200 + rng.next() % 1500));
                 if child.try_wait().unwrap().is_none() {
@@ -488,8 +607,15 @@ fn killed_and_resumed(meet: impl Fn() -> Meet, name: &str) {
                 );
             }
         }
-        let rows = read_ids(&dir.join(format!("{tag}-rows.csv")));
-        assert_eq!(rows, want, "{name}: {victim} killed {kills} times");
+        let what = format!("{name}: {victim} killed {kills} times");
+        eprintln!("{what}");
+        if op == "psi" {
+            let rows = read_ids(&dir.join(format!("{tag}-rows.csv")));
+            assert_eq!(rows, want, "{what}");
+        } else {
+            let r = json(&dir.join(format!("{tag}-receiver.json")));
+            assert_eq!(r["cardinality"], want.len() as u64, "{what}");
+        }
     }
 }
 
@@ -512,10 +638,28 @@ fn a_killed_party_resumes_over_tls() {
             addr: port(),
         },
         "resume-tls",
+        "psi",
     );
 }
 
 #[test]
 fn a_killed_party_resumes_over_an_exchange_directory() {
-    killed_and_resumed(|| Meet::Dir(PathBuf::new()), "resume-dir");
+    killed_and_resumed(|| Meet::Dir(PathBuf::new()), "resume-dir", "psi");
+}
+
+#[test]
+fn a_killed_psi_card_party_resumes_over_tls() {
+    killed_and_resumed(
+        || Meet::Tls {
+            certs: PathBuf::new(),
+            addr: port(),
+        },
+        "card-resume-tls",
+        "psi-card",
+    );
+}
+
+#[test]
+fn a_killed_psi_card_party_resumes_over_an_exchange_directory() {
+    killed_and_resumed(|| Meet::Dir(PathBuf::new()), "card-resume-dir", "psi-card");
 }

@@ -18,6 +18,7 @@ pub mod error;
 pub mod input;
 pub mod meter;
 pub mod mpsi;
+pub mod partition_unit;
 pub mod party;
 pub mod peer_text;
 pub mod pi_sum;

@@ -66,10 +66,12 @@ pub enum ProtocolId {
     Upsi,
     /// The plan of a bucketed job ([`crate::bucket_plan`]).
     BucketPlan,
+    /// One unit of a value-partitioned job ([`crate::partition_unit`]).
+    PartitionUnit,
 }
 
 impl ProtocolId {
-    pub const ALL: [ProtocolId; 15] = [
+    pub const ALL: [ProtocolId; 16] = [
         ProtocolId::PiSum,
         ProtocolId::Psi,
         ProtocolId::PsiCard,
@@ -85,6 +87,7 @@ impl ProtocolId {
         ProtocolId::MpsiHazay,
         ProtocolId::Upsi,
         ProtocolId::BucketPlan,
+        ProtocolId::PartitionUnit,
     ];
     pub fn code(self) -> u8 {
         match self {
@@ -103,6 +106,7 @@ impl ProtocolId {
             ProtocolId::MpsiHazay => 13,
             ProtocolId::Upsi => 14,
             ProtocolId::BucketPlan => 15,
+            ProtocolId::PartitionUnit => 16,
         }
     }
     pub fn name(self) -> &'static str {
@@ -122,6 +126,7 @@ impl ProtocolId {
             ProtocolId::MpsiHazay => "mpsi-hazay",
             ProtocolId::Upsi => "upsi",
             ProtocolId::BucketPlan => "bucket-plan",
+            ProtocolId::PartitionUnit => "partition-unit",
         }
     }
     pub fn from_code(code: u8) -> Option<Self> {

@@ -84,8 +84,12 @@ pub struct Plan {
     pub buckets: u32,
     pub items: u64,
     pub peer_items: u64,
-    /// The public size of this party's buckets.
+    /// The public size of this party's buckets (0 for a value-partitioned job).
     pub padded: u64,
+    /// Hex of this party's private secret for the job's PRF key (value-partitioned jobs:
+    /// every start evaluates with the same key, so a unit run again sends the same bytes).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub secret: String,
 }
 
 impl Plan {
@@ -339,6 +343,7 @@ mod tests {
             items: 10,
             peer_items: 20,
             padded: 5,
+            secret: hex::encode([3u8; 32]),
         };
         job.save_plan(&plan).unwrap();
         assert_eq!(job.plan().unwrap(), Some(plan));

@@ -1,4 +1,7 @@
-//! A set operation of Chen et al. 2024 run in buckets (see [`super`]): psi today.
+//! A set operation of Chen et al. 2024 run in buckets (see [`super`]): psi as one
+//! session per identifier bucket, psi-card as the value-partitioned units of
+//! [`super::value`]. Both keep the same state directory, plan and records (a "bucket" of
+//! the records is a unit of a value-partitioned job).
 //!
 //! Over TCP every connection starts with the plan session, which also tells each party
 //! what the other has finished; a connection that breaks (a party killed, a network
@@ -13,10 +16,12 @@ use privset_net::{ByteCounters, Transport};
 use privset_protocols::Party;
 use privset_protocols::bucket_plan::{self, Decision, PlanRequest};
 use privset_protocols::input::DuplicatePolicy;
+use privset_protocols::partition_unit::{self, UnitId};
 use privset_protocols::pso::{self, Operation, PsoConfig, PsoOutput, PsoRole};
 use sha2::{Digest, Sha256};
 
 use super::job::{BucketFigures, Fingerprint, JobDir, Plan};
+use super::value::{self, Layout, Step};
 use crate::drive::Metered;
 use crate::fail::{Failure, FailureKind};
 use crate::keys::Keys;
@@ -66,10 +71,10 @@ pub struct PsoJob<'a> {
 /// The operations that run in buckets, and why the others do not yet.
 pub fn check_operation(operation: Operation) -> Result<(), Failure> {
     match operation {
-        Operation::Psi => Ok(()),
+        Operation::Psi | Operation::PsiCard => Ok(()),
         other => Err(Failure::config(format!(
-            "--buckets runs psi only for now: {} would show the receiver each bucket's {}, \
-             more than the unbucketed run reveals (docs/scale.md)",
+            "--buckets runs psi and psi-card only for now: {} would show the receiver each \
+             bucket's {}, more than the unbucketed run reveals (docs/scale.md)",
             other.name(),
             match other {
                 Operation::Psu | Operation::PrivateId => "union size and the peer's bucket sizes",
@@ -137,6 +142,9 @@ impl<'a> Runner<'a> {
 
     fn open_with(job: &'a PsoJob<'a>, may_stage: bool) -> Result<Self, Failure> {
         check_operation(job.config.operation)?;
+        if job.config.operation == Operation::PsiCard {
+            super::value::check(job.config)?;
+        }
         let stopwatch = Stopwatch::start();
         let (me, _, _) = names(job.role);
         let op = job.config.operation.name();
@@ -241,8 +249,9 @@ impl<'a> Runner<'a> {
                     .ok_or_else(|| Failure::other("the plan was not recorded"))?
             }
         };
-        let done = self.dir.done_bitmap(plan.buckets)?;
-        Ok((0..plan.buckets).filter(|&b| !done[b as usize]).collect())
+        let units = self.units(&plan);
+        let done = self.dir.done_bitmap(units)?;
+        Ok((0..units).filter(|&b| !done[b as usize]).collect())
     }
 
     /// Step 4 for bucket `b` over its exchange subdirectory (a restarted attempt replays
@@ -265,9 +274,24 @@ impl<'a> Runner<'a> {
 }
 
 impl Runner<'_> {
+    /// True for the value-partitioned layout of [`super::value`].
+    fn by_value(&self) -> bool {
+        self.job.config.operation == Operation::PsiCard
+    }
+
+    /// Sessions a job under `plan` runs (each recorded when finished): its buckets, or
+    /// its value-partitioned units.
+    fn units(&self, plan: &Plan) -> u32 {
+        if self.by_value() {
+            Layout::of(plan, self.job.role).units()
+        } else {
+            plan.buckets
+        }
+    }
+
     fn request(&self, prior: bool) -> Result<PlanRequest, Failure> {
         let prior = match (prior, self.dir.plan()?) {
-            (true, Some(plan)) => Some((plan.id_bytes(), self.dir.done_bitmap(plan.buckets)?)),
+            (true, Some(plan)) => Some((plan.id_bytes(), self.dir.done_bitmap(self.units(&plan))?)),
             _ => None,
         };
         Ok(PlanRequest {
@@ -287,8 +311,7 @@ impl Runner<'_> {
         drive: &mut DriveFn<'_>,
     ) -> Result<Decision, Failure> {
         let (_, _, index) = names(self.job.role);
-        let mut party =
-            bucket_plan::new_party(["receiver", "sender"], index, self.request(prior)?, seed)?;
+        let mut party = bucket_plan::new_party(NAMES, index, self.request(prior)?, seed)?;
         drive(&mut party, transport, "agreeing on the bucket plan")?;
         party
             .into_output()
@@ -316,6 +339,29 @@ impl Runner<'_> {
             )));
         }
         self.dir.clear_plan()?;
+        if self.by_value() {
+            let (r, s) = match self.job.role {
+                PsoRole::Receiver => (self.staged.items, *peer_items),
+                PsoRole::Sender => (*peer_items, self.staged.items),
+            };
+            super::value::prepare(
+                &self.dir.dir,
+                Layout::new(r, s, *buckets).chunk,
+                &self.staged,
+                self.job.values,
+                self.job.policy,
+                self.job.config.max_value,
+            )?;
+            return self.dir.save_plan(&Plan {
+                id: hex::encode(id),
+                key: hex::encode(key),
+                buckets: *buckets,
+                items: self.staged.items,
+                peer_items: *peer_items,
+                padded: 0,
+                secret: hex::encode(fresh_seed()),
+            });
+        }
         let largest = super::route(
             &self.dir.dir,
             &self.staged,
@@ -341,6 +387,7 @@ impl Runner<'_> {
             items: self.staged.items,
             peer_items: *peer_items,
             padded,
+            secret: String::new(),
         })
     }
 
@@ -403,7 +450,7 @@ impl Runner<'_> {
     /// True when a plan is recorded and every one of its buckets is.
     fn every_bucket_recorded(&self) -> Result<bool, Failure> {
         Ok(match self.dir.plan()? {
-            Some(plan) => self.dir.done_bitmap(plan.buckets)?.iter().all(|&d| d),
+            Some(plan) => self.dir.done_bitmap(self.units(&plan))?.iter().all(|&d| d),
             None => false,
         })
     }
@@ -454,7 +501,7 @@ impl Runner<'_> {
         self.counters.received += c.received;
     }
 
-    /// Runs bucket `b` as one session and records it.
+    /// Runs bucket (or unit) `b` as one session and records it.
     fn bucket(
         &self,
         b: u32,
@@ -478,12 +525,43 @@ impl Runner<'_> {
             Some(earlier) => earlier.runs + 1,
             None => 1,
         };
+        let stopwatch = Stopwatch::start();
+        let before = transport.counters();
+        let ran = if self.by_value() {
+            self.value_unit(&plan, b, transport, seed, drive)?
+        } else {
+            self.psi_bucket(&plan, b, transport, seed, drive)?
+        };
+        let after = transport.counters();
+        let (cpu_seconds, wall_seconds) = stopwatch.elapsed();
+        let figures = BucketFigures {
+            bucket: b,
+            items: ran.items,
+            padded: plan.padded,
+            peer_padded: ran.peer_padded,
+            rows: ran.count,
+            bytes_sent: after.sent - before.sent,
+            bytes_received: after.received - before.received,
+            cpu_seconds,
+            wall_seconds,
+            runs,
+        };
+        self.dir.save_done(&figures, ran.rows.as_deref())
+    }
+
+    /// One psi session on bucket `b`, padded to the public size.
+    fn psi_bucket(
+        &self,
+        plan: &Plan,
+        b: u32,
+        transport: &mut (dyn Transport + Send),
+        seed: [u8; 32],
+        drive: &mut DriveFn<'_>,
+    ) -> Result<Ran, Failure> {
         // The peer's bucket must have its public padded size, no more (no less).
         let peer_padded = super::padded_size(plan.peer_items, plan.buckets);
         let mut config = self.job.config.clone();
         config.max_peer_items = peer_padded;
-        let stopwatch = Stopwatch::start();
-        let before = transport.counters();
         // Dummies from the session seed: an exchange-directory replay rebuilds the
         // same padded set, and so the same messages.
         let dummies = derive(&seed, b"privset/v1/bucket-dummies");
@@ -492,13 +570,7 @@ impl Runner<'_> {
         let own_dummies: std::collections::HashSet<Vec<u8>> =
             dataset.ids[real..].iter().cloned().collect();
         let mut party = pso::new_party(self.job.role, &config, dataset, seed)?;
-        let (me, _, _) = names(self.job.role);
-        let label = format!(
-            "{} {me}, bucket {} of {}",
-            self.job.config.operation.name(),
-            b + 1,
-            plan.buckets
-        );
+        let label = self.label(&format!("bucket {} of {}", b + 1, plan.buckets));
         drive(party.as_mut(), transport, &label)?;
         let output = party
             .into_output()
@@ -519,21 +591,82 @@ impl Runner<'_> {
             ),
             _ => None,
         };
-        let after = transport.counters();
-        let (cpu_seconds, wall_seconds) = stopwatch.elapsed();
-        let figures = BucketFigures {
-            bucket: b,
+        Ok(Ran {
             items: real as u64,
-            padded: plan.padded,
             peer_padded: output.peer_items(),
-            rows: rows.as_ref().map(|r| r.len() as u64),
-            bytes_sent: after.sent - before.sent,
-            bytes_received: after.received - before.received,
-            cpu_seconds,
-            wall_seconds,
-            runs,
+            count: rows.as_ref().map(|r| r.len() as u64),
+            rows,
+        })
+    }
+
+    /// Unit `u` of a value-partitioned job: this party sends its payload or receives and
+    /// processes the peer's.
+    fn value_unit(
+        &self,
+        plan: &Plan,
+        u: u32,
+        transport: &mut (dyn Transport + Send),
+        seed: [u8; 32],
+        drive: &mut DriveFn<'_>,
+    ) -> Result<Ran, Failure> {
+        let layout = Layout::of(plan, self.job.role);
+        let keys = value::Keys::of(plan, self.job.config)?;
+        let ctx = value::UnitContext {
+            dir: &self.dir.dir,
+            role: self.job.role,
+            config: self.job.config,
+            plan,
+            layout,
+            keys: &keys,
         };
-        self.dir.save_done(&figures, rows.as_deref())
+        let id = UnitId {
+            operation: self.job.config.operation.protocol(),
+            plan: plan.id_bytes(),
+            unit: u,
+            producer: layout.producer(u),
+        };
+        let label = self.label(&format!(
+            "unit {} of {} ({})",
+            u + 1,
+            layout.units(),
+            match layout.step(u) {
+                Step::Evaluate(_) => "evaluate",
+                Step::Send(_) => "send",
+                Step::Compare(_) => "compare",
+            }
+        ));
+        let (_, _, me) = names(self.job.role);
+        let width = self.job.config.cwprf.element_len() as u64;
+        if id.producer == me {
+            let payload = ctx.produce(u)?;
+            let items = payload.len() as u64 / width;
+            let mut party = partition_unit::producer(NAMES, id, payload, seed)?;
+            drive(&mut party, transport, &label)?;
+            return Ok(Ran {
+                items,
+                peer_padded: 0,
+                count: None,
+                rows: None,
+            });
+        }
+        let mut party = partition_unit::consumer(NAMES, id, ctx.max_payload(u), seed)?;
+        drive(&mut party, transport, &label)?;
+        let payload = party
+            .into_output()
+            .flatten()
+            .ok_or_else(|| Failure::other("a unit ended without its payload"))?;
+        let count = ctx.consume(u, &payload)?;
+        Ok(Ran {
+            items: 0,
+            peer_padded: payload.len() as u64 / width,
+            count,
+            rows: None,
+        })
+    }
+
+    fn label(&self, what: &str) -> String {
+        let (me, _, _) = names(self.job.role);
+        format!("{} {me}, {what}", self.job.config.operation.name())
     }
 
     /// Once every bucket is recorded: writes the merged rows and returns RESULT.json
@@ -545,15 +678,18 @@ impl Runner<'_> {
             .dir
             .plan()?
             .ok_or_else(|| Failure::other("the job has no plan yet: nothing ran"))?;
-        let figures = (0..plan.buckets)
+        let units = self.units(&plan);
+        let figures = (0..units)
             .map(|b| {
                 self.dir.done(b)?.ok_or_else(|| {
-                    Failure::other(format!("bucket {b} of {} has not finished", plan.buckets))
+                    Failure::other(format!("bucket {b} of {units} has not finished"))
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
         self.dir.mark_complete()?;
-        let has_rows = self.job.role == PsoRole::Receiver;
+        // The receiver's output: psi's rows, psi-card's count (the compare units').
+        let learns = self.job.role == PsoRole::Receiver;
+        let has_rows = learns && !self.by_value();
         let total_rows: u64 = figures.iter().filter_map(|f| f.rows).sum();
         let rows = match (self.job.rows_path, has_rows) {
             (Some(path), true) => {
@@ -575,7 +711,7 @@ impl Runner<'_> {
             role: self.job.role.name(),
             items: plan.items as usize,
             peer_items: plan.peer_items,
-            cardinality: has_rows.then_some(total_rows),
+            cardinality: learns.then_some(total_rows),
             sum: None,
             rows,
             rows_file: rows.and(self.job.rows_path.map(Path::to_path_buf)),
@@ -613,6 +749,20 @@ impl Runner<'_> {
         w.finish()
     }
 }
+
+/// What one bucket or unit session gave this party.
+struct Ran {
+    /// This party's elements in it (real items of a bucket; a unit's payload elements).
+    items: u64,
+    /// The peer's elements in it.
+    peer_padded: u64,
+    /// Output count: a bucket's matches, a compare unit's count.
+    count: Option<u64>,
+    rows: Option<Vec<Vec<u8>>>,
+}
+
+/// Participant names of every bucketed session: the receiver is participant 0.
+const NAMES: [&str; 2] = ["receiver", "sender"];
 
 fn derive(seed: &[u8; 32], label: &[u8]) -> [u8; 32] {
     let mut h = Sha256::new();
