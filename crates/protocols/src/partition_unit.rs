@@ -191,6 +191,18 @@ impl Protocol for Unit {
         message: Message<'_>,
     ) -> Result<(), ProtocolError> {
         let body = message.expect(KIND_PAYLOAD)?;
+        // The transports refuse a longer frame before reading it; checked here too for
+        // a driver that does not.
+        if let Part::Consume { max_len } = self.part
+            && body.len() > max_len
+        {
+            return Err(PeerMisbehaved::Malformed(format!(
+                "unit {}: a payload of {} bytes, more than the {max_len} it may have",
+                self.id.unit,
+                body.len()
+            ))
+            .into());
+        }
         self.received = Some(body.to_vec());
         self.done = true;
         Ok(())
