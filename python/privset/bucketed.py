@@ -10,8 +10,13 @@ The receiver's matches are written to ``output_rows`` (CSV, or Parquet by its na
 never held in memory; the function returns RESULT.json's fields as a dict, with a
 ``buckets`` section of per-bucket figures.
 
-Today psi only: the other operations' per-bucket answers would reveal more than their
-unbucketed runs (docs/scale.md says what each would add).
+``privset.bucketed.psi_card`` is ``privset psi-card --buckets``: no identifier
+buckets (the receiver would learn each one's count) but the unbucketed protocol's own
+messages streamed in bounded units, partitioned on disk by PRF values, so the receiver
+learns the intersection size and nothing more (docs/scale.md).
+
+The other operations are refused for now: their per-bucket answers would reveal more
+than their unbucketed runs (docs/scale.md says what each would add).
 """
 
 from __future__ import annotations
@@ -66,7 +71,47 @@ def psi(
     arguments those of the party classes.
     """
     # Every argument of this function but ``progress`` is one of the job's.
-    job = from_arguments(job_arguments(**{k: v for k, v in locals().items() if k != "progress"}))
+    return _run("psi", {k: v for k, v in locals().items() if k != "progress"}, progress)
+
+
+def psi_card(
+    role: str,
+    input: PathLike,
+    *,
+    id_column: IdColumns = None,
+    normalize: Normalize = "trim",
+    phone_region: Optional[str] = None,
+    hash_ids: Optional[str] = None,
+    duplicates: str = "error",
+    group: str = "ristretto255",
+    last_message: str = "bloom",
+    max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
+    buckets: Union[str, int] = "auto",
+    state_dir: PathLike = ".privset-state",
+    listen: Optional[str] = None,
+    peer: Optional[str] = None,
+    exchange_dir: Optional[PathLike] = None,
+    tls: Optional[TlsFiles] = None,
+    insecure_no_tls: bool = False,
+    server_name: Optional[str] = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    poll_interval: float = DEFAULT_POLL_INTERVAL,
+    cpu_price: float = DEFAULT_CPU_PRICE,
+    network_price: float = DEFAULT_NETWORK_PRICE,
+    progress: ProgressArg = None,
+) -> Dict[str, Any]:
+    """Runs one party of a psi-card larger than memory; the receiver's result holds
+    ``cardinality``.
+
+    ``buckets`` counts the value parts ("auto": one per about 2^20 items of the larger
+    set); the other arguments are :func:`psi`'s (the cwPRF mqRPMT only, no rows).
+    """
+    args = {k: v for k, v in locals().items() if k != "progress"}
+    return _run("psi-card", dict(args, mqrpmt="cwprf", output_rows=None), progress)
+
+
+def _run(operation: str, args: Dict[str, Any], progress: ProgressArg) -> Dict[str, Any]:
+    job = from_arguments(dict(job_arguments(**args), operation=operation))
     with callback(progress) as cb:
         text = job.run(cb)
     result: Dict[str, Any] = json.loads(text)
@@ -100,7 +145,7 @@ def job_arguments(
     cpu_price: float,
     network_price: float,
 ) -> Dict[str, Any]:
-    """The native job's arguments, as plain data (a Ray task rebuilds the job from them)."""
+    """The native psi job's arguments, as plain data (a Ray task rebuilds the job from them)."""
     if buckets == "auto":
         count = None
     elif isinstance(buckets, int) and not isinstance(buckets, bool) and buckets >= 1:

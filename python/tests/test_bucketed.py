@@ -120,6 +120,35 @@ def test_a_python_receiver_and_a_cli_sender(tmp_path: pathlib.Path) -> None:
     assert read_ids(tmp_path / "rows.csv") == want and r["cardinality"] == len(want)
 
 
+@pytest.mark.parametrize("n_r,n_s,shared,buckets,link", [(2000, 1500, 321, 5, "tls"), (1, 1, 1, 2, "tls"), (700, 900, 0, 3, "dir")])
+def test_bucketed_psi_card_matches_the_plaintext(tmp_path: pathlib.Path, n_r: int, n_s: int, shared: int, buckets: int, link: str) -> None:
+    want = sets(tmp_path, random.Random(n_r * 7 + n_s), n_r, n_s, shared)
+    x = tmp_path / "exchange"
+    links = tls_links(tmp_path) if link == "tls" else {
+        role: {"exchange_dir": x, "poll_interval": 0.005} for role in ("receiver", "sender")}
+    results: Dict[str, Any] = {}
+
+    def party(role: str) -> None:
+        try:
+            results[role] = privset.bucketed.psi_card(
+                role, tmp_path / f"{role}.csv", id_column="id", buckets=buckets,
+                state_dir=tmp_path / f"state-{role}", timeout=60, **links[role])
+        except Exception as e:  # reported by the assertion below
+            results[role] = e
+
+    threads = [threading.Thread(target=party, args=(r,)) for r in ("receiver", "sender")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    r, s = results["receiver"], results["sender"]
+    assert not isinstance(r, Exception), r
+    assert not isinstance(s, Exception), s
+    assert r["protocol"] == "psi-card" and r["cardinality"] == len(want)
+    assert s.get("cardinality") is None
+    assert r["peer_items"] == n_s and s["peer_items"] == n_r
+
+
 def test_bad_settings_and_refused_operations_are_clear(tmp_path: pathlib.Path) -> None:
     write_ids(tmp_path / "receiver.csv", ["a", "b", "a"])
     with pytest.raises(privset.ConfigurationError, match="buckets must be"):
