@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Bucketed psi beside the unbucketed run: both parties as processes over loopback
+# Bucketed psi (or psi-card, --op psi-card) beside the unbucketed run: both parties as processes over loopback
 # mutual TLS, on generated identifiers (10% shared). Prints one row per run: items a
 # side, buckets, each party's CPU seconds, wall seconds, bytes sent, peak RSS (MiB),
 # and CPU per item per party (µs). Figures, not assertions: docs/scale.md quotes them.
 #
-#   scripts/bench_buckets.sh [--group x25519] SIZE:BUCKETS ...
+#   scripts/bench_buckets.sh [--group x25519] [--op psi|psi-card] SIZE:BUCKETS ...
 #     SIZE as a power of two (20 = 2^20 a side), BUCKETS = none | auto | N
 #   scripts/bench_buckets.sh --kills 5 24:auto     # killed and restarted 5 times
 #
@@ -14,11 +14,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${PRIVSET_BIN:-target/release/privset}
 GROUP=x25519
+OP=psi
 KILLS=0
 RUNS=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --group) GROUP=$2; shift 2 ;;
+    --op) OP=$2; shift 2 ;;
     --kills) KILLS=$2; shift 2 ;;
     *) RUNS+=("$1"); shift ;;
   esac
@@ -44,7 +46,7 @@ party() { # party ROLE TAG EXTRA... (always in the background: it execs privset)
   local role=$1 tag=$2; shift 2
   local link
   if [ "$role" = receiver ]; then link=(--listen "127.0.0.1:$PORT"); else link=(--peer "127.0.0.1:$PORT" --tls-server-name receiver); fi
-  exec "$BIN" --progress none psi --role "$role" "${link[@]}" \
+  exec "$BIN" --progress none "$OP" --role "$role" "${link[@]}" \
     --tls-ca "$WORK/certs/ca.pem" --tls-cert "$WORK/certs/$role.pem" --tls-key "$WORK/certs/$role.key" \
     --group "$GROUP" --input "$WORK/$role-$tag.csv" --id-column id \
     --output "$WORK/$tag-$role.json" --state-dir "$WORK/state-$role" --timeout 3600 "$@"
