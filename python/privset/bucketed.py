@@ -14,6 +14,8 @@ never held in memory; the function returns RESULT.json's fields as a dict, with 
 buckets (the receiver would learn each one's count) but the unbucketed protocol's own
 messages streamed in bounded units, partitioned on disk by PRF values, so the receiver
 learns the intersection size and nothing more (docs/scale.md).
+``privset.bucketed.psi_card_sum`` runs psi-card-sum the same way: both parties learn the
+intersection size and the sender the sum of its values over the intersection.
 
 The other operations are refused for now: their per-bucket answers would reveal more
 than their unbucketed runs (docs/scale.md says what each would add).
@@ -110,8 +112,50 @@ def psi_card(
     return _run("psi-card", dict(args, mqrpmt="cwprf", output_rows=None), progress)
 
 
+def psi_card_sum(
+    role: str,
+    input: PathLike,
+    *,
+    value_column: Optional[str] = None,
+    value_bound: int = 2**32 - 1,
+    id_column: IdColumns = None,
+    normalize: Normalize = "trim",
+    phone_region: Optional[str] = None,
+    hash_ids: Optional[str] = None,
+    duplicates: str = "error",
+    group: str = "ristretto255",
+    last_message: str = "bloom",
+    max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
+    buckets: Union[str, int] = "auto",
+    state_dir: PathLike = ".privset-state",
+    listen: Optional[str] = None,
+    peer: Optional[str] = None,
+    exchange_dir: Optional[PathLike] = None,
+    tls: Optional[TlsFiles] = None,
+    insecure_no_tls: bool = False,
+    server_name: Optional[str] = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    poll_interval: float = DEFAULT_POLL_INTERVAL,
+    cpu_price: float = DEFAULT_CPU_PRICE,
+    network_price: float = DEFAULT_NETWORK_PRICE,
+    progress: ProgressArg = None,
+) -> Dict[str, Any]:
+    """Runs one party of a psi-card-sum larger than memory: both results hold
+    ``cardinality``, the sender's also ``sum``.
+
+    ``value_column`` (the sender's, exactly one) and ``value_bound`` (every value at most
+    this) are the CLI's ``--value-column`` and ``--value-bound``; the other arguments
+    are :func:`psi_card`'s.
+    """
+    args = {k: v for k, v in locals().items() if k != "progress"}
+    return _run("psi-card-sum", dict(args, mqrpmt="cwprf", output_rows=None), progress)
+
+
 def _run(operation: str, args: Dict[str, Any], progress: ProgressArg) -> Dict[str, Any]:
-    job = from_arguments(dict(job_arguments(**args), operation=operation))
+    value_column, value_bound = args.pop("value_column", None), args.pop("value_bound", None)
+    job = from_arguments(
+        dict(job_arguments(**args), operation=operation, value_column=value_column, value_bound=value_bound)
+    )
     with callback(progress) as cb:
         text = job.run(cb)
     result: Dict[str, Any] = json.loads(text)

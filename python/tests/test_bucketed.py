@@ -149,6 +149,36 @@ def test_bucketed_psi_card_matches_the_plaintext(tmp_path: pathlib.Path, n_r: in
     assert r["peer_items"] == n_s and s["peer_items"] == n_r
 
 
+def test_bucketed_psi_card_sum_matches_the_plaintext(tmp_path: pathlib.Path) -> None:
+    rng = random.Random(12)
+    want = sets(tmp_path, rng, 1500, 1300, 222)
+    ids = [row["id"] for row in csv.DictReader(open(tmp_path / "sender.csv", newline=""))]
+    values = {i: rng.randrange(1000) for i in ids}
+    (tmp_path / "sender.csv").write_text("id,v\n" + "".join(f"{i},{values[i]}\n" for i in ids))
+    links = tls_links(tmp_path)
+    results: Dict[str, Any] = {}
+
+    def party(role: str) -> None:
+        try:
+            extra: Dict[str, Any] = {"value_column": "v", "value_bound": 1000} if role == "sender" else {}
+            results[role] = privset.bucketed.psi_card_sum(
+                role, tmp_path / f"{role}.csv", id_column="id", buckets=3,
+                state_dir=tmp_path / f"state-{role}", timeout=60, **links[role], **extra)
+        except Exception as e:  # reported by the assertion below
+            results[role] = e
+
+    threads = [threading.Thread(target=party, args=(r,)) for r in ("receiver", "sender")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    r, s = results["receiver"], results["sender"]
+    assert not isinstance(r, Exception), r
+    assert not isinstance(s, Exception), s
+    assert r["cardinality"] == s["cardinality"] == len(want)
+    assert s["sum"] == sum(values[i] for i in want) and r.get("sum") is None
+
+
 def test_bad_settings_and_refused_operations_are_clear(tmp_path: pathlib.Path) -> None:
     write_ids(tmp_path / "receiver.csv", ["a", "b", "a"])
     with pytest.raises(privset.ConfigurationError, match="buckets must be"):

@@ -143,6 +143,9 @@ fn args_op(
     if role == "receiver" && op == "psi" {
         a.extend(["--output-rows".into(), p(format!("{tag}-rows.csv"))]);
     }
+    if role == "sender" && op == "psi-card-sum" {
+        a.extend(["--value-column".into(), "v".into()]);
+    }
     a.extend(extra.iter().map(|s| s.to_string()));
     a
 }
@@ -167,7 +170,18 @@ fn run_pair(
     )
 }
 
-/// Receiver and sender sets with `shared` common items; returns the plaintext.
+/// The sender's value of its `k`-th item (the shared ones come first).
+fn value_of(k: u64) -> u64 {
+    k.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 40
+}
+
+/// The plaintext sum over the first `shared` items.
+fn plain_sum(shared: usize) -> u64 {
+    (0..shared as u64).map(value_of).sum()
+}
+
+/// Receiver and sender sets with `shared` common items (the sender's with a value
+/// column `v`, [`value_of`]); returns the plaintext intersection.
 fn write_sets(dir: &Path, n_r: usize, n_s: usize, shared: usize, seed: u64) -> BTreeSet<String> {
     let id = |k: u64| {
         format!(
@@ -178,11 +192,21 @@ fn write_sets(dir: &Path, n_r: usize, n_s: usize, shared: usize, seed: u64) -> B
     let common: Vec<String> = (0..shared as u64).map(id).collect();
     let mut r = common.clone();
     r.extend((0..(n_r - shared) as u64).map(|k| id(1 << 40 | k)));
-    let mut s = common.clone();
-    s.extend((0..(n_s - shared) as u64).map(|k| id(2 << 40 | k)));
+    let mut s: Vec<String> = common
+        .iter()
+        .cloned()
+        .chain((0..(n_s - shared) as u64).map(|k| id(2 << 40 | k)))
+        .enumerate()
+        .map(|(k, i)| format!("{i},{}", value_of(k as u64)))
+        .collect();
     s.reverse();
     write_ids(&dir.join("receiver.csv"), &r);
-    write_ids(&dir.join("sender.csv"), &s);
+    let mut text = String::from("id,v\n");
+    for row in &s {
+        text.push_str(row);
+        text.push('\n');
+    }
+    std::fs::write(dir.join("sender.csv"), text).unwrap();
     common.into_iter().collect()
 }
 
@@ -355,7 +379,7 @@ fn bucketed_psi_matches_the_plaintext_and_the_unbucketed_run() {
     // Operations whose per-bucket answers would reveal more are refused up front.
     let o = Command::new(BIN)
         .args([
-            "psi-card",
+            "psu",
             "--role",
             "receiver",
             "--listen",
@@ -375,23 +399,20 @@ fn bucketed_psi_matches_the_plaintext_and_the_unbucketed_run() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("psi and psi-card only"),
-        "{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains("psi-card-sum only"), "{}", stderr(&o));
 }
 
-/// Runs both psi-card parties to the end; returns both reports.
-fn run_card(
+/// Runs both parties of `op` (no rows) to the end; returns both reports.
+fn run_op(
+    op: &str,
     dir: &Path,
     meet: &Meet,
     tag: &str,
     extra: &[&str],
 ) -> (serde_json::Value, serde_json::Value) {
-    let r = spawn(&args_op("psi-card", dir, "receiver", meet, tag, extra));
+    let r = spawn(&args_op(op, dir, "receiver", meet, tag, extra));
     std::thread::sleep(Duration::from_millis(100));
-    let s = spawn(&args_op("psi-card", dir, "sender", meet, tag, extra));
+    let s = spawn(&args_op(op, dir, "sender", meet, tag, extra));
     let (s, r) = (s.wait_with_output().unwrap(), r.wait_with_output().unwrap());
     assert!(r.status.success(), "receiver: {}", stderr(&r));
     assert!(s.status.success(), "sender: {}", stderr(&s));
@@ -429,7 +450,7 @@ fn bucketed_psi_card_matches_the_plaintext_and_the_unbucketed_run() {
         let what = format!("case {case}");
         let mut flags = vec!["--buckets", buckets];
         flags.extend_from_slice(extra);
-        let (r, s) = run_card(&dir, &tls(), &format!("card{case}"), &flags);
+        let (r, s) = run_op("psi-card", &dir, &tls(), &format!("card{case}"), &flags);
         assert_eq!(r["cardinality"], want, "{what}: {r}");
         assert!(
             s.get("cardinality").is_none(),
@@ -444,13 +465,20 @@ fn bucketed_psi_card_matches_the_plaintext_and_the_unbucketed_run() {
         assert!(units > 2 * parts, "{what}: {units} units for {parts} parts");
     }
     let want = write_sets(&dir, 2500, 2400, 1234, 98).len() as u64;
-    let (auto, _) = run_card(&dir, &tls(), "card-auto", &["--buckets", "auto"]);
+    let (auto, _) = run_op(
+        "psi-card",
+        &dir,
+        &tls(),
+        "card-auto",
+        &["--buckets", "auto"],
+    );
     assert_eq!(auto["cardinality"], want);
-    let (plain, _) = run_card(&dir, &tls(), "card-plain", &[]);
+    let (plain, _) = run_op("psi-card", &dir, &tls(), "card-plain", &[]);
     assert_eq!(plain["cardinality"], want);
     assert!(plain.get("buckets").is_none());
     let want = write_sets(&dir, 1500, 1200, 300, 97).len() as u64;
-    let (r, s) = run_card(
+    let (r, s) = run_op(
+        "psi-card",
         &dir,
         &Meet::Dir(dir.join("card-exchange")),
         "card-dir",
@@ -616,6 +644,11 @@ fn killed_and_resumed(meet: impl Fn() -> Meet, name: &str, op: &str) {
             let r = json(&dir.join(format!("{tag}-receiver.json")));
             assert_eq!(r["cardinality"], want.len() as u64, "{what}");
         }
+        if op == "psi-card-sum" {
+            let s = json(&dir.join(format!("{tag}-sender.json")));
+            assert_eq!(s["cardinality"], want.len() as u64, "{what}");
+            assert_eq!(s["sum"], plain_sum(want.len()), "{what}");
+        }
     }
 }
 
@@ -656,6 +689,82 @@ fn a_killed_psi_card_party_resumes_over_tls() {
         },
         "card-resume-tls",
         "psi-card",
+    );
+}
+
+/// psi-card-sum in value-partitioned units: both parties' counts and the sender's sum
+/// equal the plaintext's and the unbucketed run's, over TLS and an exchange directory.
+#[test]
+fn bucketed_psi_card_sum_matches_the_plaintext_and_the_unbucketed_run() {
+    let dir = scratch("card-sum");
+    let certs = certs(&dir);
+    let tls = || Meet::Tls {
+        certs: certs.clone(),
+        addr: port(),
+    };
+    for (case, (n_r, n_s, shared, buckets, extra)) in [
+        (3000, 2000, 700, "7", &[][..]),
+        (1000, 1000, 1000, "3", &["--last-message", "gcs"][..]), // identical
+        (1000, 1000, 0, "4", &["--last-message", "list"][..]),   // disjoint
+        (1, 1, 1, "2", &["--group", "x25519"][..]),              // size 1: empty parts
+        (1, 3000, 1, "5", &["--group", "p256"][..]),             // very unbalanced
+        (2000, 1, 1, "16", &[][..]),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let want = write_sets(&dir, n_r, n_s, shared, 70 + case as u64).len();
+        let what = format!("case {case}");
+        let mut flags = vec!["--buckets", buckets];
+        flags.extend_from_slice(extra);
+        let (r, s) = run_op("psi-card-sum", &dir, &tls(), &format!("sum{case}"), &flags);
+        assert_eq!(r["cardinality"], want as u64, "{what}: {r}");
+        assert_eq!(s["cardinality"], want as u64, "{what}: {s}");
+        assert_eq!(s["sum"], plain_sum(want), "{what}: {s}");
+        assert!(r.get("sum").is_none(), "{what}: the receiver learns no sum");
+    }
+    let want = write_sets(&dir, 2500, 2400, 1234, 96).len();
+    let (_, auto) = run_op(
+        "psi-card-sum",
+        &dir,
+        &tls(),
+        "sum-auto",
+        &["--buckets", "auto"],
+    );
+    let (_, plain) = run_op("psi-card-sum", &dir, &tls(), "sum-plain", &[]);
+    assert_eq!(auto["sum"], plain_sum(want));
+    assert_eq!(plain["sum"], auto["sum"]);
+    assert_eq!(plain["cardinality"], auto["cardinality"]);
+    let want = write_sets(&dir, 1500, 1200, 300, 95).len();
+    let (r, s) = run_op(
+        "psi-card-sum",
+        &dir,
+        &Meet::Dir(dir.join("sum-exchange")),
+        "sum-dir",
+        &["--buckets", "4"],
+    );
+    assert_eq!(r["cardinality"], want as u64);
+    assert_eq!(s["sum"], plain_sum(want));
+}
+
+#[test]
+fn a_killed_psi_card_sum_party_resumes_over_tls() {
+    killed_and_resumed(
+        || Meet::Tls {
+            certs: PathBuf::new(),
+            addr: port(),
+        },
+        "sum-resume-tls",
+        "psi-card-sum",
+    );
+}
+
+#[test]
+fn a_killed_psi_card_sum_party_resumes_over_an_exchange_directory() {
+    killed_and_resumed(
+        || Meet::Dir(PathBuf::new()),
+        "sum-resume-dir",
+        "psi-card-sum",
     );
 }
 

@@ -18,9 +18,26 @@
 //!                 plan id [32], unit u32, producer u8 (0 receiver, 1 sender)
 //! message (kind 1, producer -> consumer): the unit's payload
 //! ```
+//!
+//! psi-card-sum adds transfer units ([`SumTransfer`]): the oblivious transfer of
+//! Chen et al. 2024, Fig. 7 on one part's indicator bits, its randomness drawn from
+//! each party's job secret so that a rerun repeats it exactly.
+//!
+//! ```text
+//! hello settings: as above (producer 1), then max_value u64 (the sender's value bound;
+//!                 0 from the receiver), count u64 (the part's elements)
+//! kind 2, receiver -> sender: base-OT first message
+//! kind 3, sender -> receiver: base-OT reply
+//! kind 4, receiver -> sender: OT extension on the part's indicator bits
+//! kind 5, sender -> receiver: r_i + v_i - int(K1_i) per element (transfer::send_sum)
+//! ```
+
+use privset_crypto::ot::{self, OtReceiverKeys, OtReceiverSetup, OtSenderSetup};
+use privset_crypto::rng::SessionRng;
 
 use crate::engine::{Engine, Handshake, Message, Protocol, Roster, Session};
 use crate::error::{PeerMisbehaved, ProtocolError};
+use crate::pso::transfer::{self, SumModulus};
 use crate::wire::{self, PartyId, ProtocolId};
 
 const VERSION: u8 = 1;
@@ -46,6 +63,34 @@ impl UnitId {
         out.extend_from_slice(&self.unit.to_be_bytes());
         out.push(self.producer);
         out
+    }
+
+    /// Reads the peer's id from `r` and checks it names this unit.
+    fn check_peer(&self, r: &mut wire::Reader<'_>) -> Result<(), ProtocolError> {
+        let version = r.u8()?;
+        if version != VERSION {
+            return Err(ProtocolError::Incompatible(format!(
+                "partition-unit version: this party speaks {VERSION}, the peer {version}"
+            )));
+        }
+        let operation = r.u8()?;
+        let plan: [u8; 32] = r.array()?;
+        let unit = r.u32()?;
+        let producer = r.u8()?;
+        if operation != self.operation.code() || plan != self.plan {
+            return Err(ProtocolError::Incompatible(
+                "the peer runs another partitioned job (operation or plan differ)".into(),
+            ));
+        }
+        if unit != self.unit || producer != self.producer {
+            return Err(PeerMisbehaved::Malformed(format!(
+                "the peer runs unit {unit} (produced by participant {producer}), this party \
+                 unit {} (produced by participant {})",
+                self.unit, self.producer
+            ))
+            .into());
+        }
+        Ok(())
     }
 }
 
@@ -139,31 +184,8 @@ impl Handshake for Unit {
 
     fn check_settings(&mut self, _from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
         let mut r = wire::Reader::new(settings, "partition-unit hello");
-        let version = r.u8()?;
-        if version != VERSION {
-            return Err(ProtocolError::Incompatible(format!(
-                "partition-unit version: this party speaks {VERSION}, the peer {version}"
-            )));
-        }
-        let operation = r.u8()?;
-        let plan: [u8; 32] = r.array()?;
-        let unit = r.u32()?;
-        let producer = r.u8()?;
-        r.finish()?;
-        if operation != self.id.operation.code() || plan != self.id.plan {
-            return Err(ProtocolError::Incompatible(
-                "the peer runs another partitioned job (operation or plan differ)".into(),
-            ));
-        }
-        if unit != self.id.unit || producer != self.id.producer {
-            return Err(PeerMisbehaved::Malformed(format!(
-                "the peer runs unit {unit} (produced by participant {producer}), this party \
-                 unit {} (produced by participant {})",
-                self.id.unit, self.id.producer
-            ))
-            .into());
-        }
-        Ok(())
+        self.id.check_peer(&mut r)?;
+        r.finish()
     }
 }
 
@@ -238,6 +260,274 @@ impl Protocol for Unit {
     }
 }
 
+const KIND_OT_FIRST: u8 = 2;
+const KIND_OT_REPLY: u8 = 3;
+const KIND_OT_EXTENSION: u8 = 4;
+const KIND_SLOTS: u8 = 5;
+
+/// What a party of a transfer unit brings.
+pub enum TransferInput {
+    /// The receiver: its indicator bit for each of the part's elements, in the order the
+    /// sender sent them.
+    Choices(Vec<bool>),
+    /// The sender: its value for each element, in that order, and its value bound.
+    Values { values: Vec<u64>, max_value: u64 },
+}
+
+/// What a transfer unit gives each party.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransferOutput {
+    /// The receiver: `sum_i int(K_i) + e_i c_i mod q`, the number of set bits, and the
+    /// sender's announced value bound (which fixes `q` with the sender's set size).
+    Receiver {
+        masked: u128,
+        matches: u64,
+        max_value: u64,
+    },
+    /// The sender: `sum_i r_i mod q`, which it subtracts from the receiver's total.
+    Sender { masks: u128 },
+}
+
+enum TransferState {
+    /// Receiver: sent `A`, waiting for the base-OT reply.
+    AwaitReply(Box<OtReceiverSetup>),
+    /// Receiver: sent the extension, waiting for the slots.
+    AwaitSlots(OtReceiverKeys),
+    /// Sender: waiting for `A`.
+    AwaitFirst,
+    /// Sender: sent the reply, waiting for the extension.
+    AwaitExtension(OtSenderSetup),
+    Done(TransferOutput),
+    Spent,
+}
+
+/// One party of a transfer unit of psi-card-sum.
+pub struct SumTransfer {
+    names: [String; 2],
+    me: PartyId,
+    id: UnitId,
+    /// The sender's set size (all parts): with the value bound, fixes the modulus.
+    sender_items: u64,
+    count: u64,
+    input: TransferInput,
+    /// Both parties' OT randomness: from their job secrets, so a rerun repeats it.
+    rng: SessionRng,
+    /// The sender's value bound (the receiver's from the sender's hello).
+    max_value: Option<u64>,
+    state: TransferState,
+}
+
+/// A party of transfer unit `id` (produced by the sender, participant 1) on a part of
+/// `count` elements; `ot_seed` is private and fixed for this unit of this job.
+pub fn transfer_party(
+    names: [&str; 2],
+    id: UnitId,
+    sender_items: u64,
+    input: TransferInput,
+    ot_seed: [u8; 32],
+    seed: [u8; 32],
+) -> Result<Engine<SumTransfer>, ProtocolError> {
+    let (me, count, max_value) = match &input {
+        TransferInput::Choices(c) => (0, c.len() as u64, None),
+        TransferInput::Values { values, max_value } => (1, values.len() as u64, Some(*max_value)),
+    };
+    if id.producer != 1 {
+        return Err(ProtocolError::Config(
+            "the sender leads a transfer unit".into(),
+        ));
+    }
+    Engine::new(
+        SumTransfer {
+            names: names.map(str::to_string),
+            me,
+            id,
+            sender_items,
+            count,
+            input,
+            rng: SessionRng::from_seed(ot_seed),
+            max_value,
+            state: TransferState::AwaitFirst,
+        },
+        seed,
+    )
+}
+
+impl SumTransfer {
+    fn modulus(&self) -> Result<SumModulus, ProtocolError> {
+        let max_value = self.max_value.unwrap_or(0);
+        SumModulus::new(self.sender_items, max_value).ok_or_else(|| {
+            PeerMisbehaved::Malformed("announced value bound and set size overflow 2^127".into())
+                .into()
+        })
+    }
+
+    /// The OT's context: this unit of this job.
+    fn context(&self) -> Vec<u8> {
+        let mut ctx = b"privset/v1/partitioned/transfer".to_vec();
+        ctx.extend_from_slice(&self.id.plan);
+        ctx.extend_from_slice(&self.id.unit.to_be_bytes());
+        ctx
+    }
+}
+
+impl Handshake for SumTransfer {
+    fn roster(&self) -> Roster {
+        Roster::pair(
+            ProtocolId::PartitionUnit,
+            [&self.names[0], &self.names[1]],
+            self.me,
+        )
+    }
+
+    fn kind_name(kind: u8) -> &'static str {
+        match kind {
+            KIND_OT_FIRST => "a transfer unit's base-OT first message",
+            KIND_OT_REPLY => "a transfer unit's base-OT reply",
+            KIND_OT_EXTENSION => "a transfer unit's OT extension",
+            KIND_SLOTS => "a transfer unit's masked values",
+            _ => "an unknown partition-unit message",
+        }
+    }
+
+    fn settings(&self) -> Vec<u8> {
+        let mut out = self.id.encode();
+        out.extend_from_slice(&self.max_value.unwrap_or(0).to_be_bytes());
+        out.extend_from_slice(&self.count.to_be_bytes());
+        out
+    }
+
+    fn max_settings_len(&self) -> usize {
+        SETTINGS_LEN + 16
+    }
+
+    fn check_settings(&mut self, _from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
+        let mut r = wire::Reader::new(settings, "transfer-unit hello");
+        self.id.check_peer(&mut r)?;
+        let max_value = r.u64()?;
+        let count = r.u64()?;
+        r.finish()?;
+        if count != self.count {
+            return Err(PeerMisbehaved::Malformed(format!(
+                "transfer unit {}: the peer has {count} elements in the part, this party {}",
+                self.id.unit, self.count
+            ))
+            .into());
+        }
+        if self.me == 0 {
+            self.max_value = Some(max_value);
+            self.modulus()?;
+        }
+        Ok(())
+    }
+}
+
+impl Protocol for SumTransfer {
+    type Output = TransferOutput;
+    type Handshake = Self;
+
+    fn handshake(&mut self) -> &mut Self {
+        self
+    }
+
+    fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
+        if self.me == 0 {
+            let ctx = self.context();
+            let (setup, first) = OtReceiverSetup::new(&mut self.rng, &ctx);
+            session.send(1, KIND_OT_FIRST, &first);
+            self.state = TransferState::AwaitReply(Box::new(setup));
+        }
+        Ok(())
+    }
+
+    fn handle(
+        &mut self,
+        session: &mut Session<'_>,
+        message: Message<'_>,
+    ) -> Result<(), ProtocolError> {
+        let bad_ot = |e| ProtocolError::from(PeerMisbehaved::InvalidOt(e));
+        let state = std::mem::replace(&mut self.state, TransferState::Spent);
+        self.state = match (state, &self.input) {
+            (TransferState::AwaitReply(setup), TransferInput::Choices(choices)) => {
+                let reply = message.expect(KIND_OT_REPLY)?;
+                let (keys, extension) = setup.extend(reply, choices).map_err(bad_ot)?;
+                session.send(1, KIND_OT_EXTENSION, &extension);
+                TransferState::AwaitSlots(keys)
+            }
+            (TransferState::AwaitSlots(keys), TransferInput::Choices(choices)) => {
+                let slots = message.expect(KIND_SLOTS)?;
+                let q = self.modulus()?;
+                wire::expect_len("slots", slots, choices.len().saturating_mul(q.bytes()))?;
+                let masked = transfer::receive_sum(&keys, q, slots)?;
+                TransferState::Done(TransferOutput::Receiver {
+                    masked,
+                    matches: choices.iter().filter(|&&c| c).count() as u64,
+                    max_value: self.max_value.unwrap_or(0),
+                })
+            }
+            (TransferState::AwaitFirst, TransferInput::Values { .. }) => {
+                let first = message.expect(KIND_OT_FIRST)?;
+                let ctx = self.context();
+                let (setup, reply) =
+                    OtSenderSetup::respond(&mut self.rng, &ctx, first).map_err(bad_ot)?;
+                session.send(0, KIND_OT_REPLY, &reply);
+                TransferState::AwaitExtension(setup)
+            }
+            (TransferState::AwaitExtension(setup), TransferInput::Values { values, .. }) => {
+                let extension = message.expect(KIND_OT_EXTENSION)?;
+                wire::expect_len(
+                    "OT extension",
+                    extension,
+                    ot::extension_message_len(values.len()),
+                )?;
+                let keys = setup.extend(extension, values.len()).map_err(bad_ot)?;
+                let (masks, slots) = transfer::send_sum(&keys, self.modulus()?, values);
+                session.send(0, KIND_SLOTS, &slots);
+                TransferState::Done(TransferOutput::Sender { masks })
+            }
+            _ => {
+                return Err(ProtocolError::ApiMisuse(
+                    "a transfer-unit message out of turn",
+                ));
+            }
+        };
+        Ok(())
+    }
+
+    fn awaiting(&self) -> Option<PartyId> {
+        match self.state {
+            TransferState::AwaitReply(_) | TransferState::AwaitSlots(_) => Some(1),
+            TransferState::AwaitFirst | TransferState::AwaitExtension(_) => Some(0),
+            TransferState::Done(_) | TransferState::Spent => None,
+        }
+    }
+
+    fn max_message_len(&self) -> usize {
+        let q = self.modulus().map_or(16, |q| q.bytes());
+        match self.state {
+            TransferState::AwaitReply(_) => ot::BASE_REPLY_LEN,
+            TransferState::AwaitSlots(_) => (self.count as usize).saturating_mul(q),
+            TransferState::AwaitFirst => ot::BASE_FIRST_LEN,
+            TransferState::AwaitExtension(_) => ot::extension_message_len(self.count as usize),
+            TransferState::Done(_) | TransferState::Spent => 0,
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        matches!(self.state, TransferState::Done(_))
+    }
+
+    fn status(&self) -> String {
+        format!("oblivious transfer of unit {}", self.id.unit)
+    }
+
+    fn into_output(self) -> Option<TransferOutput> {
+        match self.state {
+            TransferState::Done(out) => Some(out),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -288,5 +578,55 @@ mod tests {
         let err = exchange(&mut c, &mut p).unwrap();
         assert!(err.contains("unit 4"), "{err}");
         assert_eq!(c.into_output(), None);
+    }
+
+    #[test]
+    fn a_transfer_unit_gives_the_masked_sum_and_a_rerun_repeats_it() {
+        let names = ["receiver", "sender"];
+        let id = id(9);
+        let values = vec![5u64, 7, 11, 13, 17];
+        let choices = vec![true, false, true, true, false];
+        let run = |salt: u8| {
+            let mut r = transfer_party(
+                names,
+                id,
+                100,
+                TransferInput::Choices(choices.clone()),
+                [3; 32],
+                [salt; 32],
+            )
+            .unwrap();
+            let mut s = transfer_party(
+                names,
+                id,
+                100,
+                TransferInput::Values {
+                    values: values.clone(),
+                    max_value: 20,
+                },
+                [4; 32],
+                [salt + 1; 32],
+            )
+            .unwrap();
+            assert_eq!(exchange(&mut r, &mut s), None);
+            (r.into_output().unwrap(), s.into_output().unwrap())
+        };
+        let (r, s) = run(1);
+        let (
+            TransferOutput::Receiver {
+                masked,
+                matches,
+                max_value,
+            },
+            TransferOutput::Sender { masks },
+        ) = (r, s)
+        else {
+            panic!("{r:?} {s:?}");
+        };
+        assert_eq!((matches, max_value), (3, 20));
+        let q = SumModulus::new(100, 20).unwrap();
+        assert_eq!(q.reduce(masked.wrapping_sub(masks)), 5 + 11 + 13);
+        // Other session seeds, the same job secrets: the same outputs.
+        assert_eq!(run(7), (r, s));
     }
 }

@@ -36,6 +36,8 @@ struct Spec {
     role: PsoRole,
     input: PathBuf,
     keys: Keys,
+    /// The value column (psi-card-sum's sender), if any.
+    values: Vec<String>,
     policy: DuplicatePolicy,
     settings: String,
     link: LinkSpec,
@@ -67,7 +69,7 @@ impl Spec {
                     role: spec.role,
                     input: &spec.input,
                     keys: &spec.keys,
-                    values: &[],
+                    values: &spec.values,
                     policy: spec.policy,
                     settings: spec.settings.clone(),
                     link: &link,
@@ -108,7 +110,7 @@ impl BucketedPso {
     #[new]
     #[pyo3(signature = (operation, role, input, *, id_columns, normalize, phone_region, hash_ids,
         duplicates, group, mqrpmt, last_message, max_peer_items, buckets, state_dir, output_rows,
-        link, prices))]
+        link, prices, value_column=None, value_bound=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -129,8 +131,13 @@ impl BucketedPso {
         output_rows: Option<PathBuf>,
         link: LinkArgs,
         prices: (f64, f64),
+        value_column: Option<String>,
+        value_bound: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let value_bound = u64::from(u32::MAX).into_pyobject(py)?.into_any();
+        let value_bound = match value_bound {
+            Some(v) => v,
+            None => u64::from(u32::MAX).into_pyobject(py)?.into_any(),
+        };
         let (role, config) = crate::pso::settings(
             py,
             operation,
@@ -143,11 +150,15 @@ impl BucketedPso {
         )?;
         buckets::pso::check_operation(config.operation).map_err(|e| errors::to_py(py, e))?;
         let policy = duplicate_policy(py, duplicates)?;
-        let settings =
-            format!("{id_columns:?} {normalize:?} {phone_region:?} {hash_ids:?} {duplicates}");
+        let settings = format!(
+            "{id_columns:?} {normalize:?} {phone_region:?} {hash_ids:?} {duplicates} \
+             {value_column:?} {}",
+            config.max_value
+        );
         Ok(Self {
             spec: Arc::new(Spec {
                 keys: keys(py, id_columns, normalize, phone_region, hash_ids)?,
+                values: value_column.into_iter().collect(),
                 config,
                 role,
                 input,

@@ -1,5 +1,5 @@
 //! A set operation of Chen et al. 2024 run in buckets (see [`super`]): psi as one
-//! session per identifier bucket, psi-card as the value-partitioned units of
+//! session per identifier bucket, psi-card and psi-card-sum as the value-partitioned units of
 //! [`super::value`]. Both keep the same state directory, plan and records (a "bucket" of
 //! the records is a unit of a value-partitioned job).
 //!
@@ -16,7 +16,7 @@ use privset_net::{ByteCounters, Transport};
 use privset_protocols::Party;
 use privset_protocols::bucket_plan::{self, Decision, PlanRequest};
 use privset_protocols::input::DuplicatePolicy;
-use privset_protocols::partition_unit::{self, UnitId};
+use privset_protocols::partition_unit::{self, TransferInput, UnitId};
 use privset_protocols::pso::{self, Operation, PsoConfig, PsoOutput, PsoRole};
 use sha2::{Digest, Sha256};
 
@@ -71,9 +71,9 @@ pub struct PsoJob<'a> {
 /// The operations that run in buckets, and why the others do not yet.
 pub fn check_operation(operation: Operation) -> Result<(), Failure> {
     match operation {
-        Operation::Psi | Operation::PsiCard => Ok(()),
+        Operation::Psi | Operation::PsiCard | Operation::PsiCardSum => Ok(()),
         other => Err(Failure::config(format!(
-            "--buckets runs psi and psi-card only for now: {} would show the receiver each \
+            "--buckets runs psi, psi-card and psi-card-sum only for now: {} would show the receiver each \
              bucket's {}, more than the unbucketed run reveals (docs/scale.md)",
             other.name(),
             match other {
@@ -82,6 +82,11 @@ pub fn check_operation(operation: Operation) -> Result<(), Failure> {
             }
         ))),
     }
+}
+
+/// The operations run as value-partitioned units rather than identifier buckets.
+fn by_value(operation: Operation) -> bool {
+    matches!(operation, Operation::PsiCard | Operation::PsiCardSum)
 }
 
 fn names(role: PsoRole) -> (&'static str, &'static str, u8) {
@@ -142,8 +147,8 @@ impl<'a> Runner<'a> {
 
     fn open_with(job: &'a PsoJob<'a>, may_stage: bool) -> Result<Self, Failure> {
         check_operation(job.config.operation)?;
-        if job.config.operation == Operation::PsiCard {
-            super::value::check(job.config)?;
+        if by_value(job.config.operation) {
+            value::check(job.config, job.role, job.values.len())?;
         }
         let stopwatch = Stopwatch::start();
         let (me, _, _) = names(job.role);
@@ -276,14 +281,30 @@ impl<'a> Runner<'a> {
 impl Runner<'_> {
     /// True for the value-partitioned layout of [`super::value`].
     fn by_value(&self) -> bool {
-        self.job.config.operation == Operation::PsiCard
+        by_value(self.job.config.operation)
+    }
+
+    fn layout(&self, plan: &Plan) -> Layout {
+        Layout::of(plan, self.job.role, self.job.config.operation)
+    }
+
+    /// What a unit of the value layout needs, under `plan` and its `keys`.
+    fn unit_context<'b>(&'b self, plan: &'b Plan, keys: &'b value::Keys) -> value::UnitContext<'b> {
+        value::UnitContext {
+            dir: &self.dir.dir,
+            role: self.job.role,
+            config: self.job.config,
+            plan,
+            layout: self.layout(plan),
+            keys,
+        }
     }
 
     /// Sessions a job under `plan` runs (each recorded when finished): its buckets, or
     /// its value-partitioned units.
     fn units(&self, plan: &Plan) -> u32 {
         if self.by_value() {
-            Layout::of(plan, self.job.role).units()
+            self.layout(plan).units()
         } else {
             plan.buckets
         }
@@ -344,9 +365,10 @@ impl Runner<'_> {
                 PsoRole::Receiver => (self.staged.items, *peer_items),
                 PsoRole::Sender => (*peer_items, self.staged.items),
             };
-            super::value::prepare(
+            let sums = self.job.config.operation == Operation::PsiCardSum;
+            value::prepare(
                 &self.dir.dir,
-                Layout::new(r, s, *buckets).chunk,
+                Layout::new(r, s, *buckets, sums).chunk,
                 &self.staged,
                 self.job.values,
                 self.job.policy,
@@ -609,16 +631,9 @@ impl Runner<'_> {
         seed: [u8; 32],
         drive: &mut DriveFn<'_>,
     ) -> Result<Ran, Failure> {
-        let layout = Layout::of(plan, self.job.role);
+        let layout = self.layout(plan);
         let keys = value::Keys::of(plan, self.job.config)?;
-        let ctx = value::UnitContext {
-            dir: &self.dir.dir,
-            role: self.job.role,
-            config: self.job.config,
-            plan,
-            layout,
-            keys: &keys,
-        };
+        let ctx = self.unit_context(plan, &keys);
         let id = UnitId {
             operation: self.job.config.operation.protocol(),
             plan: plan.id_bytes(),
@@ -633,13 +648,51 @@ impl Runner<'_> {
                 Step::Evaluate(_) => "evaluate",
                 Step::Send(_) => "send",
                 Step::Compare(_) => "compare",
+                Step::Transfer(_) => "transfer",
+                Step::Total => "total",
             }
         ));
         let (_, _, me) = names(self.job.role);
         let width = self.job.config.cwprf.element_len() as u64;
+        if let Step::Transfer(j) = layout.step(u) {
+            let input = ctx.transfer_input(j)?;
+            let elements = match &input {
+                TransferInput::Choices(c) => c.len(),
+                TransferInput::Values { values, .. } => values.len(),
+            } as u64;
+            let sender_items = if self.job.role == PsoRole::Sender {
+                plan.items
+            } else {
+                plan.peer_items
+            };
+            let mut party = partition_unit::transfer_party(
+                NAMES,
+                id,
+                sender_items,
+                input,
+                ctx.ot_seed(j),
+                seed,
+            )?;
+            drive(&mut party, transport, &label)?;
+            let out = party
+                .into_output()
+                .ok_or_else(|| Failure::other("a transfer unit ended without an output"))?;
+            ctx.record_transfer(j, out)?;
+            return Ok(Ran {
+                items: elements,
+                peer_padded: elements,
+                count: None,
+                rows: None,
+            });
+        }
+        // Elements in a payload (a compare unit's may be a filter, the total's none).
+        let elements = |payload: &[u8]| match layout.step(u) {
+            Step::Evaluate(_) | Step::Send(_) => payload.len() as u64 / width,
+            _ => 0,
+        };
         if id.producer == me {
             let payload = ctx.produce(u)?;
-            let items = payload.len() as u64 / width;
+            let items = elements(&payload);
             let mut party = partition_unit::producer(NAMES, id, payload, seed)?;
             drive(&mut party, transport, &label)?;
             return Ok(Ran {
@@ -655,11 +708,11 @@ impl Runner<'_> {
             .into_output()
             .flatten()
             .ok_or_else(|| Failure::other("a unit ended without its payload"))?;
-        let count = ctx.consume(u, &payload)?;
+        let consumed = ctx.consume(u, &payload)?;
         Ok(Ran {
             items: 0,
-            peer_padded: payload.len() as u64 / width,
-            count,
+            peer_padded: elements(&payload),
+            count: consumed.count,
             rows: None,
         })
     }
@@ -687,9 +740,17 @@ impl Runner<'_> {
             })
             .collect::<Result<Vec<_>, _>>()?;
         self.dir.mark_complete()?;
-        // The receiver's output: psi's rows, psi-card's count (the compare units').
-        let learns = self.job.role == PsoRole::Receiver;
+        // The receiver's output: psi's rows, psi-card's count (the compare units'); the
+        // card-sum sender's: the total unit's count, and the sum.
+        let operation = self.job.config.operation;
+        let learns = self.job.role == PsoRole::Receiver || operation == Operation::PsiCardSum;
         let has_rows = learns && !self.by_value();
+        let sum = if operation == Operation::PsiCardSum && self.job.role == PsoRole::Sender {
+            let keys = value::Keys::of(&plan, self.job.config)?;
+            Some(self.unit_context(&plan, &keys).total()?.1)
+        } else {
+            None
+        };
         let total_rows: u64 = figures.iter().filter_map(|f| f.rows).sum();
         let rows = match (self.job.rows_path, has_rows) {
             (Some(path), true) => {
@@ -712,7 +773,7 @@ impl Runner<'_> {
             items: plan.items as usize,
             peer_items: plan.peer_items,
             cardinality: learns.then_some(total_rows),
-            sum: None,
+            sum,
             rows,
             rows_file: rows.and(self.job.rows_path.map(Path::to_path_buf)),
             group: config.cwprf.name(),

@@ -1,4 +1,5 @@
-//! psi-card past one machine's memory, revealing nothing an unbucketed run does not.
+//! psi-card and psi-card-sum past one machine's memory, revealing nothing an unbucketed
+//! run does not.
 //!
 //! Identifier buckets cannot carry an aggregate: the receiver would learn each bucket's
 //! count, and it knows which of its items fall in which bucket. This layout runs the
@@ -15,7 +16,11 @@
 //! send j        sender -> receiver     F_k2(H(x)) of part j,      F_k1 of them by part q
 //!                                      sorted
 //! compare q     sender -> receiver     part q of {F_k2(F_k1(H(y)))}  the count of its part q
-//!                                      as a list or filter        in that set
+//!                                      as a list or filter        in that set (card-sum:
+//!                                                                 which elements matched)
+//! transfer j    both (card-sum)        OT on part j's indicator bits: the receiver's masked
+//!                                      sum of the sender's values (Chen et al. 2024, Fig. 7)
+//! total         receiver -> sender     the count and the masked sum over all parts
 //! ```
 //!
 //! Chunks are fixed-size slices of the staged sets (their sizes are functions of the set
@@ -23,8 +28,10 @@
 //! send units' order is the values' order. The receiver learns, for each of the sender's
 //! doubly evaluated values, whether it is in the set, as in the unbucketed run (where
 //! they come shuffled), so the sum of the compare units' counts is all it learns beyond
-//! the set sizes; the sender learns the set sizes. The PRF keys come from a secret each
-//! party keeps with its plan, so a unit run again sends the same bytes.
+//! the set sizes; the sender learns the set sizes (card-sum: and the total count and sum,
+//! never a part's: the receiver adds the parts' masked sums before sending). The PRF keys
+//! and the OT's randomness come from a secret each party keeps with its plan, so a unit
+//! run again sends the same bytes.
 
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -37,8 +44,10 @@ use privset_crypto::group::ristretto::Ristretto255;
 use privset_crypto::rng::SessionRng;
 use privset_protocols::input::DuplicatePolicy;
 use privset_protocols::meter::Meter;
+use privset_protocols::partition_unit::{TransferInput, TransferOutput};
 use privset_protocols::pso::mqrpmt::{self, FILTER_KEY};
-use privset_protocols::pso::{Construction, LastMessage, PsoConfig, PsoRole};
+use privset_protocols::pso::transfer::SumModulus;
+use privset_protocols::pso::{Construction, LastMessage, Operation, PsoConfig, PsoRole};
 use privset_protocols::set_encoding::SetEncoding;
 use privset_protocols::wire::Reader;
 use sha2::{Digest, Sha256};
@@ -48,7 +57,7 @@ use super::Staged;
 use super::job::Plan;
 use super::spill::{SpillReader, SpillWriter};
 use crate::fail::Failure;
-use crate::link::write_private_with;
+use crate::link::{write_private, write_private_with};
 
 /// Most items of each party's set per evaluate unit.
 pub const CHUNK: u64 = 1 << 18;
@@ -59,6 +68,10 @@ pub enum Step {
     Evaluate(u32),
     Send(u32),
     Compare(u32),
+    /// card-sum only.
+    Transfer(u32),
+    /// card-sum only.
+    Total,
 }
 
 /// How many units of each step a job has: both parties derive it from the plan.
@@ -71,10 +84,12 @@ pub struct Layout {
     pub chunks: u32,
     /// Value parts (the plan's bucket count).
     pub parts: u32,
+    /// psi-card-sum: transfer units and the total follow the compare units.
+    pub sums: bool,
 }
 
 impl Layout {
-    pub fn new(receiver_items: u64, sender_items: u64, parts: u32) -> Self {
+    pub fn new(receiver_items: u64, sender_items: u64, parts: u32, sums: bool) -> Self {
         let parts = parts.max(1);
         let larger = receiver_items.max(sender_items);
         let chunk = larger.div_ceil(u64::from(parts)).clamp(1, CHUNK);
@@ -82,46 +97,61 @@ impl Layout {
             chunk,
             chunks: u32::try_from(larger.div_ceil(chunk)).unwrap_or(u32::MAX),
             parts,
+            sums,
         }
     }
 
-    /// The layout of `plan` for the party playing `role`.
-    pub fn of(plan: &Plan, role: PsoRole) -> Self {
+    /// The layout of `plan` for the party playing `role` of `operation`.
+    pub fn of(plan: &Plan, role: PsoRole, operation: Operation) -> Self {
+        let sums = operation == Operation::PsiCardSum;
         match role {
-            PsoRole::Receiver => Self::new(plan.items, plan.peer_items, plan.buckets),
-            PsoRole::Sender => Self::new(plan.peer_items, plan.items, plan.buckets),
+            PsoRole::Receiver => Self::new(plan.items, plan.peer_items, plan.buckets, sums),
+            PsoRole::Sender => Self::new(plan.peer_items, plan.items, plan.buckets, sums),
         }
     }
 
     pub fn units(&self) -> u32 {
-        self.chunks.saturating_add(self.parts.saturating_mul(2))
+        let per_part = if self.sums { 3 } else { 2 };
+        self.chunks
+            .saturating_add(self.parts.saturating_mul(per_part))
+            .saturating_add(u32::from(self.sums))
     }
 
     pub fn step(&self, unit: u32) -> Step {
-        if unit < self.chunks {
-            Step::Evaluate(unit)
-        } else if unit - self.chunks < self.parts {
-            Step::Send(unit - self.chunks)
-        } else {
-            Step::Compare(unit - self.chunks - self.parts)
+        let p = self.parts;
+        match unit.checked_sub(self.chunks) {
+            None => Step::Evaluate(unit),
+            Some(u) if u < p => Step::Send(u),
+            Some(u) if u < 2 * p => Step::Compare(u - p),
+            Some(u) if u < 3 * p => Step::Transfer(u - 2 * p),
+            Some(_) => Step::Total,
         }
     }
 
-    /// Who sends the unit's payload (0 receiver, 1 sender).
+    /// Who sends the unit's payload, or leads it (0 receiver, 1 sender).
     pub fn producer(&self, unit: u32) -> u8 {
         match self.step(unit) {
-            Step::Evaluate(_) => 0,
-            Step::Send(_) | Step::Compare(_) => 1,
+            Step::Evaluate(_) | Step::Total => 0,
+            Step::Send(_) | Step::Compare(_) | Step::Transfer(_) => 1,
         }
     }
 }
 
 /// Refuses the settings this layout does not run.
-pub fn check(config: &PsoConfig) -> Result<(), Failure> {
+pub fn check(config: &PsoConfig, role: PsoRole, values: usize) -> Result<(), Failure> {
     if config.construction != Construction::Cwprf {
-        return Err(Failure::config(
-            "--buckets runs psi-card on the cwPRF mqRPMT only: use --mqrpmt cwprf",
-        ));
+        return Err(Failure::config(format!(
+            "--buckets runs {} on the cwPRF mqRPMT only: use --mqrpmt cwprf",
+            config.operation.name()
+        )));
+    }
+    let needs = usize::from(config.operation == Operation::PsiCardSum && role == PsoRole::Sender);
+    if values != needs {
+        return Err(Failure::input(format!(
+            "{} {}: {needs} value column(s) needed, {values} given",
+            config.operation.name(),
+            role.name()
+        )));
     }
     if config.last_message == LastMessage::Ordered {
         return Err(Failure::config("--last-message ordered is for psi only"));
@@ -130,7 +160,7 @@ pub fn check(config: &PsoConfig) -> Result<(), Failure> {
 }
 
 /// Step 3 of this layout: this party's set cut into chunk files of `chunk` identifiers
-/// (in staged order, which a private hash set).
+/// and their values (in staged order, which a private hash set).
 pub fn prepare(
     dir: &Path,
     chunk_items: u64,
@@ -143,7 +173,11 @@ pub fn prepare(
     let mut writer: Option<SpillWriter> = None;
     for s in 0..staged.spills {
         let ds = super::read_staged(dir, staged, s, value_names, policy, max_value)?;
-        for id in &ds.ids {
+        let mut values = vec![0u64; ds.columns.len()];
+        for (i, id) in ds.ids.iter().enumerate() {
+            for (v, column) in values.iter_mut().zip(&ds.columns) {
+                *v = column[i];
+            }
             let w = match &mut writer {
                 Some(w) if w.records < chunk_items => w,
                 _ => {
@@ -154,7 +188,7 @@ pub fn prepare(
                     writer.insert(SpillWriter::create(&chunk_path(dir, chunk), 1 << 20)?)
                 }
             };
-            w.write(0, id, &[])?;
+            w.write(0, id, &values)?;
         }
     }
     if let Some(w) = writer {
@@ -217,6 +251,11 @@ fn decode32(text: &str) -> Option<[u8; 32]> {
     hex::decode(text).ok().and_then(|b| b.try_into().ok())
 }
 
+/// Bytes after the PRF value in the sender's own records (its value) and in the
+/// receiver's records of the sender's values (the element's index in its send unit).
+const VALUE_LEN: usize = 8;
+const INDEX_LEN: usize = 4;
+
 /// What one unit needs besides the transport.
 pub struct UnitContext<'a> {
     pub dir: &'a Path,
@@ -227,7 +266,117 @@ pub struct UnitContext<'a> {
     pub keys: &'a Keys,
 }
 
+/// What the consumer learned from a unit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Consumed {
+    /// A compare unit's count (receiver), the total's count (card-sum sender).
+    pub count: Option<u64>,
+}
+
+/// Calls `$f::<C>($args)` with the cwPRF `C` that `$id` names.
+macro_rules! with_cwprf {
+    ($id:expr, $f:ident($($arg:expr),*)) => {
+        match $id {
+            CwPrfId::Group(GroupId::Ristretto255) => $f::<Ristretto255>($($arg),*),
+            CwPrfId::Group(GroupId::P256) => $f::<P256Uncompressed>($($arg),*),
+            CwPrfId::Group(GroupId::P256Compressed) => $f::<P256>($($arg),*),
+            CwPrfId::X25519 => $f::<X25519>($($arg),*),
+        }
+    };
+}
+
 impl UnitContext<'_> {
+    /// The producer's payload of a one-message unit.
+    pub fn produce(&self, unit: u32) -> Result<Vec<u8>, Failure> {
+        with_cwprf!(self.config.cwprf, produce(self, unit))
+    }
+
+    /// The largest payload the consumer of a one-message unit accepts.
+    pub fn max_payload(&self, unit: u32) -> usize {
+        with_cwprf!(self.config.cwprf, max_payload(self, unit))
+    }
+
+    /// The consumer's processing of a unit's payload (from the peer: untrusted).
+    pub fn consume(&self, unit: u32, payload: &[u8]) -> Result<Consumed, Failure> {
+        with_cwprf!(self.config.cwprf, consume(self, unit, payload))
+    }
+
+    /// This party's input to transfer unit `j` (card-sum): the receiver's indicator
+    /// bits, or the sender's values, both in the order of send unit `j`.
+    pub fn transfer_input(&self, j: u32) -> Result<TransferInput, Failure> {
+        let w = self.config.cwprf.element_len();
+        match self.role {
+            PsoRole::Receiver => {
+                let n = part_file_total(&part_path(self.dir, "peer", j))? as usize;
+                let mut bits = vec![false; n];
+                for q in 0..self.layout.parts {
+                    for (jj, index) in read_hits(self.dir, q)? {
+                        let slot = (jj == j).then(|| bits.get_mut(index as usize)).flatten();
+                        match slot {
+                            Some(bit) => *bit = true,
+                            None if jj == j => {
+                                return Err(corrupt(
+                                    &hits_path(self.dir, q),
+                                    "an index past its part",
+                                ));
+                            }
+                            None => {}
+                        }
+                    }
+                }
+                Ok(TransferInput::Choices(bits))
+            }
+            PsoRole::Sender => {
+                let mut records = gather(self.dir, "own", self.layout.chunks, j, w + VALUE_LEN)?;
+                sort_packed(&mut records, w + VALUE_LEN);
+                let values = records
+                    .chunks_exact(w + VALUE_LEN)
+                    .map(|r| u64::from_le_bytes(r[w..].try_into().expect("8 bytes")))
+                    .collect();
+                Ok(TransferInput::Values {
+                    values,
+                    max_value: self.config.max_value,
+                })
+            }
+        }
+    }
+
+    /// The private seed of transfer unit `j`'s oblivious transfer: the same on a rerun.
+    pub fn ot_seed(&self, j: u32) -> [u8; 32] {
+        self.keys.private(&format!("ot/{j}"))
+    }
+
+    /// Keeps what transfer unit `j` gave this party, for the total.
+    pub fn record_transfer(&self, j: u32, out: TransferOutput) -> Result<(), Failure> {
+        let mut bytes = Vec::with_capacity(32);
+        match out {
+            TransferOutput::Receiver {
+                masked,
+                matches,
+                max_value,
+            } => {
+                bytes.extend_from_slice(&masked.to_le_bytes());
+                bytes.extend_from_slice(&matches.to_le_bytes());
+                bytes.extend_from_slice(&max_value.to_le_bytes());
+            }
+            TransferOutput::Sender { masks } => bytes.extend_from_slice(&masks.to_le_bytes()),
+        }
+        write_private(&part_path(self.dir, "sum", j), &bytes)
+    }
+
+    /// The card-sum sender's answer once the total unit ran: the count and the sum.
+    pub fn total(&self) -> Result<(u64, u128), Failure> {
+        let path = self.dir.join("bucket").join("total.bin");
+        let bytes = std::fs::read(&path).map_err(|e| corrupt(&path, &e.to_string()))?;
+        if bytes.len() != 24 {
+            return Err(corrupt(&path, "not 24 bytes"));
+        }
+        Ok((
+            u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")),
+            u128::from_le_bytes(bytes[8..].try_into().expect("16 bytes")),
+        ))
+    }
+
     fn items(&self, role: PsoRole) -> u64 {
         if role == self.role {
             self.plan.items
@@ -258,43 +407,44 @@ impl UnitContext<'_> {
     fn last_queries(&self) -> usize {
         self.items(PsoRole::Sender) as usize
     }
-}
 
-/// Calls `$f::<C>($args)` with the cwPRF `C` that `$id` names.
-macro_rules! with_cwprf {
-    ($id:expr, $f:ident($($arg:expr),*)) => {
-        match $id {
-            CwPrfId::Group(GroupId::Ristretto255) => $f::<Ristretto255>($($arg),*),
-            CwPrfId::Group(GroupId::P256) => $f::<P256Uncompressed>($($arg),*),
-            CwPrfId::Group(GroupId::P256Compressed) => $f::<P256>($($arg),*),
-            CwPrfId::X25519 => $f::<X25519>($($arg),*),
+    /// The modulus of the masked sums: from the sender's set size and value bound.
+    fn modulus(&self, max_value: u64) -> Result<SumModulus, Failure> {
+        SumModulus::new(self.items(PsoRole::Sender), max_value)
+            .ok_or_else(|| Failure::peer("announced value bound and set size overflow 2^127"))
+    }
+
+    /// The receiver's total: the count and masked sum over every transfer unit.
+    fn receiver_total(&self) -> Result<(u64, u128), Failure> {
+        let (mut count, mut masked, mut bound) = (0u64, 0u128, None);
+        for j in 0..self.layout.parts {
+            let path = part_path(self.dir, "sum", j);
+            let b = std::fs::read(&path).map_err(|e| corrupt(&path, &e.to_string()))?;
+            if b.len() != 32 {
+                return Err(corrupt(&path, "not 32 bytes"));
+            }
+            let max_value = u64::from_le_bytes(b[24..].try_into().expect("8 bytes"));
+            if *bound.get_or_insert(max_value) != max_value {
+                return Err(Failure::peer(
+                    "the sender announced different value bounds in different parts",
+                ));
+            }
+            let q = self.modulus(max_value)?;
+            masked =
+                q.reduce(masked.wrapping_add(u128::from_le_bytes(b[..16].try_into().expect("16"))));
+            count += u64::from_le_bytes(b[16..24].try_into().expect("8 bytes"));
         }
-    };
-}
-
-impl UnitContext<'_> {
-    /// The producer's payload of `unit`.
-    pub fn produce(&self, unit: u32) -> Result<Vec<u8>, Failure> {
-        with_cwprf!(self.config.cwprf, produce(self, unit))
-    }
-
-    /// The largest payload the consumer of `unit` accepts.
-    pub fn max_payload(&self, unit: u32) -> usize {
-        with_cwprf!(self.config.cwprf, max_payload(self, unit))
-    }
-
-    /// The consumer's processing of `unit`'s payload (from the peer: untrusted).
-    pub fn consume(&self, unit: u32, payload: &[u8]) -> Result<Consumed, Failure> {
-        with_cwprf!(self.config.cwprf, consume(self, unit, payload))
+        Ok((count, masked))
     }
 }
 
 fn produce<C: CwPrf>(ctx: &UnitContext<'_>, unit: u32) -> Result<Vec<u8>, Failure> {
     let key = ctx.keys.prf_key::<C>();
     let meter = Meter::new();
+    let w = C::ELEMENT_LEN;
     match ctx.layout.step(unit) {
         Step::Evaluate(i) => {
-            let ids = read_chunk(ctx, i)?;
+            let (ids, _) = read_chunk(ctx, i)?;
             Ok(mqrpmt::hash_eval::<C, _>(
                 (&meter, "own"),
                 &ctx.keys.dst,
@@ -303,20 +453,24 @@ fn produce<C: CwPrf>(ctx: &UnitContext<'_>, unit: u32) -> Result<Vec<u8>, Failur
             ))
         }
         Step::Send(j) => {
-            let mut values = gather(ctx.dir, "own", ctx.layout.chunks, j, C::ELEMENT_LEN)?;
-            sort_packed(&mut values, C::ELEMENT_LEN);
-            Ok(values)
+            let mut records = gather(ctx.dir, "own", ctx.layout.chunks, j, w + VALUE_LEN)?;
+            sort_packed(&mut records, w + VALUE_LEN);
+            Ok(records
+                .chunks_exact(w + VALUE_LEN)
+                .flat_map(|r| &r[..w])
+                .copied()
+                .collect())
         }
         Step::Compare(q) => {
-            let values = gather(ctx.dir, "peer", ctx.layout.chunks, q, C::ELEMENT_LEN)?;
-            let n1 = (values.len() / C::ELEMENT_LEN) as u64;
+            let values = gather(ctx.dir, "peer", ctx.layout.chunks, q, w)?;
+            let n1 = (values.len() / w) as u64;
             // A list is shuffled from the secret: the same order on every run.
             let mut rng = SessionRng::from_seed(ctx.keys.private(&format!("shuffle/{q}")));
             let encoded = ctx
                 .set_encoding()
                 .encode(
                     &values,
-                    C::ELEMENT_LEN,
+                    w,
                     ctx.last_queries(),
                     &ctx.keys.filter_key,
                     &mut rng,
@@ -326,6 +480,13 @@ fn produce<C: CwPrf>(ctx: &UnitContext<'_>, unit: u32) -> Result<Vec<u8>, Failur
             out.extend_from_slice(&encoded);
             Ok(out)
         }
+        Step::Total => {
+            let (count, masked) = ctx.receiver_total()?;
+            let mut out = count.to_be_bytes().to_vec();
+            out.extend_from_slice(&masked.to_be_bytes());
+            Ok(out)
+        }
+        Step::Transfer(_) => Err(Failure::other("a transfer unit has no single payload")),
     }
 }
 
@@ -342,11 +503,10 @@ fn max_payload<C: CwPrf>(ctx: &UnitContext<'_>, unit: u32) -> usize {
                 ctx.last_queries(),
             )
             .saturating_add(8),
+        Step::Total => 24,
+        Step::Transfer(_) => 0,
     }
 }
-
-/// What the consumer learned from a unit: the compare units' counts (receiver).
-pub type Consumed = Option<u64>;
 
 fn consume<C: CwPrf>(
     ctx: &UnitContext<'_>,
@@ -356,7 +516,7 @@ fn consume<C: CwPrf>(
     let key = ctx.keys.prf_key::<C>();
     let meter = Meter::new();
     let w = C::ELEMENT_LEN;
-    let peer = |e: privset_protocols::error::ProtocolError| Failure::from(e);
+    let peer = Failure::from;
     match ctx.layout.step(unit) {
         Step::Evaluate(i) => {
             let expected = ctx.chunk_len(PsoRole::Receiver, i) as usize * w;
@@ -368,17 +528,39 @@ fn consume<C: CwPrf>(
             }
             let doubled = mqrpmt::eval::<C>((&meter, "peer"), payload, &key, "receiver's elements")
                 .map_err(peer)?;
-            write_parts(ctx, &part_path(ctx.dir, "peer", i), &doubled, w)?;
-            let ids = read_chunk(ctx, i)?;
+            write_parts(ctx, &part_path(ctx.dir, "peer", i), &doubled, w, w)?;
+            let (ids, values) = read_chunk(ctx, i)?;
             let own = mqrpmt::hash_eval::<C, _>((&meter, "own"), &ctx.keys.dst, &ids, &key);
-            write_parts(ctx, &part_path(ctx.dir, "own", i), &own, w)?;
-            Ok(None)
+            let records: Vec<u8> = own
+                .chunks_exact(w)
+                .zip(&values)
+                .flat_map(|(f, v)| f.iter().copied().chain(v.to_le_bytes()))
+                .collect();
+            write_parts(
+                ctx,
+                &part_path(ctx.dir, "own", i),
+                &records,
+                w + VALUE_LEN,
+                w,
+            )?;
+            Ok(Consumed::default())
         }
         Step::Send(j) => {
             let doubled = mqrpmt::eval::<C>((&meter, "peer"), payload, &key, "sender's elements")
                 .map_err(peer)?;
-            write_parts(ctx, &part_path(ctx.dir, "peer", j), &doubled, w)?;
-            Ok(None)
+            let records: Vec<u8> = doubled
+                .chunks_exact(w)
+                .enumerate()
+                .flat_map(|(i, f)| f.iter().copied().chain((i as u32).to_le_bytes()))
+                .collect();
+            write_parts(
+                ctx,
+                &part_path(ctx.dir, "peer", j),
+                &records,
+                w + INDEX_LEN,
+                w,
+            )?;
+            Ok(Consumed::default())
         }
         Step::Compare(q) => {
             let mut r = Reader::new(payload, "compare unit");
@@ -401,30 +583,96 @@ fn consume<C: CwPrf>(
                 )
                 .map_err(peer)?;
             r.finish().map_err(peer)?;
-            let mine = gather(ctx.dir, "peer", ctx.layout.parts, q, w)?;
-            let hits = set.membership(&mine, w).into_iter().filter(|&h| h).count();
-            Ok(Some(hits as u64))
+            // The sender's doubly evaluated elements in part q, each with its send unit
+            // and its place there.
+            let mut values = Vec::new();
+            let mut origin = Vec::new();
+            for j in 0..ctx.layout.parts {
+                let mut records = Vec::new();
+                read_part(
+                    &part_path(ctx.dir, "peer", j),
+                    q,
+                    w + INDEX_LEN,
+                    &mut records,
+                )?;
+                for r in records.chunks_exact(w + INDEX_LEN) {
+                    values.extend_from_slice(&r[..w]);
+                    origin.push((j, u32::from_le_bytes(r[w..].try_into().expect("4 bytes"))));
+                }
+            }
+            let hits: Vec<(u32, u32)> = set
+                .membership(&values, w)
+                .into_iter()
+                .zip(origin)
+                .filter_map(|(hit, o)| hit.then_some(o))
+                .collect();
+            if ctx.layout.sums {
+                let bytes: Vec<u8> = hits
+                    .iter()
+                    .flat_map(|(j, i)| j.to_le_bytes().into_iter().chain(i.to_le_bytes()))
+                    .collect();
+                write_private(&hits_path(ctx.dir, q), &bytes)?;
+            }
+            Ok(Consumed {
+                count: Some(hits.len() as u64),
+            })
         }
+        Step::Total => {
+            if payload.len() != 24 {
+                return Err(Failure::peer(format!(
+                    "the total: {} bytes, not 24",
+                    payload.len()
+                )));
+            }
+            let count = u64::from_be_bytes(payload[..8].try_into().expect("8 bytes"));
+            let masked = u128::from_be_bytes(payload[8..].try_into().expect("16 bytes"));
+            let (sender_items, receiver_items) =
+                (ctx.items(PsoRole::Sender), ctx.items(PsoRole::Receiver));
+            if count > sender_items.min(receiver_items) {
+                return Err(Failure::peer(format!(
+                    "the receiver's count {count} exceeds the smaller set ({})",
+                    sender_items.min(receiver_items)
+                )));
+            }
+            let q = ctx.modulus(ctx.config.max_value)?;
+            let mut masks = 0u128;
+            for j in 0..ctx.layout.parts {
+                let path = part_path(ctx.dir, "sum", j);
+                let b = std::fs::read(&path).map_err(|e| corrupt(&path, &e.to_string()))?;
+                let b: [u8; 16] = b.try_into().map_err(|_| corrupt(&path, "not 16 bytes"))?;
+                masks = q.reduce(masks.wrapping_add(u128::from_le_bytes(b)));
+            }
+            let sum = q.reduce(masked.wrapping_sub(masks));
+            let mut bytes = count.to_le_bytes().to_vec();
+            bytes.extend_from_slice(&sum.to_le_bytes());
+            write_private(&ctx.dir.join("bucket").join("total.bin"), &bytes)?;
+            Ok(Consumed { count: Some(count) })
+        }
+        Step::Transfer(_) => Err(Failure::other("a transfer unit has no single payload")),
     }
 }
 
-/// This party's identifiers of chunk `i` (none past its set's end).
-fn read_chunk(ctx: &UnitContext<'_>, i: u32) -> Result<Vec<Vec<u8>>, Failure> {
-    if ctx.chunk_len(ctx.role, i) == 0 {
-        return Ok(Vec::new());
+/// This party's identifiers and values (0 without a value column) of chunk `i`.
+fn read_chunk(ctx: &UnitContext<'_>, i: u32) -> Result<(Vec<Vec<u8>>, Vec<u64>), Failure> {
+    let want = ctx.chunk_len(ctx.role, i);
+    if want == 0 {
+        return Ok((Vec::new(), Vec::new()));
     }
-    let ids = SpillReader::open(&chunk_path(ctx.dir, i), 0)?
-        .map(|r| r.map(|r| r.id))
-        .collect::<Result<Vec<_>, _>>()?;
-    if ids.len() as u64 != ctx.chunk_len(ctx.role, i) {
+    let columns = usize::from(ctx.role == PsoRole::Sender && ctx.layout.sums);
+    let (mut ids, mut values) = (Vec::new(), Vec::new());
+    for r in SpillReader::open(&chunk_path(ctx.dir, i), columns)? {
+        let r = r?;
+        ids.push(r.id);
+        values.push(r.values.first().copied().unwrap_or(0));
+    }
+    if ids.len() as u64 != want {
         return Err(Failure::other(format!(
-            "chunk {i} of the staged set holds {} items, not {}: remove the state directory \
+            "chunk {i} of the staged set holds {} items, not {want}: remove the state directory \
              to start over",
-            ids.len(),
-            ctx.chunk_len(ctx.role, i)
+            ids.len()
         )));
     }
-    Ok(ids)
+    Ok((ids, values))
 }
 
 fn chunk_path(dir: &Path, i: u32) -> PathBuf {
@@ -435,26 +683,57 @@ fn part_path(dir: &Path, kind: &str, i: u32) -> PathBuf {
     dir.join("bucket").join(format!("{kind}-{i:07}.bin"))
 }
 
-/// Sorts packed elements of `width` bytes.
-fn sort_packed(values: &mut [u8], width: usize) {
-    let mut rows: Vec<&[u8]> = values.chunks_exact(width).collect();
-    rows.sort_unstable();
-    let sorted: Vec<u8> = rows.concat();
-    values.copy_from_slice(&sorted);
+fn hits_path(dir: &Path, q: u32) -> PathBuf {
+    part_path(dir, "hits", q)
 }
 
-/// Part-indexed files: `parts` u32, `width` u32, `parts + 1` u64 offsets (in elements),
-/// then the elements grouped by part. Written atomically; read defensively.
+/// The (send unit, index) of each of the sender's elements compare unit `q` matched.
+fn read_hits(dir: &Path, q: u32) -> Result<Vec<(u32, u32)>, Failure> {
+    let path = hits_path(dir, q);
+    let bytes = std::fs::read(&path).map_err(|e| corrupt(&path, &e.to_string()))?;
+    if !bytes.len().is_multiple_of(8) {
+        return Err(corrupt(&path, "truncated"));
+    }
+    Ok(bytes
+        .chunks_exact(8)
+        .map(|c| {
+            (
+                u32::from_le_bytes(c[..4].try_into().expect("4 bytes")),
+                u32::from_le_bytes(c[4..].try_into().expect("4 bytes")),
+            )
+        })
+        .collect())
+}
+
+fn corrupt(path: &Path, what: &str) -> Failure {
+    Failure::other(format!(
+        "bucket state {}: {what} (remove the state directory to start over)",
+        path.display()
+    ))
+}
+
+/// Sorts packed records of `width` bytes.
+fn sort_packed(records: &mut [u8], width: usize) {
+    let mut rows: Vec<&[u8]> = records.chunks_exact(width).collect();
+    rows.sort_unstable();
+    let sorted: Vec<u8> = rows.concat();
+    records.copy_from_slice(&sorted);
+}
+
+/// Part-indexed files: `parts` u32, `width` u32, `parts + 1` u64 offsets (in records),
+/// then the records grouped by the part of their first `key_len` bytes. Written
+/// atomically; read defensively.
 fn write_parts(
     ctx: &UnitContext<'_>,
     path: &Path,
-    values: &[u8],
+    records: &[u8],
     width: usize,
+    key_len: usize,
 ) -> Result<(), Failure> {
     let parts = ctx.layout.parts as usize;
-    let of: Vec<u32> = values
+    let of: Vec<u32> = records
         .chunks_exact(width)
-        .map(|v| super::bucket_of(&ctx.keys.part_key, v, ctx.layout.parts))
+        .map(|r| super::bucket_of(&ctx.keys.part_key, &r[..key_len], ctx.layout.parts))
         .collect();
     let mut offsets = vec![0u64; parts + 1];
     for &p in &of {
@@ -464,10 +743,10 @@ fn write_parts(
         offsets[p + 1] += offsets[p];
     }
     let mut next: Vec<u64> = offsets[..parts].to_vec();
-    let mut body = vec![0u8; values.len()];
-    for (v, &p) in values.chunks_exact(width).zip(&of) {
+    let mut body = vec![0u8; records.len()];
+    for (r, &p) in records.chunks_exact(width).zip(&of) {
         let at = next[p as usize] as usize * width;
-        body[at..at + width].copy_from_slice(v);
+        body[at..at + width].copy_from_slice(r);
         next[p as usize] += 1;
     }
     write_private_with(path, |f| {
@@ -492,29 +771,56 @@ fn gather(dir: &Path, kind: &str, count: u32, p: u32, width: usize) -> Result<Ve
     Ok(out)
 }
 
-fn read_part(path: &Path, p: u32, width: usize, out: &mut Vec<u8>) -> Result<(), Failure> {
-    let corrupt = |what: &str| {
-        Failure::other(format!(
-            "bucket state {}: {what} (remove the state directory to start over)",
-            path.display()
-        ))
-    };
-    let io = |e: std::io::Error| corrupt(&e.to_string());
-    let mut f = std::fs::File::open(path).map_err(io)?;
-    let len = f.metadata().map_err(io)?.len();
+/// Reads a part-indexed file's header: its part count, record width and offsets' bounds
+/// for part `p` (`p = parts` gives the total as both bounds).
+fn read_bounds(
+    f: &mut std::fs::File,
+    path: &Path,
+    p: u32,
+) -> Result<(u32, usize, u64, u64), Failure> {
+    let io = |e: std::io::Error| corrupt(path, &e.to_string());
     let mut head = [0u8; 8];
     f.read_exact(&mut head).map_err(io)?;
     let parts = u32::from_le_bytes(head[..4].try_into().expect("4 bytes"));
-    let w = u32::from_le_bytes(head[4..].try_into().expect("4 bytes")) as usize;
+    let width = u32::from_le_bytes(head[4..].try_into().expect("4 bytes")) as usize;
+    if p > parts {
+        return Err(corrupt(path, "written for another layout"));
+    }
+    let at = u64::from(p);
+    f.seek(SeekFrom::Start(8 + 8 * at)).map_err(io)?;
+    let mut bounds = [0u8; 16];
+    let n = if p == parts { 8 } else { 16 };
+    f.read_exact(&mut bounds[..n]).map_err(io)?;
+    let start = u64::from_le_bytes(bounds[..8].try_into().expect("8 bytes"));
+    let end = if p == parts {
+        start
+    } else {
+        u64::from_le_bytes(bounds[8..].try_into().expect("8 bytes"))
+    };
+    Ok((parts, width, start, end))
+}
+
+/// The number of records in a part-indexed file.
+fn part_file_total(path: &Path) -> Result<u64, Failure> {
+    let mut f = std::fs::File::open(path).map_err(|e| corrupt(path, &e.to_string()))?;
+    let mut head = [0u8; 8];
+    f.read_exact(&mut head)
+        .map_err(|e| corrupt(path, &e.to_string()))?;
+    let parts = u32::from_le_bytes(head[..4].try_into().expect("4 bytes"));
+    f.seek(SeekFrom::Start(0))
+        .map_err(|e| corrupt(path, &e.to_string()))?;
+    Ok(read_bounds(&mut f, path, parts)?.2)
+}
+
+fn read_part(path: &Path, p: u32, width: usize, out: &mut Vec<u8>) -> Result<(), Failure> {
+    let io = |e: std::io::Error| corrupt(path, &e.to_string());
+    let mut f = std::fs::File::open(path).map_err(io)?;
+    let len = f.metadata().map_err(io)?.len();
+    let (parts, w, start, end) = read_bounds(&mut f, path, p)?;
     if w != width || p >= parts {
-        return Err(corrupt("written for another layout"));
+        return Err(corrupt(path, "written for another layout"));
     }
     let header = 8 + 8 * (u64::from(parts) + 1);
-    f.seek(SeekFrom::Start(8 + 8 * u64::from(p))).map_err(io)?;
-    let mut bounds = [0u8; 16];
-    f.read_exact(&mut bounds).map_err(io)?;
-    let start = u64::from_le_bytes(bounds[..8].try_into().expect("8 bytes"));
-    let end = u64::from_le_bytes(bounds[8..].try_into().expect("8 bytes"));
     let w64 = width as u64;
     let fits = start <= end
         && end
@@ -522,7 +828,7 @@ fn read_part(path: &Path, p: u32, width: usize, out: &mut Vec<u8>) -> Result<(),
             .and_then(|b| b.checked_add(header))
             .is_some_and(|b| b <= len);
     if !fits {
-        return Err(corrupt("truncated or corrupt"));
+        return Err(corrupt(path, "truncated or corrupt"));
     }
     f.seek(SeekFrom::Start(header + start * w64)).map_err(io)?;
     let at = out.len();
@@ -537,7 +843,7 @@ mod tests {
 
     #[test]
     fn units_follow_the_steps_in_order() {
-        let l = Layout::new(5, (3 * CHUNK) + 1, 2);
+        let l = Layout::new(5, (3 * CHUNK) + 1, 2, false);
         assert_eq!((l.chunk, l.chunks), (CHUNK, 4));
         assert_eq!(l.units(), 8);
         assert_eq!(l.step(3), Step::Evaluate(3));
@@ -545,9 +851,15 @@ mod tests {
         assert_eq!(l.step(6), Step::Compare(0));
         assert_eq!(l.producer(0), 0);
         assert_eq!(l.producer(7), 1);
-        assert_eq!(Layout::new(0, 0, 1).units(), 2);
+        assert_eq!(Layout::new(0, 0, 1, false).units(), 2);
         // Small sets: at least as many chunks as parts.
-        let l = Layout::new(3000, 2000, 7);
+        let l = Layout::new(3000, 2000, 7, false);
         assert_eq!((l.chunk, l.chunks, l.units()), (429, 7, 21));
+        // card-sum: a transfer unit per part, then the total.
+        let l = Layout::new(3000, 2000, 7, true);
+        assert_eq!(l.units(), 29);
+        assert_eq!(l.step(21), Step::Transfer(0));
+        assert_eq!(l.step(28), Step::Total);
+        assert_eq!((l.producer(21), l.producer(28)), (1, 0));
     }
 }
