@@ -29,15 +29,17 @@ WORK=${BENCH_DIR:-$(mktemp -d /tmp/privset-bench-buckets.XXXXXX)}
 mkdir -p "$WORK"
 "$BIN" certs --out "$WORK/certs" --names receiver,sender >/dev/null
 
-gen() { # gen N OFFSET FILE: N ids, the first N/10 shared by both sides
-  python3 - "$1" "$2" "$3" <<'PY'
+gen() { # gen N OFFSET FILE: N ids, the first N/10 shared by both sides (psi-card-sum:
+  # with a value column v)
+  python3 - "$1" "$2" "$3" "$OP" <<'PY'
 import sys
-n, off, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+n, off, path, op = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
 shared = n // 10
+value = (lambda i: f",{i * 7919 % 100000}") if op == "psi-card-sum" else (lambda i: "")
 with open(path, "w") as f:
-    f.write("id\n")
+    f.write("id,v\n" if op == "psi-card-sum" else "id\n")
     for start in range(0, n, 1 << 16):
-        f.write("".join(f"{(i if i < shared else i + off):014x}@example.org\n"
+        f.write("".join(f"{(i if i < shared else i + off):014x}@example.org{value(i)}\n"
                         for i in range(start, min(n, start + (1 << 16)))))
 PY
 }
@@ -46,6 +48,7 @@ party() { # party ROLE TAG EXTRA... (always in the background: it execs privset)
   local role=$1 tag=$2; shift 2
   local link
   if [ "$role" = receiver ]; then link=(--listen "127.0.0.1:$PORT"); else link=(--peer "127.0.0.1:$PORT" --tls-server-name receiver); fi
+  if [ "$role" = sender ] && [ "$OP" = psi-card-sum ]; then link+=(--value-column v); fi
   exec "$BIN" --progress none "$OP" --role "$role" "${link[@]}" \
     --tls-ca "$WORK/certs/ca.pem" --tls-cert "$WORK/certs/$role.pem" --tls-key "$WORK/certs/$role.key" \
     --group "$GROUP" --input "$WORK/$role-$tag.csv" --id-column id \
@@ -53,7 +56,8 @@ party() { # party ROLE TAG EXTRA... (always in the background: it execs privset)
 }
 
 printf '%-6s %-8s %-6s %10s %10s %9s %12s %12s %9s %9s %11s %11s\n' \
-  items buckets kills "cpu_r s" "cpu_s s" "wall s" "sent_r MB" "sent_s MB" "rss_r MiB" "rss_s MiB" "µs/item r" "µs/item s"
+  items buckets kills "cpu_r s" "cpu_s s" "wall s" "sent_r MB" "sent_s MB" "rss_r MiB" "rss_s MiB" "µs/item r" "µs/item s" \
+  | sed 's/$/ cardinality/'
 for spec in "${RUNS[@]}"; do
   log2=${spec%%:*}; buckets=${spec#*:}; n=$((1 << log2)); tag="$log2-$buckets"
   [ -f "$WORK/receiver-$tag.csv" ] || gen "$n" 0 "$WORK/receiver-$tag.csv"
@@ -89,6 +93,6 @@ cr, cs = r["cpu_seconds"] + lost, s["cpu_seconds"]
 count = r.get("buckets", {}).get("count", "-")
 print(f"2^{n.bit_length()-1:<4} {str(count):<8} {kills:<6} {cr:10.2f} {cs:10.2f} {wall:9.1f} "
       f"{r['bytes_sent']/1e6:12.1f} {s['bytes_sent']/1e6:12.1f} {r['peak_rss_mib']:9.0f} {s['peak_rss_mib']:9.0f} "
-      f"{cr/n*1e6:11.2f} {cs/n*1e6:11.2f}")
+      f"{cr/n*1e6:11.2f} {cs/n*1e6:11.2f} {r.get('cardinality')}")
 PY
 done

@@ -1,5 +1,5 @@
 //! Hello settings of every protocol (set operations, private-id, PI-Sum, both
-//! Authorized PSI sub-protocols, toy-sum, a bucketed job's plan), as the engine reads them: a fresh party of
+//! Authorized PSI sub-protocols, toy-sum, a bucketed job's plan and units), as the engine reads them: a fresh party of
 //! either role is given the peer's hello with the honest salt and the fuzzed settings
 //! (`Handshake::check_settings`). The set-operation hello is also decoded directly and
 //! must re-encode to settings that decode.
@@ -25,6 +25,7 @@ fn all() -> &'static [Scenario] {
             scenarios::apsi_intersect(),
             scenarios::toy(),
             scenarios::bucket_plan(),
+            scenarios::partition_unit(),
         ]
         .into_iter()
         .flatten()

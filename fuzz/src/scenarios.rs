@@ -555,6 +555,49 @@ pub fn bucket_plan() -> Vec<Scenario> {
         .collect()
 }
 
+// ----- partition-unit (protocol id 16): a value-partitioned job's units -----
+
+/// A one-message unit (the sender's payload of a send unit) and a psi-card-sum transfer
+/// unit (base OT, extension, masked values) on a part of 6 elements.
+pub fn partition_unit() -> Vec<Scenario> {
+    use privset_protocols::partition_unit::{self, TransferInput, UnitId};
+    use privset_protocols::wire::ProtocolId;
+    let names = ["receiver", "sender"];
+    let id = |operation, unit| UnitId {
+        operation,
+        plan: [7u8; 32],
+        unit,
+        producer: 1,
+    };
+    let payload: Make = Box::new(move |i| {
+        let id = id(ProtocolId::PsiCard, 4);
+        Box::new(if i == 1 {
+            partition_unit::producer(names, id, vec![0x42; 6 * 32], seed(220, 1)).unwrap()
+        } else {
+            partition_unit::consumer(names, id, 8 * 32, seed(220, 0)).unwrap()
+        }) as Box<dyn Party>
+    });
+    let transfer: Make = Box::new(move |i| {
+        let id = id(ProtocolId::PsiCardSum, 9);
+        let input = if i == 0 {
+            TransferInput::Choices(vec![true, false, true, true, false, false])
+        } else {
+            TransferInput::Values {
+                values: vec![3, 1, 4, 1, 5, 9],
+                max_value: 100,
+            }
+        };
+        Box::new(
+            partition_unit::transfer_party(names, id, 50, input, seed(221, 9 + i), seed(221, i))
+                .unwrap(),
+        ) as Box<dyn Party>
+    });
+    vec![
+        Scenario::record("partition-unit/payload".to_string(), 2, payload),
+        Scenario::record("partition-unit/transfer".to_string(), 2, transfer),
+    ]
+}
+
 // ----- mpsi (protocol ids 11-13): every participant of the three multi-party PSIs -----
 
 pub fn mpsi() -> Vec<Scenario> {

@@ -9,7 +9,7 @@ import pathlib
 import random
 import subprocess
 import threading
-from typing import Any, Dict, List, Set
+from typing import Any, Callable, Dict, List, Set
 
 import pytest
 
@@ -37,22 +37,14 @@ def sets(tmp: pathlib.Path, rng: random.Random, n_r: int, n_s: int, shared: int)
     return set(common)
 
 
-def both(tmp: pathlib.Path, links: Dict[str, Dict[str, Any]], **kwargs: Any) -> Dict[str, Dict[str, Any]]:
-    """Runs receiver and sender on two threads; returns each one's result."""
+def on_threads(call: Callable[[str], Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
+    """Runs ``call("receiver")`` and ``call("sender")`` on two threads; returns each
+    one's result."""
     results: Dict[str, Any] = {}
 
     def party(role: str) -> None:
         try:
-            results[role] = privset.bucketed.psi(
-                role,
-                tmp / f"{role}.csv",
-                id_column="id",
-                state_dir=tmp / f"state-{role}",
-                output_rows=tmp / "rows.csv" if role == "receiver" else None,
-                timeout=60,
-                **links[role],
-                **kwargs,
-            )
+            results[role] = call(role)
         except Exception as e:  # reported by the assertion below
             results[role] = e
 
@@ -64,6 +56,20 @@ def both(tmp: pathlib.Path, links: Dict[str, Dict[str, Any]], **kwargs: Any) -> 
     for role in ("receiver", "sender"):
         assert not isinstance(results.get(role), Exception), results.get(role)
     return results
+
+
+def both(tmp: pathlib.Path, links: Dict[str, Dict[str, Any]], **kwargs: Any) -> Dict[str, Dict[str, Any]]:
+    """Runs a bucketed psi's receiver and sender on two threads."""
+    return on_threads(lambda role: privset.bucketed.psi(
+        role,
+        tmp / f"{role}.csv",
+        id_column="id",
+        state_dir=tmp / f"state-{role}",
+        output_rows=tmp / "rows.csv" if role == "receiver" else None,
+        timeout=60,
+        **links[role],
+        **kwargs,
+    ))
 
 
 def tls_links(tmp: pathlib.Path) -> Dict[str, Dict[str, Any]]:
@@ -126,24 +132,10 @@ def test_bucketed_psi_card_matches_the_plaintext(tmp_path: pathlib.Path, n_r: in
     x = tmp_path / "exchange"
     links = tls_links(tmp_path) if link == "tls" else {
         role: {"exchange_dir": x, "poll_interval": 0.005} for role in ("receiver", "sender")}
-    results: Dict[str, Any] = {}
-
-    def party(role: str) -> None:
-        try:
-            results[role] = privset.bucketed.psi_card(
-                role, tmp_path / f"{role}.csv", id_column="id", buckets=buckets,
-                state_dir=tmp_path / f"state-{role}", timeout=60, **links[role])
-        except Exception as e:  # reported by the assertion below
-            results[role] = e
-
-    threads = [threading.Thread(target=party, args=(r,)) for r in ("receiver", "sender")]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    r, s = results["receiver"], results["sender"]
-    assert not isinstance(r, Exception), r
-    assert not isinstance(s, Exception), s
+    out = on_threads(lambda role: privset.bucketed.psi_card(
+        role, tmp_path / f"{role}.csv", id_column="id", buckets=buckets,
+        state_dir=tmp_path / f"state-{role}", timeout=60, **links[role]))
+    r, s = out["receiver"], out["sender"]
     assert r["protocol"] == "psi-card" and r["cardinality"] == len(want)
     assert s.get("cardinality") is None
     assert r["peer_items"] == n_s and s["peer_items"] == n_r
@@ -156,25 +148,11 @@ def test_bucketed_psi_card_sum_matches_the_plaintext(tmp_path: pathlib.Path) -> 
     values = {i: rng.randrange(1000) for i in ids}
     (tmp_path / "sender.csv").write_text("id,v\n" + "".join(f"{i},{values[i]}\n" for i in ids))
     links = tls_links(tmp_path)
-    results: Dict[str, Any] = {}
-
-    def party(role: str) -> None:
-        try:
-            extra: Dict[str, Any] = {"value_column": "v", "value_bound": 1000} if role == "sender" else {}
-            results[role] = privset.bucketed.psi_card_sum(
-                role, tmp_path / f"{role}.csv", id_column="id", buckets=3,
-                state_dir=tmp_path / f"state-{role}", timeout=60, **links[role], **extra)
-        except Exception as e:  # reported by the assertion below
-            results[role] = e
-
-    threads = [threading.Thread(target=party, args=(r,)) for r in ("receiver", "sender")]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    r, s = results["receiver"], results["sender"]
-    assert not isinstance(r, Exception), r
-    assert not isinstance(s, Exception), s
+    sender: Dict[str, Any] = {"value_column": "v", "value_bound": 1000}
+    out = on_threads(lambda role: privset.bucketed.psi_card_sum(
+        role, tmp_path / f"{role}.csv", id_column="id", buckets=3, state_dir=tmp_path / f"state-{role}",
+        timeout=60, **links[role], **(sender if role == "sender" else {})))
+    r, s = out["receiver"], out["sender"]
     assert r["cardinality"] == s["cardinality"] == len(want)
     assert s["sum"] == sum(values[i] for i in want) and r.get("sum") is None
 

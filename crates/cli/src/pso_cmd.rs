@@ -98,7 +98,8 @@ pub struct PsoArgs {
     #[arg(long, value_name = "N", default_value_t = u32::MAX as u64)]
     pub value_bound: u64,
     /// Run in buckets of bounded memory that survive a killed party: `auto` (about
-    /// 2^20 items of the larger set per bucket) or a count both parties agree on.
+    /// 2^20 items of the larger set per bucket) or a count both parties agree on
+    /// (psi: buckets of identifiers; psi-card, psi-card-sum: parts of PRF values).
     /// Staged rows and finished buckets are kept in --state-dir until the result is
     /// written; start a killed party again with the same command to continue.
     /// docs/scale.md.

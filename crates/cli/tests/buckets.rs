@@ -422,6 +422,18 @@ fn run_op(
     )
 }
 
+/// The value layout's cases: (receiver, sender, shared, parts, extra settings), every
+/// group and last message among them.
+const VALUE_CASES: [(usize, usize, usize, &str, &[&str]); 7] = [
+    (3000, 2000, 700, "7", &[]),
+    (1000, 1000, 1000, "3", &["--last-message", "gcs"]), // identical
+    (1000, 1000, 0, "4", &["--last-message", "list"]),   // disjoint
+    (1, 1, 1, "2", &["--group", "x25519"]),              // size 1: empty parts
+    (1, 3000, 1, "5", &["--group", "p256"]),             // very unbalanced
+    (2000, 1, 0, "16", &[]),
+    (2000, 1, 1, "1", &["--group", "p256-compressed"]),
+];
+
 /// psi-card runs the mqRPMT's messages in units partitioned by PRF value
 /// (docs/scale.md): its count equals the plaintext and the unbucketed run's, for every
 /// edge, over TLS and an exchange directory, with each last message and group.
@@ -433,19 +445,7 @@ fn bucketed_psi_card_matches_the_plaintext_and_the_unbucketed_run() {
         certs: certs.clone(),
         addr: port(),
     };
-    // (receiver, sender, shared, buckets, extra settings)
-    for (case, (n_r, n_s, shared, buckets, extra)) in [
-        (3000, 2000, 700, "7", &[][..]),
-        (1000, 1000, 1000, "3", &["--last-message", "gcs"][..]), // identical
-        (1000, 1000, 0, "4", &["--last-message", "list"][..]),   // disjoint
-        (1, 1, 1, "2", &["--group", "x25519"][..]),              // size 1: empty parts
-        (1, 3000, 1, "5", &["--group", "p256"][..]),             // very unbalanced
-        (2000, 1, 0, "16", &[][..]),
-        (2000, 1, 1, "1", &["--group", "p256-compressed"][..]),
-    ]
-    .into_iter()
-    .enumerate()
-    {
+    for (case, (n_r, n_s, shared, buckets, extra)) in VALUE_CASES.into_iter().enumerate() {
         let want = write_sets(&dir, n_r, n_s, shared, 50 + case as u64).len() as u64;
         let what = format!("case {case}");
         let mut flags = vec!["--buckets", buckets];
@@ -702,17 +702,7 @@ fn bucketed_psi_card_sum_matches_the_plaintext_and_the_unbucketed_run() {
         certs: certs.clone(),
         addr: port(),
     };
-    for (case, (n_r, n_s, shared, buckets, extra)) in [
-        (3000, 2000, 700, "7", &[][..]),
-        (1000, 1000, 1000, "3", &["--last-message", "gcs"][..]), // identical
-        (1000, 1000, 0, "4", &["--last-message", "list"][..]),   // disjoint
-        (1, 1, 1, "2", &["--group", "x25519"][..]),              // size 1: empty parts
-        (1, 3000, 1, "5", &["--group", "p256"][..]),             // very unbalanced
-        (2000, 1, 1, "16", &[][..]),
-    ]
-    .into_iter()
-    .enumerate()
-    {
+    for (case, (n_r, n_s, shared, buckets, extra)) in VALUE_CASES.into_iter().enumerate() {
         let want = write_sets(&dir, n_r, n_s, shared, 70 + case as u64).len();
         let what = format!("case {case}");
         let mut flags = vec!["--buckets", buckets];

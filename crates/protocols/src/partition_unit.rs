@@ -158,13 +158,14 @@ fn new_party(
     )
 }
 
+/// Every unit's roster: the receiver is participant 0.
+fn roster(names: &[String; 2], me: PartyId) -> Roster {
+    Roster::pair(ProtocolId::PartitionUnit, [&names[0], &names[1]], me)
+}
+
 impl Handshake for Unit {
     fn roster(&self) -> Roster {
-        Roster::pair(
-            ProtocolId::PartitionUnit,
-            [&self.names[0], &self.names[1]],
-            self.me,
-        )
+        roster(&self.names, self.me)
     }
 
     fn kind_name(kind: u8) -> &'static str {
@@ -372,11 +373,7 @@ impl SumTransfer {
 
 impl Handshake for SumTransfer {
     fn roster(&self) -> Roster {
-        Roster::pair(
-            ProtocolId::PartitionUnit,
-            [&self.names[0], &self.names[1]],
-            self.me,
-        )
+        roster(&self.names, self.me)
     }
 
     fn kind_name(kind: u8) -> &'static str {
