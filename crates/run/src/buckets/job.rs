@@ -9,8 +9,9 @@
 //!                  settings that shape staging, and what staging found
 //!   stage/         rows spilled by a private hash (step 1)
 //!   plan.json      the plan agreed with the peer (id, key, bucket count, sizes)
-//!   bucket/        this party's rows per bucket (step 3)
-//!   done/N.json    a finished bucket's figures; done/N.rows its output rows, if any
+//!   bucket/        this party's rows per bucket (step 3); for a value-partitioned job
+//!                  (`super::value`) its chunks, PRF values by part, matches and sums
+//!   done/N.json    a finished bucket's (or unit's) figures; done/N.rows its output rows, if any
 //!   complete       both parties have every bucket: only the result is left to write
 //! ```
 

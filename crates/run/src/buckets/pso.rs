@@ -640,53 +640,20 @@ impl Runner<'_> {
             unit: u,
             producer: layout.producer(u),
         };
+        let step = layout.step(u);
         let label = self.label(&format!(
             "unit {} of {} ({})",
             u + 1,
             layout.units(),
-            match layout.step(u) {
-                Step::Evaluate(_) => "evaluate",
-                Step::Send(_) => "send",
-                Step::Compare(_) => "compare",
-                Step::Transfer(_) => "transfer",
-                Step::Total => "total",
-            }
+            step.name()
         ));
+        if let Step::Transfer(j) = step {
+            return self.transfer_unit(&ctx, id, j, (transport, seed, drive), &label);
+        }
         let (_, _, me) = names(self.job.role);
         let width = self.job.config.cwprf.element_len() as u64;
-        if let Step::Transfer(j) = layout.step(u) {
-            let input = ctx.transfer_input(j)?;
-            let elements = match &input {
-                TransferInput::Choices(c) => c.len(),
-                TransferInput::Values { values, .. } => values.len(),
-            } as u64;
-            let sender_items = if self.job.role == PsoRole::Sender {
-                plan.items
-            } else {
-                plan.peer_items
-            };
-            let mut party = partition_unit::transfer_party(
-                NAMES,
-                id,
-                sender_items,
-                input,
-                ctx.ot_seed(j),
-                seed,
-            )?;
-            drive(&mut party, transport, &label)?;
-            let out = party
-                .into_output()
-                .ok_or_else(|| Failure::other("a transfer unit ended without an output"))?;
-            ctx.record_transfer(j, out)?;
-            return Ok(Ran {
-                items: elements,
-                peer_padded: elements,
-                count: None,
-                rows: None,
-            });
-        }
         // Elements in a payload (a compare unit's may be a filter, the total's none).
-        let elements = |payload: &[u8]| match layout.step(u) {
+        let elements = |payload: &[u8]| match step {
             Step::Evaluate(_) | Step::Send(_) => payload.len() as u64 / width,
             _ => 0,
         };
@@ -713,6 +680,39 @@ impl Runner<'_> {
             items: 0,
             peer_padded: elements(&payload),
             count: consumed.count,
+            rows: None,
+        })
+    }
+
+    /// Transfer unit `j` of psi-card-sum: the oblivious transfer on part `j`.
+    fn transfer_unit(
+        &self,
+        ctx: &value::UnitContext<'_>,
+        id: UnitId,
+        j: u32,
+        (transport, seed, drive): (&mut (dyn Transport + Send), [u8; 32], &mut DriveFn<'_>),
+        label: &str,
+    ) -> Result<Ran, Failure> {
+        let input = ctx.transfer_input(j)?;
+        let elements = match &input {
+            TransferInput::Choices(c) => c.len(),
+            TransferInput::Values { values, .. } => values.len(),
+        } as u64;
+        let sender_items = match self.job.role {
+            PsoRole::Sender => ctx.plan.items,
+            PsoRole::Receiver => ctx.plan.peer_items,
+        };
+        let mut party =
+            partition_unit::transfer_party(NAMES, id, sender_items, input, ctx.ot_seed(j), seed)?;
+        drive(&mut party, transport, label)?;
+        let out = party
+            .into_output()
+            .ok_or_else(|| Failure::other("a transfer unit ended without an output"))?;
+        ctx.record_transfer(j, out)?;
+        Ok(Ran {
+            items: elements,
+            peer_padded: elements,
+            count: None,
             rows: None,
         })
     }

@@ -74,6 +74,19 @@ pub enum Step {
     Total,
 }
 
+impl Step {
+    /// The step's name in progress labels.
+    pub fn name(self) -> &'static str {
+        match self {
+            Step::Evaluate(_) => "evaluate",
+            Step::Send(_) => "send",
+            Step::Compare(_) => "compare",
+            Step::Transfer(_) => "transfer",
+            Step::Total => "total",
+        }
+    }
+}
+
 /// How many units of each step a job has: both parties derive it from the plan.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Layout {
