@@ -37,6 +37,7 @@ use privset_crypto::rng::SessionRng;
 
 use crate::engine::{Engine, Handshake, Message, Protocol, Roster, Session};
 use crate::error::{PeerMisbehaved, ProtocolError};
+use crate::pso::bad_ot;
 use crate::pso::transfer::{self, SumModulus};
 use crate::wire::{self, PartyId, ProtocolId};
 
@@ -356,10 +357,7 @@ pub fn transfer_party(
 impl SumTransfer {
     fn modulus(&self) -> Result<SumModulus, ProtocolError> {
         let max_value = self.max_value.unwrap_or(0);
-        SumModulus::new(self.sender_items, max_value).ok_or_else(|| {
-            PeerMisbehaved::Malformed("announced value bound and set size overflow 2^127".into())
-                .into()
-        })
+        SumModulus::announced(self.sender_items, max_value)
     }
 
     /// The OT's context: this unit of this job.
@@ -441,7 +439,6 @@ impl Protocol for SumTransfer {
         session: &mut Session<'_>,
         message: Message<'_>,
     ) -> Result<(), ProtocolError> {
-        let bad_ot = |e| ProtocolError::from(PeerMisbehaved::InvalidOt(e));
         let state = std::mem::replace(&mut self.state, TransferState::Spent);
         self.state = match (state, &self.input) {
             (TransferState::AwaitReply(setup), TransferInput::Choices(choices)) => {

@@ -64,10 +64,7 @@ impl Common {
     /// psi-card-sum's modulus for the masked sum, from what the sender announced.
     pub fn sum_modulus(&self) -> Result<SumModulus, ProtocolError> {
         let peer = self.peer();
-        SumModulus::new(peer.items, peer.max_value).ok_or_else(|| {
-            PeerMisbehaved::Malformed("announced value bound and set size overflow 2^127".into())
-                .into()
-        })
+        SumModulus::announced(peer.items, peer.max_value)
     }
 }
 

@@ -29,6 +29,7 @@
 //! latter and tests `H(x_i)^k` against the result. Only the receiver's test differs.
 
 mod core;
+pub(crate) use core::bad_ot;
 pub mod hello;
 pub mod mqrpmt;
 pub mod private_id;

@@ -86,6 +86,15 @@ impl SumModulus {
         (bits < 128).then_some(Self { bits })
     }
 
+    /// The modulus for the peer's announced set size and value bound: a bound that
+    /// overflows the arithmetic is the peer's fault.
+    pub fn announced(n: u64, max_value: u64) -> Result<Self, ProtocolError> {
+        Self::new(n, max_value).ok_or_else(|| {
+            PeerMisbehaved::Malformed("announced value bound and set size overflow 2^127".into())
+                .into()
+        })
+    }
+
     /// The sender's own modulus (its input is checked before anything is sent).
     pub fn for_sender(n: u64, max_value: u64) -> Result<Self, ProtocolError> {
         Self::new(n, max_value).ok_or_else(|| {

@@ -423,8 +423,10 @@ impl UnitContext<'_> {
 
     /// The modulus of the masked sums: from the sender's set size and value bound.
     fn modulus(&self, max_value: u64) -> Result<SumModulus, Failure> {
-        SumModulus::new(self.items(PsoRole::Sender), max_value)
-            .ok_or_else(|| Failure::peer("announced value bound and set size overflow 2^127"))
+        Ok(SumModulus::announced(
+            self.items(PsoRole::Sender),
+            max_value,
+        )?)
     }
 
     /// The receiver's total: the count and masked sum over every transfer unit.
