@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Bucketed psi (or psi-card, --op psi-card) beside the unbucketed run: both parties as processes over loopback
+# Bucketed psi (or psi-card, psi-card-sum, pi-sum: --op) beside the unbucketed run: both parties as processes over loopback
 # mutual TLS, on generated identifiers (10% shared). Prints one row per run: items a
 # side, buckets, each party's CPU seconds, wall seconds, bytes sent, peak RSS (MiB),
 # and CPU per item per party (µs). Figures, not assertions: docs/scale.md quotes them.
 #
-#   scripts/bench_buckets.sh [--group x25519] [--op psi|psi-card] SIZE:BUCKETS ...
+#   scripts/bench_buckets.sh [--group x25519] [--op psi|psi-card|psi-card-sum|pi-sum] SIZE:BUCKETS ...
+#     (pi-sum: P1 plays the receiver's column, P2 the sender's; PRIVSET_PI_SUM_FLAGS adds
+#     flags to both, e.g. "--values-he elgamal")
 #     SIZE as a power of two (20 = 2^20 a side), BUCKETS = none | auto | N
 #   scripts/bench_buckets.sh --kills 5 24:auto     # killed and restarted 5 times
 #
@@ -29,15 +31,16 @@ WORK=${BENCH_DIR:-$(mktemp -d /tmp/privset-bench-buckets.XXXXXX)}
 mkdir -p "$WORK"
 "$BIN" certs --out "$WORK/certs" --names receiver,sender >/dev/null
 
-gen() { # gen N OFFSET FILE: N ids, the first N/10 shared by both sides (psi-card-sum:
-  # with a value column v)
+gen() { # gen N OFFSET FILE: N ids, the first N/10 shared by both sides (psi-card-sum,
+  # pi-sum: with a value column v)
   python3 - "$1" "$2" "$3" "$OP" <<'PY'
 import sys
 n, off, path, op = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
 shared = n // 10
-value = (lambda i: f",{i * 7919 % 100000}") if op == "psi-card-sum" else (lambda i: "")
+values = op in ("psi-card-sum", "pi-sum")
+value = (lambda i: f",{i * 7919 % 100000}") if values else (lambda i: "")
 with open(path, "w") as f:
-    f.write("id,v\n" if op == "psi-card-sum" else "id\n")
+    f.write("id,v\n" if values else "id\n")
     for start in range(0, n, 1 << 16):
         f.write("".join(f"{(i if i < shared else i + off):014x}@example.org{value(i)}\n"
                         for i in range(start, min(n, start + (1 << 16)))))
@@ -48,8 +51,14 @@ party() { # party ROLE TAG EXTRA... (always in the background: it execs privset)
   local role=$1 tag=$2; shift 2
   local link
   if [ "$role" = receiver ]; then link=(--listen "127.0.0.1:$PORT"); else link=(--peer "127.0.0.1:$PORT" --tls-server-name receiver); fi
-  if [ "$role" = sender ] && [ "$OP" = psi-card-sum ]; then link+=(--value-column v); fi
-  exec "$BIN" --progress none "$OP" --role "$role" "${link[@]}" \
+  local as=$role
+  if [ "$OP" = pi-sum ]; then
+    if [ "$role" = receiver ]; then as=p1; else as=p2; fi
+    # shellcheck disable=SC2206
+    link+=(${PRIVSET_PI_SUM_FLAGS:-})
+  fi
+  if [ "$role" = sender ] && { [ "$OP" = psi-card-sum ] || [ "$OP" = pi-sum ]; }; then link+=(--value-column v); fi
+  exec "$BIN" --progress none "$OP" --role "$as" "${link[@]}" \
     --tls-ca "$WORK/certs/ca.pem" --tls-cert "$WORK/certs/$role.pem" --tls-key "$WORK/certs/$role.key" \
     --group "$GROUP" --input "$WORK/$role-$tag.csv" --id-column id \
     --output "$WORK/$tag-$role.json" --state-dir "$WORK/state-$role" --timeout 3600 "$@"

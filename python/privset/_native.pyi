@@ -456,6 +456,32 @@ class BucketedPso:
         value_column: Optional[str] = None,
         value_bound: Optional[int] = None,
     ) -> "BucketedPso": ...
+    @staticmethod
+    def pi_sum(
+        role: str,
+        input: _Path,
+        *,
+        id_columns: List[str],
+        normalize: List[str],
+        phone_region: Optional[str],
+        hash_ids: Optional[str],
+        duplicates: str,
+        value_columns: List[str],
+        group: str,
+        values_he: str,
+        he_modulus_bits: int,
+        dj_s: int,
+        z_encoding: str,
+        threshold: Optional[int],
+        sum_of_squares: bool,
+        value_bound: int,
+        sum_bound: Optional[int],
+        max_peer_items: int,
+        buckets: Optional[int],
+        state_dir: _Path,
+        link: Dict[str, Any],
+        prices: Tuple[float, float],
+    ) -> "BucketedPso": ...
     def run(self, progress: Optional[_ProgressCallback] = None) -> str: ...
     def plan(self, progress: Optional[_ProgressCallback] = None) -> List[int]: ...
     def run_bucket(self, bucket: int, progress: Optional[_ProgressCallback] = None) -> None: ...

@@ -17,6 +17,10 @@ learns the intersection size and nothing more (docs/scale.md).
 ``privset.bucketed.psi_card_sum`` runs psi-card-sum the same way: both parties learn the
 intersection size and the sender the sum of its values over the intersection.
 
+``privset.bucketed.pi_sum`` runs Ion et al. 2020's intersection-sum the same way (P1
+the receiver, P2 the sender): P2's values travel encrypted in each part's unit and P1
+adds the parts' encrypted sums before masking them once, so P2 learns only the total.
+
 The other operations are refused for now: their per-bucket answers would reveal more
 than their unbucketed runs (docs/scale.md says what each would add).
 """
@@ -25,7 +29,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Optional, Sequence, Union
 
 from . import _native
 from ._data import IdColumns, Normalize, _names, _normalizations
@@ -149,6 +153,68 @@ def psi_card_sum(
     """
     args = {k: v for k, v in locals().items() if k != "progress"}
     return _run("psi-card-sum", dict(args, mqrpmt="cwprf", output_rows=None), progress)
+
+
+def pi_sum(
+    role: str,
+    input: PathLike,
+    *,
+    value_columns: Union[None, str, Sequence[str]] = None,
+    value_bound: int = 2**32 - 1,
+    sum_bound: Optional[int] = None,
+    sum_of_squares: bool = False,
+    threshold: Optional[int] = None,
+    values_he: str = "paillier",
+    he_modulus_bits: int = 3072,
+    dj_s: int = 2,
+    z_encoding: str = "gcs",
+    id_column: IdColumns = None,
+    normalize: Normalize = "trim",
+    phone_region: Optional[str] = None,
+    hash_ids: Optional[str] = None,
+    duplicates: str = "error",
+    group: str = "ristretto255",
+    max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
+    buckets: Union[str, int] = "auto",
+    state_dir: PathLike = ".privset-state",
+    listen: Optional[str] = None,
+    peer: Optional[str] = None,
+    exchange_dir: Optional[PathLike] = None,
+    tls: Optional[TlsFiles] = None,
+    insecure_no_tls: bool = False,
+    server_name: Optional[str] = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    poll_interval: float = DEFAULT_POLL_INTERVAL,
+    cpu_price: float = DEFAULT_CPU_PRICE,
+    network_price: float = DEFAULT_NETWORK_PRICE,
+    progress: ProgressArg = None,
+) -> Dict[str, Any]:
+    """Runs one party ("p1" or "p2") of a pi-sum larger than memory (Ion et al. 2020,
+    Fig. 2, as ``privset pi-sum --buckets``): both results hold ``cardinality``, P2's
+    also ``sum`` / ``sums`` (and ``sums_of_squares``, ``variance``); ``aborted`` when
+    P1's ``threshold`` stopped the run.
+
+    The value settings are :class:`privset.PiSumP2`'s (``value_columns``: P2's, one or
+    more); the ddh protocol, forward, with ``values_he`` "paillier" or "elgamal". The
+    other arguments are :func:`psi_card`'s.
+    """
+    args = {k: v for k, v in locals().items() if k != "progress"}
+    names = args.pop("value_columns")
+    columns = [names] if isinstance(names, str) else list(names or [])
+    he = {k: args.pop(k) for k in (
+        "value_bound", "sum_bound", "sum_of_squares", "threshold", "values_he",
+        "he_modulus_bits", "dj_s", "z_encoding",
+    )}
+    common = job_arguments(**dict(args, mqrpmt="cwprf", last_message="bloom", output_rows=None))
+    for key in ("operation", "mqrpmt", "last_message", "output_rows"):
+        common.pop(key)
+    job = _native.BucketedPso.pi_sum(
+        common.pop("role"), common.pop("input"), value_columns=columns, **he, **common
+    )
+    with callback(progress) as cb:
+        text = job.run(cb)
+    result: Dict[str, Any] = json.loads(text)
+    return result
 
 
 def _run(operation: str, args: Dict[str, Any], progress: ProgressArg) -> Dict[str, Any]:

@@ -157,6 +157,42 @@ def test_bucketed_psi_card_sum_matches_the_plaintext(tmp_path: pathlib.Path) -> 
     assert s["sum"] == sum(values[i] for i in want) and r.get("sum") is None
 
 
+@pytest.mark.parametrize("values_he,extra", [
+    ("paillier", {"he_modulus_bits": 1024, "dj_s": 1}),
+    ("elgamal", {"sum_of_squares": True}),
+])
+def test_bucketed_pi_sum_matches_the_plaintext(tmp_path: pathlib.Path, values_he: str, extra: Dict[str, Any]) -> None:
+    rng = random.Random(13)
+    want = sets(tmp_path, rng, 1400, 1200, 321)
+    ids = [row["id"] for row in csv.DictReader(open(tmp_path / "sender.csv", newline=""))]
+    values = {i: (rng.randrange(1000), rng.randrange(50)) for i in ids}
+    (tmp_path / "sender.csv").write_text(
+        "id,v,w\n" + "".join(f"{i},{values[i][0]},{values[i][1]}\n" for i in ids))
+    links = tls_links(tmp_path)
+    p2: Dict[str, Any] = {"value_columns": ["v", "w"], "value_bound": 1000, **extra}
+    party = {"receiver": "p1", "sender": "p2"}
+    out = on_threads(lambda role: privset.bucketed.pi_sum(
+        party[role], tmp_path / f"{role}.csv", id_column="id", buckets=3, values_he=values_he,
+        state_dir=tmp_path / f"state-{role}", timeout=60, **links[role],
+        **(p2 if role == "sender" else {k: v for k, v in extra.items() if k != "sum_of_squares"})))
+    p1, p2_out = out["receiver"], out["sender"]
+    assert p1["cardinality"] == p2_out["cardinality"] == len(want)
+    assert p2_out["sums"] == [sum(values[i][c] for i in want) for c in (0, 1)]
+    assert p1["sum"] is None and p1["sums"] is None
+    assert p2_out["buckets"]["count"] == 3
+    if extra.get("sum_of_squares"):
+        assert p2_out["sums_of_squares"] == [sum(values[i][c] ** 2 for i in want) for c in (0, 1)]
+
+
+def test_bucketed_pi_sum_refuses_what_it_does_not_run(tmp_path: pathlib.Path) -> None:
+    write_ids(tmp_path / "p1.csv", ["a", "b"])
+    with pytest.raises(privset.ConfigurationError, match="paillier or elgamal"):
+        privset.bucketed.pi_sum("p1", tmp_path / "p1.csv", values_he="rlwe", listen="127.0.0.1:1",
+                                insecure_no_tls=True)
+    with pytest.raises(privset.ConfigurationError, match="value columns"):
+        privset.bucketed.pi_sum("p2", tmp_path / "p1.csv", listen="127.0.0.1:1", insecure_no_tls=True)
+
+
 def test_bad_settings_and_refused_operations_are_clear(tmp_path: pathlib.Path) -> None:
     write_ids(tmp_path / "receiver.csv", ["a", "b", "a"])
     with pytest.raises(privset.ConfigurationError, match="buckets must be"):

@@ -116,6 +116,13 @@ impl ConnectArgs {
         self.spec(output)?.open(role, peer_role)
     }
 
+    /// The private state directory: `--state-dir`, or one beside `output`.
+    pub fn state_dir_for(&self, output: &Path) -> PathBuf {
+        self.state_dir
+            .clone()
+            .unwrap_or_else(|| link::default_state_dir(output.parent().unwrap_or(Path::new(""))))
+    }
+
     /// The link these flags describe. `output` locates the default private state
     /// directory of an exchange-directory run.
     pub fn spec(&self, output: &Path) -> Result<LinkSpec, Failure> {
@@ -124,9 +131,7 @@ impl ConnectArgs {
             (None, Some(addr), None) => Endpoint::Peer(addr.clone()),
             (None, None, Some(dir)) => Endpoint::ExchangeDir {
                 dir: dir.clone(),
-                state_dir: self.state_dir.clone().unwrap_or_else(|| {
-                    link::default_state_dir(output.parent().unwrap_or(Path::new("")))
-                }),
+                state_dir: self.state_dir_for(output),
                 poll_interval: Duration::from_millis(self.poll_interval_ms),
             },
             _ => {

@@ -74,6 +74,7 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
             value_bound: u32::MAX as u64,
             sum_bound: None,
             max_peer_items: 1 << 26,
+            buckets: None,
             output: dir.join(format!("{name}-result.json")),
             prices: PriceArgs {
                 cpu_price: 0.01,

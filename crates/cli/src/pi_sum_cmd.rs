@@ -7,13 +7,15 @@ use privset_crypto::ahe::HeId;
 use privset_crypto::ahe::paillier;
 use privset_protocols::input::DuplicatePolicy;
 use privset_protocols::pi_sum::{self, PiSumConfig, Role};
+use privset_protocols::pso::PsoRole;
 use privset_protocols::set_encoding::SetEncoding;
+use privset_run::report::BucketedReport;
 pub use privset_run::report::PiSumReport;
 use privset_run::{Failure, Stopwatch};
 
 use crate::connect::ConnectArgs;
 use crate::input_args::InputArgs;
-use crate::pso_cmd::CwPrfArg;
+use crate::pso_cmd::{BucketCount, CwPrfArg, parse_buckets};
 use crate::run::{self, PriceArgs};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,6 +134,15 @@ pub struct PiSumArgs {
     /// wraps). A smaller public bound packs more values per ciphertext.
     #[arg(long, value_name = "N")]
     pub sum_bound: Option<u128>,
+    /// Run past one machine's memory, surviving a killed party: the protocol's
+    /// messages cut into units of bounded size and partitioned by PRF values, `auto`
+    /// (about 2^20 items of the larger set per part) or a part count both parties
+    /// agree on. Staged rows and finished units are kept in --state-dir until the
+    /// result is written; start a killed party again with the same command to
+    /// continue. ddh protocol, forward, paillier or elgamal, no segments.
+    /// docs/scale.md.
+    #[arg(long, value_name = "auto|N", value_parser = parse_buckets)]
+    pub buckets: Option<BucketCount>,
     /// Largest set size accepted from the peer.
     #[arg(long, value_name = "N", default_value_t = 1 << 26)]
     pub max_peer_items: u64,
@@ -212,6 +223,9 @@ impl PiSumArgs {
 /// Runs one party end to end and writes RESULT.json. Returns the report.
 pub fn run(args: &PiSumArgs) -> Result<PiSumReport, Failure> {
     args.check_flags()?;
+    if let Some(count) = args.buckets {
+        return run_bucketed(args, count);
+    }
     let config = args.config();
     let policy = DuplicatePolicy::from(args.duplicates);
     let stopwatch = Stopwatch::start();
@@ -245,6 +259,46 @@ pub fn run(args: &PiSumArgs) -> Result<PiSumReport, Failure> {
     write_json(&args.output, &report)?;
     seed_file.remove();
     Ok(report)
+}
+
+/// The value-partitioned run of `privset_run::buckets::runner`.
+fn run_bucketed(args: &PiSumArgs, count: BucketCount) -> Result<PiSumReport, Failure> {
+    use privset_run::buckets;
+    if args.segment_column.is_some() {
+        return Err(Failure::config(
+            "--buckets does not run segmented input yet: run it unbucketed",
+        ));
+    }
+    let config = args.config();
+    let keys = args.source.keys()?;
+    let link = args.connect.spec(&args.output)?;
+    let state_dir = args.connect.state_dir_for(&args.output);
+    let job = buckets::runner::Job {
+        config: buckets::operation::JobConfig::PiSum(&config),
+        role: match args.role() {
+            Role::P1 => PsoRole::Receiver,
+            Role::P2 => PsoRole::Sender,
+        },
+        input: &args.source.input,
+        keys: &keys,
+        values: &args.value_columns,
+        policy: DuplicatePolicy::from(args.duplicates),
+        settings: format!(
+            "{:?} {:?} {:?} {:?}",
+            args.source, args.duplicates, args.value_bound, args.value_columns
+        ),
+        link: &link,
+        buckets: count.fixed(),
+        target: buckets::DEFAULT_TARGET,
+        state_dir: &state_dir,
+        output: &args.output,
+        rows_path: None,
+        prices: args.prices.prices(),
+    };
+    match crate::pso_cmd::run_job(&job)? {
+        BucketedReport::PiSum(report) => Ok(report),
+        BucketedReport::Pso(_) => Err(Failure::other("pi-sum reported as a set operation")),
+    }
 }
 
 pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), Failure> {

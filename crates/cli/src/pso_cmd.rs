@@ -14,7 +14,7 @@ use privset_protocols::pso::{
 use privset_protocols::set_encoding::SetEncoding;
 use privset_run::keys::Keys;
 use privset_run::output_rows;
-use privset_run::report::{self, PsoReport};
+use privset_run::report::{self, BucketedReport, PsoReport};
 use privset_run::{Failure, Stopwatch};
 
 use crate::connect::ConnectArgs;
@@ -127,7 +127,17 @@ pub enum BucketCount {
     Fixed(u32),
 }
 
-fn parse_buckets(text: &str) -> Result<BucketCount, String> {
+impl BucketCount {
+    /// The count asked for; `None` = auto.
+    pub fn fixed(self) -> Option<u32> {
+        match self {
+            BucketCount::Auto => None,
+            BucketCount::Fixed(n) => Some(n),
+        }
+    }
+}
+
+pub fn parse_buckets(text: &str) -> Result<BucketCount, String> {
     let max = privset_protocols::bucket_plan::MAX_BUCKETS;
     match text {
         "auto" => Ok(BucketCount::Auto),
@@ -233,24 +243,21 @@ pub fn run(operation: Operation, args: &PsoArgs) -> Result<PsoReport, Failure> {
     Ok(report)
 }
 
-/// The bucketed run of `privset_run::buckets::pso`, with a progress display per
-/// session.
+/// The bucketed run of `privset_run::buckets::runner`.
 fn run_bucketed(
     operation: Operation,
     args: &PsoArgs,
     count: BucketCount,
 ) -> Result<PsoReport, Failure> {
     use privset_run::buckets;
-    buckets::pso::check_operation(operation)?;
+    buckets::operation::check_operation(operation)?;
     let config = args.config(operation);
     let keys = args.source.keys()?;
     let values: Vec<String> = args.value_column.iter().cloned().collect();
     let link = args.connect.spec(&args.output)?;
-    let state_dir = args.connect.state_dir.clone().unwrap_or_else(|| {
-        privset_run::link::default_state_dir(args.output.parent().unwrap_or(Path::new("")))
-    });
-    let job = buckets::pso::PsoJob {
-        config: &config,
+    let state_dir = args.connect.state_dir_for(&args.output);
+    let job = buckets::runner::Job {
+        config: buckets::operation::JobConfig::Pso(&config),
         role: args.role(),
         input: &args.source.input,
         keys: &keys,
@@ -261,23 +268,30 @@ fn run_bucketed(
             args.source, args.duplicates, args.value_bound
         ),
         link: &link,
-        buckets: match count {
-            BucketCount::Auto => None,
-            BucketCount::Fixed(n) => Some(n),
-        },
+        buckets: count.fixed(),
         target: buckets::DEFAULT_TARGET,
         state_dir: &state_dir,
         output: &args.output,
         rows_path: args.output_rows.as_deref(),
         prices: args.prices.prices(),
     };
-    let (report, state) = buckets::pso::run(&job, &mut |party, transport, label| {
-        let mut progress = crate::progress::Progress::new(label, party.meter());
-        let result = privset_net::drive(party, transport, &mut |s| progress.status(s));
-        progress.finish();
-        result.map_err(Failure::from)
-    })?;
-    write_json(&args.output, &report)?;
+    match run_job(&job)? {
+        BucketedReport::Pso(report) => Ok(report),
+        BucketedReport::PiSum(_) => Err(Failure::other("a set operation reported as pi-sum")),
+    }
+}
+
+/// Runs a bucketed job with a progress display per session, writes its RESULT.json
+/// and then removes its state.
+pub fn run_job(job: &privset_run::buckets::runner::Job<'_>) -> Result<BucketedReport, Failure> {
+    let (report, state) =
+        privset_run::buckets::runner::run(job, &mut |party, transport, label| {
+            let mut progress = crate::progress::Progress::new(label, party.meter());
+            let result = privset_net::drive(party, transport, &mut |s| progress.status(s));
+            progress.finish();
+            result.map_err(Failure::from)
+        })?;
+    write_json(job.output, &report)?;
     state.remove();
     Ok(report)
 }

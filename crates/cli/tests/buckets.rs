@@ -97,7 +97,13 @@ fn args_op(
     extra: &[&str],
 ) -> Vec<String> {
     let p = |name: String| dir.join(name).display().to_string();
-    let mut a: Vec<String> = vec![op.into(), "--role".into(), role.into()];
+    // pi-sum's P1 plays the receiver's part, P2 the sender's (files keep those names).
+    let role_flag = match (op, role) {
+        ("pi-sum", "receiver") => "p1",
+        ("pi-sum", _) => "p2",
+        _ => role,
+    };
+    let mut a: Vec<String> = vec![op.into(), "--role".into(), role_flag.into()];
     match meet {
         Meet::Tls { certs, addr } => {
             let link = if role == "receiver" {
@@ -143,10 +149,12 @@ fn args_op(
     if role == "receiver" && op == "psi" {
         a.extend(["--output-rows".into(), p(format!("{tag}-rows.csv"))]);
     }
-    if role == "sender" && op == "psi-card-sum" {
+    if role == "sender" && (op == "psi-card-sum" || op == "pi-sum") {
         a.extend(["--value-column".into(), "v".into()]);
     }
-    a.extend(extra.iter().map(|s| s.to_string()));
+    // P2's own settings.
+    let p2_only = |flag: &&str| op == "pi-sum" && role == "receiver" && *flag == "--sum-of-squares";
+    a.extend(extra.iter().filter(|f| !p2_only(f)).map(|s| s.to_string()));
     a
 }
 
@@ -566,7 +574,10 @@ fn killed_and_resumed(meet: impl Fn() -> Meet, name: &str, op: &str) {
     let mut rng = Rng(seed);
     let dir = scratch(name);
     let want = write_sets(&dir, 6000, 5000, 1500, seed);
-    let extra = ["--buckets", "12"];
+    let mut extra = vec!["--buckets", "12"];
+    if op == "pi-sum" {
+        extra.extend_from_slice(&SMALL_PAILLIER);
+    }
     for victim in ["receiver", "sender"] {
         let meet = meet_in(&dir, &meet, victim);
         let tag = format!("kill-{victim}");
@@ -644,7 +655,7 @@ fn killed_and_resumed(meet: impl Fn() -> Meet, name: &str, op: &str) {
             let r = json(&dir.join(format!("{tag}-receiver.json")));
             assert_eq!(r["cardinality"], want.len() as u64, "{what}");
         }
-        if op == "psi-card-sum" {
+        if op == "psi-card-sum" || op == "pi-sum" {
             let s = json(&dir.join(format!("{tag}-sender.json")));
             assert_eq!(s["cardinality"], want.len() as u64, "{what}");
             assert_eq!(s["sum"], plain_sum(want.len()), "{what}");
@@ -761,4 +772,142 @@ fn a_killed_psi_card_sum_party_resumes_over_an_exchange_directory() {
 #[test]
 fn a_killed_psi_card_party_resumes_over_an_exchange_directory() {
     killed_and_resumed(|| Meet::Dir(PathBuf::new()), "card-resume-dir", "psi-card");
+}
+
+/// pi-sum's cases: (P1, P2, shared, parts, extra settings): both schemes, every group
+/// and Z encoding among them, and the edges of [`VALUE_CASES`].
+const PI_SUM_CASES: [(usize, usize, usize, &str, &[&str]); 7] = [
+    (3000, 2000, 700, "7", &[]),
+    (
+        1000,
+        1000,
+        1000,
+        "3",
+        &["--values-he", "elgamal", "--z-encoding", "bloom"],
+    ), // identical
+    (1000, 1000, 0, "4", &["--z-encoding", "list"]), // disjoint
+    (
+        1,
+        1,
+        1,
+        "2",
+        &["--group", "x25519", "--values-he", "elgamal"],
+    ), // size 1: empty parts
+    (1, 3000, 1, "5", &["--group", "p256", "--sum-of-squares"]), // very unbalanced
+    (2000, 1, 0, "16", &["--values-he", "elgamal"]),
+    (2000, 1, 1, "1", &["--group", "p256-compressed"]),
+];
+
+/// Paillier at a test-sized modulus (the default 3072 bits is for deployment).
+const SMALL_PAILLIER: [&str; 4] = ["--he-modulus-bits", "1024", "--dj-s", "1"];
+
+/// pi-sum in value-partitioned units (Ion et al. 2020, Fig. 2, its messages streamed):
+/// both parties' counts and P2's sums equal the plaintext's and the unbucketed run's,
+/// over TLS and an exchange directory, with both schemes; P1's threshold stops it
+/// before any sum.
+#[test]
+fn bucketed_pi_sum_matches_the_plaintext_and_the_unbucketed_run() {
+    let dir = scratch("pi-sum");
+    let certs = certs(&dir);
+    let tls = || Meet::Tls {
+        certs: certs.clone(),
+        addr: port(),
+    };
+    for (case, (n_1, n_2, shared, buckets, extra)) in PI_SUM_CASES.into_iter().enumerate() {
+        let want = write_sets(&dir, n_1, n_2, shared, 90 + case as u64).len();
+        let what = format!("case {case}");
+        let mut flags = vec!["--buckets", buckets];
+        flags.extend_from_slice(extra);
+        flags.extend_from_slice(&SMALL_PAILLIER);
+        let (r, s) = run_op("pi-sum", &dir, &tls(), &format!("pi{case}"), &flags);
+        assert_eq!(r["cardinality"], want as u64, "{what}: {r}");
+        assert_eq!(s["cardinality"], want as u64, "{what}: {s}");
+        assert_eq!(s["sum"], plain_sum(want), "{what}: {s}");
+        assert!(r["sum"].is_null(), "{what}: P1 learns no sum");
+        assert_eq!(r["peer_items"], n_2 as u64, "{what}");
+        assert_eq!(s["peer_items"], n_1 as u64, "{what}");
+        if extra.contains(&"--sum-of-squares") {
+            let squares: u128 = (0..want as u64)
+                .map(|k| u128::from(value_of(k)).pow(2))
+                .sum();
+            assert_eq!(s["sums_of_squares"][0], squares as u64, "{what}: {s}");
+        }
+        let units = s["buckets"]["per_bucket"].as_array().unwrap().len();
+        assert_eq!(units, r["buckets"]["per_bucket"].as_array().unwrap().len());
+    }
+    let want = write_sets(&dir, 2500, 2400, 1234, 94).len();
+    let mut flags = vec!["--buckets", "auto"];
+    flags.extend_from_slice(&SMALL_PAILLIER);
+    let (_, auto) = run_op("pi-sum", &dir, &tls(), "pi-auto", &flags);
+    let (_, plain) = run_op("pi-sum", &dir, &tls(), "pi-plain", &SMALL_PAILLIER);
+    assert_eq!(auto["sum"], plain_sum(want));
+    assert_eq!(plain["sum"], auto["sum"]);
+    assert_eq!(plain["cardinality"], auto["cardinality"]);
+    assert!(plain.get("buckets").is_none());
+    let want = write_sets(&dir, 1500, 1200, 300, 93).len();
+    let mut flags = vec!["--buckets", "4", "--values-he", "elgamal"];
+    flags.extend_from_slice(&["--threshold", "1"]);
+    let (r, s) = run_op(
+        "pi-sum",
+        &dir,
+        &Meet::Dir(dir.join("pi-exchange")),
+        "pi-dir",
+        &flags,
+    );
+    assert_eq!(r["cardinality"], want as u64);
+    assert_eq!(s["sum"], plain_sum(want));
+    assert_eq!(s["transport"], "exchange-dir");
+    // Below P1's threshold: P1 learns the count, P2 only that the run stopped.
+    let flags = [
+        "--buckets",
+        "3",
+        "--values-he",
+        "elgamal",
+        "--threshold",
+        "301",
+    ];
+    let (r, s) = run_op("pi-sum", &dir, &tls(), "pi-threshold", &flags);
+    assert_eq!(r["cardinality"], want as u64);
+    assert_eq!(r["aborted"], true, "{r}");
+    assert_eq!(s["aborted"], true, "{s}");
+    assert!(s["cardinality"].is_null() && s["sum"].is_null(), "{s}");
+    // Refused before anything runs: ring-LWE, the reverse variant, segments.
+    for (flags, says) in [
+        (
+            &["--buckets", "2", "--values-he", "rlwe"][..],
+            "paillier or elgamal",
+        ),
+        (&["--buckets", "2", "--reverse"][..], "reverse"),
+    ] {
+        let o = Command::new(BIN)
+            .args(args_op(
+                "pi-sum",
+                &dir,
+                "receiver",
+                &tls(),
+                "pi-refused",
+                flags,
+            ))
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn a_killed_pi_sum_party_resumes_over_tls() {
+    killed_and_resumed(
+        || Meet::Tls {
+            certs: PathBuf::new(),
+            addr: port(),
+        },
+        "pi-resume-tls",
+        "pi-sum",
+    );
+}
+
+#[test]
+fn a_killed_pi_sum_party_resumes_over_an_exchange_directory() {
+    killed_and_resumed(|| Meet::Dir(PathBuf::new()), "pi-resume-dir", "pi-sum");
 }

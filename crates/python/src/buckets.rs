@@ -1,5 +1,5 @@
 //! A bucketed set operation from Python (`privset.bucketed`, `privset.ray`): the CLI's
-//! `--buckets` run (`privset_run::buckets::pso`) on a worker thread, its input streamed
+//! `--buckets` run (`privset_run::buckets::runner`) on a worker thread, its input streamed
 //! from a file and its rows written to a file, so neither ever sits in memory whole.
 //! The whole job runs in one call ([`BucketedPso::run`]), or step by step for a
 //! distributed front end: [`BucketedPso::plan`] once, [`BucketedPso::run_bucket`] per
@@ -10,12 +10,14 @@ use std::sync::Arc;
 
 use privset_net::Cancel;
 use privset_protocols::input::DuplicatePolicy;
+use privset_protocols::pi_sum::PiSumConfig;
 use privset_protocols::pso::{PsoConfig, PsoRole};
-use privset_run::buckets::pso::{DriveFn, PsoJob, Runner};
+use privset_run::buckets::operation::{self, JobConfig};
+use privset_run::buckets::runner::{self as job_runner, DriveFn, Job as BucketJob, Runner};
 use privset_run::buckets::{self, job::JobDir};
 use privset_run::keys::Keys;
 use privset_run::link::LinkSpec;
-use privset_run::report::PsoReport;
+use privset_run::report::BucketedReport;
 use privset_run::{Failure, Prices};
 use pyo3::prelude::*;
 
@@ -31,8 +33,24 @@ pub struct BucketedPso {
     spec: Arc<Spec>,
 }
 
+/// The job's operation and settings, owned.
+enum Config {
+    Pso(PsoConfig),
+    PiSum(PiSumConfig),
+}
+
+impl Config {
+    fn job(&self) -> JobConfig<'_> {
+        match self {
+            Config::Pso(c) => JobConfig::Pso(c),
+            Config::PiSum(c) => JobConfig::PiSum(c),
+        }
+    }
+}
+
 struct Spec {
-    config: PsoConfig,
+    config: Config,
+    /// pi-sum: P1 plays the receiver, P2 the sender.
     role: PsoRole,
     input: PathBuf,
     keys: Keys,
@@ -54,18 +72,19 @@ impl Spec {
         self: &Arc<Self>,
         py: Python<'_>,
         progress: Option<&Bound<'_, PyAny>>,
-        step: impl FnOnce(&PsoJob<'_>, &mut DriveFn<'_>) -> Result<T, Failure> + Send + 'static,
+        step: impl FnOnce(&BucketJob<'_>, &mut DriveFn<'_>) -> Result<T, Failure> + Send + 'static,
     ) -> PyResult<T> {
         let cancel = Cancel::new();
-        let label = format!("{} {}", self.config.operation.name(), self.role.name());
+        let job = self.config.job();
+        let label = format!("{} {}", job.name(), job.role_name(self.role));
         let spec = self.clone();
         let job = Job {
             monitor: Arc::new(Monitor::new(&label, cancel.clone())),
             work: Box::new(move |monitor: &Arc<Monitor>| {
                 let mut link = spec.link.clone();
                 link.cancel = cancel;
-                let job = PsoJob {
-                    config: &spec.config,
+                let job = BucketJob {
+                    config: spec.config.job(),
                     role: spec.role,
                     input: &spec.input,
                     keys: &spec.keys,
@@ -97,7 +116,7 @@ impl Spec {
 }
 
 /// RESULT.json's text; the job's state is removed once the text is made.
-fn report_text((report, state): (PsoReport, JobDir)) -> Result<String, Failure> {
+fn report_text((report, state): (BucketedReport, JobDir)) -> Result<String, Failure> {
     let text = serde_json::to_string_pretty(&report)
         .map_err(|e| Failure::other(format!("cannot encode the result: {e}")))?;
     state.remove();
@@ -148,7 +167,7 @@ impl BucketedPso {
             &value_bound,
             max_peer_items,
         )?;
-        buckets::pso::check_operation(config.operation).map_err(|e| errors::to_py(py, e))?;
+        operation::check_operation(config.operation).map_err(|e| errors::to_py(py, e))?;
         let policy = duplicate_policy(py, duplicates)?;
         let settings = format!(
             "{id_columns:?} {normalize:?} {phone_region:?} {hash_ids:?} {duplicates} \
@@ -159,7 +178,7 @@ impl BucketedPso {
             spec: Arc::new(Spec {
                 keys: keys(py, id_columns, normalize, phone_region, hash_ids)?,
                 values: value_column.into_iter().collect(),
-                config,
+                config: Config::Pso(config),
                 role,
                 input,
                 policy,
@@ -173,11 +192,99 @@ impl BucketedPso {
         })
     }
 
+    /// A pi-sum job (`role` "p1" or "p2"), checked as the CLI's `pi-sum --buckets`
+    /// checks it (the ddh protocol, forward, paillier or elgamal). The other
+    /// arguments are the constructor's and `PiSumParty`'s.
+    #[staticmethod]
+    #[pyo3(signature = (role, input, *, id_columns, normalize, phone_region, hash_ids,
+        duplicates, value_columns, group, values_he, he_modulus_bits, dj_s, z_encoding,
+        threshold, sum_of_squares, value_bound, sum_bound, max_peer_items, buckets, state_dir,
+        link, prices))]
+    #[allow(clippy::too_many_arguments)]
+    fn pi_sum(
+        py: Python<'_>,
+        role: &str,
+        input: PathBuf,
+        id_columns: Vec<String>,
+        normalize: Vec<String>,
+        phone_region: Option<String>,
+        hash_ids: Option<String>,
+        duplicates: &str,
+        value_columns: Vec<String>,
+        group: &str,
+        values_he: &str,
+        he_modulus_bits: &Bound<'_, PyAny>,
+        dj_s: &Bound<'_, PyAny>,
+        z_encoding: &str,
+        threshold: Option<Bound<'_, PyAny>>,
+        sum_of_squares: bool,
+        value_bound: &Bound<'_, PyAny>,
+        sum_bound: Option<Bound<'_, PyAny>>,
+        max_peer_items: &Bound<'_, PyAny>,
+        buckets: Option<u32>,
+        state_dir: PathBuf,
+        link: LinkArgs,
+        prices: (f64, f64),
+    ) -> PyResult<Self> {
+        let role = match role {
+            "p1" => PsoRole::Receiver,
+            "p2" => PsoRole::Sender,
+            other => {
+                return Err(errors::config(
+                    py,
+                    format!("role must be 'p1' or 'p2', not {other:?}"),
+                ));
+            }
+        };
+        let config = crate::pi_sum::config(
+            py,
+            crate::pi_sum::Settings {
+                protocol: "ddh",
+                group,
+                values_he,
+                he_modulus_bits,
+                dj_s,
+                z_encoding,
+                reverse: false,
+                threshold: threshold.as_ref(),
+                sum_of_squares,
+                value_bound,
+                sum_bound: sum_bound.as_ref(),
+                max_peer_items,
+            },
+        )?;
+        JobConfig::PiSum(&config)
+            .check(role, value_columns.len())
+            .map_err(|e| errors::to_py(py, e))?;
+        let policy = duplicate_policy(py, duplicates)?;
+        let settings = format!(
+            "{id_columns:?} {normalize:?} {phone_region:?} {hash_ids:?} {duplicates} \
+             {value_columns:?} {}",
+            config.max_value
+        );
+        Ok(Self {
+            spec: Arc::new(Spec {
+                keys: keys(py, id_columns, normalize, phone_region, hash_ids)?,
+                values: value_columns,
+                config: Config::PiSum(config),
+                role,
+                input,
+                policy,
+                settings,
+                link: link.spec(py, Cancel::new())?,
+                buckets,
+                state_dir,
+                output_rows: None,
+                prices: link::prices(py, prices)?,
+            }),
+        })
+    }
+
     /// The whole job in this process; returns RESULT.json's text.
     #[pyo3(signature = (progress=None))]
     fn run(&self, py: Python<'_>, progress: Option<Bound<'_, PyAny>>) -> PyResult<String> {
         self.spec.on_worker(py, progress.as_ref(), |job, drive| {
-            report_text(buckets::pso::run(job, drive)?)
+            report_text(job_runner::run(job, drive)?)
         })
     }
 

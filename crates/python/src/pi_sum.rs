@@ -101,16 +101,6 @@ impl PiSumParty {
         sum_bound: Option<&Bound<'_, PyAny>>,
         max_peer_items: &Bound<'_, PyAny>,
     ) -> PyResult<Self> {
-        let he_modulus_bits = errors::u32_arg(py, "he_modulus_bits", he_modulus_bits)?;
-        let dj_s = errors::u32_arg(py, "dj_s", dj_s)?;
-        let threshold = threshold
-            .map(|t| errors::u64_arg(py, "threshold", t))
-            .transpose()?;
-        let value_bound = errors::u64_arg(py, "value_bound", value_bound)?;
-        let sum_bound = sum_bound
-            .map(|b| errors::uint(py, "sum_bound", b, u128::MAX))
-            .transpose()?;
-        let max_peer_items = errors::u64_arg(py, "max_peer_items", max_peer_items)?;
         let role = match role {
             "p1" => Role::P1,
             "p2" => Role::P2,
@@ -121,47 +111,23 @@ impl PiSumParty {
                 ));
             }
         };
-        let config = PiSumConfig {
-            protocol: errors::named(
-                py,
-                "protocol",
+        let config = config(
+            py,
+            Settings {
                 protocol,
-                PiSumProtocol::from_name(protocol),
-                "ddh, rot, bloom",
-            )?,
-            group: errors::named(
-                py,
-                "group",
                 group,
-                CwPrfId::from_name(group),
-                "ristretto255, p256, p256-compressed, x25519",
-            )?,
-            he: errors::named(
-                py,
-                "values_he",
                 values_he,
-                HeId::from_name(values_he),
-                "paillier, elgamal, rlwe",
-            )?,
-            paillier: paillier::Params {
-                modulus_bits: he_modulus_bits,
-                s: dj_s,
-            },
-            z_encoding: errors::named(
-                py,
-                "z_encoding",
+                he_modulus_bits,
+                dj_s,
                 z_encoding,
-                SetEncoding::from_name(z_encoding),
-                "list, gcs, bloom",
-            )?,
-            reverse,
-            threshold,
-            sum_of_squares,
-            max_value: value_bound,
-            max_sum: sum_bound,
-            max_peer_items,
-            ..PiSumConfig::default()
-        };
+                reverse,
+                threshold,
+                sum_of_squares,
+                value_bound,
+                sum_bound,
+                max_peer_items,
+            },
+        )?;
         pi_sum::validate(role, &config, &input.data.dataset)
             .map_err(Failure::from)
             .py_err(py)?;
@@ -212,4 +178,89 @@ impl PiSumParty {
             progress.as_ref(),
         )
     }
+}
+
+/// PI-Sum's settings as Python passes them (the CLI's flags).
+pub(crate) struct Settings<'a, 'py> {
+    pub protocol: &'a str,
+    pub group: &'a str,
+    pub values_he: &'a str,
+    pub he_modulus_bits: &'a Bound<'py, PyAny>,
+    pub dj_s: &'a Bound<'py, PyAny>,
+    pub z_encoding: &'a str,
+    pub reverse: bool,
+    pub threshold: Option<&'a Bound<'py, PyAny>>,
+    pub sum_of_squares: bool,
+    pub value_bound: &'a Bound<'py, PyAny>,
+    pub sum_bound: Option<&'a Bound<'py, PyAny>>,
+    pub max_peer_items: &'a Bound<'py, PyAny>,
+}
+
+/// The config the settings name, each checked with a clear error.
+pub(crate) fn config(py: Python<'_>, settings: Settings<'_, '_>) -> PyResult<PiSumConfig> {
+    let Settings {
+        protocol,
+        group,
+        values_he,
+        he_modulus_bits,
+        dj_s,
+        z_encoding,
+        reverse,
+        threshold,
+        sum_of_squares,
+        value_bound,
+        sum_bound,
+        max_peer_items,
+    } = settings;
+    let he_modulus_bits = errors::u32_arg(py, "he_modulus_bits", he_modulus_bits)?;
+    let dj_s = errors::u32_arg(py, "dj_s", dj_s)?;
+    let threshold = threshold
+        .map(|t| errors::u64_arg(py, "threshold", t))
+        .transpose()?;
+    let value_bound = errors::u64_arg(py, "value_bound", value_bound)?;
+    let sum_bound = sum_bound
+        .map(|b| errors::uint(py, "sum_bound", b, u128::MAX))
+        .transpose()?;
+    let max_peer_items = errors::u64_arg(py, "max_peer_items", max_peer_items)?;
+    Ok(PiSumConfig {
+        protocol: errors::named(
+            py,
+            "protocol",
+            protocol,
+            PiSumProtocol::from_name(protocol),
+            "ddh, rot, bloom",
+        )?,
+        group: errors::named(
+            py,
+            "group",
+            group,
+            CwPrfId::from_name(group),
+            "ristretto255, p256, p256-compressed, x25519",
+        )?,
+        he: errors::named(
+            py,
+            "values_he",
+            values_he,
+            HeId::from_name(values_he),
+            "paillier, elgamal, rlwe",
+        )?,
+        paillier: paillier::Params {
+            modulus_bits: he_modulus_bits,
+            s: dj_s,
+        },
+        z_encoding: errors::named(
+            py,
+            "z_encoding",
+            z_encoding,
+            SetEncoding::from_name(z_encoding),
+            "list, gcs, bloom",
+        )?,
+        reverse,
+        threshold,
+        sum_of_squares,
+        max_value: value_bound,
+        max_sum: sum_bound,
+        max_peer_items,
+        ..PiSumConfig::default()
+    })
 }

@@ -58,6 +58,9 @@ pub struct PiSumReport {
     pub group: &'static str,
     pub values_he: &'static str,
     pub z_encoding: &'static str,
+    /// A bucketed run's plan and per-unit figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buckets: Option<BucketsSection>,
     #[serde(flatten)]
     pub run: Metered,
 }
@@ -79,6 +82,7 @@ impl PiSumReport {
             group: config.group.name(),
             values_he: config.he.name(),
             z_encoding: config.z_encoding.name(),
+            buckets: None,
             run,
         }
     }
@@ -108,6 +112,14 @@ pub struct PsoReport {
     pub buckets: Option<BucketsSection>,
     #[serde(flatten)]
     pub run: Metered,
+}
+
+/// RESULT.json of a bucketed job.
+#[derive(serde::Serialize, Debug, Clone)]
+#[serde(untagged)]
+pub enum BucketedReport {
+    Pso(PsoReport),
+    PiSum(PiSumReport),
 }
 
 /// RESULT.json's `buckets` section: the plan's bucket count, this party's public

@@ -3,7 +3,7 @@
 //! [`run_all`] panics (via `assert!`) on the first failure, so it is meant to be called
 //! from a `#[test]`. It draws its randomness from fixed seeds, so a failure replays.
 
-use super::{AdditiveHe, ColumnBounds, HeError, HeId, SubsetSum};
+use super::{AdditiveHe, ColumnBounds, HeError, HeId, PartialSums, SubsetSum};
 use crate::rng::SessionRng;
 
 /// How much of the suite to run.
@@ -445,4 +445,52 @@ pub fn determinism<H: SubsetSum>(pk: &H::PublicKey, sk: &H::SecretKey, opts: &Op
     let a = H::encrypt_each(pk, sk, &bounds, &values, &mut seeded(9)).unwrap();
     let b = H::encrypt_each(pk, sk, &bounds, &values, &mut seeded(9)).unwrap();
     assert_eq!(a, b);
+}
+
+/// [`PartialSums`]: a selection spread over columns of different sizes (empty ones
+/// included) sums, once combined and finished, to the plaintext total; a partial that
+/// is not one is refused, never a panic.
+pub fn partial_sums<H: PartialSums>(params: &H::Params) {
+    let mut rng = seeded(9);
+    let (pk, sk) = H::keygen(params, &mut rng);
+    let max_value = (1u64 << 20) - 1;
+    let sizes = [0usize, 1, 37, 0, 250, 3];
+    let total_items: usize = sizes.iter().sum();
+    let max_sum = max_value as u128 * total_items as u128;
+    let mut acc: Option<Vec<u8>> = None;
+    let mut expect = 0u128;
+    let mut last_bounds = None;
+    for (c, &items) in sizes.iter().enumerate() {
+        let (mut bounds, values) = column(items, max_value, &mut rng);
+        bounds.max_sum = max_sum;
+        let col = H::encrypt_column(&pk, &sk, &bounds, &values, &mut rng).expect("encrypt");
+        let selected: Vec<usize> = match c % 3 {
+            0 => random_subset(items, &mut rng),
+            1 => (0..items).collect(),
+            _ => Vec::new(),
+        };
+        expect += selected.iter().map(|&i| values[i] as u128).sum::<u128>();
+        let partial = H::partial_sum(&pk, &bounds, &col, &selected).expect("partial_sum");
+        acc = Some(match acc {
+            None => partial,
+            Some(a) => H::add_partials(&pk, &bounds, &a, &partial).expect("add_partials"),
+        });
+        last_bounds = Some(bounds);
+    }
+    let bounds = last_bounds.expect("columns");
+    let acc = acc.expect("a partial");
+    let sum = H::finish_sum(&pk, &bounds, &acc, &mut rng).expect("finish_sum");
+    assert_eq!(
+        sum.len(),
+        H::sum_ciphertexts(&pk, &bounds).unwrap() * H::ciphertext_len(&pk)
+    );
+    assert_eq!(H::decrypt_sum(&sk, &bounds, &sum), Ok(expect));
+    // Finishing twice gives two encodings of the same sum.
+    let again = H::finish_sum(&pk, &bounds, &acc, &mut rng).expect("finish_sum");
+    assert_ne!(again, sum, "a finished sum is re-randomized");
+    assert_eq!(H::decrypt_sum(&sk, &bounds, &again), Ok(expect));
+    // Bad partials are errors.
+    assert!(H::finish_sum(&pk, &bounds, &acc[1..], &mut rng).is_err());
+    assert!(H::add_partials(&pk, &bounds, &acc, &acc[..acc.len() - 1]).is_err());
+    assert!(H::finish_sum(&pk, &bounds, &vec![0xff; acc.len()], &mut rng).is_err());
 }

@@ -214,6 +214,42 @@ pub trait SubsetSum: AdditiveHe {
     ) -> Result<u128, HeError>;
 }
 
+/// [`SubsetSum::sum_selected`] in steps, for a selection spread over several columns of
+/// one layout (a job that keeps its columns on disk and reads one at a time):
+/// `finish_sum(add_partials(partial_sum(a, ..), partial_sum(b, ..)))` is what
+/// `sum_selected` would return on the two columns joined, so the key owner learns the
+/// total and never a column's share of it.
+///
+/// A partial is neither masked nor re-randomized: it must never leave the party that
+/// made it. Every column's `bounds.max_sum` must bound the total over all of them (it
+/// fixes the packing); `bounds.items` is the column's own count.
+pub trait PartialSums: SubsetSum {
+    /// The unmasked encrypted sum of the items at `selected` (distinct indices).
+    fn partial_sum(
+        pk: &Self::PublicKey,
+        bounds: &ColumnBounds,
+        column: &[u8],
+        selected: &[usize],
+    ) -> Result<Vec<u8>, HeError>;
+
+    /// The partial of both selections.
+    fn add_partials(
+        pk: &Self::PublicKey,
+        bounds: &ColumnBounds,
+        a: &[u8],
+        b: &[u8],
+    ) -> Result<Vec<u8>, HeError>;
+
+    /// What [`SubsetSum::sum_selected`] returns for the partial's selection: masked and
+    /// re-randomized, for [`SubsetSum::decrypt_sum`].
+    fn finish_sum(
+        pk: &Self::PublicKey,
+        bounds: &ColumnBounds,
+        partial: &[u8],
+        rng: &mut SessionRng,
+    ) -> Result<Vec<u8>, HeError>;
+}
+
 /// A secret additive mask chosen by the non-owner in the reverse variant: an integer
 /// modulo the scheme's plaintext modulus, big-endian.
 #[derive(Clone, zeroize::Zeroize, zeroize::ZeroizeOnDrop)]

@@ -115,7 +115,7 @@ use rayon::prelude::*;
 use rug::integer::{IsPrime, Order};
 use rug::{Assign, Integer};
 
-use super::{AdditiveHe, ColumnBounds, HeError, HeId, Mask, SubsetSum};
+use super::{AdditiveHe, ColumnBounds, HeError, HeId, Mask, PartialSums, SubsetSum};
 use crate::rng::SessionRng;
 
 /// Statistical security of the slot masks (bits).
@@ -362,6 +362,26 @@ impl PublicKey {
             .with_min_len(32)
             .fold(|| Integer::from(1), |acc, c| self.mul_mod(&acc, c))
             .reduce(|| Integer::from(1), |a, b| self.mul_mod(&a, &b))
+    }
+
+    /// Ciphertexts packed back to back.
+    fn write_packed(&self, cts: &[Integer]) -> Vec<u8> {
+        let mut out = vec![0u8; cts.len() * self.ct_len];
+        for (c, buf) in cts.iter().zip(out.chunks_mut(self.ct_len)) {
+            write_be(c, buf);
+        }
+        out
+    }
+
+    /// A partial sum's per-slot products, validated (it may come from storage).
+    fn read_partial(&self, bounds: &ColumnBounds, bytes: &[u8]) -> Result<Vec<Integer>, HeError> {
+        let slots = Paillier::layout(self, bounds)?.slots;
+        packed_count(bytes.len(), self.ct_len, Some(slots))?;
+        bytes
+            .par_chunks(self.ct_len)
+            .enumerate()
+            .map(|(j, chunk)| self.decode_ct_int(chunk, j))
+            .collect()
     }
 }
 
@@ -1211,65 +1231,8 @@ impl SubsetSum for Paillier {
         selected: &[usize],
         rng: &mut SessionRng,
     ) -> Result<Vec<u8>, HeError> {
-        let lay = Self::layout(pk, bounds)?;
-        let l = lay.slots;
-        let k = lay.k;
-        let nct = bounds.items.div_ceil(l);
-        packed_count(column.len(), pk.ct_len, Some(nct))?;
-        check_selection(selected, bounds.items)?;
-        let mut buckets: Vec<Vec<usize>> = vec![Vec::new(); l];
-        let mut used = vec![false; nct];
-        for &i in selected {
-            buckets[i % l].push(i / l);
-            used[i / l] = true;
-        }
-        let cts = pk.decode_packed(column, &used)?;
-
-        // Target masks ρ'_j, uniform in [0, 2^{k-1}) with sum ≡ 0 mod 2^{k-1}.
-        let half = k - 1;
-        let mut targets: Vec<Integer> = (0..l.saturating_sub(1))
-            .map(|_| random_bits(rng, half))
-            .collect();
-        let mut last = Integer::new();
-        for t in &targets {
-            last -= t;
-        }
-        last.keep_bits_mut(half);
-        targets.push(last);
-        let forks = rng.fork_many(l);
-
-        let outputs: Vec<Integer> = buckets
-            .par_iter()
-            .zip(targets.par_iter())
-            .zip(forks.into_par_iter())
-            .enumerate()
-            .map(|(j, ((bucket, target), mut r))| {
-                let prod = pk.product(
-                    bucket
-                        .par_iter()
-                        .map(|&ci| cts[ci].as_ref().expect("decoded above")),
-                );
-                // Junk masks: every other slot uniform in [0, 2^k − 2^u), so that
-                // junk (< 2^u) plus mask never carries into the next slot.
-                let junk_range = (Integer::from(1) << k) - (Integer::from(1) << lay.u);
-                let mut mask = Integer::new();
-                for jj in (0..l).rev() {
-                    mask <<= k;
-                    if jj != j {
-                        mask += random_below(&mut r, &junk_range);
-                    }
-                }
-                mask += Integer::from(target << (k * j as u32));
-                let masked = pk.encrypt_full(&mask, &mut r);
-                wipe(&mut mask);
-                pk.mul_mod(&prod, &masked)
-            })
-            .collect();
-        let mut out = vec![0u8; l * pk.ct_len];
-        for (c, buf) in outputs.iter().zip(out.chunks_mut(pk.ct_len)) {
-            write_be(c, buf);
-        }
-        Ok(out)
+        let partial = Self::partial_sum(pk, bounds, column, selected)?;
+        Self::finish_sum(pk, bounds, &partial, rng)
     }
 
     fn decrypt_sum(sk: &SecretKey, bounds: &ColumnBounds, sum: &[u8]) -> Result<u128, HeError> {
@@ -1406,6 +1369,103 @@ impl SubsetSum for Paillier {
     }
 }
 
+/// The partial of a selection is one product per slot `j`: of the ciphertexts whose
+/// slot `j` holds a selected item. Products of several columns multiply slot by slot;
+/// every slot of a product stays below `2^u` because it sums distinct items, all counted
+/// in `max_sum`.
+impl PartialSums for Paillier {
+    fn partial_sum(
+        pk: &PublicKey,
+        bounds: &ColumnBounds,
+        column: &[u8],
+        selected: &[usize],
+    ) -> Result<Vec<u8>, HeError> {
+        let lay = Self::layout(pk, bounds)?;
+        let l = lay.slots;
+        let nct = bounds.items.div_ceil(l);
+        packed_count(column.len(), pk.ct_len, Some(nct))?;
+        check_selection(selected, bounds.items)?;
+        let mut buckets: Vec<Vec<usize>> = vec![Vec::new(); l];
+        let mut used = vec![false; nct];
+        for &i in selected {
+            buckets[i % l].push(i / l);
+            used[i / l] = true;
+        }
+        let cts = pk.decode_packed(column, &used)?;
+        let products: Vec<Integer> = buckets
+            .par_iter()
+            .map(|bucket| {
+                pk.product(
+                    bucket
+                        .par_iter()
+                        .map(|&ci| cts[ci].as_ref().expect("decoded above")),
+                )
+            })
+            .collect();
+        Ok(pk.write_packed(&products))
+    }
+
+    fn add_partials(
+        pk: &PublicKey,
+        bounds: &ColumnBounds,
+        a: &[u8],
+        b: &[u8],
+    ) -> Result<Vec<u8>, HeError> {
+        let a = pk.read_partial(bounds, a)?;
+        let b = pk.read_partial(bounds, b)?;
+        let sums: Vec<Integer> = a.iter().zip(&b).map(|(x, y)| pk.mul_mod(x, y)).collect();
+        Ok(pk.write_packed(&sums))
+    }
+
+    fn finish_sum(
+        pk: &PublicKey,
+        bounds: &ColumnBounds,
+        partial: &[u8],
+        rng: &mut SessionRng,
+    ) -> Result<Vec<u8>, HeError> {
+        let lay = Self::layout(pk, bounds)?;
+        let l = lay.slots;
+        let k = lay.k;
+        let products = pk.read_partial(bounds, partial)?;
+        // Target masks ρ'_j, uniform in [0, 2^{k-1}) with sum ≡ 0 mod 2^{k-1}.
+        let half = k - 1;
+        let mut targets: Vec<Integer> = (0..l.saturating_sub(1))
+            .map(|_| random_bits(rng, half))
+            .collect();
+        let mut last = Integer::new();
+        for t in &targets {
+            last -= t;
+        }
+        last.keep_bits_mut(half);
+        targets.push(last);
+        let forks = rng.fork_many(l);
+
+        let outputs: Vec<Integer> = products
+            .par_iter()
+            .zip(targets.par_iter())
+            .zip(forks.into_par_iter())
+            .enumerate()
+            .map(|(j, ((prod, target), mut r))| {
+                // Junk masks: every other slot uniform in [0, 2^k − 2^u), so that
+                // junk (< 2^u) plus mask never carries into the next slot.
+                let junk_range = (Integer::from(1) << k) - (Integer::from(1) << lay.u);
+                let mut mask = Integer::new();
+                for jj in (0..l).rev() {
+                    mask <<= k;
+                    if jj != j {
+                        mask += random_below(&mut r, &junk_range);
+                    }
+                }
+                mask += Integer::from(target << (k * j as u32));
+                let masked = pk.encrypt_full(&mask, &mut r);
+                wipe(&mut mask);
+                pk.mul_mod(prod, &masked)
+            })
+            .collect();
+        Ok(pk.write_packed(&outputs))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1414,6 +1474,14 @@ mod tests {
     #[test]
     fn conformance_1024_s1() {
         conformance::run_all::<Paillier>(&Params {
+            modulus_bits: 1024,
+            s: 1,
+        });
+    }
+
+    #[test]
+    fn partial_sums_combine_across_columns() {
+        conformance::partial_sums::<Paillier>(&Params {
             modulus_bits: 1024,
             s: 1,
         });

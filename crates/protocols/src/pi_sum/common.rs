@@ -241,7 +241,7 @@ impl<H: HeChoice> P2Values<H> {
         let (pk, sk) = H::keygen(&H::params(&setup.config, &setup.hello), session.rng);
         let bounds = super::encrypted_columns(&setup.hello);
         session.meter.begin(phase, bounds.len());
-        let columns = super::plaintext_columns(&setup.config, &setup.input)
+        let columns = super::plaintext_columns(&setup.config, &setup.input.columns)
             .iter()
             .zip(&bounds)
             .map(|(col, b)| {

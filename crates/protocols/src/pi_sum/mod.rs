@@ -44,6 +44,7 @@ use crate::party::OutputParty;
 use crate::set_encoding::SetEncoding;
 use crate::wire::{PartyId, ProtocolId};
 
+pub use common::MAX_PUBLIC_KEY_LEN;
 pub(crate) use hello::Hello;
 
 pub const PROTOCOL: ProtocolId = ProtocolId::PiSum;
@@ -348,7 +349,7 @@ impl PiSumOutput {
     }
 
     /// The output of the party entitled to the sums (see [`ColumnSums::from_totals`]).
-    pub(crate) fn with_sums(
+    pub fn with_sums(
         cardinality: u64,
         totals: Vec<u128>,
         value_columns: usize,
@@ -551,7 +552,7 @@ pub fn validate(role: Role, config: &PiSumConfig, input: &Dataset) -> Result<(),
 }
 
 /// The agreed bound on a column's total.
-pub(crate) fn column_max_sum(config: &PiSumConfig, items: usize) -> u128 {
+pub fn column_max_sum(config: &PiSumConfig, items: usize) -> u128 {
     config
         .max_sum
         .unwrap_or(config.max_value as u128 * items.max(1) as u128)
@@ -560,38 +561,55 @@ pub(crate) fn column_max_sum(config: &PiSumConfig, items: usize) -> u128 {
 /// Bounds of every encrypted column, in order: the value columns, then (with sums of
 /// squares) one squared column per value column. Derived from public numbers only.
 pub(crate) fn encrypted_columns(hello_p2: &Hello) -> Vec<ColumnBounds> {
-    let items = hello_p2.items as usize;
+    column_bounds(
+        hello_p2.items as usize,
+        hello_p2.value_columns as usize,
+        hello_p2.max_value,
+        hello_p2.max_sum,
+        hello_p2.sum_of_squares(),
+    )
+}
+
+/// Most value columns P2 may announce.
+pub const MAX_VALUE_COLUMNS: usize = hello::MAX_COLUMNS;
+
+/// Bounds of every encrypted column of `items` items, as [`encrypted_columns`] lists
+/// them, from P2's announced value bound, column-total bound and squares flag.
+pub fn column_bounds(
+    items: usize,
+    value_columns: usize,
+    max_value: u64,
+    max_sum: u128,
+    sum_of_squares: bool,
+) -> Vec<ColumnBounds> {
     let plain = ColumnBounds {
         items,
-        max_value: hello_p2.max_value,
-        max_sum: hello_p2.max_sum,
+        max_value,
+        max_sum,
     };
-    let mut cols = vec![plain; hello_p2.value_columns as usize];
-    if hello_p2.sum_of_squares() {
+    let mut cols = vec![plain; value_columns];
+    if sum_of_squares {
         // Saturating: the bounds come from the peer's hello, and a wrapped product
         // would be a bound below the real one (found by fuzz/fuzz_targets/hello.rs).
-        let mv = hello_p2.max_value as u128;
+        let mv = max_value as u128;
         let mv2 = mv.saturating_mul(mv);
         let squared = ColumnBounds {
             items,
             max_value: mv2.min(u64::MAX as u128) as u64,
             max_sum: mv
-                .saturating_mul(hello_p2.max_sum)
+                .saturating_mul(max_sum)
                 .min((items as u128).saturating_mul(mv2)),
         };
-        cols.extend(std::iter::repeat_n(
-            squared,
-            hello_p2.value_columns as usize,
-        ));
+        cols.extend(std::iter::repeat_n(squared, value_columns));
     }
     cols
 }
 
-/// P2's plaintext columns in the order of [`encrypted_columns`].
-pub(crate) fn plaintext_columns(config: &PiSumConfig, input: &Dataset) -> Vec<Vec<u64>> {
-    let mut cols = input.columns.clone();
+/// P2's plaintext columns in the order of [`encrypted_columns`], from its value columns.
+pub fn plaintext_columns(config: &PiSumConfig, columns: &[Vec<u64>]) -> Vec<Vec<u64>> {
+    let mut cols = columns.to_vec();
     if config.sum_of_squares {
-        for c in &input.columns {
+        for c in columns {
             cols.push(c.iter().map(|&v| v * v).collect());
         }
     }

@@ -392,7 +392,7 @@ impl<C: CwPrf, H: HeChoice> Protocol for P2<C, H> {
             &key,
         ));
         let bounds = super::encrypted_columns(&self.setup.hello);
-        for (col, b) in super::plaintext_columns(&self.setup.config, &self.setup.input)
+        for (col, b) in super::plaintext_columns(&self.setup.config, &self.setup.input.columns)
             .iter()
             .zip(&bounds)
         {

@@ -15,12 +15,13 @@
 //!    the items fall into buckets. Each finished bucket is recorded; a party started
 //!    again with the same command continues with the buckets not yet finished.
 //!
-//! [`job`] keeps the state directory; [`pso`] runs the set operations this way. An
-//! operation whose output is an aggregate (psi-card) cannot run per identifier bucket;
-//! [`value`] streams its messages instead, partitioned by PRF values.
+//! [`job`] keeps the state directory; [`runner`] runs a job this way. An operation whose
+//! output is an aggregate (psi-card, psi-card-sum, pi-sum; [`operation`]) cannot run per
+//! identifier bucket; [`value`] streams its messages instead, partitioned by PRF values.
 
 pub mod job;
-pub mod pso;
+pub mod operation;
+pub mod runner;
 pub mod spill;
 pub mod value;
 

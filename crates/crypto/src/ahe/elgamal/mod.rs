@@ -34,7 +34,7 @@ use rayon::prelude::*;
 use zeroize::Zeroize;
 
 use super::paillier::{check_selection, packed_count};
-use super::{AdditiveHe, ColumnBounds, HeError, HeId, Mask, SubsetSum};
+use super::{AdditiveHe, ColumnBounds, HeError, HeId, Mask, PartialSums, SubsetSum};
 use crate::rng::SessionRng;
 
 /// Bytes of one encoded ciphertext.
@@ -211,6 +211,18 @@ pub(crate) fn encode(c: &Ciphertext, out: &mut [u8]) {
 }
 
 pub(crate) fn decode(bytes: &[u8], index: usize) -> Result<Ciphertext, HeError> {
+    let c = decode_points(bytes, index)?;
+    if c.c1 == RistrettoPoint::identity() {
+        return Err(HeError::InvalidCiphertext {
+            index,
+            reason: "c1 is the identity".into(),
+        });
+    }
+    Ok(c)
+}
+
+/// Two canonical points, the identity allowed (a partial sum of nothing).
+fn decode_points(bytes: &[u8], index: usize) -> Result<Ciphertext, HeError> {
     let bad = |reason: &str| HeError::InvalidCiphertext {
         index,
         reason: reason.to_string(),
@@ -227,10 +239,13 @@ pub(crate) fn decode(bytes: &[u8], index: usize) -> Result<Ciphertext, HeError> 
         point(&bytes[..32]).ok_or_else(|| bad("c1 is not a canonical ristretto255 encoding"))?;
     let c2 =
         point(&bytes[32..]).ok_or_else(|| bad("c2 is not a canonical ristretto255 encoding"))?;
-    if c1 == RistrettoPoint::identity() {
-        return Err(bad("c1 is the identity"));
-    }
     Ok(Ciphertext { c1, c2 })
+}
+
+fn encoded(c: &Ciphertext) -> Vec<u8> {
+    let mut out = vec![0u8; CIPHERTEXT_LEN];
+    encode(c, &mut out);
+    out
 }
 
 fn decode_selected(column: &[u8], selected: &[usize]) -> Result<Vec<Ciphertext>, HeError> {
@@ -504,17 +519,8 @@ impl SubsetSum for ElGamal {
         selected: &[usize],
         rng: &mut SessionRng,
     ) -> Result<Vec<u8>, HeError> {
-        packed_count(
-            column.len(),
-            CIPHERTEXT_LEN,
-            Some(Self::column_ciphertexts(pk, bounds)?),
-        )?;
-        check_selection(selected, bounds.items)?;
-        let cts = decode_selected(column, selected)?;
-        let sum = sum_cts(&cts) + pk.encrypt_scalar(&Scalar::ZERO, rng);
-        let mut out = vec![0u8; CIPHERTEXT_LEN];
-        encode(&sum, &mut out);
-        Ok(out)
+        let partial = Self::partial_sum(pk, bounds, column, selected)?;
+        Self::finish_sum(pk, bounds, &partial, rng)
     }
 
     fn decrypt_sum(sk: &SecretKey, bounds: &ColumnBounds, sum: &[u8]) -> Result<u128, HeError> {
@@ -619,6 +625,47 @@ impl SubsetSum for ElGamal {
     }
 }
 
+/// A partial is the plain sum of the selected ciphertexts (the identity pair when none
+/// is selected); finishing adds a fresh encryption of zero.
+impl PartialSums for ElGamal {
+    fn partial_sum(
+        pk: &PublicKey,
+        bounds: &ColumnBounds,
+        column: &[u8],
+        selected: &[usize],
+    ) -> Result<Vec<u8>, HeError> {
+        packed_count(
+            column.len(),
+            CIPHERTEXT_LEN,
+            Some(Self::column_ciphertexts(pk, bounds)?),
+        )?;
+        check_selection(selected, bounds.items)?;
+        let cts = decode_selected(column, selected)?;
+        Ok(encoded(&sum_cts(&cts)))
+    }
+
+    fn add_partials(
+        pk: &PublicKey,
+        bounds: &ColumnBounds,
+        a: &[u8],
+        b: &[u8],
+    ) -> Result<Vec<u8>, HeError> {
+        check_range(bounds.max_sum, pk.max_table_bits)?;
+        Ok(encoded(&(decode_points(a, 0)? + decode_points(b, 1)?)))
+    }
+
+    fn finish_sum(
+        pk: &PublicKey,
+        bounds: &ColumnBounds,
+        partial: &[u8],
+        rng: &mut SessionRng,
+    ) -> Result<Vec<u8>, HeError> {
+        check_range(bounds.max_sum, pk.max_table_bits)?;
+        let sum = decode_points(partial, 0)? + pk.encrypt_scalar(&Scalar::ZERO, rng);
+        Ok(encoded(&sum))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -627,6 +674,11 @@ mod tests {
     #[test]
     fn conformance_default() {
         conformance::run_all::<ElGamal>(&Params::default());
+    }
+
+    #[test]
+    fn partial_sums_combine_across_columns() {
+        conformance::partial_sums::<ElGamal>(&Params::default());
     }
 
     #[test]

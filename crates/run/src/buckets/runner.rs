@@ -1,6 +1,5 @@
-//! A set operation of Chen et al. 2024 run in buckets (see [`super`]): psi as one
-//! session per identifier bucket, psi-card and psi-card-sum as the value-partitioned units of
-//! [`super::value`]. Both keep the same state directory, plan and records (a "bucket" of
+//! A bucketed job (see [`super`]): psi as one session per identifier bucket; psi-card,
+//! psi-card-sum and pi-sum as the value-partitioned units of [`super::value`]. Both keep the same state directory, plan and records (a "bucket" of
 //! the records is a unit of a value-partitioned job).
 //!
 //! Over TCP every connection starts with the plan session, which also tells each party
@@ -17,18 +16,20 @@ use privset_protocols::Party;
 use privset_protocols::bucket_plan::{self, Decision, PlanRequest};
 use privset_protocols::input::DuplicatePolicy;
 use privset_protocols::partition_unit::{self, TransferInput, UnitId};
-use privset_protocols::pso::{self, Operation, PsoConfig, PsoOutput, PsoRole};
+use privset_protocols::pi_sum;
+use privset_protocols::pso::{self, Operation, PsoOutput, PsoRole};
 use sha2::{Digest, Sha256};
 
 use super::job::{BucketFigures, Fingerprint, JobDir, Plan};
-use super::value::{self, Layout, Step};
+use super::operation::JobConfig;
+use super::value::{self, Layout, Shape, Step};
 use crate::drive::Metered;
 use crate::fail::{Failure, FailureKind};
 use crate::keys::Keys;
 use crate::link::{Endpoint, LinkSpec, fresh_seed};
 use crate::metrics::{Prices, Stopwatch};
 use crate::output_rows::RowWriter;
-use crate::report::{BucketsSection, PsoReport};
+use crate::report::{BucketedReport, BucketsSection, PiSumReport, PsoReport};
 use crate::source::{InputSpec, RowStream};
 
 /// Connections opened again after a break before the job gives up.
@@ -46,9 +47,10 @@ const CONFIRM_WAIT: Duration = Duration::from_secs(15);
 pub type DriveFn<'a> =
     dyn FnMut(&mut dyn Party, &mut (dyn Transport + Send), &str) -> Result<(), Failure> + 'a;
 
-/// Everything a bucketed set-operation party needs.
-pub struct PsoJob<'a> {
-    pub config: &'a PsoConfig,
+/// Everything a bucketed party needs.
+pub struct Job<'a> {
+    pub config: JobConfig<'a>,
+    /// pi-sum: P1 plays the receiver, P2 the sender.
     pub role: PsoRole,
     pub input: &'a Path,
     pub keys: &'a Keys,
@@ -68,38 +70,25 @@ pub struct PsoJob<'a> {
     pub prices: Prices,
 }
 
-/// The operations that run in buckets, and why the others do not yet.
-pub fn check_operation(operation: Operation) -> Result<(), Failure> {
-    match operation {
-        Operation::Psi | Operation::PsiCard | Operation::PsiCardSum => Ok(()),
-        other => Err(Failure::config(format!(
-            "--buckets runs psi, psi-card and psi-card-sum only for now: {} would show the receiver each \
-             bucket's {}, more than the unbucketed run reveals (docs/scale.md)",
-            other.name(),
-            match other {
-                Operation::Psu | Operation::PrivateId => "union size and the peer's bucket sizes",
-                _ => "intersection size",
-            }
-        ))),
-    }
-}
-
-/// The operations run as value-partitioned units rather than identifier buckets.
-fn by_value(operation: Operation) -> bool {
-    matches!(operation, Operation::PsiCard | Operation::PsiCardSum)
-}
-
-fn names(role: PsoRole) -> (&'static str, &'static str, u8) {
-    match role {
-        PsoRole::Receiver => ("receiver", "sender", 0),
-        PsoRole::Sender => ("sender", "receiver", 1),
+impl Job<'_> {
+    /// This party's name, the peer's, and this party's participant index.
+    fn names(&self) -> (&'static str, &'static str, u8) {
+        let (me, peer, index) = match self.role {
+            PsoRole::Receiver => (PsoRole::Receiver, PsoRole::Sender, 0),
+            PsoRole::Sender => (PsoRole::Sender, PsoRole::Receiver, 1),
+        };
+        (
+            self.config.role_name(me),
+            self.config.role_name(peer),
+            index,
+        )
     }
 }
 
 /// Runs the job to the end (continuing an earlier attempt's state), writes the rows
 /// and returns the report with the job's state, which the caller removes once it has
 /// written the report (a party killed before that writes it again on its next start).
-pub fn run(job: &PsoJob<'_>, drive: &mut DriveFn<'_>) -> Result<(PsoReport, JobDir), Failure> {
+pub fn run(job: &Job<'_>, drive: &mut DriveFn<'_>) -> Result<(BucketedReport, JobDir), Failure> {
     let mut runner = Runner::open(job)?;
     match (&job.link.endpoint, runner.dir.is_complete()) {
         (Endpoint::ExchangeDir { .. }, false) => {
@@ -123,7 +112,7 @@ pub fn run(job: &PsoJob<'_>, drive: &mut DriveFn<'_>) -> Result<(PsoReport, JobD
 /// bucket wherever it likes (each on its own `Runner` of the same job), then
 /// [`Runner::finish`].
 pub struct Runner<'a> {
-    job: &'a PsoJob<'a>,
+    job: &'a Job<'a>,
     dir: JobDir,
     staged: super::Staged,
     /// Bytes moved by this process over every connection.
@@ -135,24 +124,21 @@ pub struct Runner<'a> {
 impl<'a> Runner<'a> {
     /// Opens the job: checks the settings, then stages the input unless an earlier
     /// attempt staged this very input (before any traffic: bad input stops here).
-    pub fn open(job: &'a PsoJob<'a>) -> Result<Self, Failure> {
+    pub fn open(job: &'a Job<'a>) -> Result<Self, Failure> {
         Self::open_with(job, true)
     }
 
     /// Opens a job whose input is already staged (a bucket task or the last step of a
     /// distributed job): never stages, and never removes what it finds.
-    pub fn open_staged(job: &'a PsoJob<'a>) -> Result<Self, Failure> {
+    pub fn open_staged(job: &'a Job<'a>) -> Result<Self, Failure> {
         Self::open_with(job, false)
     }
 
-    fn open_with(job: &'a PsoJob<'a>, may_stage: bool) -> Result<Self, Failure> {
-        check_operation(job.config.operation)?;
-        if by_value(job.config.operation) {
-            value::check(job.config, job.role, job.values.len())?;
-        }
+    fn open_with(job: &'a Job<'a>, may_stage: bool) -> Result<Self, Failure> {
+        job.config.check(job.role, job.values.len())?;
         let stopwatch = Stopwatch::start();
-        let (me, _, _) = names(job.role);
-        let op = job.config.operation.name();
+        let (me, _, _) = job.names();
+        let op = job.config.name();
         // The staged rows are this party's identifiers in the clear: never where the
         // other party can read them.
         let (kind, peer) = match &job.link.endpoint {
@@ -198,7 +184,7 @@ impl<'a> Runner<'a> {
 
     /// Step 1 into a fresh job directory.
     fn stage(
-        job: &PsoJob<'_>,
+        job: &Job<'_>,
         dir: &JobDir,
         fingerprint: &Fingerprint,
     ) -> Result<super::Staged, Failure> {
@@ -215,7 +201,7 @@ impl<'a> Runner<'a> {
                 rows,
                 job.values,
                 job.policy,
-                job.config.max_value,
+                job.config.max_value(),
                 &dir.dir,
                 super::spill_count(bytes),
             )
@@ -239,7 +225,7 @@ impl<'a> Runner<'a> {
     /// Steps 2 and 3 over an exchange directory (its `plan/` subdirectory), unless an
     /// earlier attempt recorded the plan; returns the buckets not yet finished.
     pub fn plan_over_exchange_dir(&mut self, drive: &mut DriveFn<'_>) -> Result<Vec<u32>, Failure> {
-        let (me, peer, _) = names(self.job.role);
+        let (me, peer, _) = self.job.names();
         let plan = match self.dir.plan()? {
             Some(plan) => plan,
             None => {
@@ -269,7 +255,7 @@ impl<'a> Runner<'a> {
         if self.dir.done(b)?.is_some() {
             return Ok(());
         }
-        let (me, peer, _) = names(self.job.role);
+        let (me, peer, _) = self.job.names();
         let mut link = self.sub_link(&format!("bucket-{b:07}"))?.open(me, peer)?;
         self.bucket(b, link.transport.as_mut(), link.seed, drive)?;
         self.add(link.transport.counters());
@@ -281,11 +267,16 @@ impl<'a> Runner<'a> {
 impl Runner<'_> {
     /// True for the value-partitioned layout of [`super::value`].
     fn by_value(&self) -> bool {
-        by_value(self.job.config.operation)
+        self.job.config.shape().is_some()
+    }
+
+    /// The value layout's shape (callers check [`Runner::by_value`]).
+    fn shape(&self) -> Shape {
+        self.job.config.shape().unwrap_or(Shape::Card)
     }
 
     fn layout(&self, plan: &Plan) -> Layout {
-        Layout::of(plan, self.job.role, self.job.config.operation)
+        Layout::of(plan, self.job.role, self.shape())
     }
 
     /// What a unit of the value layout needs, under `plan` and its `keys`.
@@ -293,7 +284,8 @@ impl Runner<'_> {
         value::UnitContext {
             dir: &self.dir.dir,
             role: self.job.role,
-            config: self.job.config,
+            job: self.job.config,
+            columns: self.job.values.len(),
             plan,
             layout: self.layout(plan),
             keys,
@@ -316,7 +308,7 @@ impl Runner<'_> {
             _ => None,
         };
         Ok(PlanRequest {
-            operation: self.job.config.operation.protocol(),
+            operation: self.job.config.protocol(),
             items: self.staged.items,
             buckets: self.job.buckets,
             target: self.job.target,
@@ -331,7 +323,7 @@ impl Runner<'_> {
         prior: bool,
         drive: &mut DriveFn<'_>,
     ) -> Result<Decision, Failure> {
-        let (_, _, index) = names(self.job.role);
+        let (_, _, index) = self.job.names();
         let mut party = bucket_plan::new_party(NAMES, index, self.request(prior)?, seed)?;
         drive(&mut party, transport, "agreeing on the bucket plan")?;
         party
@@ -353,10 +345,10 @@ impl Runner<'_> {
                  parties' state directories to start over",
             ));
         };
-        if *peer_items > self.job.config.max_peer_items {
+        if *peer_items > self.job.config.max_peer_items() {
             return Err(Failure::config(format!(
                 "the peer announces {peer_items} items, more than --max-peer-items {}",
-                self.job.config.max_peer_items
+                self.job.config.max_peer_items()
             )));
         }
         self.dir.clear_plan()?;
@@ -365,14 +357,14 @@ impl Runner<'_> {
                 PsoRole::Receiver => (self.staged.items, *peer_items),
                 PsoRole::Sender => (*peer_items, self.staged.items),
             };
-            let sums = self.job.config.operation == Operation::PsiCardSum;
+
             value::prepare(
                 &self.dir.dir,
-                Layout::new(r, s, *buckets, sums).chunk,
+                Layout::new(r, s, *buckets, self.shape()).chunk,
                 &self.staged,
                 self.job.values,
                 self.job.policy,
-                self.job.config.max_value,
+                self.job.config.max_value(),
             )?;
             return self.dir.save_plan(&Plan {
                 id: hex::encode(id),
@@ -389,7 +381,7 @@ impl Runner<'_> {
             &self.staged,
             self.job.values,
             self.job.policy,
-            self.job.config.max_value,
+            self.job.config.max_value(),
             key,
             *buckets,
         )?;
@@ -414,7 +406,7 @@ impl Runner<'_> {
     }
 
     fn over_tcp(&mut self, drive: &mut DriveFn<'_>) -> Result<(), Failure> {
-        let (me, peer, _) = names(self.job.role);
+        let (me, peer, _) = self.job.names();
         let mut reconnects = 0;
         // When the link last broke (or the job started).
         let mut broke = std::time::Instant::now();
@@ -480,7 +472,7 @@ impl Runner<'_> {
     /// One best-effort plan session, waiting at most [`CONFIRM_WAIT`] for the peer, to
     /// tell a peer still waiting that every bucket is done.
     fn confirm_over_tcp(&mut self, drive: &mut DriveFn<'_>) {
-        let (me, peer, _) = names(self.job.role);
+        let (me, peer, _) = self.job.names();
         let mut spec = self.job.link.clone();
         spec.timeout = spec.timeout.min(CONFIRM_WAIT);
         if let Ok(mut link) = spec.open(me, peer) {
@@ -582,7 +574,10 @@ impl Runner<'_> {
     ) -> Result<Ran, Failure> {
         // The peer's bucket must have its public padded size, no more (no less).
         let peer_padded = super::padded_size(plan.peer_items, plan.buckets);
-        let mut config = self.job.config.clone();
+        let JobConfig::Pso(config) = self.job.config else {
+            return Err(Failure::other("identifier buckets run set operations only"));
+        };
+        let mut config = config.clone();
         config.max_peer_items = peer_padded;
         // Dummies from the session seed: an exchange-directory replay rebuilds the
         // same padded set, and so the same messages.
@@ -635,7 +630,7 @@ impl Runner<'_> {
         let keys = value::Keys::of(plan, self.job.config)?;
         let ctx = self.unit_context(plan, &keys);
         let id = UnitId {
-            operation: self.job.config.operation.protocol(),
+            operation: self.job.config.protocol(),
             plan: plan.id_bytes(),
             unit: u,
             producer: layout.producer(u),
@@ -650,10 +645,14 @@ impl Runner<'_> {
         if let Step::Transfer(j) = step {
             return self.transfer_unit(&ctx, id, j, (transport, seed, drive), &label);
         }
-        let (_, _, me) = names(self.job.role);
-        let width = self.job.config.cwprf.element_len() as u64;
+        let (_, _, me) = self.job.names();
+        let width = self.job.config.cwprf().element_len() as u64;
         // Elements in a payload (a compare unit's may be a filter, the total's none).
         let elements = |payload: &[u8]| match step {
+            // pi-sum's send units start with their count (encrypted values follow).
+            Step::Send(_) if layout.shape == Shape::PiSum => payload
+                .first_chunk::<8>()
+                .map_or(0, |n| u64::from_be_bytes(*n)),
             Step::Evaluate(_) | Step::Send(_) => payload.len() as u64 / width,
             _ => 0,
         };
@@ -669,7 +668,7 @@ impl Runner<'_> {
                 rows: None,
             });
         }
-        let mut party = partition_unit::consumer(NAMES, id, ctx.max_payload(u), seed)?;
+        let mut party = partition_unit::consumer(NAMES, id, ctx.max_payload(u)?, seed)?;
         drive(&mut party, transport, &label)?;
         let payload = party
             .into_output()
@@ -718,15 +717,15 @@ impl Runner<'_> {
     }
 
     fn label(&self, what: &str) -> String {
-        let (me, _, _) = names(self.job.role);
-        format!("{} {me}, {what}", self.job.config.operation.name())
+        let (me, _, _) = self.job.names();
+        format!("{} {me}, {what}", self.job.config.name())
     }
 
     /// Once every bucket is recorded: writes the merged rows and returns RESULT.json
     /// with the job's state (for the caller to remove once the report is written).
     /// `distributed`: the buckets ran in other processes (Ray tasks), so their CPU and
     /// bytes are added from their records to this process's own.
-    pub fn finish(self, distributed: bool) -> Result<(PsoReport, JobDir), Failure> {
+    pub fn finish(self, distributed: bool) -> Result<(BucketedReport, JobDir), Failure> {
         let plan = self
             .dir
             .plan()?
@@ -740,25 +739,9 @@ impl Runner<'_> {
             })
             .collect::<Result<Vec<_>, _>>()?;
         self.dir.mark_complete()?;
-        // The receiver's output: psi's rows, psi-card's count (the compare units'); the
-        // card-sum sender's: the total unit's count, and the sum.
-        let operation = self.job.config.operation;
-        let learns = self.job.role == PsoRole::Receiver || operation == Operation::PsiCardSum;
-        let has_rows = learns && !self.by_value();
-        let sum = if operation == Operation::PsiCardSum && self.job.role == PsoRole::Sender {
-            let keys = value::Keys::of(&plan, self.job.config)?;
-            Some(self.unit_context(&plan, &keys).total()?.1)
-        } else {
-            None
-        };
+        // psi's rows, the compare units' counts (psi-card's, P1's), the total's count
+        // (the psi-card-sum sender's, P2's).
         let total_rows: u64 = figures.iter().filter_map(|f| f.rows).sum();
-        let rows = match (self.job.rows_path, has_rows) {
-            (Some(path), true) => {
-                self.write_rows(path, plan.buckets)?;
-                Some(total_rows as usize)
-            }
-            _ => None,
-        };
         let mut run = Metered::measure(self.kind, self.counters, &self.stopwatch, self.job.prices);
         if distributed {
             run.bytes_sent += figures.iter().map(|f| f.bytes_sent).sum::<u64>();
@@ -766,9 +749,57 @@ impl Runner<'_> {
             run.cpu_seconds += figures.iter().map(|f| f.cpu_seconds).sum::<f64>();
             run.cost_cents = self.job.prices.cents(run.cpu_seconds, run.bytes_sent);
         }
-        let config = self.job.config;
-        let report = PsoReport {
-            protocol: config.operation.name(),
+        let buckets = BucketsSection {
+            count: plan.buckets,
+            padded: plan.padded,
+            per_bucket: figures,
+        };
+        let report = match self.job.config {
+            JobConfig::Pso(config) => {
+                BucketedReport::Pso(self.pso_report(config, &plan, total_rows, run, buckets)?)
+            }
+            JobConfig::PiSum(config) => {
+                let keys = value::Keys::of(&plan, self.job.config)?;
+                let output = self.unit_context(&plan, &keys).pi_sum_output(total_rows)?;
+                let role = match self.job.role {
+                    PsoRole::Receiver => pi_sum::Role::P1,
+                    PsoRole::Sender => pi_sum::Role::P2,
+                };
+                let mut report = PiSumReport::new(config, role, &output, plan.items as usize, run);
+                report.buckets = Some(buckets);
+                BucketedReport::PiSum(report)
+            }
+        };
+        Ok((report, self.dir))
+    }
+
+    /// A set operation's RESULT.json, writing the merged rows (psi).
+    fn pso_report(
+        &self,
+        config: &pso::PsoConfig,
+        plan: &Plan,
+        total_rows: u64,
+        run: Metered,
+        buckets: BucketsSection,
+    ) -> Result<PsoReport, Failure> {
+        let operation = config.operation;
+        let learns = self.job.role == PsoRole::Receiver || operation == Operation::PsiCardSum;
+        let has_rows = learns && !self.by_value();
+        let sum = if operation == Operation::PsiCardSum && self.job.role == PsoRole::Sender {
+            let keys = value::Keys::of(plan, self.job.config)?;
+            Some(self.unit_context(plan, &keys).total()?.1)
+        } else {
+            None
+        };
+        let rows = match (self.job.rows_path, has_rows) {
+            (Some(path), true) => {
+                self.write_rows(path, plan.buckets)?;
+                Some(total_rows as usize)
+            }
+            _ => None,
+        };
+        Ok(PsoReport {
+            protocol: operation.name(),
             role: self.job.role.name(),
             items: plan.items as usize,
             peer_items: plan.peer_items,
@@ -779,14 +810,9 @@ impl Runner<'_> {
             group: config.cwprf.name(),
             mqrpmt: config.construction.name(),
             last_message: config.last_message.name(),
-            buckets: Some(BucketsSection {
-                count: plan.buckets,
-                padded: plan.padded,
-                per_bucket: figures,
-            }),
+            buckets: Some(buckets),
             run,
-        };
-        Ok((report, self.dir))
+        })
     }
 
     fn write_rows(&self, path: &Path, buckets: u32) -> Result<(), Failure> {

@@ -1,5 +1,5 @@
-//! psi-card and psi-card-sum past one machine's memory, revealing nothing an unbucketed
-//! run does not.
+//! psi-card, psi-card-sum and pi-sum past one machine's memory, revealing nothing an
+//! unbucketed run does not.
 //!
 //! Identifier buckets cannot carry an aggregate: the receiver would learn each bucket's
 //! count, and it knows which of its items fall in which bucket. This layout runs the
@@ -23,13 +23,19 @@
 //! total         receiver -> sender     the count and the masked sum over all parts
 //! ```
 //!
+//! pi-sum (Ion et al. 2020, Fig. 2) is the same flow with P1 as the receiver and P2 as
+//! the sender: a key unit carries P2's public key before the send units, each send unit
+//! carries part j's encrypted values in the order of its elements, and the total is
+//! P1's re-randomized encrypted sum over every part's matches ([`pi_sum`]).
+//!
 //! Chunks are fixed-size slices of the staged sets (their sizes are functions of the set
 //! sizes); parts are a public hash of a PRF value, which the consumer sees anyway; the
 //! send units' order is the values' order. The receiver learns, for each of the sender's
 //! doubly evaluated values, whether it is in the set, as in the unbucketed run (where
 //! they come shuffled), so the sum of the compare units' counts is all it learns beyond
 //! the set sizes; the sender learns the set sizes (card-sum: and the total count and sum,
-//! never a part's: the receiver adds the parts' masked sums before sending). The PRF keys
+//! never a part's: the receiver adds the parts' masked sums before sending; pi-sum: the
+//! encrypted sums, before masking them once). The PRF keys
 //! and the OT's randomness come from a secret each party keeps with its plan, so a unit
 //! run again sends the same bytes.
 
@@ -45,9 +51,9 @@ use privset_crypto::rng::SessionRng;
 use privset_protocols::input::DuplicatePolicy;
 use privset_protocols::meter::Meter;
 use privset_protocols::partition_unit::{TransferInput, TransferOutput};
+use privset_protocols::pso::PsoRole;
 use privset_protocols::pso::mqrpmt::{self, FILTER_KEY};
 use privset_protocols::pso::transfer::SumModulus;
-use privset_protocols::pso::{Construction, LastMessage, Operation, PsoConfig, PsoRole};
 use privset_protocols::set_encoding::SetEncoding;
 use privset_protocols::wire::Reader;
 use sha2::{Digest, Sha256};
@@ -55,22 +61,72 @@ use zeroize::Zeroizing;
 
 use super::Staged;
 use super::job::Plan;
+use super::operation::JobConfig;
 use super::spill::{SpillReader, SpillWriter};
 use crate::fail::Failure;
 use crate::link::{write_private, write_private_with};
 
+mod pi_sum;
+
 /// Most items of each party's set per evaluate unit.
 pub const CHUNK: u64 = 1 << 18;
+
+/// Which operation's units a job runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// psi-card: evaluate, send, compare.
+    Card,
+    /// psi-card-sum: then a transfer unit per part and the total.
+    CardSum,
+    /// pi-sum: a key unit before the send units (which carry encrypted values), and
+    /// the total after the compare units.
+    PiSum,
+}
+
+/// A run of units of one step after the evaluate units: the step of a unit from its
+/// index in the run, and whether the run has a unit per part (else one unit in all).
+type StepRun = (fn(u32) -> Step, bool);
+
+impl Shape {
+    /// The steps after the evaluate units, in order, each with `true` if it has a unit
+    /// per part (else one unit in all).
+    fn steps(self) -> &'static [StepRun] {
+        const KEY: fn(u32) -> Step = |_| Step::Key;
+        const TOTAL: fn(u32) -> Step = |_| Step::Total;
+        match self {
+            Shape::Card => &[(Step::Send, true), (Step::Compare, true)],
+            Shape::CardSum => &[
+                (Step::Send, true),
+                (Step::Compare, true),
+                (Step::Transfer, true),
+                (TOTAL, false),
+            ],
+            Shape::PiSum => &[
+                (KEY, false),
+                (Step::Send, true),
+                (Step::Compare, true),
+                (TOTAL, false),
+            ],
+        }
+    }
+
+    /// The receiver keeps which of the sender's elements matched (for the sums).
+    fn keeps_hits(self) -> bool {
+        self != Shape::Card
+    }
+}
 
 /// The steps of a job, in the order they run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {
     Evaluate(u32),
+    /// pi-sum only: P2's public key and column bounds.
+    Key,
     Send(u32),
     Compare(u32),
     /// card-sum only.
     Transfer(u32),
-    /// card-sum only.
+    /// card-sum and pi-sum.
     Total,
 }
 
@@ -79,6 +135,7 @@ impl Step {
     pub fn name(self) -> &'static str {
         match self {
             Step::Evaluate(_) => "evaluate",
+            Step::Key => "key",
             Step::Send(_) => "send",
             Step::Compare(_) => "compare",
             Step::Transfer(_) => "transfer",
@@ -97,12 +154,11 @@ pub struct Layout {
     pub chunks: u32,
     /// Value parts (the plan's bucket count).
     pub parts: u32,
-    /// psi-card-sum: transfer units and the total follow the compare units.
-    pub sums: bool,
+    pub shape: Shape,
 }
 
 impl Layout {
-    pub fn new(receiver_items: u64, sender_items: u64, parts: u32, sums: bool) -> Self {
+    pub fn new(receiver_items: u64, sender_items: u64, parts: u32, shape: Shape) -> Self {
         let parts = parts.max(1);
         let larger = receiver_items.max(sender_items);
         let chunk = larger.div_ceil(u64::from(parts)).clamp(1, CHUNK);
@@ -110,66 +166,54 @@ impl Layout {
             chunk,
             chunks: u32::try_from(larger.div_ceil(chunk)).unwrap_or(u32::MAX),
             parts,
-            sums,
+            shape,
         }
     }
 
-    /// The layout of `plan` for the party playing `role` of `operation`.
-    pub fn of(plan: &Plan, role: PsoRole, operation: Operation) -> Self {
-        let sums = operation == Operation::PsiCardSum;
+    /// The layout of `plan` for the party playing `role`.
+    pub fn of(plan: &Plan, role: PsoRole, shape: Shape) -> Self {
         match role {
-            PsoRole::Receiver => Self::new(plan.items, plan.peer_items, plan.buckets, sums),
-            PsoRole::Sender => Self::new(plan.peer_items, plan.items, plan.buckets, sums),
+            PsoRole::Receiver => Self::new(plan.items, plan.peer_items, plan.buckets, shape),
+            PsoRole::Sender => Self::new(plan.peer_items, plan.items, plan.buckets, shape),
         }
+    }
+
+    /// Units of a step: a part's or one.
+    fn count(&self, per_part: bool) -> u32 {
+        if per_part { self.parts } else { 1 }
     }
 
     pub fn units(&self) -> u32 {
-        let per_part = if self.sums { 3 } else { 2 };
-        self.chunks
-            .saturating_add(self.parts.saturating_mul(per_part))
-            .saturating_add(u32::from(self.sums))
+        self.shape
+            .steps()
+            .iter()
+            .fold(self.chunks, |n, &(_, per_part)| {
+                n.saturating_add(self.count(per_part))
+            })
     }
 
+    /// The step of `unit` (below [`Layout::units`]).
     pub fn step(&self, unit: u32) -> Step {
-        let p = self.parts;
-        match unit.checked_sub(self.chunks) {
-            None => Step::Evaluate(unit),
-            Some(u) if u < p => Step::Send(u),
-            Some(u) if u < 2 * p => Step::Compare(u - p),
-            Some(u) if u < 3 * p => Step::Transfer(u - 2 * p),
-            Some(_) => Step::Total,
+        let Some(mut u) = unit.checked_sub(self.chunks) else {
+            return Step::Evaluate(unit);
+        };
+        for &(step, per_part) in self.shape.steps() {
+            let n = self.count(per_part);
+            if u < n {
+                return step(u);
+            }
+            u -= n;
         }
+        Step::Total
     }
 
     /// Who sends the unit's payload, or leads it (0 receiver, 1 sender).
     pub fn producer(&self, unit: u32) -> u8 {
         match self.step(unit) {
             Step::Evaluate(_) | Step::Total => 0,
-            Step::Send(_) | Step::Compare(_) | Step::Transfer(_) => 1,
+            Step::Key | Step::Send(_) | Step::Compare(_) | Step::Transfer(_) => 1,
         }
     }
-}
-
-/// Refuses the settings this layout does not run.
-pub fn check(config: &PsoConfig, role: PsoRole, values: usize) -> Result<(), Failure> {
-    if config.construction != Construction::Cwprf {
-        return Err(Failure::config(format!(
-            "--buckets runs {} on the cwPRF mqRPMT only: use --mqrpmt cwprf",
-            config.operation.name()
-        )));
-    }
-    let needs = usize::from(config.operation == Operation::PsiCardSum && role == PsoRole::Sender);
-    if values != needs {
-        return Err(Failure::input(format!(
-            "{} {}: {needs} value column(s) needed, {values} given",
-            config.operation.name(),
-            role.name()
-        )));
-    }
-    if config.last_message == LastMessage::Ordered {
-        return Err(Failure::config("--last-message ordered is for psi only"));
-    }
-    Ok(())
 }
 
 /// Step 3 of this layout: this party's set cut into chunk files of `chunk` identifiers
@@ -222,7 +266,7 @@ pub struct Keys {
 }
 
 impl Keys {
-    pub fn of(plan: &Plan, config: &PsoConfig) -> Result<Self, Failure> {
+    pub fn of(plan: &Plan, job: JobConfig<'_>) -> Result<Self, Failure> {
         let secret = Zeroizing::new(decode32(&plan.secret).ok_or_else(|| {
             Failure::other("the plan has no PRF secret: remove the state directory to start over")
         })?);
@@ -237,8 +281,8 @@ impl Keys {
             secret,
             dst: format!(
                 "privset-v1-{}-partitioned-{}-{}",
-                config.operation.name(),
-                config.cwprf.suite(),
+                job.name(),
+                job.cwprf().suite(),
                 plan.id
             )
             .into_bytes(),
@@ -264,16 +308,18 @@ fn decode32(text: &str) -> Option<[u8; 32]> {
     hex::decode(text).ok().and_then(|b| b.try_into().ok())
 }
 
-/// Bytes after the PRF value in the sender's own records (its value) and in the
-/// receiver's records of the sender's values (the element's index in its send unit).
-const VALUE_LEN: usize = 8;
+/// Bytes after the PRF value in the receiver's records of the sender's values (the
+/// element's index in its send unit); the sender's own records carry its values, 8
+/// bytes each ([`UnitContext::own_width`]).
 const INDEX_LEN: usize = 4;
 
 /// What one unit needs besides the transport.
 pub struct UnitContext<'a> {
     pub dir: &'a Path,
     pub role: PsoRole,
-    pub config: &'a PsoConfig,
+    pub job: JobConfig<'a>,
+    /// This party's value columns.
+    pub columns: usize,
     pub plan: &'a Plan,
     pub layout: Layout,
     pub keys: &'a Keys,
@@ -301,23 +347,23 @@ macro_rules! with_cwprf {
 impl UnitContext<'_> {
     /// The producer's payload of a one-message unit.
     pub fn produce(&self, unit: u32) -> Result<Vec<u8>, Failure> {
-        with_cwprf!(self.config.cwprf, produce(self, unit))
+        with_cwprf!(self.job.cwprf(), produce(self, unit))
     }
 
     /// The largest payload the consumer of a one-message unit accepts.
-    pub fn max_payload(&self, unit: u32) -> usize {
-        with_cwprf!(self.config.cwprf, max_payload(self, unit))
+    pub fn max_payload(&self, unit: u32) -> Result<usize, Failure> {
+        with_cwprf!(self.job.cwprf(), max_payload(self, unit))
     }
 
     /// The consumer's processing of a unit's payload (from the peer: untrusted).
     pub fn consume(&self, unit: u32, payload: &[u8]) -> Result<Consumed, Failure> {
-        with_cwprf!(self.config.cwprf, consume(self, unit, payload))
+        with_cwprf!(self.job.cwprf(), consume(self, unit, payload))
     }
 
     /// This party's input to transfer unit `j` (card-sum): the receiver's indicator
     /// bits, or the sender's values, both in the order of send unit `j`.
     pub fn transfer_input(&self, j: u32) -> Result<TransferInput, Failure> {
-        let w = self.config.cwprf.element_len();
+        let w = self.job.cwprf().element_len();
         match self.role {
             PsoRole::Receiver => {
                 let n = part_file_total(&part_path(self.dir, "peer", j))? as usize;
@@ -340,15 +386,14 @@ impl UnitContext<'_> {
                 Ok(TransferInput::Choices(bits))
             }
             PsoRole::Sender => {
-                let mut records = gather(self.dir, "own", self.layout.chunks, j, w + VALUE_LEN)?;
-                sort_packed(&mut records, w + VALUE_LEN);
+                let records = self.sorted_own(j, w)?;
                 let values = records
-                    .chunks_exact(w + VALUE_LEN)
-                    .map(|r| u64::from_le_bytes(r[w..].try_into().expect("8 bytes")))
+                    .chunks_exact(self.own_width(w))
+                    .map(|r| u64::from_le_bytes(r[w..w + 8].try_into().expect("8 bytes")))
                     .collect();
                 Ok(TransferInput::Values {
                     values,
-                    max_value: self.config.max_value,
+                    max_value: self.job.max_value(),
                 })
             }
         }
@@ -375,6 +420,14 @@ impl UnitContext<'_> {
             TransferOutput::Sender { masks } => bytes.extend_from_slice(&masks.to_le_bytes()),
         }
         write_private(&part_path(self.dir, "sum", j), &bytes)
+    }
+
+    /// pi-sum's answer once every unit ran: P1's from the compare units' `cardinality`.
+    pub fn pi_sum_output(
+        &self,
+        cardinality: u64,
+    ) -> Result<privset_protocols::pi_sum::PiSumOutput, Failure> {
+        pi_sum::output(self, cardinality)
     }
 
     /// The card-sum sender's answer once the total unit ran: the count and the sum.
@@ -411,10 +464,22 @@ impl UnitContext<'_> {
     }
 
     fn set_encoding(&self) -> SetEncoding {
-        match self.config.last_message {
-            LastMessage::Set(e) => e,
-            LastMessage::Ordered => SetEncoding::List,
-        }
+        self.job.set_encoding()
+    }
+
+    /// Bytes of one of the sender's own records: a PRF value of width `w`, then its
+    /// values.
+    fn own_width(&self, w: usize) -> usize {
+        w + 8 * self.columns
+    }
+
+    /// The sender's own records of part `j`, sorted (by PRF value): send unit `j`'s
+    /// order.
+    fn sorted_own(&self, j: u32, w: usize) -> Result<Vec<u8>, Failure> {
+        let width = self.own_width(w);
+        let mut records = gather(self.dir, "own", self.layout.chunks, j, width)?;
+        sort_packed(&mut records, width);
+        Ok(records)
     }
 
     fn last_queries(&self) -> usize {
@@ -467,14 +532,22 @@ fn produce<C: CwPrf>(ctx: &UnitContext<'_>, unit: u32) -> Result<Vec<u8>, Failur
                 &key,
             ))
         }
+        Step::Key => pi_sum::key_payload(ctx),
         Step::Send(j) => {
-            let mut records = gather(ctx.dir, "own", ctx.layout.chunks, j, w + VALUE_LEN)?;
-            sort_packed(&mut records, w + VALUE_LEN);
-            Ok(records
-                .chunks_exact(w + VALUE_LEN)
+            let records = ctx.sorted_own(j, w)?;
+            let elements: Vec<u8> = records
+                .chunks_exact(ctx.own_width(w))
                 .flat_map(|r| &r[..w])
                 .copied()
-                .collect())
+                .collect();
+            if ctx.layout.shape != Shape::PiSum {
+                return Ok(elements);
+            }
+            let n = (elements.len() / w) as u64;
+            let mut out = n.to_be_bytes().to_vec();
+            out.extend_from_slice(&elements);
+            pi_sum::append_columns(ctx, j, &records, w, &mut out)?;
+            Ok(out)
         }
         Step::Compare(q) => {
             let values = gather(ctx.dir, "peer", ctx.layout.chunks, q, w)?;
@@ -495,6 +568,7 @@ fn produce<C: CwPrf>(ctx: &UnitContext<'_>, unit: u32) -> Result<Vec<u8>, Failur
             out.extend_from_slice(&encoded);
             Ok(out)
         }
+        Step::Total if ctx.layout.shape == Shape::PiSum => pi_sum::total_payload(ctx),
         Step::Total => {
             let (count, masked) = ctx.receiver_total()?;
             let mut out = count.to_be_bytes().to_vec();
@@ -505,11 +579,21 @@ fn produce<C: CwPrf>(ctx: &UnitContext<'_>, unit: u32) -> Result<Vec<u8>, Failur
     }
 }
 
-fn max_payload<C: CwPrf>(ctx: &UnitContext<'_>, unit: u32) -> usize {
+fn max_payload<C: CwPrf>(ctx: &UnitContext<'_>, unit: u32) -> Result<usize, Failure> {
     let w = C::ELEMENT_LEN;
-    match ctx.layout.step(unit) {
+    Ok(match ctx.layout.step(unit) {
         Step::Evaluate(i) => (ctx.chunk_len(PsoRole::Receiver, i) as usize).saturating_mul(w),
-        Step::Send(_) => (ctx.part_bound(ctx.items(PsoRole::Sender)) as usize).saturating_mul(w),
+        Step::Key => pi_sum::MAX_KEY_PAYLOAD,
+        Step::Send(_) => {
+            let bound = ctx.part_bound(ctx.items(PsoRole::Sender));
+            let elements = (bound as usize).saturating_mul(w);
+            if ctx.layout.shape != Shape::PiSum {
+                return Ok(elements);
+            }
+            pi_sum::max_columns_len(ctx, bound)?
+                .saturating_add(elements)
+                .saturating_add(8)
+        }
         Step::Compare(_) => ctx
             .set_encoding()
             .max_len(
@@ -518,9 +602,10 @@ fn max_payload<C: CwPrf>(ctx: &UnitContext<'_>, unit: u32) -> usize {
                 ctx.last_queries(),
             )
             .saturating_add(8),
+        Step::Total if ctx.layout.shape == Shape::PiSum => pi_sum::max_total_len(ctx)?,
         Step::Total => 24,
         Step::Transfer(_) => 0,
-    }
+    })
 }
 
 fn consume<C: CwPrf>(
@@ -546,22 +631,45 @@ fn consume<C: CwPrf>(
             write_parts(ctx, &part_path(ctx.dir, "peer", i), &doubled, w, w)?;
             let (ids, values) = read_chunk(ctx, i)?;
             let own = mqrpmt::hash_eval::<C, _>((&meter, "own"), &ctx.keys.dst, &ids, &key);
-            let records: Vec<u8> = own
-                .chunks_exact(w)
-                .zip(&values)
-                .flat_map(|(f, v)| f.iter().copied().chain(v.to_le_bytes()))
-                .collect();
+            let mut records = Vec::with_capacity(ids.len() * ctx.own_width(w));
+            let c = ctx.columns;
+            for (k, f) in own.chunks_exact(w).enumerate() {
+                records.extend_from_slice(f);
+                for x in &values[k * c..(k + 1) * c] {
+                    records.extend_from_slice(&x.to_le_bytes());
+                }
+            }
             write_parts(
                 ctx,
                 &part_path(ctx.dir, "own", i),
                 &records,
-                w + VALUE_LEN,
+                ctx.own_width(w),
                 w,
             )?;
             Ok(Consumed::default())
         }
+        Step::Key => {
+            pi_sum::consume_key(ctx, payload)?;
+            Ok(Consumed::default())
+        }
         Step::Send(j) => {
-            let doubled = mqrpmt::eval::<C>((&meter, "peer"), payload, &key, "sender's elements")
+            let elements = if ctx.layout.shape == Shape::PiSum {
+                let mut r = Reader::new(payload, "send unit");
+                let n = r.u64().map_err(peer)?;
+                let bound = ctx.part_bound(ctx.items(PsoRole::Sender));
+                if n > bound {
+                    return Err(Failure::peer(format!(
+                        "send unit {j}: {n} elements, more than a part of the sender's set may hold ({bound})"
+                    )));
+                }
+                let elements = r.take(n as usize * w).map_err(peer)?;
+                pi_sum::keep_columns(ctx, j, n, &mut r)?;
+                r.finish().map_err(peer)?;
+                elements
+            } else {
+                payload
+            };
+            let doubled = mqrpmt::eval::<C>((&meter, "peer"), elements, &key, "sender's elements")
                 .map_err(peer)?;
             let records: Vec<u8> = doubled
                 .chunks_exact(w)
@@ -621,7 +729,7 @@ fn consume<C: CwPrf>(
                 .zip(origin)
                 .filter_map(|(hit, o)| hit.then_some(o))
                 .collect();
-            if ctx.layout.sums {
+            if ctx.layout.shape.keeps_hits() {
                 let bytes: Vec<u8> = hits
                     .iter()
                     .flat_map(|(j, i)| j.to_le_bytes().into_iter().chain(i.to_le_bytes()))
@@ -632,6 +740,7 @@ fn consume<C: CwPrf>(
                 count: Some(hits.len() as u64),
             })
         }
+        Step::Total if ctx.layout.shape == Shape::PiSum => pi_sum::consume_total(ctx, payload),
         Step::Total => {
             if payload.len() != 24 {
                 return Err(Failure::peer(format!(
@@ -649,7 +758,7 @@ fn consume<C: CwPrf>(
                     sender_items.min(receiver_items)
                 )));
             }
-            let q = ctx.modulus(ctx.config.max_value)?;
+            let q = ctx.modulus(ctx.job.max_value())?;
             let mut masks = 0u128;
             for j in 0..ctx.layout.parts {
                 let path = part_path(ctx.dir, "sum", j);
@@ -667,18 +776,17 @@ fn consume<C: CwPrf>(
     }
 }
 
-/// This party's identifiers and values (0 without a value column) of chunk `i`.
+/// This party's identifiers of chunk `i` and their values, `ctx.columns` per item.
 fn read_chunk(ctx: &UnitContext<'_>, i: u32) -> Result<(Vec<Vec<u8>>, Vec<u64>), Failure> {
     let want = ctx.chunk_len(ctx.role, i);
     if want == 0 {
         return Ok((Vec::new(), Vec::new()));
     }
-    let columns = usize::from(ctx.role == PsoRole::Sender && ctx.layout.sums);
     let (mut ids, mut values) = (Vec::new(), Vec::new());
-    for r in SpillReader::open(&chunk_path(ctx.dir, i), columns)? {
+    for r in SpillReader::open(&chunk_path(ctx.dir, i), ctx.columns)? {
         let r = r?;
         ids.push(r.id);
-        values.push(r.values.first().copied().unwrap_or(0));
+        values.extend_from_slice(&r.values);
     }
     if ids.len() as u64 != want {
         return Err(Failure::other(format!(
@@ -858,7 +966,7 @@ mod tests {
 
     #[test]
     fn units_follow_the_steps_in_order() {
-        let l = Layout::new(5, (3 * CHUNK) + 1, 2, false);
+        let l = Layout::new(5, (3 * CHUNK) + 1, 2, Shape::Card);
         assert_eq!((l.chunk, l.chunks), (CHUNK, 4));
         assert_eq!(l.units(), 8);
         assert_eq!(l.step(3), Step::Evaluate(3));
@@ -866,15 +974,24 @@ mod tests {
         assert_eq!(l.step(6), Step::Compare(0));
         assert_eq!(l.producer(0), 0);
         assert_eq!(l.producer(7), 1);
-        assert_eq!(Layout::new(0, 0, 1, false).units(), 2);
+        assert_eq!(Layout::new(0, 0, 1, Shape::Card).units(), 2);
         // Small sets: at least as many chunks as parts.
-        let l = Layout::new(3000, 2000, 7, false);
+        let l = Layout::new(3000, 2000, 7, Shape::Card);
         assert_eq!((l.chunk, l.chunks, l.units()), (429, 7, 21));
         // card-sum: a transfer unit per part, then the total.
-        let l = Layout::new(3000, 2000, 7, true);
+        let l = Layout::new(3000, 2000, 7, Shape::CardSum);
         assert_eq!(l.units(), 29);
         assert_eq!(l.step(21), Step::Transfer(0));
         assert_eq!(l.step(28), Step::Total);
         assert_eq!((l.producer(21), l.producer(28)), (1, 0));
+        // pi-sum: the key unit after the evaluate units, the total last.
+        let l = Layout::new(3000, 2000, 7, Shape::PiSum);
+        assert_eq!(l.units(), 7 + 1 + 7 + 7 + 1);
+        assert_eq!(l.step(6), Step::Evaluate(6));
+        assert_eq!(l.step(7), Step::Key);
+        assert_eq!(l.step(8), Step::Send(0));
+        assert_eq!(l.step(15), Step::Compare(0));
+        assert_eq!(l.step(22), Step::Total);
+        assert_eq!((l.producer(7), l.producer(22)), (1, 0));
     }
 }
