@@ -119,6 +119,8 @@ pub struct Runner<'a> {
     counters: ByteCounters,
     kind: &'static str,
     stopwatch: Stopwatch,
+    /// The value layout's keys under the current plan, made once.
+    value_keys: std::sync::Mutex<Option<std::sync::Arc<value::Keys>>>,
 }
 
 impl<'a> Runner<'a> {
@@ -177,6 +179,7 @@ impl<'a> Runner<'a> {
             dir,
             staged,
             counters: ByteCounters::default(),
+            value_keys: std::sync::Mutex::new(None),
             kind,
             stopwatch,
         })
@@ -277,6 +280,21 @@ impl Runner<'_> {
 
     fn layout(&self, plan: &Plan) -> Layout {
         Layout::of(plan, self.job.role, self.shape())
+    }
+
+    /// The value layout's keys under `plan`, made once per plan in this process (they
+    /// hold pi-sum P2's key pair once made).
+    fn value_keys(&self, plan: &Plan) -> Result<std::sync::Arc<value::Keys>, Failure> {
+        let mut slot = self
+            .value_keys
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(keys) = slot.as_ref().filter(|k| k.belong_to(plan)) {
+            return Ok(keys.clone());
+        }
+        let keys = std::sync::Arc::new(value::Keys::of(plan, self.job.config)?);
+        *slot = Some(keys.clone());
+        Ok(keys)
     }
 
     /// What a unit of the value layout needs, under `plan` and its `keys`.
@@ -627,7 +645,7 @@ impl Runner<'_> {
         drive: &mut DriveFn<'_>,
     ) -> Result<Ran, Failure> {
         let layout = self.layout(plan);
-        let keys = value::Keys::of(plan, self.job.config)?;
+        let keys = self.value_keys(plan)?;
         let ctx = self.unit_context(plan, &keys);
         let id = UnitId {
             operation: self.job.config.protocol(),
@@ -759,7 +777,7 @@ impl Runner<'_> {
                 BucketedReport::Pso(self.pso_report(config, &plan, total_rows, run, buckets)?)
             }
             JobConfig::PiSum(config) => {
-                let keys = value::Keys::of(&plan, self.job.config)?;
+                let keys = self.value_keys(&plan)?;
                 let output = self.unit_context(&plan, &keys).pi_sum_output(total_rows)?;
                 let role = match self.job.role {
                     PsoRole::Receiver => pi_sum::Role::P1,
@@ -786,7 +804,7 @@ impl Runner<'_> {
         let learns = self.job.role == PsoRole::Receiver || operation == Operation::PsiCardSum;
         let has_rows = learns && !self.by_value();
         let sum = if operation == Operation::PsiCardSum && self.job.role == PsoRole::Sender {
-            let keys = value::Keys::of(plan, self.job.config)?;
+            let keys = self.value_keys(plan)?;
             Some(self.unit_context(plan, &keys).total()?.1)
         } else {
             None

@@ -263,6 +263,11 @@ pub struct Keys {
     part_key: [u8; 32],
     /// The filter's public hash key.
     filter_key: [u8; 32],
+    /// The plan these keys belong to (its id).
+    plan: String,
+    /// pi-sum P2's key pair, made once per process from the secret (a Paillier key
+    /// generation takes about a second): see `pi_sum::own_keys`.
+    he_keys: std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 impl Keys {
@@ -288,7 +293,14 @@ impl Keys {
             .into_bytes(),
             part_key: derive("part"),
             filter_key: derive(FILTER_KEY),
+            plan: plan.id.clone(),
+            he_keys: std::sync::OnceLock::new(),
         })
+    }
+
+    /// True for the keys of `plan`.
+    pub fn belong_to(&self, plan: &Plan) -> bool {
+        self.plan == plan.id
     }
 
     fn private(&self, label: &str) -> [u8; 32] {

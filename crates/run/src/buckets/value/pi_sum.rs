@@ -35,7 +35,7 @@ const ANNOUNCEMENT_LEN: usize = 1 + 1 + 1 + 8 + 16;
 pub const MAX_KEY_PAYLOAD: usize = ANNOUNCEMENT_LEN + 4 + MAX_PUBLIC_KEY_LEN;
 
 /// The schemes whose encrypted sums add across parts ([`PartialSums`]).
-trait PartSums: PartialSums {
+trait PartSums: PartialSums<PublicKey: 'static, SecretKey: 'static> {
     fn params(config: &PiSumConfig) -> Self::Params;
 }
 
@@ -166,10 +166,17 @@ fn peer_he(what: &str) -> impl Fn(privset_crypto::ahe::HeError) -> Failure + '_ 
     move |e| Failure::peer(format!("{what}: {e}"))
 }
 
-/// P2's key pair: from its job secret, the same on every start.
-fn own_keys<H: PartSums>(ctx: &UnitContext<'_>) -> Result<(H::PublicKey, H::SecretKey), Failure> {
-    let mut rng = SessionRng::from_seed(ctx.keys.private("he-key"));
-    Ok(H::keygen(&H::params(config(ctx)?), &mut rng))
+/// P2's key pair: from its job secret, the same on every start; made once per process.
+fn own_keys<'a, H: PartSums>(
+    ctx: &UnitContext<'a>,
+) -> Result<&'a (H::PublicKey, H::SecretKey), Failure> {
+    let params = H::params(config(ctx)?);
+    let keys = ctx.keys.he_keys.get_or_init(|| {
+        let mut rng = SessionRng::from_seed(ctx.keys.private("he-key"));
+        Box::new(H::keygen(&params, &mut rng))
+    });
+    keys.downcast_ref()
+        .ok_or_else(|| Failure::other("the job's key pair is of another scheme"))
 }
 
 fn key_path(ctx: &UnitContext<'_>) -> std::path::PathBuf {
@@ -234,11 +241,11 @@ fn key_payload_with<H: PartSums>(
 ) -> Result<Vec<u8>, Failure> {
     let (pk, _) = own_keys::<H>(ctx)?;
     for b in announced.bounds(ctx.plan.items) {
-        H::sum_ciphertexts(&pk, &b).map_err(he_failure("the value columns' bounds"))?;
+        H::sum_ciphertexts(pk, &b).map_err(he_failure("the value columns' bounds"))?;
     }
     let mut out = Vec::new();
     announced.encode(&mut out);
-    let key = H::encode_public_key(&pk);
+    let key = H::encode_public_key(pk);
     out.extend_from_slice(&(key.len() as u32).to_be_bytes());
     out.extend_from_slice(&key);
     Ok(out)
@@ -288,7 +295,7 @@ fn append_columns_with<H: PartSums>(
     let items = plain.first().map_or(0, Vec::len) as u64;
     let mut rng = SessionRng::from_seed(ctx.keys.private(&format!("encrypt/{j}")));
     for (column, b) in plain.iter().zip(Announcement::own(ctx)?.bounds(items)) {
-        let packed = H::encrypt_column(&pk, &sk, &b, column, &mut rng)
+        let packed = H::encrypt_column(pk, sk, &b, column, &mut rng)
             .map_err(he_failure("encrypting the values"))?;
         out.extend_from_slice(&packed);
     }
@@ -403,8 +410,8 @@ fn total_len<H: PartSums>(ctx: &UnitContext<'_>) -> Result<usize, Failure> {
     let (pk, _) = own_keys::<H>(ctx)?;
     let mut len = 8usize;
     for b in Announcement::own(ctx)?.bounds(ctx.plan.items) {
-        let n = H::sum_ciphertexts(&pk, &b).map_err(he_failure("the value columns' bounds"))?;
-        len = len.saturating_add(n * H::ciphertext_len(&pk));
+        let n = H::sum_ciphertexts(pk, &b).map_err(he_failure("the value columns' bounds"))?;
+        len = len.saturating_add(n * H::ciphertext_len(pk));
     }
     Ok(len)
 }
@@ -434,9 +441,9 @@ fn consume_total_with<H: PartSums>(
     let mut out = vec![0u8];
     out.extend_from_slice(&count.to_le_bytes());
     for b in Announcement::own(ctx)?.bounds(ctx.plan.items) {
-        let n = H::sum_ciphertexts(&pk, &b).map_err(he_failure("the value columns' bounds"))?;
-        let bytes = r.take(n * H::ciphertext_len(&pk))?;
-        let sum = H::decrypt_sum(&sk, &b, bytes).map_err(peer_he("P1's encrypted sum"))?;
+        let n = H::sum_ciphertexts(pk, &b).map_err(he_failure("the value columns' bounds"))?;
+        let bytes = r.take(n * H::ciphertext_len(pk))?;
+        let sum = H::decrypt_sum(sk, &b, bytes).map_err(peer_he("P1's encrypted sum"))?;
         out.extend_from_slice(&sum.to_le_bytes());
     }
     r.finish()?;
