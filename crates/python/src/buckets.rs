@@ -123,6 +123,59 @@ fn report_text((report, state): (BucketedReport, JobDir)) -> Result<String, Fail
     Ok(text)
 }
 
+/// How the constructors' identifiers are read (the CLI's key flags).
+struct IdSettings<'a> {
+    id_columns: Vec<String>,
+    normalize: Vec<String>,
+    phone_region: Option<String>,
+    hash_ids: Option<String>,
+    duplicates: &'a str,
+}
+
+impl BucketedPso {
+    /// The job of `config` for `role` on `input` with its value columns, its state
+    /// (bucket count, directory, rows file) and its link: what both constructors share.
+    fn with(
+        py: Python<'_>,
+        config: Config,
+        (role, input, values): (PsoRole, PathBuf, Vec<String>),
+        ids: IdSettings<'_>,
+        (buckets, state_dir, output_rows): (Option<u32>, PathBuf, Option<PathBuf>),
+        (link, prices): (LinkArgs, (f64, f64)),
+    ) -> PyResult<Self> {
+        let IdSettings {
+            id_columns,
+            normalize,
+            phone_region,
+            hash_ids,
+            duplicates,
+        } = ids;
+        let policy = duplicate_policy(py, duplicates)?;
+        // A changed setting makes the staged rows stale.
+        let settings = format!(
+            "{id_columns:?} {normalize:?} {phone_region:?} {hash_ids:?} {duplicates} \
+             {values:?} {}",
+            config.job().max_value()
+        );
+        Ok(Self {
+            spec: Arc::new(Spec {
+                keys: keys(py, id_columns, normalize, phone_region, hash_ids)?,
+                values,
+                config,
+                role,
+                input,
+                policy,
+                settings,
+                link: link.spec(py, Cancel::new())?,
+                buckets,
+                state_dir,
+                output_rows,
+                prices: link::prices(py, prices)?,
+            }),
+        })
+    }
+}
+
 #[pymethods]
 impl BucketedPso {
     /// Checks the settings (nothing is read or sent yet). Defaults are the CLI's.
@@ -168,28 +221,20 @@ impl BucketedPso {
             max_peer_items,
         )?;
         operation::check_operation(config.operation).map_err(|e| errors::to_py(py, e))?;
-        let policy = duplicate_policy(py, duplicates)?;
-        let settings = format!(
-            "{id_columns:?} {normalize:?} {phone_region:?} {hash_ids:?} {duplicates} \
-             {value_column:?} {}",
-            config.max_value
-        );
-        Ok(Self {
-            spec: Arc::new(Spec {
-                keys: keys(py, id_columns, normalize, phone_region, hash_ids)?,
-                values: value_column.into_iter().collect(),
-                config: Config::Pso(config),
-                role,
-                input,
-                policy,
-                settings,
-                link: link.spec(py, Cancel::new())?,
-                buckets,
-                state_dir,
-                output_rows,
-                prices: link::prices(py, prices)?,
-            }),
-        })
+        Self::with(
+            py,
+            Config::Pso(config),
+            (role, input, value_column.into_iter().collect()),
+            IdSettings {
+                id_columns,
+                normalize,
+                phone_region,
+                hash_ids,
+                duplicates,
+            },
+            (buckets, state_dir, output_rows),
+            (link, prices),
+        )
     }
 
     /// A pi-sum job (`role` "p1" or "p2"), checked as the CLI's `pi-sum --buckets`
@@ -256,28 +301,20 @@ impl BucketedPso {
         JobConfig::PiSum(&config)
             .check(role, value_columns.len())
             .map_err(|e| errors::to_py(py, e))?;
-        let policy = duplicate_policy(py, duplicates)?;
-        let settings = format!(
-            "{id_columns:?} {normalize:?} {phone_region:?} {hash_ids:?} {duplicates} \
-             {value_columns:?} {}",
-            config.max_value
-        );
-        Ok(Self {
-            spec: Arc::new(Spec {
-                keys: keys(py, id_columns, normalize, phone_region, hash_ids)?,
-                values: value_columns,
-                config: Config::PiSum(config),
-                role,
-                input,
-                policy,
-                settings,
-                link: link.spec(py, Cancel::new())?,
-                buckets,
-                state_dir,
-                output_rows: None,
-                prices: link::prices(py, prices)?,
-            }),
-        })
+        Self::with(
+            py,
+            Config::PiSum(config),
+            (role, input, value_columns),
+            IdSettings {
+                id_columns,
+                normalize,
+                phone_region,
+                hash_ids,
+                duplicates,
+            },
+            (buckets, state_dir, None),
+            (link, prices),
+        )
     }
 
     /// The whole job in this process; returns RESULT.json's text.

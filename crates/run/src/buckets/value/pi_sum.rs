@@ -486,3 +486,73 @@ pub fn output(ctx: &UnitContext<'_>, cardinality: u64) -> Result<PiSumOutput, Fa
         peer_items,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn announcement() -> Announcement {
+        Announcement {
+            he: HeId::ElGamal,
+            columns: 2,
+            sum_of_squares: true,
+            max_value: 1000,
+            max_sum: 1 << 40,
+            sender_items: 5000,
+        }
+    }
+
+    fn config(he: HeId) -> PiSumConfig {
+        PiSumConfig {
+            he,
+            ..PiSumConfig::default()
+        }
+    }
+
+    #[test]
+    fn the_key_units_announcement_round_trips_and_hostile_ones_are_refused() {
+        let mut bytes = Vec::new();
+        announcement().encode(&mut bytes);
+        assert_eq!(bytes.len(), ANNOUNCEMENT_LEN);
+        let read = Announcement::read(&mut Reader::new(&bytes, "t"), &config(HeId::ElGamal), 5000);
+        assert_eq!(read.unwrap(), announcement());
+        // Another scheme than this party's is a configuration error naming both.
+        let e = Announcement::read(&mut Reader::new(&bytes, "t"), &config(HeId::Paillier), 5000)
+            .unwrap_err();
+        assert!(
+            e.message.contains("elgamal") && e.message.contains("paillier"),
+            "{e:?}"
+        );
+        let hostile = |at: usize, byte: u8| {
+            let mut b = bytes.clone();
+            b[at] = byte;
+            Announcement::read(&mut Reader::new(&b, "t"), &config(HeId::ElGamal), 5000)
+        };
+        assert!(hostile(0, 9).is_err(), "unknown scheme");
+        assert!(hostile(1, 0).is_err(), "no columns");
+        assert!(hostile(1, 65).is_err(), "too many columns");
+        assert!(hostile(2, 2).is_err(), "a flag that is neither 0 nor 1");
+        for len in 0..bytes.len() {
+            let r = Announcement::read(
+                &mut Reader::new(&bytes[..len], "t"),
+                &config(HeId::ElGamal),
+                5000,
+            );
+            assert!(r.is_err(), "truncated to {len} bytes");
+        }
+    }
+
+    #[test]
+    fn every_parts_columns_share_the_whole_sets_bounds() {
+        let a = announcement();
+        let whole = a.bounds(5000);
+        let part = a.bounds(17);
+        assert_eq!(part.len(), 4, "two columns and their squares");
+        for (w, p) in whole.iter().zip(&part) {
+            assert_eq!(
+                (p.items, p.max_value, p.max_sum),
+                (17, w.max_value, w.max_sum)
+            );
+        }
+    }
+}
