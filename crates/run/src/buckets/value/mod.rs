@@ -602,7 +602,7 @@ fn max_payload<C: CwPrf>(ctx: &UnitContext<'_>, unit: u32) -> Result<usize, Fail
             if ctx.layout.shape != Shape::PiSum {
                 return Ok(elements);
             }
-            pi_sum::max_columns_len(ctx, bound)?
+            pi_sum::columns_len(ctx, bound)?
                 .saturating_add(elements)
                 .saturating_add(8)
         }

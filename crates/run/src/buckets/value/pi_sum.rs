@@ -302,12 +302,13 @@ fn append_columns_with<H: PartSums>(
     Ok(())
 }
 
-/// P1: the most bytes of encrypted columns a send unit of `items` elements may carry.
-pub fn max_columns_len(ctx: &UnitContext<'_>, items: u64) -> Result<usize, Failure> {
-    with_he!(config(ctx)?, columns_len(ctx, items))
+/// P1: the bytes of encrypted columns a send unit of `items` elements carries (of the
+/// largest part's bound: the most a send unit may carry).
+pub fn columns_len(ctx: &UnitContext<'_>, items: u64) -> Result<usize, Failure> {
+    with_he!(config(ctx)?, columns_len_with(ctx, items))
 }
 
-fn columns_len<H: PartSums>(ctx: &UnitContext<'_>, items: u64) -> Result<usize, Failure> {
+fn columns_len_with<H: PartSums>(ctx: &UnitContext<'_>, items: u64) -> Result<usize, Failure> {
     let (announced, pk) = peer_key::<H>(ctx)?;
     let mut len = 0usize;
     for b in announced.bounds(items) {
@@ -325,7 +326,7 @@ pub fn keep_columns(
     n: u64,
     r: &mut Reader<'_>,
 ) -> Result<(), Failure> {
-    let len = max_columns_len(ctx, n)?;
+    let len = columns_len(ctx, n)?;
     let columns = r.take(len)?;
     write_private(&part_path(ctx.dir, "cols", j), columns)
 }
