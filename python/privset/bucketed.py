@@ -76,8 +76,7 @@ def psi(
     those of every ``run()`` (:meth:`privset.PsiReceiver.run`); the identifier
     arguments those of the party classes.
     """
-    # Every argument of this function but ``progress`` is one of the job's.
-    return _run("psi", {k: v for k, v in locals().items() if k != "progress"}, progress)
+    return _run(arguments("psi", locals()), progress)
 
 
 def psi_card(
@@ -112,8 +111,7 @@ def psi_card(
     ``buckets`` counts the value parts ("auto": one per about 2^20 items of the larger
     set); the other arguments are :func:`psi`'s (the cwPRF mqRPMT only, no rows).
     """
-    args = {k: v for k, v in locals().items() if k != "progress"}
-    return _run("psi-card", dict(args, mqrpmt="cwprf", output_rows=None), progress)
+    return _run(arguments("psi-card", locals()), progress)
 
 
 def psi_card_sum(
@@ -151,8 +149,7 @@ def psi_card_sum(
     this) are the CLI's ``--value-column`` and ``--value-bound``; the other arguments
     are :func:`psi_card`'s.
     """
-    args = {k: v for k, v in locals().items() if k != "progress"}
-    return _run("psi-card-sum", dict(args, mqrpmt="cwprf", output_rows=None), progress)
+    return _run(arguments("psi-card-sum", locals()), progress)
 
 
 def pi_sum(
@@ -198,30 +195,37 @@ def pi_sum(
     more); the ddh protocol, forward, with ``values_he`` "paillier" or "elgamal". The
     other arguments are :func:`psi_card`'s.
     """
-    args = {k: v for k, v in locals().items() if k != "progress"}
-    names = args.pop("value_columns")
-    columns = [names] if isinstance(names, str) else list(names or [])
-    he = {k: args.pop(k) for k in (
-        "value_bound", "sum_bound", "sum_of_squares", "threshold", "values_he",
-        "he_modulus_bits", "dj_s", "z_encoding",
-    )}
-    common = job_arguments(**dict(args, mqrpmt="cwprf", last_message="bloom", output_rows=None))
-    for key in ("operation", "mqrpmt", "last_message", "output_rows"):
-        common.pop(key)
-    job = _native.BucketedPso.pi_sum(
-        common.pop("role"), common.pop("input"), value_columns=columns, **he, **common
-    )
-    with callback(progress) as cb:
-        text = job.run(cb)
-    result: Dict[str, Any] = json.loads(text)
-    return result
+    return _run(arguments("pi-sum", locals()), progress)
 
 
-def _run(operation: str, args: Dict[str, Any], progress: ProgressArg) -> Dict[str, Any]:
+#: pi-sum's settings of the values and their encryption, passed to the native job as is.
+_PI_SUM_SETTINGS = (
+    "value_bound", "sum_bound", "sum_of_squares", "threshold", "values_he", "he_modulus_bits", "dj_s", "z_encoding",
+)
+
+
+def arguments(operation: str, args: Dict[str, Any]) -> Dict[str, Any]:
+    """The native job's arguments as plain data (a Ray task rebuilds the job from them):
+    ``operation`` ("psi", "psi-card", "psi-card-sum" or "pi-sum") and every argument of
+    its public function in this module (``progress`` is left out)."""
+    args = {k: v for k, v in args.items() if k != "progress"}
+    if operation == "pi-sum":
+        names = args.pop("value_columns")
+        columns = [names] if isinstance(names, str) else list(names or [])
+        he = {k: args.pop(k) for k in _PI_SUM_SETTINGS}
+        common = job_arguments(**dict(args, mqrpmt="cwprf", last_message="bloom", output_rows=None))
+        for key in ("mqrpmt", "last_message", "output_rows"):
+            common.pop(key)
+        return dict(common, operation=operation, value_columns=columns, **he)
+    if operation != "psi":
+        # The value layout runs the cwPRF mqRPMT and writes no rows.
+        args.update(mqrpmt="cwprf", output_rows=None)
     value_column, value_bound = args.pop("value_column", None), args.pop("value_bound", None)
-    job = from_arguments(
-        dict(job_arguments(**args), operation=operation, value_column=value_column, value_bound=value_bound)
-    )
+    return dict(job_arguments(**args), operation=operation, value_column=value_column, value_bound=value_bound)
+
+
+def _run(spec: Dict[str, Any], progress: ProgressArg) -> Dict[str, Any]:
+    job = from_arguments(spec)
     with callback(progress) as cb:
         text = job.run(cb)
     result: Dict[str, Any] = json.loads(text)
@@ -255,7 +259,7 @@ def job_arguments(
     cpu_price: float,
     network_price: float,
 ) -> Dict[str, Any]:
-    """The native psi job's arguments, as plain data (a Ray task rebuilds the job from them)."""
+    """The identifier, link and bucket arguments every native job shares, as plain data."""
     if buckets == "auto":
         count = None
     elif isinstance(buckets, int) and not isinstance(buckets, bool) and buckets >= 1:
@@ -277,7 +281,6 @@ def job_arguments(
         if link[key] is not None:
             link[key] = os.path.abspath(link[key])
     return {
-        "operation": "psi",
         "role": role,
         # Absolute: a Ray task may run in another working directory.
         "input": os.path.abspath(input),
@@ -299,6 +302,9 @@ def job_arguments(
 
 
 def from_arguments(args: Dict[str, Any]) -> Any:
-    """The native bucketed job from :func:`job_arguments`' data."""
+    """The native bucketed job from :func:`arguments`' data."""
     args = dict(args)
-    return _native.BucketedPso(args.pop("operation"), args.pop("role"), args.pop("input"), **args)
+    operation, role, input = args.pop("operation"), args.pop("role"), args.pop("input")
+    if operation == "pi-sum":
+        return _native.BucketedPso.pi_sum(role, input, **args)
+    return _native.BucketedPso(operation, role, input, **args)

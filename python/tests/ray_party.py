@@ -1,5 +1,10 @@
-"""One organisation of a privset.ray test: its own local Ray cluster (a head node in this
-process), then privset.ray.psi; prints RESULT.json's fields as JSON on stdout."""
+"""One organisation of a privset.ray test: its own Ray cluster on this machine (a head
+node and one worker node, one CPU each, so tasks run on both nodes), then the
+privset.ray function the spec names; prints RESULT.json's fields as JSON on stdout.
+
+The spec (JSON, argv[1]): ``operation`` (a privset.ray function's name), ``role``,
+``input``, ``exchange_dir``, ``state_dir`` and ``settings`` (its other keyword
+arguments)."""
 
 from __future__ import annotations
 
@@ -7,22 +12,26 @@ import json
 import sys
 
 import ray
+from ray.cluster_utils import Cluster
 
 import privset
 
 spec = json.loads(sys.argv[1])
-ray.init(address="local", num_cpus=2, object_store_memory=100 << 20, include_dashboard=False, log_to_driver=False)
-result = privset.ray.psi(
+node = {"num_cpus": 1, "object_store_memory": 80 << 20}
+cluster = Cluster(initialize_head=True, head_node_args=dict(node, include_dashboard=False))
+cluster.add_node(**node)
+ray.init(address=cluster.address, log_to_driver=False)
+run = getattr(privset.ray, spec["operation"])
+result = run(
     spec["role"],
     spec["input"],
-    id_column="id",
     exchange_dir=spec["exchange_dir"],
     state_dir=spec["state_dir"],
-    output_rows=spec.get("output_rows"),
-    buckets=spec["buckets"],
-    group="x25519",
+    id_column="id",
     timeout=120,
     poll_interval=0.01,
+    **spec["settings"],
 )
 ray.shutdown()
+cluster.shutdown()
 print(json.dumps(result))

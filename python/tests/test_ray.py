@@ -1,7 +1,9 @@
-"""privset.ray: each organisation runs its own local Ray cluster (a separate process),
-the buckets run as Ray tasks that talk through a shared exchange directory, and one of
-the receiver's bucket tasks is killed (SIGKILL to its Ray worker) mid-job: Ray runs it
-again, it resumes from its checkpoint, and the answer is the plaintext intersection."""
+"""privset.ray: each organisation runs its own local Ray cluster (a separate process:
+a head and a worker node), the buckets (or units) run as Ray tasks that talk through a
+shared exchange directory, and one bucket task is killed (SIGKILL to its Ray worker)
+mid-job: Ray runs it again, it resumes from its checkpoint, and the answer is the
+plaintext one. psi's buckets run at once; psi-card's and pi-sum's units wave after
+wave."""
 
 from __future__ import annotations
 
@@ -14,17 +16,15 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Any, Dict, List, Optional, Set
+from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
 pytest.importorskip("ray")  # scripts/test.sh installs it (pip install privset[ray])
 
+from privset.errors import ConfigurationError  # noqa: E402
+
 PARTY = pathlib.Path(__file__).with_name("ray_party.py")
-
-
-def write_ids(path: pathlib.Path, ids: List[str]) -> None:
-    path.write_text("id\n" + "".join(f"{i}\n" for i in ids))
 
 
 def bucket_workers() -> List[int]:
@@ -33,50 +33,58 @@ def bucket_workers() -> List[int]:
     return [int(line.split()[0]) for line in out.splitlines()[1:] if "ray::_run_bucket" in line]
 
 
-def spawn(spec: Dict[str, Any]) -> "subprocess.Popen[str]":
-    return subprocess.Popen(
-        [sys.executable, str(PARTY), json.dumps(spec)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-
-
-def test_buckets_as_ray_tasks_survive_a_killed_worker(tmp_path: pathlib.Path) -> None:
-    rng = random.Random(18)
-    pool = [f"u{rng.getrandbits(48):012x}" for _ in range(12000)]
-    want: Set[str] = set(pool[:1500])
-    write_ids(tmp_path / "receiver.csv", pool[:6000])
-    sender = pool[:1500] + pool[6000:10500]
-    rng.shuffle(sender)
-    write_ids(tmp_path / "sender.csv", sender)
-    x = tmp_path / "exchange"
-    specs = {
-        role: {
+def run_both(
+    tmp_path: pathlib.Path, operation: str, roles: Tuple[str, str], settings: Dict[str, Dict[str, Any]]
+) -> Dict[str, Dict[str, Any]]:
+    """Runs both organisations' parties (roles[i] reads roles[i].csv) as processes, kills
+    one bucket task's worker while it runs, and returns each party's result."""
+    procs = {}
+    for role in roles:
+        spec = {
+            "operation": operation,
             "role": role,
             "input": str(tmp_path / f"{role}.csv"),
-            "exchange_dir": str(x),
+            "exchange_dir": str(tmp_path / "exchange"),
             "state_dir": str(tmp_path / f"state-{role}"),
-            "output_rows": str(tmp_path / "rows.csv") if role == "receiver" else None,
-            "buckets": 6,
+            "settings": settings[role],
         }
-        for role in ("receiver", "sender")
-    }
-    procs = {role: spawn(spec) for role, spec in specs.items()}
-    # Kill one bucket task's worker once it runs (the receiver's or the sender's: both
+        procs[role] = subprocess.Popen(
+            [sys.executable, str(PARTY), json.dumps(spec)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+    # Kill a bucket task's worker while it runs one (the receiver's or the sender's: both
     # organisations' tasks have the same title; either must survive it).
     killed: Optional[int] = None
     deadline = time.monotonic() + 180
     while killed is None and time.monotonic() < deadline and all(p.poll() is None for p in procs.values()):
         workers = bucket_workers()
         if workers:
-            time.sleep(0.3)
+            time.sleep(0.2)
             if workers[0] in bucket_workers():
                 os.kill(workers[0], signal.SIGKILL)
                 killed = workers[0]
-        time.sleep(0.05)
-    outs = {role: p.communicate(timeout=300) for role, p in procs.items()}
+        time.sleep(0.02)
+    outs = {role: p.communicate(timeout=600) for role, p in procs.items()}
     for role, p in procs.items():
         assert p.returncode == 0, f"{role}: {outs[role][1][-3000:]}"
     assert killed is not None, "no bucket task was seen running to kill"
-    results = {role: json.loads(outs[role][0].strip().splitlines()[-1]) for role in procs}
+    return {role: json.loads(outs[role][0].strip().splitlines()[-1]) for role in procs}
+
+
+def test_psi_buckets_as_ray_tasks_survive_a_killed_worker(tmp_path: pathlib.Path) -> None:
+    rng = random.Random(18)
+    pool = [f"u{rng.getrandbits(48):012x}" for _ in range(12000)]
+    want = set(pool[:1500])
+    (tmp_path / "receiver.csv").write_text("id\n" + "".join(f"{i}\n" for i in pool[:6000]))
+    sender = pool[:1500] + pool[6000:10500]
+    rng.shuffle(sender)
+    (tmp_path / "sender.csv").write_text("id\n" + "".join(f"{i}\n" for i in sender))
+    common = {"buckets": 6, "group": "x25519"}
+    results = run_both(
+        tmp_path,
+        "psi",
+        ("receiver", "sender"),
+        {"receiver": dict(common, output_rows=str(tmp_path / "rows.csv")), "sender": common},
+    )
     with open(tmp_path / "rows.csv", newline="") as f:
         rows = {r["id"] for r in csv.DictReader(f)}
     assert rows == want
@@ -86,3 +94,57 @@ def test_buckets_as_ray_tasks_survive_a_killed_worker(tmp_path: pathlib.Path) ->
     assert r["transport"] == "exchange-dir"
     # The buckets' bytes are counted into the driver's report.
     assert r["bytes_sent"] >= sum(b["bytes_sent"] for b in r["buckets"]["per_bucket"]) > 0
+
+
+def shared_sets(tmp_path: pathlib.Path, roles: Tuple[str, str], sizes: Tuple[int, int], shared: int) -> Dict[str, int]:
+    """Writes roles[0].csv (identifiers) and roles[1].csv (identifiers and a value), with
+    `shared` identifiers in common; returns the second's values of the shared ones."""
+    rng = random.Random(sizes[0] * 31 + sizes[1])
+    pool = [f"v{rng.getrandbits(48):012x}" for _ in range(sizes[0] + sizes[1])]
+    first = pool[: sizes[0]]
+    second = first[:shared] + pool[sizes[0] : sizes[0] + sizes[1] - shared]
+    rng.shuffle(second)
+    values = {i: rng.randrange(1 << 20) for i in second}
+    (tmp_path / f"{roles[0]}.csv").write_text("id\n" + "".join(f"{i}\n" for i in first))
+    (tmp_path / f"{roles[1]}.csv").write_text("id,spend\n" + "".join(f"{i},{values[i]}\n" for i in second))
+    return {i: values[i] for i in first[:shared]}
+
+
+def test_psi_card_units_as_ray_tasks_survive_a_killed_worker(tmp_path: pathlib.Path) -> None:
+    want = shared_sets(tmp_path, ("receiver", "sender"), (5000, 4000), 1200)
+    common = {"buckets": 4, "group": "x25519"}
+    results = run_both(tmp_path, "psi_card", ("receiver", "sender"), {"receiver": common, "sender": common})
+    r, s = results["receiver"], results["sender"]
+    assert r["cardinality"] == len(want) and "cardinality" not in s
+    # 4 parts: 4 evaluate units, 4 send, 4 compare, every one recorded once.
+    assert [b["bucket"] for b in r["buckets"]["per_bucket"]] == list(range(12))
+    assert r["bytes_received"] >= sum(b["bytes_received"] for b in r["buckets"]["per_bucket"]) > 0
+
+
+@pytest.mark.parametrize("values_he", ["paillier", "elgamal"])
+def test_pi_sum_units_as_ray_tasks_survive_a_killed_worker(tmp_path: pathlib.Path, values_he: str) -> None:
+    want = shared_sets(tmp_path, ("p1", "p2"), (3000, 2500), 700)
+    # A small Paillier modulus keeps the test short; the protocol is the same.
+    he: Dict[str, Any] = {"values_he": values_he}
+    if values_he == "paillier":
+        he.update(he_modulus_bits=1024, dj_s=1)
+    common = dict(he, buckets=3, group="x25519")
+    results = run_both(tmp_path, "pi_sum", ("p1", "p2"), {"p1": common, "p2": dict(common, value_columns="spend")})
+    p1, p2 = results["p1"], results["p2"]
+    assert p1["cardinality"] == p2["cardinality"] == len(want)
+    assert p2["sum"] == sum(want.values()) and p1["sum"] is None
+    # 3 parts: 3 evaluate units, the key, 3 send, 3 compare and the total.
+    assert len(p2["buckets"]["per_bucket"]) == 11
+
+
+def test_a_ray_job_refuses_link_arguments_and_unknown_ones(tmp_path: pathlib.Path) -> None:
+    import privset
+
+    (tmp_path / "ids.csv").write_text("id\na\n")
+    common = {"exchange_dir": tmp_path / "x", "state_dir": tmp_path / "s"}
+    with pytest.raises(ConfigurationError, match="exchange_dir only: peer"):
+        privset.ray.psi_card("receiver", tmp_path / "ids.csv", peer="127.0.0.1:1", **common)
+    with pytest.raises(ConfigurationError, match="value_colums"):
+        privset.ray.pi_sum("p2", tmp_path / "ids.csv", value_colums="spend", **common)
+    with pytest.raises(ConfigurationError, match="role must be"):
+        privset.ray.pi_sum("receiver", tmp_path / "ids.csv", **common)

@@ -3,7 +3,8 @@
 //! from a file and its rows written to a file, so neither ever sits in memory whole.
 //! The whole job runs in one call ([`BucketedPso::run`]), or step by step for a
 //! distributed front end: [`BucketedPso::plan`] once, [`BucketedPso::run_bucket`] per
-//! bucket in any process that sees the same state directory, [`BucketedPso::finish`].
+//! bucket in any process that sees the same state directory (wave after wave),
+//! [`BucketedPso::finish`].
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -326,9 +327,10 @@ impl BucketedPso {
     }
 
     /// Stages the input and agrees on the plan over the exchange directory (or reads
-    /// the recorded plan); returns the buckets not yet finished.
+    /// the recorded plan); returns the buckets (units) not yet finished, in waves: a
+    /// wave's buckets may run at once, each wave once the earlier ones have finished.
     #[pyo3(signature = (progress=None))]
-    fn plan(&self, py: Python<'_>, progress: Option<Bound<'_, PyAny>>) -> PyResult<Vec<u32>> {
+    fn plan(&self, py: Python<'_>, progress: Option<Bound<'_, PyAny>>) -> PyResult<Vec<Vec<u32>>> {
         self.spec.on_worker(py, progress.as_ref(), |job, drive| {
             Runner::open(job)?.plan_over_exchange_dir(drive)
         })

@@ -92,8 +92,10 @@ pub fn run(job: &Job<'_>, drive: &mut DriveFn<'_>) -> Result<(BucketedReport, Jo
     let mut runner = Runner::open(job)?;
     match (&job.link.endpoint, runner.dir.is_complete()) {
         (Endpoint::ExchangeDir { .. }, false) => {
-            for b in runner.plan_over_exchange_dir(drive)? {
-                runner.bucket_over_exchange_dir(b, drive)?;
+            for wave in runner.plan_over_exchange_dir(drive)? {
+                for b in wave {
+                    runner.bucket_over_exchange_dir(b, drive)?;
+                }
             }
         }
         (Endpoint::ExchangeDir { .. }, true) => {}
@@ -109,8 +111,8 @@ pub fn run(job: &Job<'_>, drive: &mut DriveFn<'_>) -> Result<(BucketedReport, Jo
 /// One party's bucketed job on its state directory, staged (step 1) when opened. [`run`]
 /// takes it to the end in this process; a distributed front end (Ray) calls
 /// [`Runner::plan_over_exchange_dir`] once, [`Runner::bucket_over_exchange_dir`] per
-/// bucket wherever it likes (each on its own `Runner` of the same job), then
-/// [`Runner::finish`].
+/// bucket wherever it likes (each on its own `Runner` of the same job), one wave after
+/// another, then [`Runner::finish`].
 pub struct Runner<'a> {
     job: &'a Job<'a>,
     dir: JobDir,
@@ -226,8 +228,14 @@ impl<'a> Runner<'a> {
     }
 
     /// Steps 2 and 3 over an exchange directory (its `plan/` subdirectory), unless an
-    /// earlier attempt recorded the plan; returns the buckets not yet finished.
-    pub fn plan_over_exchange_dir(&mut self, drive: &mut DriveFn<'_>) -> Result<Vec<u32>, Failure> {
+    /// earlier attempt recorded the plan; returns the buckets (or units) not yet
+    /// finished, in waves: a wave's buckets may run in any order or at once, but only
+    /// once every earlier wave has finished on this side. psi's buckets are one wave;
+    /// a value-partitioned job has a wave per step ([`Layout::wave`]).
+    pub fn plan_over_exchange_dir(
+        &mut self,
+        drive: &mut DriveFn<'_>,
+    ) -> Result<Vec<Vec<u32>>, Failure> {
         let (me, peer, _) = self.job.names();
         let plan = match self.dir.plan()? {
             Some(plan) => plan,
@@ -245,7 +253,20 @@ impl<'a> Runner<'a> {
         };
         let units = self.units(&plan);
         let done = self.dir.done_bitmap(units)?;
-        Ok((0..units).filter(|&b| !done[b as usize]).collect())
+        let wave_of = |b: u32| match self.by_value() {
+            true => self.layout(&plan).wave(b) as usize,
+            false => 0,
+        };
+        let mut waves: Vec<Vec<u32>> = Vec::new();
+        for b in (0..units).filter(|&b| !done[b as usize]) {
+            let w = wave_of(b);
+            if waves.len() <= w {
+                waves.resize(w + 1, Vec::new());
+            }
+            waves[w].push(b);
+        }
+        waves.retain(|w| !w.is_empty());
+        Ok(waves)
     }
 
     /// Step 4 for bucket `b` over its exchange subdirectory (a restarted attempt replays

@@ -194,17 +194,31 @@ impl Layout {
 
     /// The step of `unit` (below [`Layout::units`]).
     pub fn step(&self, unit: u32) -> Step {
+        self.locate(unit).1
+    }
+
+    /// The wave of `unit`: 0 for the evaluate units, then one per later step. The units
+    /// of a wave are independent (each reads what earlier waves left on this party's
+    /// disk and writes only its own files), so they may run in any order or at once;
+    /// a wave needs every earlier wave finished on this side, never the peer's.
+    pub fn wave(&self, unit: u32) -> u32 {
+        self.locate(unit).0
+    }
+
+    /// The wave and step of `unit`.
+    fn locate(&self, unit: u32) -> (u32, Step) {
         let Some(mut u) = unit.checked_sub(self.chunks) else {
-            return Step::Evaluate(unit);
+            return (0, Step::Evaluate(unit));
         };
-        for &(step, per_part) in self.shape.steps() {
+        let steps = self.shape.steps();
+        for (wave, &(step, per_part)) in (1..).zip(steps) {
             let n = self.count(per_part);
             if u < n {
-                return step(u);
+                return (wave, step(u));
             }
             u -= n;
         }
-        Step::Total
+        (steps.len() as u32, Step::Total)
     }
 
     /// Who sends the unit's payload, or leads it (0 receiver, 1 sender).
@@ -1005,5 +1019,12 @@ mod tests {
         assert_eq!(l.step(15), Step::Compare(0));
         assert_eq!(l.step(22), Step::Total);
         assert_eq!((l.producer(7), l.producer(22)), (1, 0));
+        let waves: Vec<u32> = (0..l.units()).map(|u| l.wave(u)).collect();
+        let mut want = vec![0; 7];
+        want.extend([1]);
+        want.extend([2; 7]);
+        want.extend([3; 7]);
+        want.extend([4]);
+        assert_eq!(waves, want);
     }
 }
