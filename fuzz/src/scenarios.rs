@@ -557,8 +557,9 @@ pub fn bucket_plan() -> Vec<Scenario> {
 
 // ----- partition-unit (protocol id 16): a value-partitioned job's units -----
 
-/// A one-message unit (the sender's payload of a send unit) and a psi-card-sum transfer
-/// unit (base OT, extension, masked values) on a part of 6 elements.
+/// A one-message unit (the sender's payload of a send unit), a psi-card-sum transfer
+/// unit (base OT, extension, masked values) and a psu one (identifier slots) on a part
+/// of 6 elements.
 pub fn partition_unit() -> Vec<Scenario> {
     use privset_protocols::partition_unit::{self, TransferInput, UnitId};
     use privset_protocols::wire::ProtocolId;
@@ -592,9 +593,28 @@ pub fn partition_unit() -> Vec<Scenario> {
                 .unwrap(),
         ) as Box<dyn Party>
     });
+    // psu's transfer: the sender's identifier slots, the receiver's items not in its set.
+    let items: Make = Box::new(move |i| {
+        use privset_protocols::pso::transfer;
+        let id = id(ProtocolId::Psu, 10);
+        let input = if i == 0 {
+            TransferInput::Choices(vec![true, false, false, true, false, true])
+        } else {
+            let width = transfer::item_width(12);
+            let slots = (0..6u8)
+                .flat_map(|k| transfer::encode_item(&vec![b'a' + k; usize::from(k) * 2], width))
+                .collect();
+            TransferInput::Items { slots, width }
+        };
+        Box::new(
+            partition_unit::transfer_party(names, id, 50, input, seed(222, 9 + i), seed(222, i))
+                .unwrap(),
+        ) as Box<dyn Party>
+    });
     vec![
         Scenario::record("partition-unit/payload".to_string(), 2, payload),
         Scenario::record("partition-unit/transfer".to_string(), 2, transfer),
+        Scenario::record("partition-unit/items".to_string(), 2, items),
     ]
 }
 

@@ -17,6 +17,10 @@ learns the intersection size and nothing more (docs/scale.md).
 ``privset.bucketed.psi_card_sum`` runs psi-card-sum the same way: both parties learn the
 intersection size and the sender the sum of its values over the intersection.
 
+``privset.bucketed.psu`` runs psu the same way, with one more unit per part: an
+oblivious transfer that gives the receiver the sender's identifiers it lacks, so the
+receiver learns the union and nothing more, as unbucketed.
+
 ``privset.bucketed.pi_sum`` runs Ion et al. 2020's intersection-sum the same way (P1
 the receiver, P2 the sender): P2's values travel encrypted in each part's unit and P1
 adds the parts' encrypted sums before masking them once, so P2 learns only the total.
@@ -152,6 +156,42 @@ def psi_card_sum(
     return _run(arguments("psi-card-sum", locals()), progress)
 
 
+def psu(
+    role: str,
+    input: PathLike,
+    *,
+    id_column: IdColumns = None,
+    normalize: Normalize = "trim",
+    phone_region: Optional[str] = None,
+    hash_ids: Optional[str] = None,
+    duplicates: str = "error",
+    group: str = "ristretto255",
+    last_message: str = "bloom",
+    max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
+    buckets: Union[str, int] = "auto",
+    state_dir: PathLike = ".privset-state",
+    output_rows: Optional[PathLike] = None,
+    listen: Optional[str] = None,
+    peer: Optional[str] = None,
+    exchange_dir: Optional[PathLike] = None,
+    tls: Optional[TlsFiles] = None,
+    insecure_no_tls: bool = False,
+    server_name: Optional[str] = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    poll_interval: float = DEFAULT_POLL_INTERVAL,
+    cpu_price: float = DEFAULT_CPU_PRICE,
+    network_price: float = DEFAULT_NETWORK_PRICE,
+    progress: ProgressArg = None,
+) -> Dict[str, Any]:
+    """Runs one party of a psu larger than memory: the receiver's union (its own items,
+    then the sender's it lacks) is written to ``output_rows``, never held in memory; the
+    sender learns the receiver's set size only.
+
+    The arguments are :func:`psi_card`'s, with :func:`psi`'s ``output_rows``.
+    """
+    return _run(arguments("psu", locals()), progress)
+
+
 def pi_sum(
     role: str,
     input: PathLike,
@@ -206,7 +246,7 @@ _PI_SUM_SETTINGS = (
 
 def arguments(operation: str, args: Dict[str, Any]) -> Dict[str, Any]:
     """The native job's arguments as plain data (a Ray task rebuilds the job from them):
-    ``operation`` ("psi", "psi-card", "psi-card-sum" or "pi-sum") and every argument of
+    ``operation`` ("psi", "psi-card", "psi-card-sum", "psu" or "pi-sum") and every argument of
     its public function in this module (``progress`` is left out)."""
     args = {k: v for k, v in args.items() if k != "progress"}
     if operation == "pi-sum":
@@ -218,8 +258,8 @@ def arguments(operation: str, args: Dict[str, Any]) -> Dict[str, Any]:
             common.pop(key)
         return dict(common, operation=operation, value_columns=columns, **he)
     if operation != "psi":
-        # The value layout runs the cwPRF mqRPMT and writes no rows.
-        args.update(mqrpmt="cwprf", output_rows=None)
+        # The value layout runs the cwPRF mqRPMT; of its operations only psu writes rows.
+        args.update(mqrpmt="cwprf", output_rows=args.get("output_rows"))
     value_column, value_bound = args.pop("value_column", None), args.pop("value_bound", None)
     return dict(job_arguments(**args), operation=operation, value_column=value_column, value_bound=value_bound)
 

@@ -1,6 +1,6 @@
 """Bucketed runs spread over the organisation's own Ray cluster (docs/scale.md).
 
-``privset.ray.psi``, ``psi_card``, ``psi_card_sum`` and ``pi_sum`` are the functions of
+``privset.ray.psi``, ``psi_card``, ``psi_card_sum``, ``psu`` and ``pi_sum`` are the functions of
 :mod:`privset.bucketed` with each bucket (each unit of a value-partitioned job) a Ray
 task: the driver stages the input and agrees on the plan with the other organisation,
 then the buckets run as tasks on any node of this organisation's cluster, each talking
@@ -117,6 +117,22 @@ def psi_card_sum(
         settings,
         progress,
     )
+
+
+def psu(
+    role: str,
+    input: PathLike,
+    *,
+    exchange_dir: PathLike,
+    state_dir: PathLike,
+    address: Optional[str] = None,
+    max_retries: int = 3,
+    progress: ProgressArg = None,
+    **settings: Any,
+) -> Dict[str, Any]:
+    """:func:`privset.bucketed.psu` with its units as Ray tasks, wave after wave; the
+    arguments are :func:`psi`'s (the receiver's ``output_rows`` among the settings)."""
+    return _run("psu", bucketed.psu, (role, input, exchange_dir, state_dir), (address, max_retries), settings, progress)
 
 
 def pi_sum(

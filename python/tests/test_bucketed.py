@@ -157,6 +157,24 @@ def test_bucketed_psi_card_sum_matches_the_plaintext(tmp_path: pathlib.Path) -> 
     assert s["sum"] == sum(values[i] for i in want) and r.get("sum") is None
 
 
+@pytest.mark.parametrize("n_r,n_s,shared,link", [(1800, 1400, 300, "tls"), (1, 1, 1, "tls"), (600, 900, 0, "dir")])
+def test_bucketed_psu_writes_the_plaintext_union(tmp_path: pathlib.Path, n_r: int, n_s: int, shared: int, link: str) -> None:
+    sets(tmp_path, random.Random(n_r * 13 + n_s), n_r, n_s, shared)
+    union = read_ids(tmp_path / "receiver.csv") | read_ids(tmp_path / "sender.csv")
+    x = tmp_path / "exchange"
+    links = tls_links(tmp_path) if link == "tls" else {
+        role: {"exchange_dir": x, "poll_interval": 0.005} for role in ("receiver", "sender")}
+    out = on_threads(lambda role: privset.bucketed.psu(
+        role, tmp_path / f"{role}.csv", id_column="id", buckets=3, state_dir=tmp_path / f"state-{role}",
+        output_rows=tmp_path / "union.csv" if role == "receiver" else None, timeout=60, **links[role]))
+    with open(tmp_path / "union.csv", newline="") as f:
+        rows = [row["id"] for row in csv.DictReader(f)]
+    assert len(rows) == len(union) and set(rows) == union
+    r, s = out["receiver"], out["sender"]
+    assert r["protocol"] == "psu" and r["rows"] == len(union)
+    assert s.get("rows") is None and s["peer_items"] == n_r
+
+
 @pytest.mark.parametrize("values_he,extra", [
     ("paillier", {"he_modulus_bits": 1024, "dj_s": 1}),
     ("elgamal", {"sum_of_squares": True}),

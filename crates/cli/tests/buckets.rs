@@ -146,7 +146,7 @@ fn args_op(
         "--progress".into(),
         "json".into(),
     ]);
-    if role == "receiver" && op == "psi" {
+    if role == "receiver" && (op == "psi" || op == "psu") {
         a.extend(["--output-rows".into(), p(format!("{tag}-rows.csv"))]);
     }
     if role == "sender" && (op == "psi-card-sum" || op == "pi-sum") {
@@ -387,7 +387,7 @@ fn bucketed_psi_matches_the_plaintext_and_the_unbucketed_run() {
     // Operations whose per-bucket answers would reveal more are refused up front.
     let o = Command::new(BIN)
         .args([
-            "psu",
+            "private-id",
             "--role",
             "receiver",
             "--listen",
@@ -407,7 +407,7 @@ fn bucketed_psi_matches_the_plaintext_and_the_unbucketed_run() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("psi-card-sum only"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("and psu only"), "{}", stderr(&o));
 }
 
 /// Runs both parties of `op` (no rows) to the end; returns both reports.
@@ -441,6 +441,87 @@ const VALUE_CASES: [(usize, usize, usize, &str, &[&str]); 7] = [
     (2000, 1, 0, "16", &[]),
     (2000, 1, 1, "1", &["--group", "p256-compressed"]),
 ];
+
+/// Both parties' identifiers as [`write_sets`] wrote them: the plaintext union.
+fn union_of_sets(dir: &Path) -> BTreeSet<String> {
+    let mut union = read_ids(&dir.join("receiver.csv"));
+    union.extend(read_ids(&dir.join("sender.csv")));
+    union
+}
+
+/// Every row of a rows file (duplicates kept).
+fn row_list(path: &Path) -> Vec<String> {
+    let mut r = csv::Reader::from_path(path).unwrap();
+    r.records().map(|rec| rec.unwrap()[0].to_string()).collect()
+}
+
+/// psu in value-partitioned units with a transfer unit per part: the receiver's rows
+/// are the plaintext union, each identifier once, as the unbucketed run's; the sender
+/// learns nothing; over TLS and an exchange directory, every group and last message.
+#[test]
+fn bucketed_psu_matches_the_plaintext_and_the_unbucketed_run() {
+    let dir = scratch("psu");
+    let certs = certs(&dir);
+    let tls = || Meet::Tls {
+        certs: certs.clone(),
+        addr: port(),
+    };
+    let check = |tag: &str, r: &serde_json::Value, s: &serde_json::Value, what: &str| {
+        let want = union_of_sets(&dir);
+        let rows = row_list(&dir.join(format!("{tag}-rows.csv")));
+        assert_eq!(rows.len(), want.len(), "{what}: each union item once");
+        assert_eq!(rows.into_iter().collect::<BTreeSet<_>>(), want, "{what}");
+        assert_eq!(r["rows"], want.len() as u64, "{what}: {r}");
+        assert!(r.get("cardinality").is_none(), "{what}: {r}");
+        assert!(
+            s.get("rows").is_none() && s.get("cardinality").is_none(),
+            "{what}: {s}"
+        );
+    };
+    for (case, (n_r, n_s, shared, buckets, extra)) in VALUE_CASES.into_iter().enumerate() {
+        write_sets(&dir, n_r, n_s, shared, 60 + case as u64);
+        let what = format!("case {case}");
+        let mut flags = vec!["--buckets", buckets];
+        flags.extend_from_slice(extra);
+        let tag = format!("psu{case}");
+        let (r, s) = run_op("psu", &dir, &tls(), &tag, &flags);
+        check(&tag, &r, &s, &what);
+        let units = r["buckets"]["per_bucket"].as_array().unwrap().len();
+        let parts: usize = buckets.parse().unwrap();
+        // Evaluate units, then a send, a compare and a transfer unit per part.
+        assert!(units > 3 * parts, "{what}: {units} units for {parts} parts");
+    }
+    write_sets(&dir, 2500, 2400, 1234, 94);
+    let (r, s) = run_op("psu", &dir, &tls(), "psu-auto", &["--buckets", "auto"]);
+    check("psu-auto", &r, &s, "auto");
+    let (r, s) = run_op("psu", &dir, &tls(), "psu-plain", &[]);
+    check("psu-plain", &r, &s, "unbucketed");
+    write_sets(&dir, 1500, 1200, 300, 93);
+    let (r, s) = run_op(
+        "psu",
+        &dir,
+        &Meet::Dir(dir.join("psu-exchange")),
+        "psu-dir",
+        &["--buckets", "4"],
+    );
+    check("psu-dir", &r, &s, "exchange directory");
+    // Identifiers too long to transfer are refused before any traffic, as unbucketed.
+    let long = "x".repeat(1025);
+    write_ids(&dir.join("sender.csv"), &[long]);
+    let o = Command::new(BIN)
+        .args(args_op(
+            "psu",
+            &dir,
+            "sender",
+            &tls(),
+            "psu-long",
+            &["--buckets", "2"],
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("1025 bytes"), "{}", stderr(&o));
+}
 
 /// psi-card runs the mqRPMT's messages in units partitioned by PRF value
 /// (docs/scale.md): its count equals the plaintext and the unbucketed run's, for every
@@ -651,6 +732,11 @@ fn killed_and_resumed(meet: impl Fn() -> Meet, name: &str, op: &str) {
         if op == "psi" {
             let rows = read_ids(&dir.join(format!("{tag}-rows.csv")));
             assert_eq!(rows, want, "{what}");
+        } else if op == "psu" {
+            let rows = row_list(&dir.join(format!("{tag}-rows.csv")));
+            let union = union_of_sets(&dir);
+            assert_eq!(rows.len(), union.len(), "{what}");
+            assert_eq!(rows.into_iter().collect::<BTreeSet<_>>(), union, "{what}");
         } else {
             let r = json(&dir.join(format!("{tag}-receiver.json")));
             assert_eq!(r["cardinality"], want.len() as u64, "{what}");
@@ -767,6 +853,23 @@ fn a_killed_psi_card_sum_party_resumes_over_an_exchange_directory() {
         "sum-resume-dir",
         "psi-card-sum",
     );
+}
+
+#[test]
+fn a_killed_psu_party_resumes_over_tls() {
+    killed_and_resumed(
+        || Meet::Tls {
+            certs: PathBuf::new(),
+            addr: port(),
+        },
+        "psu-resume-tls",
+        "psu",
+    );
+}
+
+#[test]
+fn a_killed_psu_party_resumes_over_an_exchange_directory() {
+    killed_and_resumed(|| Meet::Dir(PathBuf::new()), "psu-resume-dir", "psu");
 }
 
 #[test]

@@ -19,17 +19,23 @@
 //! message (kind 1, producer -> consumer): the unit's payload
 //! ```
 //!
-//! psi-card-sum adds transfer units ([`SumTransfer`]): the oblivious transfer of
-//! Chen et al. 2024, Fig. 7 on one part's indicator bits, its randomness drawn from
-//! each party's job secret so that a rerun repeats it exactly.
+//! psi-card-sum and psu add transfer units ([`Transfer`]): an oblivious transfer on one
+//! part's indicator bits, its randomness drawn from each party's job secret so that a
+//! rerun repeats it exactly. psi-card-sum's is Chen et al. 2024, Fig. 7 (the receiver
+//! gets the masked sum of the sender's values over its matches); psu's is the one-sided
+//! transfer of their PSU (the receiver gets the sender's identifiers that are not in its
+//! set, and nothing of the others).
 //!
 //! ```text
-//! hello settings: as above (producer 1), then max_value u64 (the sender's value bound;
-//!                 0 from the receiver), count u64 (the part's elements)
+//! hello settings: as above (producer 1), then announced u64 (psi-card-sum: the sender's
+//!                 value bound; psu: its identifier slot width; 0 from the receiver),
+//!                 count u64 (the part's elements)
 //! kind 2, receiver -> sender: base-OT first message
 //! kind 3, sender -> receiver: base-OT reply
 //! kind 4, receiver -> sender: OT extension on the part's indicator bits
-//! kind 5, sender -> receiver: r_i + v_i - int(K1_i) per element (transfer::send_sum)
+//! kind 5, sender -> receiver: psi-card-sum: r_i + v_i - int(K1_i) per element
+//!         (transfer::send_sum); psu: enc(y_i) ^ pad(K0_i) per element
+//!         (transfer::send_one_sided)
 //! ```
 
 use privset_crypto::ot::{self, OtReceiverKeys, OtReceiverSetup, OtSenderSetup};
@@ -37,8 +43,8 @@ use privset_crypto::rng::SessionRng;
 
 use crate::engine::{Engine, Handshake, Message, Protocol, Roster, Session};
 use crate::error::{PeerMisbehaved, ProtocolError};
-use crate::pso::bad_ot;
 use crate::pso::transfer::{self, SumModulus};
+use crate::pso::{MAX_ITEM_LEN, bad_ot};
 use crate::wire::{self, PartyId, ProtocolId};
 
 const VERSION: u8 = 1;
@@ -269,15 +275,19 @@ const KIND_SLOTS: u8 = 5;
 
 /// What a party of a transfer unit brings.
 pub enum TransferInput {
-    /// The receiver: its indicator bit for each of the part's elements, in the order the
-    /// sender sent them.
+    /// The receiver: its indicator bit for each of the part's elements (set: in its own
+    /// set), in the order the sender sent them.
     Choices(Vec<bool>),
-    /// The sender: its value for each element, in that order, and its value bound.
+    /// psi-card-sum's sender: its value for each element, in that order, and its value
+    /// bound.
     Values { values: Vec<u64>, max_value: u64 },
+    /// psu's sender: each element's identifier in a slot of `width` bytes
+    /// ([`transfer::encode_item`]), in that order.
+    Items { slots: Vec<u8>, width: usize },
 }
 
 /// What a transfer unit gives each party.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TransferOutput {
     /// The receiver: `sum_i int(K_i) + e_i c_i mod q`, the number of set bits, and the
     /// sender's announced value bound (which fixes `q` with the sender's set size).
@@ -288,6 +298,10 @@ pub enum TransferOutput {
     },
     /// The sender: `sum_i r_i mod q`, which it subtracts from the receiver's total.
     Sender { masks: u128 },
+    /// psu's receiver: the identifiers of the part's elements not in its set.
+    Items(Vec<Vec<u8>>),
+    /// psu's sender: it learns nothing.
+    ItemsSent,
 }
 
 enum TransferState {
@@ -303,8 +317,9 @@ enum TransferState {
     Spent,
 }
 
-/// One party of a transfer unit of psi-card-sum.
-pub struct SumTransfer {
+/// One party of a transfer unit (psi-card-sum's sums, psu's identifiers: the unit's
+/// operation says which).
+pub struct Transfer {
     names: [String; 2],
     me: PartyId,
     id: UnitId,
@@ -314,8 +329,8 @@ pub struct SumTransfer {
     input: TransferInput,
     /// Both parties' OT randomness: from their job secrets, so a rerun repeats it.
     rng: SessionRng,
-    /// The sender's value bound (the receiver's from the sender's hello).
-    max_value: Option<u64>,
+    /// The sender's value bound or slot width (the receiver's from the sender's hello).
+    announced: Option<u64>,
     state: TransferState,
 }
 
@@ -328,10 +343,28 @@ pub fn transfer_party(
     input: TransferInput,
     ot_seed: [u8; 32],
     seed: [u8; 32],
-) -> Result<Engine<SumTransfer>, ProtocolError> {
-    let (me, count, max_value) = match &input {
+) -> Result<Engine<Transfer>, ProtocolError> {
+    let items = id.operation == ProtocolId::Psu;
+    let (me, count, announced) = match &input {
         TransferInput::Choices(c) => (0, c.len() as u64, None),
-        TransferInput::Values { values, max_value } => (1, values.len() as u64, Some(*max_value)),
+        TransferInput::Values { values, max_value } if !items => {
+            (1, values.len() as u64, Some(*max_value))
+        }
+        TransferInput::Items { slots, width } if items && valid_width(*width as u64) => {
+            let count = slots.len() / width;
+            if slots.len() != count * width {
+                return Err(ProtocolError::Config(
+                    "a transfer unit's identifier slots are not whole".into(),
+                ));
+            }
+            (1, count as u64, Some(*width as u64))
+        }
+        _ => {
+            return Err(ProtocolError::Config(format!(
+                "a {} transfer unit cannot carry this input",
+                if items { "psu" } else { "psi-card-sum" }
+            )));
+        }
     };
     if id.producer != 1 {
         return Err(ProtocolError::Config(
@@ -339,7 +372,7 @@ pub fn transfer_party(
         ));
     }
     Engine::new(
-        SumTransfer {
+        Transfer {
             names: names.map(str::to_string),
             me,
             id,
@@ -347,17 +380,36 @@ pub fn transfer_party(
             count,
             input,
             rng: SessionRng::from_seed(ot_seed),
-            max_value,
+            announced,
             state: TransferState::AwaitFirst,
         },
         seed,
     )
 }
 
-impl SumTransfer {
+/// A psu identifier slot's width is [`transfer::item_width`] of a length the
+/// identifiers may have.
+fn valid_width(width: u64) -> bool {
+    (transfer::item_width(0) as u64..=transfer::item_width(MAX_ITEM_LEN) as u64).contains(&width)
+}
+
+impl Transfer {
+    /// psu's transfer (identifiers), else psi-card-sum's (sums).
+    fn items(&self) -> bool {
+        self.id.operation == ProtocolId::Psu
+    }
+
     fn modulus(&self) -> Result<SumModulus, ProtocolError> {
-        let max_value = self.max_value.unwrap_or(0);
+        let max_value = self.announced.unwrap_or(0);
         SumModulus::announced(self.sender_items, max_value)
+    }
+
+    /// Bytes per element of the sender's last message.
+    fn slot_len(&self) -> Result<usize, ProtocolError> {
+        match self.items() {
+            true => Ok(self.announced.unwrap_or(0) as usize),
+            false => Ok(self.modulus()?.bytes()),
+        }
     }
 
     /// The OT's context: this unit of this job.
@@ -369,7 +421,7 @@ impl SumTransfer {
     }
 }
 
-impl Handshake for SumTransfer {
+impl Handshake for Transfer {
     fn roster(&self) -> Roster {
         roster(&self.names, self.me)
     }
@@ -386,7 +438,7 @@ impl Handshake for SumTransfer {
 
     fn settings(&self) -> Vec<u8> {
         let mut out = self.id.encode();
-        out.extend_from_slice(&self.max_value.unwrap_or(0).to_be_bytes());
+        out.extend_from_slice(&self.announced.unwrap_or(0).to_be_bytes());
         out.extend_from_slice(&self.count.to_be_bytes());
         out
     }
@@ -398,7 +450,7 @@ impl Handshake for SumTransfer {
     fn check_settings(&mut self, _from: PartyId, settings: &[u8]) -> Result<(), ProtocolError> {
         let mut r = wire::Reader::new(settings, "transfer-unit hello");
         self.id.check_peer(&mut r)?;
-        let max_value = r.u64()?;
+        let announced = r.u64()?;
         let count = r.u64()?;
         r.finish()?;
         if count != self.count {
@@ -409,14 +461,21 @@ impl Handshake for SumTransfer {
             .into());
         }
         if self.me == 0 {
-            self.max_value = Some(max_value);
-            self.modulus()?;
+            if self.items() && !valid_width(announced) {
+                return Err(PeerMisbehaved::Malformed(format!(
+                    "transfer unit {}: identifier slots of {announced} bytes",
+                    self.id.unit
+                ))
+                .into());
+            }
+            self.announced = Some(announced);
+            self.slot_len()?;
         }
         Ok(())
     }
 }
 
-impl Protocol for SumTransfer {
+impl Protocol for Transfer {
     type Output = TransferOutput;
     type Handshake = Self;
 
@@ -449,16 +508,27 @@ impl Protocol for SumTransfer {
             }
             (TransferState::AwaitSlots(keys), TransferInput::Choices(choices)) => {
                 let slots = message.expect(KIND_SLOTS)?;
-                let q = self.modulus()?;
-                wire::expect_len("slots", slots, choices.len().saturating_mul(q.bytes()))?;
-                let masked = transfer::receive_sum(&keys, q, slots)?;
-                TransferState::Done(TransferOutput::Receiver {
-                    masked,
-                    matches: choices.iter().filter(|&&c| c).count() as u64,
-                    max_value: self.max_value.unwrap_or(0),
-                })
+                let width = self.slot_len()?;
+                wire::expect_len("slots", slots, choices.len().saturating_mul(width))?;
+                if self.items() {
+                    let items = transfer::receive_one_sided(&keys, false, width, slots)
+                        .into_iter()
+                        .map(|(_, slot)| transfer::decode_item(&slot).map(<[u8]>::to_vec))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    TransferState::Done(TransferOutput::Items(items))
+                } else {
+                    let masked = transfer::receive_sum(&keys, self.modulus()?, slots)?;
+                    TransferState::Done(TransferOutput::Receiver {
+                        masked,
+                        matches: choices.iter().filter(|&&c| c).count() as u64,
+                        max_value: self.announced.unwrap_or(0),
+                    })
+                }
             }
-            (TransferState::AwaitFirst, TransferInput::Values { .. }) => {
+            (
+                TransferState::AwaitFirst,
+                TransferInput::Values { .. } | TransferInput::Items { .. },
+            ) => {
                 let first = message.expect(KIND_OT_FIRST)?;
                 let ctx = self.context();
                 let (setup, reply) =
@@ -478,6 +548,18 @@ impl Protocol for SumTransfer {
                 session.send(0, KIND_SLOTS, &slots);
                 TransferState::Done(TransferOutput::Sender { masks })
             }
+            (TransferState::AwaitExtension(setup), TransferInput::Items { slots, width }) => {
+                let extension = message.expect(KIND_OT_EXTENSION)?;
+                let count = self.count as usize;
+                wire::expect_len("OT extension", extension, ot::extension_message_len(count))?;
+                let keys = setup.extend(extension, count).map_err(bad_ot)?;
+                let w = *width;
+                let out = transfer::send_one_sided(&keys, false, w, |i| {
+                    slots[i * w..(i + 1) * w].to_vec()
+                });
+                session.send(0, KIND_SLOTS, &out);
+                TransferState::Done(TransferOutput::ItemsSent)
+            }
             _ => {
                 return Err(ProtocolError::ApiMisuse(
                     "a transfer-unit message out of turn",
@@ -496,10 +578,10 @@ impl Protocol for SumTransfer {
     }
 
     fn max_message_len(&self) -> usize {
-        let q = self.modulus().map_or(16, |q| q.bytes());
+        let slot = self.slot_len().unwrap_or(0);
         match self.state {
             TransferState::AwaitReply(_) => ot::BASE_REPLY_LEN,
-            TransferState::AwaitSlots(_) => (self.count as usize).saturating_mul(q),
+            TransferState::AwaitSlots(_) => (self.count as usize).saturating_mul(slot),
             TransferState::AwaitFirst => ot::BASE_FIRST_LEN,
             TransferState::AwaitExtension(_) => ot::extension_message_len(self.count as usize),
             TransferState::Done(_) | TransferState::Spent => 0,
@@ -607,13 +689,13 @@ mod tests {
         };
         let (r, s) = run(1);
         let (
-            TransferOutput::Receiver {
+            &TransferOutput::Receiver {
                 masked,
                 matches,
                 max_value,
             },
-            TransferOutput::Sender { masks },
-        ) = (r, s)
+            &TransferOutput::Sender { masks },
+        ) = (&r, &s)
         else {
             panic!("{r:?} {s:?}");
         };
@@ -622,5 +704,70 @@ mod tests {
         assert_eq!(q.reduce(masked.wrapping_sub(masks)), 5 + 11 + 13);
         // Other session seeds, the same job secrets: the same outputs.
         assert_eq!(run(7), (r, s));
+    }
+
+    #[test]
+    fn a_psu_transfer_unit_gives_the_items_not_in_the_set_and_a_rerun_repeats_it() {
+        let names = ["receiver", "sender"];
+        let id = UnitId {
+            operation: ProtocolId::Psu,
+            ..id(9)
+        };
+        let items: Vec<&[u8]> = vec![b"ann", b"", b"bob@example.org", b"c", b"dee"];
+        let width = transfer::item_width(15);
+        let slots: Vec<u8> = items
+            .iter()
+            .flat_map(|i| transfer::encode_item(i, width))
+            .collect();
+        let choices = vec![true, false, true, false, false];
+        let run = |salt: u8, slots: Vec<u8>, width: usize| {
+            let mut r = transfer_party(
+                names,
+                id,
+                100,
+                TransferInput::Choices(choices.clone()),
+                [3; 32],
+                [salt; 32],
+            )
+            .unwrap();
+            let mut s = transfer_party(
+                names,
+                id,
+                100,
+                TransferInput::Items { slots, width },
+                [4; 32],
+                [salt + 1; 32],
+            )
+            .unwrap();
+            let err = exchange(&mut r, &mut s);
+            (err, r.into_output(), s.into_output())
+        };
+        let (err, r, s) = run(1, slots.clone(), width);
+        assert_eq!(err, None);
+        let want: Vec<Vec<u8>> = vec![b"".to_vec(), b"c".to_vec(), b"dee".to_vec()];
+        assert_eq!(r, Some(TransferOutput::Items(want)));
+        assert_eq!(s, Some(TransferOutput::ItemsSent));
+        assert_eq!(run(7, slots, width).1, r);
+        // Slots wider than the longest identifier allows are refused before any OT.
+        let wide = transfer::item_width(MAX_ITEM_LEN + 1);
+        let wide_slots = vec![0u8; 5 * wide];
+        let hostile = transfer_party(
+            names,
+            id,
+            100,
+            TransferInput::Items {
+                slots: wide_slots,
+                width: wide,
+            },
+            [4; 32],
+            [1; 32],
+        );
+        assert!(hostile.is_err());
+        // A psu unit takes no values, a psi-card-sum unit no identifiers.
+        let values = TransferInput::Values {
+            values: vec![1],
+            max_value: 1,
+        };
+        assert!(transfer_party(names, id, 100, values, [4; 32], [1; 32]).is_err());
     }
 }

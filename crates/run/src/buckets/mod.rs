@@ -87,6 +87,9 @@ pub struct Staged {
     pub columns: usize,
     /// Items after de-duplication.
     pub items: u64,
+    /// Bytes of the longest identifier (psu's sender sizes its identifier slots by it).
+    #[serde(default)]
+    pub max_id_len: usize,
     /// The input's name and kind, for errors found when a staging file is checked.
     pub what: String,
     pub columnar: bool,
@@ -115,8 +118,10 @@ pub fn stage(
         .map(|s| SpillWriter::create(&spill_path(dir, s), buffer))
         .collect::<Result<Vec<_>, _>>()?;
     let mut values = Vec::with_capacity(value_names.len());
+    let mut max_id_len = 0;
     for row in rows {
         let row = row?;
+        max_id_len = max_id_len.max(row.id.len());
         values.clear();
         for (cell, name) in row.values.iter().zip(value_names) {
             values.push(
@@ -134,6 +139,7 @@ pub fn stage(
         spills,
         columns: value_names.len(),
         items: 0,
+        max_id_len,
         what,
         columnar,
     };

@@ -84,6 +84,7 @@ impl JobConfig<'_> {
             JobConfig::Pso(c) => match c.operation {
                 Operation::PsiCard => Some(Shape::Card),
                 Operation::PsiCardSum => Some(Shape::CardSum),
+                Operation::Psu => Some(Shape::Union),
                 _ => None,
             },
             JobConfig::PiSum(_) => Some(Shape::PiSum),
@@ -103,13 +104,13 @@ impl JobConfig<'_> {
 /// The operations that run in buckets, and why the others do not yet.
 pub fn check_operation(operation: Operation) -> Result<(), Failure> {
     match operation {
-        Operation::Psi | Operation::PsiCard | Operation::PsiCardSum => Ok(()),
+        Operation::Psi | Operation::PsiCard | Operation::PsiCardSum | Operation::Psu => Ok(()),
         other => Err(Failure::config(format!(
-            "--buckets runs psi, psi-card and psi-card-sum only for now: {} would show the receiver each \
-             bucket's {}, more than the unbucketed run reveals (docs/scale.md)",
+            "--buckets runs psi, psi-card, psi-card-sum and psu only for now: {} would show the \
+             receiver each bucket's {}, more than the unbucketed run reveals (docs/scale.md)",
             other.name(),
             match other {
-                Operation::Psu | Operation::PrivateId => "union size and the peer's bucket sizes",
+                Operation::PrivateId => "union size and the peer's bucket sizes",
                 _ => "intersection size",
             }
         ))),

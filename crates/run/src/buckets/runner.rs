@@ -176,6 +176,15 @@ impl<'a> Runner<'a> {
                 None => Self::stage(job, &dir, &fingerprint)?,
             },
         };
+        // psu transfers the sender's identifiers (before any traffic, as unbucketed).
+        let transfers_ids = job.config.shape() == Some(Shape::Union) && job.role == PsoRole::Sender;
+        if transfers_ids && staged.max_id_len > pso::MAX_ITEM_LEN {
+            return Err(Failure::input(format!(
+                "an identifier of {} bytes is longer than the {} bytes psu transfers",
+                staged.max_id_len,
+                pso::MAX_ITEM_LEN
+            )));
+        }
         Ok(Self {
             job,
             dir,
@@ -325,6 +334,7 @@ impl Runner<'_> {
             role: self.job.role,
             job: self.job.config,
             columns: self.job.values.len(),
+            id_slot: value::id_slot(self.shape(), self.staged.max_id_len),
             plan,
             layout: self.layout(plan),
             keys,
@@ -735,6 +745,7 @@ impl Runner<'_> {
         let elements = match &input {
             TransferInput::Choices(c) => c.len(),
             TransferInput::Values { values, .. } => values.len(),
+            TransferInput::Items { slots, width } => slots.len() / width.max(&1),
         } as u64;
         let sender_items = match self.job.role {
             PsoRole::Sender => ctx.plan.items,
@@ -823,18 +834,31 @@ impl Runner<'_> {
     ) -> Result<PsoReport, Failure> {
         let operation = config.operation;
         let learns = self.job.role == PsoRole::Receiver || operation == Operation::PsiCardSum;
-        let has_rows = learns && !self.by_value();
-        let sum = if operation == Operation::PsiCardSum && self.job.role == PsoRole::Sender {
-            let keys = self.value_keys(plan)?;
-            Some(self.unit_context(plan, &keys).total()?.1)
-        } else {
-            None
+        // The value layout's context (psi's identifier buckets have none).
+        let keys = match self.by_value() {
+            true => Some(self.value_keys(plan)?),
+            false => None,
         };
-        let rows = match (self.job.rows_path, has_rows) {
-            (Some(path), true) => {
-                self.write_rows(path, plan.buckets)?;
-                Some(total_rows as usize)
-            }
+        let ctx = keys.as_deref().map(|k| self.unit_context(plan, k));
+        let sum = match (&ctx, operation, self.job.role) {
+            (Some(ctx), Operation::PsiCardSum, PsoRole::Sender) => Some(ctx.total()?.1),
+            _ => None,
+        };
+        // psi's rows are its buckets' matches; psu's its own items and the sender's it
+        // lacked (RowWriter needs each column's type first: two passes).
+        let rows = match (self.job.rows_path, learns, operation) {
+            (Some(path), true, Operation::Psi) => Some(self.write_ids(path, &|row| {
+                for b in 0..plan.buckets {
+                    for r in self.dir.rows(b)? {
+                        row(&r?.id)?;
+                    }
+                }
+                Ok(())
+            })?),
+            (Some(path), true, Operation::Psu) => match &ctx {
+                Some(ctx) => Some(self.write_ids(path, &|row| ctx.union_rows(row).map(|_| ()))?),
+                None => None,
+            },
             _ => None,
         };
         Ok(PsoReport {
@@ -842,7 +866,8 @@ impl Runner<'_> {
             role: self.job.role.name(),
             items: plan.items as usize,
             peer_items: plan.peer_items,
-            cardinality: learns.then_some(total_rows),
+            // The compare units' matches; psu's receiver learns the union instead.
+            cardinality: (learns && operation != Operation::Psu).then_some(total_rows),
             sum,
             rows,
             rows_file: rows.and(self.job.rows_path.map(Path::to_path_buf)),
@@ -854,27 +879,31 @@ impl Runner<'_> {
         })
     }
 
-    fn write_rows(&self, path: &Path, buckets: u32) -> Result<(), Failure> {
+    /// Writes the identifiers `each` lists (twice: the first pass finds whether each
+    /// column is UTF-8, which Parquet needs before the first row); returns how many.
+    fn write_ids(&self, path: &Path, each: &IdLister<'_>) -> Result<usize, Failure> {
         let header = self.job.keys.output_columns();
-        // Parquet needs each column's type before the first row: one pass to find it.
         let mut utf8 = vec![true; header.len()];
-        for b in 0..buckets {
-            for r in self.dir.rows(b)? {
-                let r = r?;
-                for (u, cell) in utf8.iter_mut().zip(self.job.keys.split(&r.id)) {
-                    *u &= std::str::from_utf8(&cell).is_ok();
-                }
+        each(&mut |id| {
+            for (u, cell) in utf8.iter_mut().zip(self.job.keys.split(id)) {
+                *u &= std::str::from_utf8(&cell).is_ok();
             }
-        }
+            Ok(())
+        })?;
         let mut w = RowWriter::create(path, &header, &utf8)?;
-        for b in 0..buckets {
-            for r in self.dir.rows(b)? {
-                w.write(&self.job.keys.split(&r?.id))?;
-            }
-        }
-        w.finish()
+        let mut count = 0;
+        each(&mut |id| {
+            count += 1;
+            w.write(&self.job.keys.split(id))
+        })?;
+        w.finish()?;
+        Ok(count)
     }
 }
+
+/// Calls its argument with every identifier of a row file, in order.
+type IdLister<'a> =
+    dyn Fn(&mut dyn FnMut(&[u8]) -> Result<(), Failure>) -> Result<(), Failure> + 'a;
 
 /// What one bucket or unit session gave this party.
 struct Ran {

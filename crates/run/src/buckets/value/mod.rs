@@ -20,6 +20,8 @@
 //!                                                                 which elements matched)
 //! transfer j    both (card-sum)        OT on part j's indicator bits: the receiver's masked
 //!                                      sum of the sender's values (Chen et al. 2024, Fig. 7)
+//!               both (psu)             OT on part j's indicator bits: the sender's identifiers
+//!                                      the receiver does not hold
 //! total         receiver -> sender     the count and the masked sum over all parts
 //! ```
 //!
@@ -53,7 +55,7 @@ use privset_protocols::meter::Meter;
 use privset_protocols::partition_unit::{TransferInput, TransferOutput};
 use privset_protocols::pso::PsoRole;
 use privset_protocols::pso::mqrpmt::{self, FILTER_KEY};
-use privset_protocols::pso::transfer::SumModulus;
+use privset_protocols::pso::transfer::{self, SumModulus};
 use privset_protocols::set_encoding::SetEncoding;
 use privset_protocols::wire::Reader;
 use sha2::{Digest, Sha256};
@@ -78,6 +80,9 @@ pub enum Shape {
     Card,
     /// psi-card-sum: then a transfer unit per part and the total.
     CardSum,
+    /// psu: then a transfer unit per part carrying the sender's identifiers the receiver
+    /// lacks (the sender's own records carry each identifier).
+    Union,
     /// pi-sum: a key unit before the send units (which carry encrypted values), and
     /// the total after the compare units.
     PiSum,
@@ -101,6 +106,11 @@ impl Shape {
                 (Step::Transfer, true),
                 (TOTAL, false),
             ],
+            Shape::Union => &[
+                (Step::Send, true),
+                (Step::Compare, true),
+                (Step::Transfer, true),
+            ],
             Shape::PiSum => &[
                 (KEY, false),
                 (Step::Send, true),
@@ -110,7 +120,8 @@ impl Shape {
         }
     }
 
-    /// The receiver keeps which of the sender's elements matched (for the sums).
+    /// The receiver keeps which of the sender's elements matched (for the sums, or the
+    /// identifiers it lacks).
     fn keeps_hits(self) -> bool {
         self != Shape::Card
     }
@@ -124,7 +135,7 @@ pub enum Step {
     Key,
     Send(u32),
     Compare(u32),
-    /// card-sum only.
+    /// card-sum and psu.
     Transfer(u32),
     /// card-sum and pi-sum.
     Total,
@@ -346,6 +357,9 @@ pub struct UnitContext<'a> {
     pub job: JobConfig<'a>,
     /// This party's value columns.
     pub columns: usize,
+    /// psu: the width of this party's identifier slots (the sender's own records carry
+    /// one); 0 for the other shapes.
+    pub id_slot: usize,
     pub plan: &'a Plan,
     pub layout: Layout,
     pub keys: &'a Keys,
@@ -356,6 +370,15 @@ pub struct UnitContext<'a> {
 pub struct Consumed {
     /// A compare unit's count (receiver), the total's count (card-sum sender).
     pub count: Option<u64>,
+}
+
+/// The width of psu's identifier slots for a set whose longest identifier has `max_len`
+/// bytes; 0 for the other shapes, whose records carry no identifier.
+pub fn id_slot(shape: Shape, max_len: usize) -> usize {
+    match shape {
+        Shape::Union => transfer::item_width(max_len),
+        _ => 0,
+    }
 }
 
 /// Calls `$f::<C>($args)` with the cwPRF `C` that `$id` names.
@@ -386,8 +409,9 @@ impl UnitContext<'_> {
         with_cwprf!(self.job.cwprf(), consume(self, unit, payload))
     }
 
-    /// This party's input to transfer unit `j` (card-sum): the receiver's indicator
-    /// bits, or the sender's values, both in the order of send unit `j`.
+    /// This party's input to transfer unit `j`: the receiver's indicator bits, or the
+    /// sender's values (card-sum) or identifier slots (psu), all in the order of send
+    /// unit `j`.
     pub fn transfer_input(&self, j: u32) -> Result<TransferInput, Failure> {
         let w = self.job.cwprf().element_len();
         match self.role {
@@ -411,6 +435,19 @@ impl UnitContext<'_> {
                 }
                 Ok(TransferInput::Choices(bits))
             }
+            PsoRole::Sender if self.layout.shape == Shape::Union => {
+                let records = self.sorted_own(j, w)?;
+                let at = w + 8 * self.columns;
+                let slots = records
+                    .chunks_exact(self.own_width(w))
+                    .flat_map(|r| &r[at..])
+                    .copied()
+                    .collect();
+                Ok(TransferInput::Items {
+                    slots,
+                    width: self.id_slot,
+                })
+            }
             PsoRole::Sender => {
                 let records = self.sorted_own(j, w)?;
                 let values = records
@@ -430,10 +467,19 @@ impl UnitContext<'_> {
         self.keys.private(&format!("ot/{j}"))
     }
 
-    /// Keeps what transfer unit `j` gave this party, for the total.
+    /// Keeps what transfer unit `j` gave this party, for the total (psu's receiver: the
+    /// identifiers it lacked, each as a u16 length and its bytes).
     pub fn record_transfer(&self, j: u32, out: TransferOutput) -> Result<(), Failure> {
         let mut bytes = Vec::with_capacity(32);
         match out {
+            TransferOutput::Items(items) => {
+                for item in items {
+                    bytes.extend_from_slice(&(item.len() as u16).to_le_bytes());
+                    bytes.extend_from_slice(&item);
+                }
+                return write_private(&part_path(self.dir, "union", j), &bytes);
+            }
+            TransferOutput::ItemsSent => return Ok(()),
             TransferOutput::Receiver {
                 masked,
                 matches,
@@ -454,6 +500,37 @@ impl UnitContext<'_> {
         cardinality: u64,
     ) -> Result<privset_protocols::pi_sum::PiSumOutput, Failure> {
         pi_sum::output(self, cardinality)
+    }
+
+    /// psu's receiver, once every transfer unit ran: calls `row` with each of its own
+    /// identifiers, then each of the sender's it lacked; returns how many.
+    pub fn union_rows(
+        &self,
+        mut row: impl FnMut(&[u8]) -> Result<(), Failure>,
+    ) -> Result<u64, Failure> {
+        let mut count = 0u64;
+        for i in 0..self.layout.chunks {
+            for id in read_chunk(self, i)?.0 {
+                row(&id)?;
+                count += 1;
+            }
+        }
+        for j in 0..self.layout.parts {
+            let path = part_path(self.dir, "union", j);
+            let bytes = std::fs::read(&path).map_err(|e| corrupt(&path, &e.to_string()))?;
+            let mut rest = bytes.as_slice();
+            while let Some((len, tail)) = rest.split_first_chunk::<2>() {
+                let len = u16::from_le_bytes(*len) as usize;
+                let item = tail.get(..len).ok_or_else(|| corrupt(&path, "truncated"))?;
+                row(item)?;
+                count += 1;
+                rest = &tail[len..];
+            }
+            if !rest.is_empty() {
+                return Err(corrupt(&path, "truncated"));
+            }
+        }
+        Ok(count)
     }
 
     /// The card-sum sender's answer once the total unit ran: the count and the sum.
@@ -494,9 +571,9 @@ impl UnitContext<'_> {
     }
 
     /// Bytes of one of the sender's own records: a PRF value of width `w`, then its
-    /// values.
+    /// values, then (psu) its identifier's slot.
     fn own_width(&self, w: usize) -> usize {
-        w + 8 * self.columns
+        w + 8 * self.columns + self.id_slot
     }
 
     /// The sender's own records of part `j`, sorted (by PRF value): send unit `j`'s
@@ -663,6 +740,15 @@ fn consume<C: CwPrf>(
                 records.extend_from_slice(f);
                 for x in &values[k * c..(k + 1) * c] {
                     records.extend_from_slice(&x.to_le_bytes());
+                }
+                if ctx.id_slot > 0 {
+                    if ids[k].len() > ctx.id_slot.saturating_sub(transfer::item_width(0)) {
+                        return Err(Failure::other(
+                            "an identifier is longer than the staged input's longest: remove \
+                             the state directory to start over",
+                        ));
+                    }
+                    records.extend_from_slice(&transfer::encode_item(&ids[k], ctx.id_slot));
                 }
             }
             write_parts(
@@ -1026,5 +1112,13 @@ mod tests {
         want.extend([3; 7]);
         want.extend([4]);
         assert_eq!(waves, want);
+        // psu: a transfer unit per part, no total.
+        let l = Layout::new(3000, 2000, 7, Shape::Union);
+        assert_eq!(l.units(), 7 * 4);
+        assert_eq!(
+            (l.step(21), l.step(27)),
+            (Step::Transfer(0), Step::Transfer(6))
+        );
+        assert_eq!((l.wave(20), l.wave(21), l.producer(21)), (2, 3, 1));
     }
 }
