@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Bucketed psi (or psi-card, psi-card-sum, pi-sum: --op) beside the unbucketed run: both parties as processes over loopback
+# Bucketed psi (or psi-card, psi-card-sum, psu, pi-sum: --op) beside the unbucketed run: both parties as processes over loopback
 # mutual TLS, on generated identifiers (10% shared). Prints one row per run: items a
 # side, buckets, each party's CPU seconds, wall seconds, bytes sent, peak RSS (MiB),
 # and CPU per item per party (µs). Figures, not assertions: docs/scale.md quotes them.
 #
-#   scripts/bench_buckets.sh [--group x25519] [--op psi|psi-card|psi-card-sum|pi-sum] SIZE:BUCKETS ...
+#   scripts/bench_buckets.sh [--group x25519] [--op psi|psi-card|psi-card-sum|psu|pi-sum] SIZE:BUCKETS ...
+#     (psu: the receiver writes the union to a rows file; the last column is its row count)
 #     (pi-sum: P1 plays the receiver's column, P2 the sender's; PRIVSET_PI_SUM_FLAGS adds
 #     flags to both, e.g. "--values-he elgamal")
 #     SIZE as a power of two (20 = 2^20 a side), BUCKETS = none | auto | N
@@ -58,6 +59,7 @@ party() { # party ROLE TAG EXTRA... (always in the background: it execs privset)
     link+=(${PRIVSET_PI_SUM_FLAGS:-})
   fi
   if [ "$role" = sender ] && { [ "$OP" = psi-card-sum ] || [ "$OP" = pi-sum ]; }; then link+=(--value-column v); fi
+  if [ "$role" = receiver ] && [ "$OP" = psu ]; then link+=(--output-rows "$WORK/$tag-rows.csv"); fi
   exec "$BIN" --progress none "$OP" --role "$as" "${link[@]}" \
     --tls-ca "$WORK/certs/ca.pem" --tls-cert "$WORK/certs/$role.pem" --tls-key "$WORK/certs/$role.key" \
     --group "$GROUP" --input "$WORK/$role-$tag.csv" --id-column id \
@@ -102,6 +104,6 @@ cr, cs = r["cpu_seconds"] + lost, s["cpu_seconds"]
 count = r.get("buckets", {}).get("count", "-")
 print(f"2^{n.bit_length()-1:<4} {str(count):<8} {kills:<6} {cr:10.2f} {cs:10.2f} {wall:9.1f} "
       f"{r['bytes_sent']/1e6:12.1f} {s['bytes_sent']/1e6:12.1f} {r['peak_rss_mib']:9.0f} {s['peak_rss_mib']:9.0f} "
-      f"{cr/n*1e6:11.2f} {cs/n*1e6:11.2f} {r.get('cardinality')}")
+      f"{cr/n*1e6:11.2f} {cs/n*1e6:11.2f} {r.get('cardinality', r.get('rows'))}")
 PY
 done
