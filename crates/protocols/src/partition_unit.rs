@@ -656,36 +656,38 @@ mod tests {
         assert_eq!(c.into_output(), None);
     }
 
+    /// Runs transfer unit `id` between a receiver with `choices` and a sender with
+    /// `input`, their job secrets fixed and their session seeds from `salt`; returns
+    /// the first error and both outputs.
+    fn transfer(
+        id: UnitId,
+        choices: &[bool],
+        input: TransferInput,
+        salt: u8,
+    ) -> (
+        Option<String>,
+        Option<TransferOutput>,
+        Option<TransferOutput>,
+    ) {
+        let names = ["receiver", "sender"];
+        let choices = TransferInput::Choices(choices.to_vec());
+        let mut r = transfer_party(names, id, 100, choices, [3; 32], [salt; 32]).unwrap();
+        let mut s = transfer_party(names, id, 100, input, [4; 32], [salt + 1; 32]).unwrap();
+        let err = exchange(&mut r, &mut s);
+        (err, r.into_output(), s.into_output())
+    }
+
     #[test]
     fn a_transfer_unit_gives_the_masked_sum_and_a_rerun_repeats_it() {
-        let names = ["receiver", "sender"];
-        let id = id(9);
-        let values = vec![5u64, 7, 11, 13, 17];
-        let choices = vec![true, false, true, true, false];
+        let choices = [true, false, true, true, false];
         let run = |salt: u8| {
-            let mut r = transfer_party(
-                names,
-                id,
-                100,
-                TransferInput::Choices(choices.clone()),
-                [3; 32],
-                [salt; 32],
-            )
-            .unwrap();
-            let mut s = transfer_party(
-                names,
-                id,
-                100,
-                TransferInput::Values {
-                    values: values.clone(),
-                    max_value: 20,
-                },
-                [4; 32],
-                [salt + 1; 32],
-            )
-            .unwrap();
-            assert_eq!(exchange(&mut r, &mut s), None);
-            (r.into_output().unwrap(), s.into_output().unwrap())
+            let values = TransferInput::Values {
+                values: vec![5, 7, 11, 13, 17],
+                max_value: 20,
+            };
+            let (err, r, s) = transfer(id(9), &choices, values, salt);
+            assert_eq!(err, None);
+            (r.unwrap(), s.unwrap())
         };
         let (r, s) = run(1);
         let (
@@ -719,35 +721,20 @@ mod tests {
             .iter()
             .flat_map(|i| transfer::encode_item(i, width))
             .collect();
-        let choices = vec![true, false, true, false, false];
-        let run = |salt: u8, slots: Vec<u8>, width: usize| {
-            let mut r = transfer_party(
-                names,
-                id,
-                100,
-                TransferInput::Choices(choices.clone()),
-                [3; 32],
-                [salt; 32],
-            )
-            .unwrap();
-            let mut s = transfer_party(
-                names,
-                id,
-                100,
-                TransferInput::Items { slots, width },
-                [4; 32],
-                [salt + 1; 32],
-            )
-            .unwrap();
-            let err = exchange(&mut r, &mut s);
-            (err, r.into_output(), s.into_output())
+        let choices = [true, false, true, false, false];
+        let run = |salt: u8| {
+            let input = TransferInput::Items {
+                slots: slots.clone(),
+                width,
+            };
+            transfer(id, &choices, input, salt)
         };
-        let (err, r, s) = run(1, slots.clone(), width);
+        let (err, r, s) = run(1);
         assert_eq!(err, None);
         let want: Vec<Vec<u8>> = vec![b"".to_vec(), b"c".to_vec(), b"dee".to_vec()];
         assert_eq!(r, Some(TransferOutput::Items(want)));
         assert_eq!(s, Some(TransferOutput::ItemsSent));
-        assert_eq!(run(7, slots, width).1, r);
+        assert_eq!(run(7).1, r);
         // Slots wider than the longest identifier allows are refused before any OT.
         let wide = transfer::item_width(MAX_ITEM_LEN + 1);
         let wide_slots = vec![0u8; 5 * wide];
