@@ -855,10 +855,10 @@ impl Runner<'_> {
                 }
                 Ok(())
             })?),
-            (Some(path), true, Operation::Psu) => match &ctx {
-                Some(ctx) => Some(self.write_ids(path, &|row| ctx.union_rows(row).map(|_| ()))?),
-                None => None,
-            },
+            (Some(path), true, Operation::Psu) => ctx
+                .as_ref()
+                .map(|ctx| self.write_ids(path, &|row| ctx.union_rows(row)))
+                .transpose()?,
             _ => None,
         };
         Ok(PsoReport {

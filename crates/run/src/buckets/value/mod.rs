@@ -503,16 +503,14 @@ impl UnitContext<'_> {
     }
 
     /// psu's receiver, once every transfer unit ran: calls `row` with each of its own
-    /// identifiers, then each of the sender's it lacked; returns how many.
+    /// identifiers, then each of the sender's it lacked.
     pub fn union_rows(
         &self,
         mut row: impl FnMut(&[u8]) -> Result<(), Failure>,
-    ) -> Result<u64, Failure> {
-        let mut count = 0u64;
+    ) -> Result<(), Failure> {
         for i in 0..self.layout.chunks {
             for id in read_chunk(self, i)?.0 {
                 row(&id)?;
-                count += 1;
             }
         }
         for j in 0..self.layout.parts {
@@ -523,14 +521,13 @@ impl UnitContext<'_> {
                 let len = u16::from_le_bytes(*len) as usize;
                 let item = tail.get(..len).ok_or_else(|| corrupt(&path, "truncated"))?;
                 row(item)?;
-                count += 1;
                 rest = &tail[len..];
             }
             if !rest.is_empty() {
                 return Err(corrupt(&path, "truncated"));
             }
         }
-        Ok(count)
+        Ok(())
     }
 
     /// The card-sum sender's answer once the total unit ran: the count and the sum.
