@@ -149,6 +149,9 @@ fn args_op(
     if role == "receiver" && (op == "psi" || op == "psu") {
         a.extend(["--output-rows".into(), p(format!("{tag}-rows.csv"))]);
     }
+    if op == "private-id" {
+        a.extend(["--output-rows".into(), p(format!("{tag}-{role}-rows.csv"))]);
+    }
     if role == "sender" && (op == "psi-card-sum" || op == "pi-sum") {
         a.extend(["--value-column".into(), "v".into()]);
     }
@@ -387,7 +390,7 @@ fn bucketed_psi_matches_the_plaintext_and_the_unbucketed_run() {
     // Operations whose per-bucket answers would reveal more are refused up front.
     let o = Command::new(BIN)
         .args([
-            "private-id",
+            "psi-share",
             "--role",
             "receiver",
             "--listen",
@@ -407,7 +410,7 @@ fn bucketed_psi_matches_the_plaintext_and_the_unbucketed_run() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("and psu only"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("and private-id only"), "{}", stderr(&o));
 }
 
 /// Runs both parties of `op` (no rows) to the end; returns both reports.
@@ -521,6 +524,112 @@ fn bucketed_psu_matches_the_plaintext_and_the_unbucketed_run() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("1025 bytes"), "{}", stderr(&o));
+}
+
+/// Checks the two private-id tables of run `tag` against the plaintext sets: the same
+/// identifiers in the same order (sorted, each once), one per item of the union; each
+/// party's items are its set, each once; two items share an identifier exactly when
+/// they are equal.
+fn check_private_ids(dir: &Path, tag: &str, what: &str) {
+    let table = |role: &str| -> Vec<(String, String)> {
+        let path = dir.join(format!("{tag}-{role}-rows.csv"));
+        let mut r = csv::Reader::from_path(&path).unwrap();
+        assert_eq!(r.headers().unwrap(), vec!["private_id", "id"], "{what}");
+        r.records()
+            .map(|rec| {
+                let rec = rec.unwrap();
+                (rec[0].to_string(), rec[1].to_string())
+            })
+            .collect()
+    };
+    let (r, s) = (table("receiver"), table("sender"));
+    let ids: Vec<&String> = r.iter().map(|(id, _)| id).collect();
+    assert_eq!(
+        ids,
+        s.iter().map(|(id, _)| id).collect::<Vec<_>>(),
+        "{what}: the same identifiers in the same order"
+    );
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{what}: sorted, once");
+    assert_eq!(
+        r.len(),
+        union_of_sets(dir).len(),
+        "{what}: one row per union item"
+    );
+    for (role, t) in [("receiver", &r), ("sender", &s)] {
+        let items: Vec<&String> = t.iter().map(|(_, x)| x).filter(|x| !x.is_empty()).collect();
+        let set = read_ids(&dir.join(format!("{role}.csv")));
+        assert_eq!(items.len(), set.len(), "{what}: {role}'s items once each");
+        assert_eq!(
+            items.into_iter().cloned().collect::<BTreeSet<_>>(),
+            set,
+            "{what}: {role}"
+        );
+    }
+    for ((_, x), (_, y)) in r.iter().zip(&s) {
+        assert!(
+            x.is_empty() || y.is_empty() || x == y,
+            "{what}: {x} and {y} share an id"
+        );
+        assert!(
+            !(x.is_empty() && y.is_empty()),
+            "{what}: a row with no item"
+        );
+    }
+}
+
+/// private-id in value-partitioned units (Chen et al. 2024, Fig. 8's messages streamed,
+/// the union sent back by identifier range): both tables agree with the plaintext
+/// sets, as the unbucketed run's do; every group and last message, over TLS and an
+/// exchange directory.
+#[test]
+fn bucketed_private_id_matches_the_plaintext_and_the_unbucketed_run() {
+    let dir = scratch("private-id");
+    let certs = certs(&dir);
+    let tls = || Meet::Tls {
+        certs: certs.clone(),
+        addr: port(),
+    };
+    for (case, (n_r, n_s, shared, buckets, extra)) in VALUE_CASES.into_iter().enumerate() {
+        write_sets(&dir, n_r, n_s, shared, 70 + case as u64);
+        let what = format!("case {case}");
+        let mut flags = vec!["--buckets", buckets];
+        flags.extend_from_slice(extra);
+        let tag = format!("pid{case}");
+        let (r, s) = run_op("private-id", &dir, &tls(), &tag, &flags);
+        check_private_ids(&dir, &tag, &what);
+        let union = union_of_sets(&dir).len() as u64;
+        assert_eq!(
+            (&r["rows"], &s["rows"]),
+            (&union.into(), &union.into()),
+            "{what}"
+        );
+        assert!(r.get("cardinality").is_none(), "{what}: {r}");
+        let units = r["buckets"]["per_bucket"].as_array().unwrap().len();
+        let parts: usize = buckets.parse().unwrap();
+        // Evaluate and reply units, then five units per part.
+        assert!(units > 5 * parts, "{what}: {units} units for {parts} parts");
+    }
+    write_sets(&dir, 2500, 2400, 1234, 95);
+    run_op(
+        "private-id",
+        &dir,
+        &tls(),
+        "pid-auto",
+        &["--buckets", "auto"],
+    );
+    check_private_ids(&dir, "pid-auto", "auto");
+    run_op("private-id", &dir, &tls(), "pid-plain", &[]);
+    check_private_ids(&dir, "pid-plain", "unbucketed");
+    write_sets(&dir, 1500, 1200, 300, 96);
+    let exchange = Meet::Dir(dir.join("pid-exchange"));
+    run_op(
+        "private-id",
+        &dir,
+        &exchange,
+        "pid-dir",
+        &["--buckets", "4"],
+    );
+    check_private_ids(&dir, "pid-dir", "exchange directory");
 }
 
 /// psi-card runs the mqRPMT's messages in units partitioned by PRF value
@@ -737,6 +846,8 @@ fn killed_and_resumed(meet: impl Fn() -> Meet, name: &str, op: &str) {
             let union = union_of_sets(&dir);
             assert_eq!(rows.len(), union.len(), "{what}");
             assert_eq!(rows.into_iter().collect::<BTreeSet<_>>(), union, "{what}");
+        } else if op == "private-id" {
+            check_private_ids(&dir, &tag, &what);
         } else {
             let r = json(&dir.join(format!("{tag}-receiver.json")));
             assert_eq!(r["cardinality"], want.len() as u64, "{what}");
@@ -870,6 +981,23 @@ fn a_killed_psu_party_resumes_over_tls() {
 #[test]
 fn a_killed_psu_party_resumes_over_an_exchange_directory() {
     killed_and_resumed(|| Meet::Dir(PathBuf::new()), "psu-resume-dir", "psu");
+}
+
+#[test]
+fn a_killed_private_id_party_resumes_over_tls() {
+    killed_and_resumed(
+        || Meet::Tls {
+            certs: PathBuf::new(),
+            addr: port(),
+        },
+        "pid-resume-tls",
+        "private-id",
+    );
+}
+
+#[test]
+fn a_killed_private_id_party_resumes_over_an_exchange_directory() {
+    killed_and_resumed(|| Meet::Dir(PathBuf::new()), "pid-resume-dir", "private-id");
 }
 
 #[test]

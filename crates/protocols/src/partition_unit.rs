@@ -19,16 +19,18 @@
 //! message (kind 1, producer -> consumer): the unit's payload
 //! ```
 //!
-//! psi-card-sum and psu add transfer units ([`Transfer`]): an oblivious transfer on one
-//! part's indicator bits, its randomness drawn from each party's job secret so that a
-//! rerun repeats it exactly. psi-card-sum's is Chen et al. 2024, Fig. 7 (the receiver
-//! gets the masked sum of the sender's values over its matches); psu's is the one-sided
-//! transfer of their PSU (the receiver gets the sender's identifiers that are not in its
-//! set, and nothing of the others).
+//! psi-card-sum, psu and private-id add transfer units ([`Transfer`]): an oblivious
+//! transfer on one part's indicator bits, its randomness drawn from each party's job
+//! secret so that a rerun repeats it exactly. psi-card-sum's is Chen et al. 2024, Fig. 7
+//! (the receiver gets the masked sum of the sender's values over its matches); psu's is
+//! the one-sided transfer of their PSU (the receiver gets the sender's identifiers that
+//! are not in its set, and nothing of the others); private-id's is the same transfer of
+//! the sender's private identifiers (their Fig. 8).
 //!
 //! ```text
 //! hello settings: as above (producer 1), then announced u64 (psi-card-sum: the sender's
-//!                 value bound; psu: its identifier slot width; 0 from the receiver),
+//!                 value bound; psu, private-id: its identifier slot width; 0 from the
+//!                 receiver),
 //!                 count u64 (the part's elements)
 //! kind 2, receiver -> sender: base-OT first message
 //! kind 3, sender -> receiver: base-OT reply
@@ -344,7 +346,7 @@ pub fn transfer_party(
     ot_seed: [u8; 32],
     seed: [u8; 32],
 ) -> Result<Engine<Transfer>, ProtocolError> {
-    let items = id.operation == ProtocolId::Psu;
+    let items = carries_items(id.operation);
     let (me, count, announced) = match &input {
         TransferInput::Choices(c) => (0, c.len() as u64, None),
         TransferInput::Values { values, max_value } if !items => {
@@ -362,7 +364,11 @@ pub fn transfer_party(
         _ => {
             return Err(ProtocolError::Config(format!(
                 "a {} transfer unit cannot carry this input",
-                if items { "psu" } else { "psi-card-sum" }
+                if items {
+                    "psu or private-id"
+                } else {
+                    "psi-card-sum"
+                }
             )));
         }
     };
@@ -387,6 +393,12 @@ pub fn transfer_party(
     )
 }
 
+/// psu's and private-id's transfer units carry identifiers (the sender's items, or its
+/// private identifiers); psi-card-sum's carry sums.
+fn carries_items(operation: ProtocolId) -> bool {
+    matches!(operation, ProtocolId::Psu | ProtocolId::PrivateId)
+}
+
 /// A psu identifier slot's width is [`transfer::item_width`] of a length the
 /// identifiers may have.
 fn valid_width(width: u64) -> bool {
@@ -394,9 +406,9 @@ fn valid_width(width: u64) -> bool {
 }
 
 impl Transfer {
-    /// psu's transfer (identifiers), else psi-card-sum's (sums).
+    /// psu's or private-id's transfer (identifiers), else psi-card-sum's (sums).
     fn items(&self) -> bool {
-        self.id.operation == ProtocolId::Psu
+        carries_items(self.id.operation)
     }
 
     fn modulus(&self) -> Result<SumModulus, ProtocolError> {

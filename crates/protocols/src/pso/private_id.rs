@@ -64,7 +64,7 @@ use crate::wire::{PartyId, Reader};
 pub const ID_LEN: usize = 16;
 
 /// An identifier: a hash of the identifier element (the PRF output `H(z)^(k1 k2)`).
-fn identifier(element: &[u8]) -> [u8; ID_LEN] {
+pub fn identifier(element: &[u8]) -> [u8; ID_LEN] {
     let mut h = Sha256::new();
     h.update(b"privset/v1/private-id/");
     h.update(element);
@@ -73,7 +73,8 @@ fn identifier(element: &[u8]) -> [u8; ID_LEN] {
     id
 }
 
-fn identifiers<C: CwPrf>(packed: &[u8]) -> Vec<[u8; ID_LEN]> {
+/// The identifier of each packed identifier element.
+pub fn identifiers<C: CwPrf>(packed: &[u8]) -> Vec<[u8; ID_LEN]> {
     packed
         .chunks_exact(C::ELEMENT_LEN)
         .map(identifier)
@@ -85,17 +86,18 @@ fn identifiers<C: CwPrf>(packed: &[u8]) -> Vec<[u8; ID_LEN]> {
 const BLIND_DRAWS: usize = 128;
 
 /// Secret keys of one private-ID party: its OPRF key share and its blind, which is also
-/// its mqRPMT key, with the key that removes the blind and applies the share.
-struct Keys<C: CwPrf> {
-    prf: Zeroizing<C::Key>,
-    blind: Zeroizing<C::Key>,
+/// its mqRPMT key, with the key that removes the blind and applies the share. A bucketed
+/// job draws them from its job secret (`privset_run::buckets::value`).
+pub struct Keys<C: CwPrf> {
+    pub prf: Zeroizing<C::Key>,
+    pub blind: Zeroizing<C::Key>,
     /// `F_unblind(F_blind(z)) = F_prf(z)`: turns `H(z)^(blind * k_other)` into the
     /// identifier element `H(z)^(k1 k2)` in one evaluation.
-    unblind: Zeroizing<C::Key>,
+    pub unblind: Zeroizing<C::Key>,
 }
 
 impl<C: CwPrf> Keys<C> {
-    fn new(rng: &mut SessionRng) -> Result<Self, ProtocolError> {
+    pub fn new(rng: &mut SessionRng) -> Result<Self, ProtocolError> {
         let prf = Zeroizing::new(C::random_key(rng));
         for _ in 0..BLIND_DRAWS {
             let blind = Zeroizing::new(C::random_key(rng));

@@ -85,6 +85,7 @@ impl JobConfig<'_> {
                 Operation::PsiCard => Some(Shape::Card),
                 Operation::PsiCardSum => Some(Shape::CardSum),
                 Operation::Psu => Some(Shape::Union),
+                Operation::PrivateId => Some(Shape::PrivateId),
                 _ => None,
             },
             JobConfig::PiSum(_) => Some(Shape::PiSum),
@@ -104,15 +105,16 @@ impl JobConfig<'_> {
 /// The operations that run in buckets, and why the others do not yet.
 pub fn check_operation(operation: Operation) -> Result<(), Failure> {
     match operation {
-        Operation::Psi | Operation::PsiCard | Operation::PsiCardSum | Operation::Psu => Ok(()),
+        Operation::Psi
+        | Operation::PsiCard
+        | Operation::PsiCardSum
+        | Operation::Psu
+        | Operation::PrivateId => Ok(()),
         other => Err(Failure::config(format!(
-            "--buckets runs psi, psi-card, psi-card-sum and psu only for now: {} would show the \
-             receiver each bucket's {}, more than the unbucketed run reveals (docs/scale.md)",
+            "--buckets runs psi, psi-card, psi-card-sum, psu and private-id only for now: {} \
+             would show the receiver each bucket's intersection size, more than the \
+             unbucketed run reveals (docs/scale.md)",
             other.name(),
-            match other {
-                Operation::PrivateId => "union size and the peer's bucket sizes",
-                _ => "intersection size",
-            }
         ))),
     }
 }

@@ -176,13 +176,19 @@ impl<'a> Runner<'a> {
                 None => Self::stage(job, &dir, &fingerprint)?,
             },
         };
-        // psu transfers the sender's identifiers (before any traffic, as unbucketed).
-        let transfers_ids = job.config.shape() == Some(Shape::Union) && job.role == PsoRole::Sender;
-        if transfers_ids && staged.max_id_len > pso::MAX_ITEM_LEN {
+        // psu transfers the sender's identifiers (before any traffic, as unbucketed);
+        // private-id keeps each party's in fixed slots beside its private identifiers.
+        let slotted = match job.config.shape() {
+            Some(Shape::Union) => job.role == PsoRole::Sender,
+            Some(Shape::PrivateId) => true,
+            _ => false,
+        };
+        if slotted && staged.max_id_len > pso::MAX_ITEM_LEN {
             return Err(Failure::input(format!(
-                "an identifier of {} bytes is longer than the {} bytes psu transfers",
+                "an identifier of {} bytes is longer than the {} bytes bucketed {} holds",
                 staged.max_id_len,
-                pso::MAX_ITEM_LEN
+                pso::MAX_ITEM_LEN,
+                job.config.name()
             )));
         }
         Ok(Self {
@@ -702,7 +708,10 @@ impl Runner<'_> {
             Step::Send(_) if layout.shape == Shape::PiSum => payload
                 .first_chunk::<8>()
                 .map_or(0, |n| u64::from_be_bytes(*n)),
-            Step::Evaluate(_) | Step::Send(_) => payload.len() as u64 / width,
+            Step::Evaluate(_) | Step::Send(_) | Step::Reply(_) | Step::Return(_) => {
+                payload.len() as u64 / width
+            }
+            Step::Union(_) => (payload.len() / pso::private_id::ID_LEN) as u64,
             _ => 0,
         };
         if id.producer == me {
@@ -859,6 +868,11 @@ impl Runner<'_> {
                 .as_ref()
                 .map(|ctx| self.write_ids(path, &|row| ctx.union_rows(row)))
                 .transpose()?,
+            // Both private-id tables: a row per union identifier, with this party's item.
+            (Some(path), _, Operation::PrivateId) => ctx
+                .as_ref()
+                .map(|ctx| self.write_private_ids(path, ctx))
+                .transpose()?,
             _ => None,
         };
         Ok(PsoReport {
@@ -866,8 +880,10 @@ impl Runner<'_> {
             role: self.job.role.name(),
             items: plan.items as usize,
             peer_items: plan.peer_items,
-            // The compare units' matches; psu's receiver learns the union instead.
-            cardinality: (learns && operation != Operation::Psu).then_some(total_rows),
+            // The compare units' matches; psu's and private-id's receiver learns the union
+            // instead (as unbucketed, no cardinality field).
+            cardinality: (learns && !matches!(operation, Operation::Psu | Operation::PrivateId))
+                .then_some(total_rows),
             sum,
             rows,
             rows_file: rows.and(self.job.rows_path.map(Path::to_path_buf)),
@@ -879,31 +895,68 @@ impl Runner<'_> {
         })
     }
 
-    /// Writes the identifiers `each` lists (twice: the first pass finds whether each
-    /// column is UTF-8, which Parquet needs before the first row); returns how many.
-    fn write_ids(&self, path: &Path, each: &IdLister<'_>) -> Result<usize, Failure> {
+    /// Writes the identifiers `each` lists, one row each; returns how many.
+    fn write_ids(&self, path: &Path, each: &RowLister<'_, [u8]>) -> Result<usize, Failure> {
         let header = self.job.keys.output_columns();
+        self.write_rows(path, &header, &|row| {
+            each(&mut |id| row(&self.job.keys.split(id)))
+        })
+    }
+
+    /// Writes private-id's table as the unbucketed run does: `private_id` (hex), then
+    /// this party's item's columns, empty where it has none.
+    fn write_private_ids(
+        &self,
+        path: &Path,
+        ctx: &value::UnitContext<'_>,
+    ) -> Result<usize, Failure> {
+        let columns = self.job.keys.output_columns();
+        let blank = vec![Vec::new(); columns.len()];
+        let header: Vec<String> = std::iter::once("private_id".to_string())
+            .chain(columns)
+            .collect();
+        self.write_rows(path, &header, &|row| {
+            ctx.private_id_table(|id, item| {
+                let mut cells = vec![hex::encode(id).into_bytes()];
+                match item {
+                    Some(item) => cells.extend(self.job.keys.split(item)),
+                    None => cells.extend(blank.iter().cloned()),
+                }
+                row(&cells)
+            })
+        })
+    }
+
+    /// Writes the rows `each` lists (twice: the first pass finds whether each column is
+    /// UTF-8, which Parquet needs before the first row); returns how many.
+    fn write_rows(
+        &self,
+        path: &Path,
+        header: &[String],
+        each: &RowLister<'_, [Vec<u8>]>,
+    ) -> Result<usize, Failure> {
         let mut utf8 = vec![true; header.len()];
-        each(&mut |id| {
-            for (u, cell) in utf8.iter_mut().zip(self.job.keys.split(id)) {
-                *u &= std::str::from_utf8(&cell).is_ok();
+        each(&mut |cells| {
+            for (u, cell) in utf8.iter_mut().zip(cells) {
+                *u &= std::str::from_utf8(cell).is_ok();
             }
             Ok(())
         })?;
-        let mut w = RowWriter::create(path, &header, &utf8)?;
+        let mut w = RowWriter::create(path, header, &utf8)?;
         let mut count = 0;
-        each(&mut |id| {
+        each(&mut |cells| {
             count += 1;
-            w.write(&self.job.keys.split(id))
+            w.write(cells)
         })?;
         w.finish()?;
         Ok(count)
     }
 }
 
-/// Calls its argument with every identifier of a row file, in order.
-type IdLister<'a> =
-    dyn Fn(&mut dyn FnMut(&[u8]) -> Result<(), Failure>) -> Result<(), Failure> + 'a;
+/// Calls its argument with every row of a row file, in order (an identifier, or a
+/// row's cells).
+type RowLister<'a, T> =
+    dyn Fn(&mut dyn FnMut(&T) -> Result<(), Failure>) -> Result<(), Failure> + 'a;
 
 /// What one bucket or unit session gave this party.
 struct Ran {

@@ -69,6 +69,7 @@ use crate::fail::Failure;
 use crate::link::{write_private, write_private_with};
 
 mod pi_sum;
+mod private_id;
 
 /// Most items of each party's set per evaluate unit.
 pub const CHUNK: u64 = 1 << 18;
@@ -86,36 +87,55 @@ pub enum Shape {
     /// pi-sum: a key unit before the send units (which carry encrypted values), and
     /// the total after the compare units.
     PiSum,
+    /// private-id: the OPRF answers (reply and return units), the transfer of the
+    /// sender's private identifiers the receiver lacks, and the union ([`private_id`]).
+    PrivateId,
+}
+
+/// How many units a step has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Count {
+    One,
+    PerPart,
+    PerChunk,
 }
 
 /// A run of units of one step after the evaluate units: the step of a unit from its
-/// index in the run, and whether the run has a unit per part (else one unit in all).
-type StepRun = (fn(u32) -> Step, bool);
+/// index in the run, and how many units the run has.
+type StepRun = (fn(u32) -> Step, Count);
 
 impl Shape {
-    /// The steps after the evaluate units, in order, each with `true` if it has a unit
-    /// per part (else one unit in all).
+    /// The steps after the evaluate units, in order, each with its unit count.
     fn steps(self) -> &'static [StepRun] {
+        use Count::{One, PerChunk, PerPart};
         const KEY: fn(u32) -> Step = |_| Step::Key;
         const TOTAL: fn(u32) -> Step = |_| Step::Total;
         match self {
-            Shape::Card => &[(Step::Send, true), (Step::Compare, true)],
+            Shape::Card => &[(Step::Send, PerPart), (Step::Compare, PerPart)],
             Shape::CardSum => &[
-                (Step::Send, true),
-                (Step::Compare, true),
-                (Step::Transfer, true),
-                (TOTAL, false),
+                (Step::Send, PerPart),
+                (Step::Compare, PerPart),
+                (Step::Transfer, PerPart),
+                (TOTAL, One),
             ],
             Shape::Union => &[
-                (Step::Send, true),
-                (Step::Compare, true),
-                (Step::Transfer, true),
+                (Step::Send, PerPart),
+                (Step::Compare, PerPart),
+                (Step::Transfer, PerPart),
             ],
             Shape::PiSum => &[
-                (KEY, false),
-                (Step::Send, true),
-                (Step::Compare, true),
-                (TOTAL, false),
+                (KEY, One),
+                (Step::Send, PerPart),
+                (Step::Compare, PerPart),
+                (TOTAL, One),
+            ],
+            Shape::PrivateId => &[
+                (Step::Reply, PerChunk),
+                (Step::Send, PerPart),
+                (Step::Return, PerPart),
+                (Step::Compare, PerPart),
+                (Step::Transfer, PerPart),
+                (Step::Union, PerPart),
             ],
         }
     }
@@ -131,12 +151,18 @@ impl Shape {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {
     Evaluate(u32),
+    /// private-id: the sender's OPRF answers to evaluate unit `i`.
+    Reply(u32),
     /// pi-sum only: P2's public key and column bounds.
     Key,
     Send(u32),
+    /// private-id: the receiver's OPRF answers to send unit `j`.
+    Return(u32),
     Compare(u32),
-    /// card-sum and psu.
+    /// card-sum, psu and private-id.
     Transfer(u32),
+    /// private-id: the union's identifiers in range `r`, sorted.
+    Union(u32),
     /// card-sum and pi-sum.
     Total,
 }
@@ -146,10 +172,13 @@ impl Step {
     pub fn name(self) -> &'static str {
         match self {
             Step::Evaluate(_) => "evaluate",
+            Step::Reply(_) => "reply",
             Step::Key => "key",
             Step::Send(_) => "send",
+            Step::Return(_) => "return",
             Step::Compare(_) => "compare",
             Step::Transfer(_) => "transfer",
+            Step::Union(_) => "union",
             Step::Total => "total",
         }
     }
@@ -189,17 +218,21 @@ impl Layout {
         }
     }
 
-    /// Units of a step: a part's or one.
-    fn count(&self, per_part: bool) -> u32 {
-        if per_part { self.parts } else { 1 }
+    /// Units of a step.
+    fn count(&self, count: Count) -> u32 {
+        match count {
+            Count::One => 1,
+            Count::PerPart => self.parts,
+            Count::PerChunk => self.chunks,
+        }
     }
 
     pub fn units(&self) -> u32 {
         self.shape
             .steps()
             .iter()
-            .fold(self.chunks, |n, &(_, per_part)| {
-                n.saturating_add(self.count(per_part))
+            .fold(self.chunks, |n, &(_, count)| {
+                n.saturating_add(self.count(count))
             })
     }
 
@@ -222,8 +255,8 @@ impl Layout {
             return (0, Step::Evaluate(unit));
         };
         let steps = self.shape.steps();
-        for (wave, &(step, per_part)) in (1..).zip(steps) {
-            let n = self.count(per_part);
+        for (wave, &(step, count)) in (1..).zip(steps) {
+            let n = self.count(count);
             if u < n {
                 return (wave, step(u));
             }
@@ -235,8 +268,8 @@ impl Layout {
     /// Who sends the unit's payload, or leads it (0 receiver, 1 sender).
     pub fn producer(&self, unit: u32) -> u8 {
         match self.step(unit) {
-            Step::Evaluate(_) | Step::Total => 0,
-            Step::Key | Step::Send(_) | Step::Compare(_) | Step::Transfer(_) => 1,
+            Step::Evaluate(_) | Step::Return(_) | Step::Union(_) | Step::Total => 0,
+            Step::Reply(_) | Step::Key | Step::Send(_) | Step::Compare(_) | Step::Transfer(_) => 1,
         }
     }
 }
@@ -357,8 +390,9 @@ pub struct UnitContext<'a> {
     pub job: JobConfig<'a>,
     /// This party's value columns.
     pub columns: usize,
-    /// psu: the width of this party's identifier slots (the sender's own records carry
-    /// one); 0 for the other shapes.
+    /// psu, private-id: the width of this party's identifier slots (psu's sender's own
+    /// records carry one; private-id's identifier records, both parties'); 0 for the
+    /// other shapes.
     pub id_slot: usize,
     pub plan: &'a Plan,
     pub layout: Layout,
@@ -372,11 +406,12 @@ pub struct Consumed {
     pub count: Option<u64>,
 }
 
-/// The width of psu's identifier slots for a set whose longest identifier has `max_len`
-/// bytes; 0 for the other shapes, whose records carry no identifier.
+/// The width of psu's and private-id's identifier slots for a set whose longest
+/// identifier has `max_len` bytes; 0 for the other shapes, whose records carry no
+/// identifier.
 pub fn id_slot(shape: Shape, max_len: usize) -> usize {
     match shape {
-        Shape::Union => transfer::item_width(max_len),
+        Shape::Union | Shape::PrivateId => transfer::item_width(max_len),
         _ => 0,
     }
 }
@@ -435,6 +470,9 @@ impl UnitContext<'_> {
                 }
                 Ok(TransferInput::Choices(bits))
             }
+            PsoRole::Sender if self.layout.shape == Shape::PrivateId => {
+                private_id::transfer_input(self, j)
+            }
             PsoRole::Sender if self.layout.shape == Shape::Union => {
                 let records = self.sorted_own(j, w)?;
                 let at = w + 8 * self.columns;
@@ -472,6 +510,9 @@ impl UnitContext<'_> {
     pub fn record_transfer(&self, j: u32, out: TransferOutput) -> Result<(), Failure> {
         let mut bytes = Vec::with_capacity(32);
         match out {
+            TransferOutput::Items(ids) if self.layout.shape == Shape::PrivateId => {
+                return private_id::keep_peer_ids(self, j, ids);
+            }
             TransferOutput::Items(items) => {
                 for item in items {
                     bytes.extend_from_slice(&(item.len() as u16).to_le_bytes());
@@ -528,6 +569,23 @@ impl UnitContext<'_> {
             }
         }
         Ok(())
+    }
+
+    /// private-id, both parties, once every unit ran: calls `row` with each identifier
+    /// of the union in order and this party's item for it, if it has one.
+    pub fn private_id_table(
+        &self,
+        row: impl FnMut(&[u8], Option<&[u8]>) -> Result<(), Failure>,
+    ) -> Result<(), Failure> {
+        private_id::table(self, row)
+    }
+
+    /// The key of the mqRPMT's PRF: private-id's blind, the job's PRF key otherwise.
+    fn mqrpmt_key<C: CwPrf>(&self) -> Result<Zeroizing<C::Key>, Failure> {
+        match self.layout.shape {
+            Shape::PrivateId => Ok(private_id::keys::<C>(self)?.blind),
+            _ => Ok(self.keys.prf_key::<C>()),
+        }
     }
 
     /// The card-sum sender's answer once the total unit ran: the count and the sum.
@@ -619,7 +677,7 @@ impl UnitContext<'_> {
 }
 
 fn produce<C: CwPrf>(ctx: &UnitContext<'_>, unit: u32) -> Result<Vec<u8>, Failure> {
-    let key = ctx.keys.prf_key::<C>();
+    let key = ctx.mqrpmt_key::<C>()?;
     let meter = Meter::new();
     let w = C::ELEMENT_LEN;
     match ctx.layout.step(unit) {
@@ -633,6 +691,9 @@ fn produce<C: CwPrf>(ctx: &UnitContext<'_>, unit: u32) -> Result<Vec<u8>, Failur
             ))
         }
         Step::Key => pi_sum::key_payload(ctx),
+        Step::Reply(i) => private_id::read_kept(ctx, "reply", i),
+        Step::Return(j) => private_id::read_kept(ctx, "return", j),
+        Step::Union(r) => private_id::union_range(ctx, r),
         Step::Send(j) => {
             let records = ctx.sorted_own(j, w)?;
             let elements: Vec<u8> = records
@@ -684,6 +745,9 @@ fn max_payload<C: CwPrf>(ctx: &UnitContext<'_>, unit: u32) -> Result<usize, Fail
     Ok(match ctx.layout.step(unit) {
         Step::Evaluate(i) => (ctx.chunk_len(PsoRole::Receiver, i) as usize).saturating_mul(w),
         Step::Key => pi_sum::MAX_KEY_PAYLOAD,
+        Step::Reply(i) => (ctx.chunk_len(PsoRole::Receiver, i) as usize).saturating_mul(w),
+        Step::Return(_) => (ctx.part_bound(ctx.items(PsoRole::Sender)) as usize).saturating_mul(w),
+        Step::Union(_) => private_id::max_union_len(ctx),
         Step::Send(_) => {
             let bound = ctx.part_bound(ctx.items(PsoRole::Sender));
             let elements = (bound as usize).saturating_mul(w);
@@ -713,7 +777,7 @@ fn consume<C: CwPrf>(
     unit: u32,
     payload: &[u8],
 ) -> Result<Consumed, Failure> {
-    let key = ctx.keys.prf_key::<C>();
+    let key = ctx.mqrpmt_key::<C>()?;
     let meter = Meter::new();
     let w = C::ELEMENT_LEN;
     let peer = Failure::from;
@@ -755,6 +819,21 @@ fn consume<C: CwPrf>(
                 ctx.own_width(w),
                 w,
             )?;
+            if ctx.layout.shape == Shape::PrivateId {
+                private_id::keep_answers::<C>(ctx, "reply", i, payload)?;
+            }
+            Ok(Consumed::default())
+        }
+        Step::Reply(i) => {
+            private_id::consume_reply::<C>(ctx, i, payload)?;
+            Ok(Consumed::default())
+        }
+        Step::Return(j) => {
+            private_id::consume_return::<C>(ctx, j, payload)?;
+            Ok(Consumed::default())
+        }
+        Step::Union(r) => {
+            private_id::consume_union(ctx, r, payload)?;
             Ok(Consumed::default())
         }
         Step::Key => {
@@ -792,6 +871,9 @@ fn consume<C: CwPrf>(
                 w + INDEX_LEN,
                 w,
             )?;
+            if ctx.layout.shape == Shape::PrivateId {
+                private_id::keep_answers::<C>(ctx, "return", j, elements)?;
+            }
             Ok(Consumed::default())
         }
         Step::Compare(q) => {
@@ -962,11 +1044,21 @@ fn write_parts(
     width: usize,
     key_len: usize,
 ) -> Result<(), Failure> {
-    let parts = ctx.layout.parts as usize;
-    let of: Vec<u32> = records
-        .chunks_exact(width)
-        .map(|r| super::bucket_of(&ctx.keys.part_key, &r[..key_len], ctx.layout.parts))
-        .collect();
+    write_parts_by(ctx.layout.parts, path, records, width, |r| {
+        super::bucket_of(&ctx.keys.part_key, &r[..key_len], ctx.layout.parts)
+    })
+}
+
+/// [`write_parts`] with records grouped by `part_of` (below `parts`).
+fn write_parts_by(
+    parts: u32,
+    path: &Path,
+    records: &[u8],
+    width: usize,
+    part_of: impl Fn(&[u8]) -> u32,
+) -> Result<(), Failure> {
+    let parts = parts as usize;
+    let of: Vec<u32> = records.chunks_exact(width).map(part_of).collect();
     let mut offsets = vec![0u64; parts + 1];
     for &p in &of {
         offsets[p as usize + 1] += 1;
@@ -1117,5 +1209,24 @@ mod tests {
             (Step::Transfer(0), Step::Transfer(6))
         );
         assert_eq!((l.wave(20), l.wave(21), l.producer(21)), (2, 3, 1));
+        // private-id: a reply unit per chunk, then send, return, compare, transfer and
+        // union units per part.
+        let l = Layout::new(3000, 2000, 7, Shape::PrivateId);
+        assert_eq!(l.units(), 7 + 7 + 5 * 7);
+        let steps = [
+            (7, Step::Reply(0), 1, 1),
+            (14, Step::Send(0), 2, 1),
+            (21, Step::Return(0), 3, 0),
+            (28, Step::Compare(0), 4, 1),
+            (35, Step::Transfer(0), 5, 1),
+            (42, Step::Union(0), 6, 0),
+            (48, Step::Union(6), 6, 0),
+        ];
+        for (unit, step, wave, producer) in steps {
+            assert_eq!(
+                (l.step(unit), l.wave(unit), l.producer(unit)),
+                (step, wave, producer)
+            );
+        }
     }
 }
