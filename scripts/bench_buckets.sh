@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Bucketed psi (or psi-card, psi-card-sum, psu, pi-sum: --op) beside the unbucketed run: both parties as processes over loopback
+# Bucketed psi (or psi-card, psi-card-sum, psu, private-id, pi-sum: --op) beside the unbucketed run: both parties as processes over loopback
 # mutual TLS, on generated identifiers (10% shared). Prints one row per run: items a
 # side, buckets, each party's CPU seconds, wall seconds, bytes sent, peak RSS (MiB),
 # and CPU per item per party (µs). Figures, not assertions: docs/scale.md quotes them.
 #
-#   scripts/bench_buckets.sh [--group x25519] [--op psi|psi-card|psi-card-sum|psu|pi-sum] SIZE:BUCKETS ...
-#     (psu: the receiver writes the union to a rows file; the last column is its row count)
+#   scripts/bench_buckets.sh [--group x25519] [--op psi|psi-card|psi-card-sum|psu|private-id|pi-sum] SIZE:BUCKETS ...
+#     (psu: the receiver writes the union to a rows file; private-id: both parties write
+#     their tables; the last column is then the receiver's row count)
 #     (pi-sum: P1 plays the receiver's column, P2 the sender's; PRIVSET_PI_SUM_FLAGS adds
 #     flags to both, e.g. "--values-he elgamal")
 #     SIZE as a power of two (20 = 2^20 a side), BUCKETS = none | auto | N
@@ -60,6 +61,7 @@ party() { # party ROLE TAG EXTRA... (always in the background: it execs privset)
   fi
   if [ "$role" = sender ] && { [ "$OP" = psi-card-sum ] || [ "$OP" = pi-sum ]; }; then link+=(--value-column v); fi
   if [ "$role" = receiver ] && [ "$OP" = psu ]; then link+=(--output-rows "$WORK/$tag-rows.csv"); fi
+  if [ "$OP" = private-id ]; then link+=(--output-rows "$WORK/$tag-$role-rows.csv"); fi
   exec "$BIN" --progress none "$OP" --role "$as" "${link[@]}" \
     --tls-ca "$WORK/certs/ca.pem" --tls-cert "$WORK/certs/$role.pem" --tls-key "$WORK/certs/$role.key" \
     --group "$GROUP" --input "$WORK/$role-$tag.csv" --id-column id \

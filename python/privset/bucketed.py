@@ -21,12 +21,17 @@ intersection size and the sender the sum of its values over the intersection.
 oblivious transfer that gives the receiver the sender's identifiers it lacks, so the
 receiver learns the union and nothing more, as unbucketed.
 
+``privset.bucketed.private_id`` runs private-id the same way (Chen et al. 2024, Fig. 8's
+messages streamed): each party's table, one row per identifier of the union in sorted
+order with its own item where it has one, is written to ``output_rows``, and both
+tables list the same identifiers in the same order.
+
 ``privset.bucketed.pi_sum`` runs Ion et al. 2020's intersection-sum the same way (P1
 the receiver, P2 the sender): P2's values travel encrypted in each part's unit and P1
 adds the parts' encrypted sums before masking them once, so P2 learns only the total.
 
-The other operations are refused for now: their per-bucket answers would reveal more
-than their unbucketed runs (docs/scale.md says what each would add).
+psi-share is refused for now: its per-bucket answers would reveal more than its
+unbucketed run (docs/scale.md).
 """
 
 from __future__ import annotations
@@ -192,6 +197,44 @@ def psu(
     return _run(arguments("psu", locals()), progress)
 
 
+def private_id(
+    role: str,
+    input: PathLike,
+    *,
+    id_column: IdColumns = None,
+    normalize: Normalize = "trim",
+    phone_region: Optional[str] = None,
+    hash_ids: Optional[str] = None,
+    duplicates: str = "error",
+    group: str = "ristretto255",
+    last_message: str = "bloom",
+    max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
+    buckets: Union[str, int] = "auto",
+    state_dir: PathLike = ".privset-state",
+    output_rows: Optional[PathLike] = None,
+    listen: Optional[str] = None,
+    peer: Optional[str] = None,
+    exchange_dir: Optional[PathLike] = None,
+    tls: Optional[TlsFiles] = None,
+    insecure_no_tls: bool = False,
+    server_name: Optional[str] = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    poll_interval: float = DEFAULT_POLL_INTERVAL,
+    cpu_price: float = DEFAULT_CPU_PRICE,
+    network_price: float = DEFAULT_NETWORK_PRICE,
+    progress: ProgressArg = None,
+) -> Dict[str, Any]:
+    """Runs one party of a private-id larger than memory: this party's table (columns
+    ``private_id`` and the identifier's, a row per identifier of the union in sorted
+    order, the item empty where this party has none) is written to ``output_rows``,
+    never held in memory. Both parties' tables list the same identifiers in the same
+    order; neither learns which of its items the other holds.
+
+    The arguments are :func:`psu`'s (``output_rows`` for both roles).
+    """
+    return _run(arguments("private-id", locals()), progress)
+
+
 def pi_sum(
     role: str,
     input: PathLike,
@@ -246,7 +289,7 @@ _PI_SUM_SETTINGS = (
 
 def arguments(operation: str, args: Dict[str, Any]) -> Dict[str, Any]:
     """The native job's arguments as plain data (a Ray task rebuilds the job from them):
-    ``operation`` ("psi", "psi-card", "psi-card-sum", "psu" or "pi-sum") and every argument of
+    ``operation`` ("psi", "psi-card", "psi-card-sum", "psu", "private-id" or "pi-sum") and every argument of
     its public function in this module (``progress`` is left out)."""
     args = {k: v for k, v in args.items() if k != "progress"}
     if operation == "pi-sum":
@@ -258,7 +301,7 @@ def arguments(operation: str, args: Dict[str, Any]) -> Dict[str, Any]:
             common.pop(key)
         return dict(common, operation=operation, value_columns=columns, **he)
     if operation != "psi":
-        # The value layout runs the cwPRF mqRPMT; of its operations only psu writes rows.
+        # The value layout runs the cwPRF mqRPMT.
         args.update(mqrpmt="cwprf", output_rows=args.get("output_rows"))
     value_column, value_bound = args.pop("value_column", None), args.pop("value_bound", None)
     return dict(job_arguments(**args), operation=operation, value_column=value_column, value_bound=value_bound)

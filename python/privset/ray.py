@@ -1,6 +1,6 @@
 """Bucketed runs spread over the organisation's own Ray cluster (docs/scale.md).
 
-``privset.ray.psi``, ``psi_card``, ``psi_card_sum``, ``psu`` and ``pi_sum`` are the functions of
+``privset.ray.psi``, ``psi_card``, ``psi_card_sum``, ``psu``, ``private_id`` and ``pi_sum`` are the functions of
 :mod:`privset.bucketed` with each bucket (each unit of a value-partitioned job) a Ray
 task: the driver stages the input and agrees on the plan with the other organisation,
 then the buckets run as tasks on any node of this organisation's cluster, each talking
@@ -9,7 +9,8 @@ a shared exchange directory (Ion et al. 2020, Sec. 2.4's deployment: no port has
 reachable between the organisations).
 
 psi's buckets all run at once. A value-partitioned job runs in waves, one per step
-(evaluate, key, send, compare, transfer, total): a wave's units run at once, and a wave
+(evaluate, reply, key, send, return, compare, transfer, union, total: each operation
+has some of them): a wave's units run at once, and a wave
 starts when this organisation's previous one has finished (a unit reads what the
 earlier steps left in ``state_dir``; it never waits for the other organisation's
 waves, only for its own unit's messages).
@@ -133,6 +134,24 @@ def psu(
     """:func:`privset.bucketed.psu` with its units as Ray tasks, wave after wave; the
     arguments are :func:`psi`'s (the receiver's ``output_rows`` among the settings)."""
     return _run("psu", bucketed.psu, (role, input, exchange_dir, state_dir), (address, max_retries), settings, progress)
+
+
+def private_id(
+    role: str,
+    input: PathLike,
+    *,
+    exchange_dir: PathLike,
+    state_dir: PathLike,
+    address: Optional[str] = None,
+    max_retries: int = 3,
+    progress: ProgressArg = None,
+    **settings: Any,
+) -> Dict[str, Any]:
+    """:func:`privset.bucketed.private_id` with its units as Ray tasks, wave after wave;
+    the arguments are :func:`psi`'s (each party's ``output_rows`` among the settings)."""
+    return _run(
+        "private-id", bucketed.private_id, (role, input, exchange_dir, state_dir), (address, max_retries), settings, progress
+    )
 
 
 def pi_sum(

@@ -175,6 +175,45 @@ def test_bucketed_psu_writes_the_plaintext_union(tmp_path: pathlib.Path, n_r: in
     assert s.get("rows") is None and s["peer_items"] == n_r
 
 
+def check_private_id_tables(tmp: pathlib.Path, receiver: pathlib.Path, sender: pathlib.Path) -> int:
+    """Both private-id tables against the plaintext sets: the same identifiers in the
+    same order, sorted, one per union item; each party's items once each; equal items,
+    equal identifiers. Returns the union's size."""
+    def table(path: pathlib.Path) -> List[Dict[str, str]]:
+        with open(path, newline="") as f:
+            return list(csv.DictReader(f))
+
+    r, s = table(receiver), table(sender)
+    ids = [row["private_id"] for row in r]
+    assert ids == [row["private_id"] for row in s] and ids == sorted(set(ids))
+    mine, theirs = read_ids(tmp / "receiver.csv"), read_ids(tmp / "sender.csv")
+    assert len(ids) == len(mine | theirs)
+    for rows, own in ((r, mine), (s, theirs)):
+        items = [row["id"] for row in rows if row["id"]]
+        assert len(items) == len(own) and set(items) == own
+    for a, b in zip(r, s):
+        assert a["id"] or b["id"]
+        assert not (a["id"] and b["id"]) or a["id"] == b["id"]
+    return len(ids)
+
+
+@pytest.mark.parametrize("n_r,n_s,shared,link", [(1700, 1300, 400, "tls"), (1, 1, 0, "tls"), (700, 500, 500, "dir")])
+def test_bucketed_private_id_tables_agree_with_the_plaintext(
+    tmp_path: pathlib.Path, n_r: int, n_s: int, shared: int, link: str
+) -> None:
+    sets(tmp_path, random.Random(n_r * 7 + n_s), n_r, n_s, shared)
+    x = tmp_path / "exchange"
+    links = tls_links(tmp_path) if link == "tls" else {
+        role: {"exchange_dir": x, "poll_interval": 0.005} for role in ("receiver", "sender")}
+    out = on_threads(lambda role: privset.bucketed.private_id(
+        role, tmp_path / f"{role}.csv", id_column="id", buckets=3, state_dir=tmp_path / f"state-{role}",
+        output_rows=tmp_path / f"{role}-ids.csv", timeout=60, **links[role]))
+    union = check_private_id_tables(tmp_path, tmp_path / "receiver-ids.csv", tmp_path / "sender-ids.csv")
+    r, s = out["receiver"], out["sender"]
+    assert r["protocol"] == "private-id" and r["rows"] == s["rows"] == union
+    assert r.get("cardinality") is None and s["peer_items"] == n_r
+
+
 @pytest.mark.parametrize("values_he,extra", [
     ("paillier", {"he_modulus_bits": 1024, "dj_s": 1}),
     ("elgamal", {"sum_of_squares": True}),

@@ -2,8 +2,8 @@
 a head and a worker node), the buckets (or units) run as Ray tasks that talk through a
 shared exchange directory, and one bucket task is killed (SIGKILL to its Ray worker)
 mid-job: Ray runs it again, it resumes from its checkpoint, and the answer is the
-plaintext one. psi's buckets run at once; psi-card's and pi-sum's units wave after
-wave."""
+plaintext one. psi's buckets run at once; psi-card's, private-id's and pi-sum's units
+wave after wave."""
 
 from __future__ import annotations
 
@@ -119,6 +119,25 @@ def test_psi_card_units_as_ray_tasks_survive_a_killed_worker(tmp_path: pathlib.P
     # 4 parts: 4 evaluate units, 4 send, 4 compare, every one recorded once.
     assert [b["bucket"] for b in r["buckets"]["per_bucket"]] == list(range(12))
     assert r["bytes_received"] >= sum(b["bytes_received"] for b in r["buckets"]["per_bucket"]) > 0
+
+
+def test_private_id_units_as_ray_tasks_survive_a_killed_worker(tmp_path: pathlib.Path) -> None:
+    shared_sets(tmp_path, ("receiver", "sender"), (4000, 3000), 900)
+    rows = {role: str(tmp_path / f"{role}-ids.csv") for role in ("receiver", "sender")}
+    settings = {role: {"buckets": 3, "group": "x25519", "output_rows": rows[role]} for role in rows}
+    results = run_both(tmp_path, "private_id", ("receiver", "sender"), settings)
+    tables = {}
+    for role in rows:
+        with open(rows[role], newline="") as f:
+            tables[role] = [(row["private_id"], row["id"]) for row in csv.DictReader(f)]
+    r, s = tables["receiver"], tables["sender"]
+    assert [i for i, _ in r] == [i for i, _ in s] and len(r) == 4000 + 3000 - 900
+    # Identical items, identical identifiers: the rows both parties fill are the shared ones.
+    assert sum(1 for (_, a), (_, b) in zip(r, s) if a and b) == 900
+    assert all(a == b for (_, a), (_, b) in zip(r, s) if a and b)
+    assert results["receiver"]["rows"] == results["sender"]["rows"] == len(r)
+    # 3 parts: 3 evaluate and 3 reply units, then 5 units per part.
+    assert len(results["sender"]["buckets"]["per_bucket"]) == 3 + 3 + 5 * 3
 
 
 @pytest.mark.parametrize("values_he", ["paillier", "elgamal"])

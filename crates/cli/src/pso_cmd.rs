@@ -99,7 +99,8 @@ pub struct PsoArgs {
     pub value_bound: u64,
     /// Run in buckets of bounded memory that survive a killed party: `auto` (about
     /// 2^20 items of the larger set per bucket) or a count both parties agree on
-    /// (psi: buckets of identifiers; psi-card, psi-card-sum, psu: parts of PRF values).
+    /// (psi: buckets of identifiers; psi-card, psi-card-sum, psu, private-id: parts of
+    /// PRF values).
     /// Staged rows and finished buckets are kept in --state-dir until the result is
     /// written; start a killed party again with the same command to continue.
     /// docs/scale.md.
