@@ -9,7 +9,8 @@
 #     their tables; the last column is then the receiver's row count)
 #     (pi-sum: P1 plays the receiver's column, P2 the sender's; PRIVSET_PI_SUM_FLAGS adds
 #     flags to both, e.g. "--values-he elgamal")
-#     SIZE as a power of two (20 = 2^20 a side), BUCKETS = none | auto | N
+#     SIZE as a power of two (20 = 2^20 a side), BUCKETS = none | auto | N, optionally
+#     xL for L buckets at once (--concurrency L): 22:4x2
 #   scripts/bench_buckets.sh --kills 5 24:auto     # killed and restarted 5 times
 #
 # Needs the release binary (cargo build --release -p privset-cli) and ~40 bytes of
@@ -72,10 +73,12 @@ printf '%-6s %-8s %-6s %10s %10s %9s %12s %12s %9s %9s %11s %11s\n' \
   items buckets kills "cpu_r s" "cpu_s s" "wall s" "sent_r MB" "sent_s MB" "rss_r MiB" "rss_s MiB" "µs/item r" "µs/item s" \
   | sed 's/$/ cardinality/'
 for spec in "${RUNS[@]}"; do
-  log2=${spec%%:*}; buckets=${spec#*:}; n=$((1 << log2)); tag="$log2-$buckets"
+  log2=${spec%%:*}; buckets=${spec#*:}; n=$((1 << log2))
+  lanes=1; case "$buckets" in *x*) lanes=${buckets#*x}; buckets=${buckets%x*} ;; esac
+  tag="$log2-$buckets"
   [ -f "$WORK/receiver-$tag.csv" ] || gen "$n" 0 "$WORK/receiver-$tag.csv"
   [ -f "$WORK/sender-$tag.csv" ] || gen "$n" $((1 << 40)) "$WORK/sender-$tag.csv"
-  extra=(); [ "$buckets" != none ] && extra=(--buckets "$buckets")
+  extra=(); [ "$buckets" != none ] && extra=(--buckets "$buckets" --concurrency "$lanes")
   PORT=$((20000 + RANDOM % 20000))
   cpu_before_r=0; cpu_before_s=0; kills=0
   party sender "$tag" "${extra[@]}" > "$WORK/$tag-sender.log" 2>&1 &
@@ -98,12 +101,15 @@ for spec in "${RUNS[@]}"; do
   done
   wait "$sp"
   end=$(date +%s.%N)
-  python3 - "$WORK/$tag-receiver.json" "$WORK/$tag-sender.json" "$n" "$buckets" "$kills" "$cpu_before_r" "$(echo "$end - $start" | bc -l)" <<'PY'
+  python3 - "$WORK/$tag-receiver.json" "$WORK/$tag-sender.json" "$n" "${buckets}x$lanes" "$kills" "$cpu_before_r" "$(echo "$end - $start" | bc -l)" <<'PY'
 import json, sys
 r, s = (json.load(open(p)) for p in sys.argv[1:3])
 n, buckets, kills, lost, wall = int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7])
 cr, cs = r["cpu_seconds"] + lost, s["cpu_seconds"]
 count = r.get("buckets", {}).get("count", "-")
+lanes = buckets.split("x")[1]
+if lanes != "1":
+    count = f"{count}x{lanes}"
 print(f"2^{n.bit_length()-1:<4} {str(count):<8} {kills:<6} {cr:10.2f} {cs:10.2f} {wall:9.1f} "
       f"{r['bytes_sent']/1e6:12.1f} {s['bytes_sent']/1e6:12.1f} {r['peak_rss_mib']:9.0f} {s['peak_rss_mib']:9.0f} "
       f"{cr/n*1e6:11.2f} {cs/n*1e6:11.2f} {r.get('cardinality', r.get('rows'))}")

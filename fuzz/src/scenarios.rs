@@ -526,6 +526,8 @@ pub fn bucket_plan() -> Vec<Scenario> {
                     items: 1000 + i as u64,
                     buckets: (i == 0).then_some(12),
                     target: 1 << 20,
+                    lanes: 1 + i as u32,
+                    lane: 0,
                     prior: prior.then(|| {
                         (
                             [5u8; 32],

@@ -63,6 +63,7 @@ def psi(
     last_message: str = "bloom",
     max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
     buckets: Union[str, int] = "auto",
+    concurrency: int = 1,
     state_dir: PathLike = ".privset-state",
     output_rows: Optional[PathLike] = None,
     listen: Optional[str] = None,
@@ -80,7 +81,9 @@ def psi(
     """Runs one party ("receiver" or "sender") of a bucketed psi against its peer.
 
     ``buckets``: "auto" (about 2^20 items of the larger set per bucket) or a count both
-    parties agree on. ``state_dir`` keeps the staged rows and finished buckets until the
+    parties agree on. ``concurrency``: buckets run at once (over TCP on that many
+    connections, the smaller of the two parties' values; over an exchange directory on
+    that many threads), each holding one bucket in memory. ``state_dir`` keeps the staged rows and finished buckets until the
     result is returned (never inside an exchange directory). The link arguments are
     those of every ``run()`` (:meth:`privset.PsiReceiver.run`); the identifier
     arguments those of the party classes.
@@ -101,6 +104,7 @@ def psi_card(
     last_message: str = "bloom",
     max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
     buckets: Union[str, int] = "auto",
+    concurrency: int = 1,
     state_dir: PathLike = ".privset-state",
     listen: Optional[str] = None,
     peer: Optional[str] = None,
@@ -138,6 +142,7 @@ def psi_card_sum(
     last_message: str = "bloom",
     max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
     buckets: Union[str, int] = "auto",
+    concurrency: int = 1,
     state_dir: PathLike = ".privset-state",
     listen: Optional[str] = None,
     peer: Optional[str] = None,
@@ -174,6 +179,7 @@ def psu(
     last_message: str = "bloom",
     max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
     buckets: Union[str, int] = "auto",
+    concurrency: int = 1,
     state_dir: PathLike = ".privset-state",
     output_rows: Optional[PathLike] = None,
     listen: Optional[str] = None,
@@ -210,6 +216,7 @@ def private_id(
     last_message: str = "bloom",
     max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
     buckets: Union[str, int] = "auto",
+    concurrency: int = 1,
     state_dir: PathLike = ".privset-state",
     output_rows: Optional[PathLike] = None,
     listen: Optional[str] = None,
@@ -256,6 +263,7 @@ def pi_sum(
     group: str = "ristretto255",
     max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
     buckets: Union[str, int] = "auto",
+    concurrency: int = 1,
     state_dir: PathLike = ".privset-state",
     listen: Optional[str] = None,
     peer: Optional[str] = None,
@@ -329,6 +337,7 @@ def job_arguments(
     last_message: str,
     max_peer_items: int,
     buckets: Union[str, int],
+    concurrency: int,
     state_dir: PathLike,
     output_rows: Optional[PathLike],
     listen: Optional[str],
@@ -377,6 +386,7 @@ def job_arguments(
         "last_message": last_message,
         "max_peer_items": max_peer_items,
         "buckets": count,
+        "concurrency": concurrency,
         "state_dir": os.path.abspath(state_dir),
         "output_rows": None if output_rows is None else os.path.abspath(output_rows),
         "link": link,

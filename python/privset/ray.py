@@ -190,6 +190,8 @@ def _run(
         raise ConfigurationError(
             f"privset.ray runs over exchange_dir only: {', '.join(refused)} is not one of its arguments"
         )
+    if "concurrency" in settings:
+        raise ConfigurationError("privset.ray runs every unit of a wave as a task at once: concurrency is Ray's")
     try:
         bound = inspect.signature(public).bind(role, input, exchange_dir=exchange_dir, state_dir=state_dir, **settings)
     except TypeError as e:

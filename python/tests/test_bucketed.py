@@ -126,14 +126,19 @@ def test_a_python_receiver_and_a_cli_sender(tmp_path: pathlib.Path) -> None:
     assert read_ids(tmp_path / "rows.csv") == want and r["cardinality"] == len(want)
 
 
-@pytest.mark.parametrize("n_r,n_s,shared,buckets,link", [(2000, 1500, 321, 5, "tls"), (1, 1, 1, 2, "tls"), (700, 900, 0, 3, "dir")])
-def test_bucketed_psi_card_matches_the_plaintext(tmp_path: pathlib.Path, n_r: int, n_s: int, shared: int, buckets: int, link: str) -> None:
+@pytest.mark.parametrize("n_r,n_s,shared,buckets,link,concurrency", [
+    (2000, 1500, 321, 5, "tls", 1), (1, 1, 1, 2, "tls", 1), (700, 900, 0, 3, "dir", 1),
+    (2000, 1500, 321, 5, "tls", 3), (700, 900, 100, 3, "dir", 2),
+])
+def test_bucketed_psi_card_matches_the_plaintext(
+    tmp_path: pathlib.Path, n_r: int, n_s: int, shared: int, buckets: int, link: str, concurrency: int
+) -> None:
     want = sets(tmp_path, random.Random(n_r * 7 + n_s), n_r, n_s, shared)
     x = tmp_path / "exchange"
     links = tls_links(tmp_path) if link == "tls" else {
         role: {"exchange_dir": x, "poll_interval": 0.005} for role in ("receiver", "sender")}
     out = on_threads(lambda role: privset.bucketed.psi_card(
-        role, tmp_path / f"{role}.csv", id_column="id", buckets=buckets,
+        role, tmp_path / f"{role}.csv", id_column="id", buckets=buckets, concurrency=concurrency,
         state_dir=tmp_path / f"state-{role}", timeout=60, **links[role]))
     r, s = out["receiver"], out["sender"]
     assert r["protocol"] == "psi-card" and r["cardinality"] == len(want)
@@ -252,6 +257,9 @@ def test_bucketed_pi_sum_refuses_what_it_does_not_run(tmp_path: pathlib.Path) ->
 
 def test_bad_settings_and_refused_operations_are_clear(tmp_path: pathlib.Path) -> None:
     write_ids(tmp_path / "receiver.csv", ["a", "b", "a"])
+    with pytest.raises(privset.ConfigurationError, match="concurrency must be 1 to 64"):
+        privset.bucketed.psi("receiver", tmp_path / "receiver.csv", concurrency=0, listen="127.0.0.1:1",
+                             insecure_no_tls=True)
     with pytest.raises(privset.ConfigurationError, match="buckets must be"):
         privset.bucketed.psi("receiver", tmp_path / "receiver.csv", buckets=0, listen="127.0.0.1:1", insecure_no_tls=True)
     # Duplicates are refused before anything is sent, naming the line.

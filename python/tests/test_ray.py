@@ -163,6 +163,8 @@ def test_a_ray_job_refuses_link_arguments_and_unknown_ones(tmp_path: pathlib.Pat
     common = {"exchange_dir": tmp_path / "x", "state_dir": tmp_path / "s"}
     with pytest.raises(ConfigurationError, match="exchange_dir only: peer"):
         privset.ray.psi_card("receiver", tmp_path / "ids.csv", peer="127.0.0.1:1", **common)
+    with pytest.raises(ConfigurationError, match="concurrency is Ray's"):
+        privset.ray.psi("receiver", tmp_path / "ids.csv", concurrency=2, **common)
     with pytest.raises(ConfigurationError, match="value_colums"):
         privset.ray.pi_sum("p2", tmp_path / "ids.csv", value_colums="spend", **common)
     with pytest.raises(ConfigurationError, match="role must be"):

@@ -75,6 +75,7 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
             sum_bound: None,
             max_peer_items: 1 << 26,
             buckets: None,
+            concurrency: 1,
             output: dir.join(format!("{name}-result.json")),
             prices: PriceArgs {
                 cpu_price: 0.01,

@@ -15,7 +15,7 @@ use privset_run::{Failure, Stopwatch};
 
 use crate::connect::ConnectArgs;
 use crate::input_args::InputArgs;
-use crate::pso_cmd::{BucketCount, CwPrfArg, parse_buckets};
+use crate::pso_cmd::{BucketCount, CwPrfArg, parse_buckets, parse_concurrency};
 use crate::run::{self, PriceArgs};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,6 +143,10 @@ pub struct PiSumArgs {
     /// docs/scale.md.
     #[arg(long, value_name = "auto|N", value_parser = parse_buckets)]
     pub buckets: Option<BucketCount>,
+    /// With --buckets: run up to N units at once (over TCP on N connections, the
+    /// smaller of the two parties' N; over an exchange directory on N threads).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_concurrency, requires = "buckets")]
+    pub concurrency: u32,
     /// Largest set size accepted from the peer.
     #[arg(long, value_name = "N", default_value_t = 1 << 26)]
     pub max_peer_items: u64,
@@ -289,6 +293,7 @@ fn run_bucketed(args: &PiSumArgs, count: BucketCount) -> Result<PiSumReport, Fai
         ),
         link: &link,
         buckets: count.fixed(),
+        concurrency: args.concurrency,
         target: buckets::DEFAULT_TARGET,
         state_dir: &state_dir,
         output: &args.output,

@@ -106,6 +106,11 @@ pub struct PsoArgs {
     /// docs/scale.md.
     #[arg(long, value_name = "auto|N", value_parser = parse_buckets)]
     pub buckets: Option<BucketCount>,
+    /// With --buckets: run up to N buckets at once (over TCP on N connections, the
+    /// smaller of the two parties' N; over an exchange directory on N threads). Each
+    /// holds one bucket in memory; 2 keeps both parties busy.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_concurrency, requires = "buckets")]
+    pub concurrency: u32,
     /// Largest set size accepted from the peer.
     #[arg(long, value_name = "N", default_value_t = 1 << 26)]
     pub max_peer_items: u64,
@@ -135,6 +140,15 @@ impl BucketCount {
             BucketCount::Auto => None,
             BucketCount::Fixed(n) => Some(n),
         }
+    }
+}
+
+/// `--concurrency`: 1 to the most lanes a job may run.
+pub fn parse_concurrency(text: &str) -> Result<u32, String> {
+    let max = privset_protocols::bucket_plan::MAX_LANES;
+    match text.parse::<u32>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!("expected a count from 1 to {max}, not {text:?}")),
     }
 }
 
@@ -270,6 +284,7 @@ fn run_bucketed(
         ),
         link: &link,
         buckets: count.fixed(),
+        concurrency: args.concurrency,
         target: buckets::DEFAULT_TARGET,
         state_dir: &state_dir,
         output: &args.output,
@@ -285,13 +300,12 @@ fn run_bucketed(
 /// Runs a bucketed job with a progress display per session, writes its RESULT.json
 /// and then removes its state.
 pub fn run_job(job: &privset_run::buckets::runner::Job<'_>) -> Result<BucketedReport, Failure> {
-    let (report, state) =
-        privset_run::buckets::runner::run(job, &mut |party, transport, label| {
-            let mut progress = crate::progress::Progress::new(label, party.meter());
-            let result = privset_net::drive(party, transport, &mut |s| progress.status(s));
-            progress.finish();
-            result.map_err(Failure::from)
-        })?;
+    let (report, state) = privset_run::buckets::runner::run(job, &|party, transport, label| {
+        let mut progress = crate::progress::Progress::new(label, party.meter());
+        let result = privset_net::drive(party, transport, &mut |s| progress.status(s));
+        progress.finish();
+        result.map_err(Failure::from)
+    })?;
     write_json(job.output, &report)?;
     state.remove();
     Ok(report)

@@ -632,6 +632,66 @@ fn bucketed_private_id_matches_the_plaintext_and_the_unbucketed_run() {
     check_private_ids(&dir, "pid-dir", "exchange directory");
 }
 
+/// `--concurrency`: buckets (units) on several connections or threads at once give the
+/// plaintext answer for identifier buckets and for the value layout's waves, with the
+/// two parties asking for different concurrencies (the smaller wins over TCP); without
+/// --buckets the flag is refused.
+#[test]
+fn concurrent_buckets_match_the_plaintext() {
+    let dir = scratch("lanes");
+    let certs = certs(&dir);
+    let tls = || Meet::Tls {
+        certs: certs.clone(),
+        addr: port(),
+    };
+    let want = write_sets(&dir, 3000, 2500, 800, 97);
+    let run_lanes = |op: &str, meet: &Meet, tag: &str, lanes: [&str; 2], extra: &[&str]| {
+        let party = |role: &str, l: &str| {
+            let mut flags = vec!["--buckets", "5", "--concurrency", l];
+            flags.extend_from_slice(extra);
+            spawn(&args_op(op, &dir, role, meet, tag, &flags))
+        };
+        let r = party("receiver", lanes[0]);
+        std::thread::sleep(Duration::from_millis(100));
+        let s = party("sender", lanes[1]);
+        let (s, r) = (s.wait_with_output().unwrap(), r.wait_with_output().unwrap());
+        assert!(r.status.success(), "{tag} receiver: {}", stderr(&r));
+        assert!(s.status.success(), "{tag} sender: {}", stderr(&s));
+        (
+            json(&dir.join(format!("{tag}-receiver.json"))),
+            json(&dir.join(format!("{tag}-sender.json"))),
+        )
+    };
+    run_lanes("psi", &tls(), "lanes-psi", ["3", "2"], &[]);
+    assert_eq!(read_ids(&dir.join("lanes-psi-rows.csv")), want, "psi");
+    let (r, _) = run_lanes("psi-card", &tls(), "lanes-card", ["4", "4"], &[]);
+    assert_eq!(r["cardinality"], want.len() as u64, "psi-card");
+    let (r, s) = run_lanes("pi-sum", &tls(), "lanes-pi", ["2", "3"], &SMALL_PAILLIER);
+    assert_eq!(r["cardinality"], want.len() as u64, "pi-sum");
+    assert_eq!(s["sum"], plain_sum(want.len()), "pi-sum");
+    run_lanes(
+        "private-id",
+        &Meet::Dir(dir.join("lanes-exchange")),
+        "lanes-pid",
+        ["3", "1"],
+        &[],
+    );
+    check_private_ids(&dir, "lanes-pid", "private-id over an exchange directory");
+    let o = Command::new(BIN)
+        .args(args_op(
+            "psi",
+            &dir,
+            "receiver",
+            &tls(),
+            "lanes-no",
+            &["--concurrency", "2"],
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--buckets"), "{}", stderr(&o));
+}
+
 /// psi-card runs the mqRPMT's messages in units partitioned by PRF value
 /// (docs/scale.md): its count equals the plaintext and the unbucketed run's, for every
 /// edge, over TLS and an exchange directory, with each last message and group.
@@ -756,6 +816,12 @@ fn recorded(state: &Path) -> HashSet<u64> {
 }
 
 fn killed_and_resumed(meet: impl Fn() -> Meet, name: &str, op: &str) {
+    killed_and_resumed_in_lanes(meet, name, op, 1);
+}
+
+/// [`killed_and_resumed`] with `--concurrency lanes`: a restart may run again one
+/// recorded bucket per lane (each lane's bucket in flight when the link broke).
+fn killed_and_resumed_in_lanes(meet: impl Fn() -> Meet, name: &str, op: &str, lanes: usize) {
     let seed = std::env::var("PRIVSET_KILL_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -764,7 +830,8 @@ fn killed_and_resumed(meet: impl Fn() -> Meet, name: &str, op: &str) {
     let mut rng = Rng(seed);
     let dir = scratch(name);
     let want = write_sets(&dir, 6000, 5000, 1500, seed);
-    let mut extra = vec!["--buckets", "12"];
+    let lanes_flag = lanes.to_string();
+    let mut extra = vec!["--buckets", "12", "--concurrency", &lanes_flag];
     if op == "pi-sum" {
         extra.extend_from_slice(&SMALL_PAILLIER);
     }
@@ -825,13 +892,13 @@ fn killed_and_resumed(meet: impl Fn() -> Meet, name: &str, op: &str) {
         );
         if let Some((last, before)) = &last {
             assert!(last.status.success(), "{name} {victim}: {}", stderr(last));
-            // The last start ran again at most one bucket it had recorded (the one the
-            // peer may have missed when the connection broke).
+            // The last start ran again at most one bucket it had recorded per lane (the
+            // one the peer may have missed when the connection broke).
             if kills > 0 {
                 let again = buckets_run(&stderr(last));
                 let rerun = again.intersection(before).count();
                 assert!(
-                    rerun <= 1,
+                    rerun <= lanes,
                     "{name}: reran {rerun} finished buckets ({again:?} vs {before:?})"
                 );
             }
@@ -881,6 +948,25 @@ fn a_killed_party_resumes_over_tls() {
         "resume-tls",
         "psi",
     );
+}
+
+/// Buckets on three connections at once (units in waves for psi-card), a party killed
+/// at random moments: each restart reopens every lane and the answer is the plaintext.
+#[test]
+fn a_killed_party_with_concurrent_buckets_resumes_over_tls() {
+    for op in ["psi", "psi-card"] {
+        let name = format!("lanes-resume-tls-{op}");
+        let meet = || Meet::Tls {
+            certs: PathBuf::new(),
+            addr: port(),
+        };
+        killed_and_resumed_in_lanes(meet, &name, op, 3);
+    }
+}
+
+#[test]
+fn a_killed_party_with_concurrent_buckets_resumes_over_an_exchange_directory() {
+    killed_and_resumed_in_lanes(|| Meet::Dir(PathBuf::new()), "lanes-resume-dir", "psu", 3);
 }
 
 #[test]

@@ -14,9 +14,14 @@
 //!   from the transcript, which covers both parties' random salts. Neither party can
 //!   choose the key alone.
 //!
+//! A kept plan also says how many connections (lanes) run its buckets at once: the
+//! smaller of the two parties' `--concurrency`. Each lane opens with a plan session of
+//! its own naming its lane number, so two parties never pair different lanes.
+//!
 //! ```text
-//! hello settings: version u8 (1), operation u8 (the bucketed protocol's code),
+//! hello settings: version u8 (2), operation u8 (the bucketed protocol's code),
 //!                 items u64, requested u32 (0 = auto), target u64 (auto's items per bucket),
+//!                 lanes u32 (1 to 64), lane u32 (below lanes),
 //!                 prior plan [32] (zero = none), done: len u32 + bitmap bytes
 //! ```
 
@@ -29,9 +34,12 @@ use crate::wire::{self, PartyId, ProtocolId};
 /// The most buckets a job may have.
 pub const MAX_BUCKETS: u32 = 1 << 20;
 
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
 /// Settings without the bitmap.
-const FIXED_SETTINGS: usize = 1 + 1 + 8 + 4 + 8 + 32 + 4;
+const FIXED_SETTINGS: usize = 1 + 1 + 8 + 4 + 8 + 4 + 4 + 32 + 4;
+
+/// The most connections a job runs buckets on at once.
+pub const MAX_LANES: u32 = 64;
 
 /// What one party announces.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,6 +52,10 @@ pub struct PlanRequest {
     pub buckets: Option<u32>,
     /// Auto's items per bucket (of the larger set).
     pub target: u64,
+    /// Connections this party would run buckets on at once (1 to [`MAX_LANES`]).
+    pub lanes: u32,
+    /// This connection's lane (below `lanes`): 0 for the connection that runs the plan.
+    pub lane: u32,
     /// The plan an earlier attempt of this job ran under, with the buckets this party
     /// finished under it (`done.len()` = that plan's bucket count).
     pub prior: Option<(PlanId, Vec<bool>)>,
@@ -62,8 +74,13 @@ pub enum Decision {
         buckets: u32,
         peer_items: u64,
     },
-    /// Keep the prior plan; run these buckets (possibly none: the job is complete).
-    Keep { run: Vec<u32> },
+    /// Keep the prior plan; run these buckets (possibly none: the job is complete) on
+    /// `lanes` connections at once.
+    Keep { run: Vec<u32>, lanes: u32 },
+    /// The two ends of this connection were opened as different lanes (one party
+    /// restarted while the other was opening a further lane): both drop every
+    /// connection and start again from lane 0.
+    OtherLanes { lane: u32, peer_lane: u32 },
 }
 
 /// The bucket count auto picks for sets of `items` (the larger) with `target` per bucket.
@@ -101,6 +118,12 @@ pub fn new_party(
             "a job has 1 to {MAX_BUCKETS} buckets, not {b}"
         )));
     }
+    if !valid_lanes(request.lanes, request.lane) {
+        return Err(ProtocolError::Config(format!(
+            "--concurrency is 1 to {MAX_LANES}, not {} (lane {})",
+            request.lanes, request.lane
+        )));
+    }
     Engine::new(
         BucketPlan {
             names: names.map(str::to_string),
@@ -113,11 +136,17 @@ pub fn new_party(
     )
 }
 
+fn valid_lanes(lanes: u32, lane: u32) -> bool {
+    (1..=MAX_LANES).contains(&lanes) && lane < lanes
+}
+
 fn encode(r: &PlanRequest) -> Vec<u8> {
     let mut out = vec![VERSION, r.operation.code()];
     out.extend_from_slice(&r.items.to_be_bytes());
     out.extend_from_slice(&r.buckets.unwrap_or(0).to_be_bytes());
     out.extend_from_slice(&r.target.to_be_bytes());
+    out.extend_from_slice(&r.lanes.to_be_bytes());
+    out.extend_from_slice(&r.lane.to_be_bytes());
     match &r.prior {
         Some((id, done)) => {
             out.extend_from_slice(id);
@@ -149,6 +178,12 @@ impl BucketPlan {
                 "the plan is decided after the peer's hello",
             ))?,
         );
+        if mine.lane != theirs.lane {
+            return Ok(Decision::OtherLanes {
+                lane: mine.lane,
+                peer_lane: theirs.lane,
+            });
+        }
         if let (Some((a, done_a)), Some((b, bits_b))) = (&mine.prior, &theirs.prior)
             && a == b
         {
@@ -158,7 +193,8 @@ impl BucketPlan {
                 .filter(|&i| !(done_a[i] && bits_b[i]))
                 .map(|i| i as u32)
                 .collect();
-            return Ok(Decision::Keep { run });
+            let lanes = mine.lanes.min(theirs.lanes);
+            return Ok(Decision::Keep { run, lanes });
         }
         let larger = mine.items.max(theirs.items);
         if mine.target != theirs.target {
@@ -255,6 +291,13 @@ impl Handshake for BucketPlan {
             }
         };
         let target = r.u64()?;
+        let (lanes, lane) = (r.u32()?, r.u32()?);
+        if !valid_lanes(lanes, lane) {
+            return Err(PeerMisbehaved::Malformed(format!(
+                "the peer runs lane {lane} of {lanes} (1 to {MAX_LANES} lanes)"
+            ))
+            .into());
+        }
         let id: PlanId = r.array()?;
         let bits = r.bytes((MAX_BUCKETS as usize).div_ceil(8))?;
         let len = bits.len();
@@ -284,6 +327,8 @@ impl Handshake for BucketPlan {
             items,
             buckets,
             target,
+            lanes,
+            lane,
             prior,
         });
         Ok(())
@@ -373,6 +418,8 @@ mod tests {
             items,
             buckets,
             target: 1 << 20,
+            lanes: 1,
+            lane: 0,
             prior: None,
         }
     }
@@ -430,9 +477,26 @@ mod tests {
         let mut b = request(10, None);
         b.prior = Some((id, vec![true, false, false, true, false]));
         let (x, y) = run(a.clone(), b.clone());
-        let want = Decision::Keep { run: vec![1, 2, 4] };
+        let want = Decision::Keep {
+            run: vec![1, 2, 4],
+            lanes: 1,
+        };
         assert_eq!(x.unwrap(), want);
         assert_eq!(y.unwrap(), want);
+        // The smaller concurrency wins; lanes of different numbers never pair.
+        let (mut a3, mut b2) = (a.clone(), b.clone());
+        (a3.lanes, b2.lanes) = (3, 2);
+        let (x, y) = run(a3.clone(), b2.clone());
+        assert!(matches!(x.unwrap(), Decision::Keep { lanes: 2, .. }));
+        assert!(matches!(y.unwrap(), Decision::Keep { lanes: 2, .. }));
+        (a3.lane, b2.lane) = (1, 0);
+        let (x, y) = run(a3.clone(), b2.clone());
+        let other = |lane, peer_lane| Decision::OtherLanes { lane, peer_lane };
+        assert_eq!((x.unwrap(), y.unwrap()), (other(1, 0), other(0, 1)));
+        // A hostile lane count is refused.
+        let mut bad = b.clone();
+        (bad.lanes, bad.lane) = (65, 0);
+        assert!(new_party(["receiver", "sender"], 1, bad, [2; 32]).is_err());
         // Different prior plans: a new plan.
         b.prior = Some(([8u8; 32], vec![true; 5]));
         let (x, _) = run(a, b);

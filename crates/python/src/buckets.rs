@@ -61,6 +61,7 @@ struct Spec {
     settings: String,
     link: LinkSpec,
     buckets: Option<u32>,
+    concurrency: u32,
     state_dir: PathBuf,
     output_rows: Option<PathBuf>,
     prices: Prices,
@@ -73,7 +74,7 @@ impl Spec {
         self: &Arc<Self>,
         py: Python<'_>,
         progress: Option<&Bound<'_, PyAny>>,
-        step: impl FnOnce(&BucketJob<'_>, &mut DriveFn<'_>) -> Result<T, Failure> + Send + 'static,
+        step: impl FnOnce(&BucketJob<'_>, &DriveFn<'_>) -> Result<T, Failure> + Send + 'static,
     ) -> PyResult<T> {
         let cancel = Cancel::new();
         let job = self.config.job();
@@ -94,6 +95,7 @@ impl Spec {
                     settings: spec.settings.clone(),
                     link: &link,
                     buckets: spec.buckets,
+                    concurrency: spec.concurrency,
                     target: buckets::DEFAULT_TARGET,
                     state_dir: &spec.state_dir,
                     // The job's state is named after its input (Python has no result file).
@@ -101,7 +103,7 @@ impl Spec {
                     rows_path: spec.output_rows.as_deref(),
                     prices: spec.prices,
                 };
-                step(&job, &mut |party, transport, label| {
+                step(&job, &|party, transport, label| {
                     monitor.watch(party.meter());
                     monitor.set_status(label);
                     privset_net::drive(party, transport, &mut |s| {
@@ -135,15 +137,28 @@ struct IdSettings<'a> {
 
 impl BucketedPso {
     /// The job of `config` for `role` on `input` with its value columns, its state
-    /// (bucket count, directory, rows file) and its link: what both constructors share.
+    /// (bucket count, concurrency, directory, rows file) and its link: what both
+    /// constructors share.
     fn with(
         py: Python<'_>,
         config: Config,
         (role, input, values): (PsoRole, PathBuf, Vec<String>),
         ids: IdSettings<'_>,
-        (buckets, state_dir, output_rows): (Option<u32>, PathBuf, Option<PathBuf>),
+        (buckets, concurrency, state_dir, output_rows): (
+            Option<u32>,
+            u32,
+            PathBuf,
+            Option<PathBuf>,
+        ),
         (link, prices): (LinkArgs, (f64, f64)),
     ) -> PyResult<Self> {
+        let lanes = privset_protocols::bucket_plan::MAX_LANES;
+        if !(1..=lanes).contains(&concurrency) {
+            return Err(errors::config(
+                py,
+                format!("concurrency must be 1 to {lanes}, not {concurrency}"),
+            ));
+        }
         let IdSettings {
             id_columns,
             normalize,
@@ -169,6 +184,7 @@ impl BucketedPso {
                 settings,
                 link: link.spec(py, Cancel::new())?,
                 buckets,
+                concurrency,
                 state_dir,
                 output_rows,
                 prices: link::prices(py, prices)?,
@@ -183,6 +199,7 @@ impl BucketedPso {
     #[new]
     #[pyo3(signature = (operation, role, input, *, id_columns, normalize, phone_region, hash_ids,
         duplicates, group, mqrpmt, last_message, max_peer_items, buckets, state_dir, output_rows,
+        concurrency,
         link, prices, value_column=None, value_bound=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -202,6 +219,7 @@ impl BucketedPso {
         buckets: Option<u32>,
         state_dir: PathBuf,
         output_rows: Option<PathBuf>,
+        concurrency: u32,
         link: LinkArgs,
         prices: (f64, f64),
         value_column: Option<String>,
@@ -233,7 +251,7 @@ impl BucketedPso {
                 hash_ids,
                 duplicates,
             },
-            (buckets, state_dir, output_rows),
+            (buckets, concurrency, state_dir, output_rows),
             (link, prices),
         )
     }
@@ -244,8 +262,8 @@ impl BucketedPso {
     #[staticmethod]
     #[pyo3(signature = (role, input, *, id_columns, normalize, phone_region, hash_ids,
         duplicates, value_columns, group, values_he, he_modulus_bits, dj_s, z_encoding,
-        threshold, sum_of_squares, value_bound, sum_bound, max_peer_items, buckets, state_dir,
-        link, prices))]
+        threshold, sum_of_squares, value_bound, sum_bound, max_peer_items, buckets, concurrency,
+        state_dir, link, prices))]
     #[allow(clippy::too_many_arguments)]
     fn pi_sum(
         py: Python<'_>,
@@ -268,6 +286,7 @@ impl BucketedPso {
         sum_bound: Option<Bound<'_, PyAny>>,
         max_peer_items: &Bound<'_, PyAny>,
         buckets: Option<u32>,
+        concurrency: u32,
         state_dir: PathBuf,
         link: LinkArgs,
         prices: (f64, f64),
@@ -313,7 +332,7 @@ impl BucketedPso {
                 hash_ids,
                 duplicates,
             },
-            (buckets, state_dir, None),
+            (buckets, concurrency, state_dir, None),
             (link, prices),
         )
     }

@@ -20,6 +20,7 @@
 //! identifier bucket; [`value`] streams its messages instead, partitioned by PRF values.
 
 pub mod job;
+mod lanes;
 pub mod operation;
 pub mod runner;
 pub mod spill;

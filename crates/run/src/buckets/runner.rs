@@ -21,6 +21,7 @@ use privset_protocols::pso::{self, Operation, PsoOutput, PsoRole};
 use sha2::{Digest, Sha256};
 
 use super::job::{BucketFigures, Fingerprint, JobDir, Plan};
+use super::lanes;
 use super::operation::JobConfig;
 use super::value::{self, Layout, Shape, Step};
 use crate::drive::Metered;
@@ -43,9 +44,10 @@ const MAX_RUNS: u32 = 8;
 const CONFIRM_WAIT: Duration = Duration::from_secs(15);
 
 /// Drives one party over one transport, showing its progress under a label: the front
-/// end's part (a progress bar for the CLI, callbacks for Python).
+/// end's part (a progress bar for the CLI, callbacks for Python). Called from several
+/// threads at once when buckets run concurrently.
 pub type DriveFn<'a> =
-    dyn FnMut(&mut dyn Party, &mut (dyn Transport + Send), &str) -> Result<(), Failure> + 'a;
+    dyn Fn(&mut dyn Party, &mut (dyn Transport + Send), &str) -> Result<(), Failure> + Sync + 'a;
 
 /// Everything a bucketed party needs.
 pub struct Job<'a> {
@@ -62,6 +64,9 @@ pub struct Job<'a> {
     pub link: &'a LinkSpec,
     /// `None` = auto.
     pub buckets: Option<u32>,
+    /// Buckets (units) run at once: over TCP on that many connections (the smaller of
+    /// the two parties' values), over an exchange directory on that many threads.
+    pub concurrency: u32,
     pub target: u64,
     pub state_dir: &'a Path,
     /// RESULT.json: names the job's state.
@@ -88,15 +93,12 @@ impl Job<'_> {
 /// Runs the job to the end (continuing an earlier attempt's state), writes the rows
 /// and returns the report with the job's state, which the caller removes once it has
 /// written the report (a party killed before that writes it again on its next start).
-pub fn run(job: &Job<'_>, drive: &mut DriveFn<'_>) -> Result<(BucketedReport, JobDir), Failure> {
+pub fn run(job: &Job<'_>, drive: &DriveFn<'_>) -> Result<(BucketedReport, JobDir), Failure> {
     let mut runner = Runner::open(job)?;
     match (&job.link.endpoint, runner.dir.is_complete()) {
         (Endpoint::ExchangeDir { .. }, false) => {
-            for wave in runner.plan_over_exchange_dir(drive)? {
-                for b in wave {
-                    runner.bucket_over_exchange_dir(b, drive)?;
-                }
-            }
+            let waves = runner.plan_over_exchange_dir(drive)?;
+            runner.waves_over_exchange_dir(&waves, drive)?;
         }
         (Endpoint::ExchangeDir { .. }, true) => {}
         (_, false) => runner.over_tcp(drive)?,
@@ -118,7 +120,7 @@ pub struct Runner<'a> {
     dir: JobDir,
     staged: super::Staged,
     /// Bytes moved by this process over every connection.
-    counters: ByteCounters,
+    counters: std::sync::Mutex<ByteCounters>,
     kind: &'static str,
     stopwatch: Stopwatch,
     /// The value layout's keys under the current plan, made once.
@@ -195,7 +197,7 @@ impl<'a> Runner<'a> {
             job,
             dir,
             staged,
-            counters: ByteCounters::default(),
+            counters: std::sync::Mutex::new(ByteCounters::default()),
             value_keys: std::sync::Mutex::new(None),
             kind,
             stopwatch,
@@ -249,7 +251,7 @@ impl<'a> Runner<'a> {
     /// a value-partitioned job has a wave per step ([`Layout::wave`]).
     pub fn plan_over_exchange_dir(
         &mut self,
-        drive: &mut DriveFn<'_>,
+        drive: &DriveFn<'_>,
     ) -> Result<Vec<Vec<u32>>, Failure> {
         let (me, peer, _) = self.job.names();
         let plan = match self.dir.plan()? {
@@ -257,7 +259,7 @@ impl<'a> Runner<'a> {
             None => {
                 let mut link = self.sub_link("plan")?.open(me, peer)?;
                 let decision =
-                    self.plan_session(link.transport.as_mut(), link.seed, false, drive)?;
+                    self.plan_session(link.transport.as_mut(), link.seed, false, 0, drive)?;
                 self.add(link.transport.counters());
                 self.adopt(&decision)?;
                 remove_seed(link.seed_file);
@@ -268,13 +270,9 @@ impl<'a> Runner<'a> {
         };
         let units = self.units(&plan);
         let done = self.dir.done_bitmap(units)?;
-        let wave_of = |b: u32| match self.by_value() {
-            true => self.layout(&plan).wave(b) as usize,
-            false => 0,
-        };
         let mut waves: Vec<Vec<u32>> = Vec::new();
         for b in (0..units).filter(|&b| !done[b as usize]) {
-            let w = wave_of(b);
+            let w = self.wave_of(&plan, b);
             if waves.len() <= w {
                 waves.resize(w + 1, Vec::new());
             }
@@ -286,11 +284,7 @@ impl<'a> Runner<'a> {
 
     /// Step 4 for bucket `b` over its exchange subdirectory (a restarted attempt replays
     /// its messages there from its private seed); nothing if `b` is already recorded.
-    pub fn bucket_over_exchange_dir(
-        &mut self,
-        b: u32,
-        drive: &mut DriveFn<'_>,
-    ) -> Result<(), Failure> {
+    pub fn bucket_over_exchange_dir(&self, b: u32, drive: &DriveFn<'_>) -> Result<(), Failure> {
         if self.dir.done(b)?.is_some() {
             return Ok(());
         }
@@ -304,6 +298,32 @@ impl<'a> Runner<'a> {
 }
 
 impl Runner<'_> {
+    /// Every bucket of `waves` (from [`Runner::plan_over_exchange_dir`]) over the
+    /// exchange directory, `--concurrency` at a time ([`lanes`]).
+    fn waves_over_exchange_dir(
+        &self,
+        waves: &[Vec<u32>],
+        drive: &DriveFn<'_>,
+    ) -> Result<(), Failure> {
+        let run: Vec<(u32, usize)> = waves
+            .iter()
+            .enumerate()
+            .flat_map(|(w, wave)| wave.iter().map(move |&b| (b, w)))
+            .collect();
+        let count = self.job.concurrency.clamp(1, bucket_plan::MAX_LANES) as usize;
+        let lanes = vec![(); count.min(run.len()).max(1)];
+        lanes::run(&run, lanes, |_, b| self.bucket_over_exchange_dir(b, drive)).1
+    }
+
+    /// The wave of bucket `b` under `plan`: psi's buckets are one wave, a
+    /// value-partitioned job's units one per step ([`Layout::wave`]).
+    fn wave_of(&self, plan: &Plan, b: u32) -> usize {
+        match self.by_value() {
+            true => self.layout(plan).wave(b) as usize,
+            false => 0,
+        }
+    }
+
     /// True for the value-partitioned layout of [`super::value`].
     fn by_value(&self) -> bool {
         self.job.config.shape().is_some()
@@ -357,7 +377,9 @@ impl Runner<'_> {
         }
     }
 
-    fn request(&self, prior: bool) -> Result<PlanRequest, Failure> {
+    /// This party's plan request on connection `lane` (with what it has finished of its
+    /// recorded plan when `prior`).
+    fn request(&self, prior: bool, lane: u32) -> Result<PlanRequest, Failure> {
         let prior = match (prior, self.dir.plan()?) {
             (true, Some(plan)) => Some((plan.id_bytes(), self.dir.done_bitmap(self.units(&plan))?)),
             _ => None,
@@ -367,6 +389,8 @@ impl Runner<'_> {
             items: self.staged.items,
             buckets: self.job.buckets,
             target: self.job.target,
+            lanes: self.job.concurrency,
+            lane,
             prior,
         })
     }
@@ -376,14 +400,24 @@ impl Runner<'_> {
         transport: &mut (dyn Transport + Send),
         seed: [u8; 32],
         prior: bool,
-        drive: &mut DriveFn<'_>,
+        lane: u32,
+        drive: &DriveFn<'_>,
     ) -> Result<Decision, Failure> {
         let (_, _, index) = self.job.names();
-        let mut party = bucket_plan::new_party(NAMES, index, self.request(prior)?, seed)?;
+        let mut party = bucket_plan::new_party(NAMES, index, self.request(prior, lane)?, seed)?;
         drive(&mut party, transport, "agreeing on the bucket plan")?;
-        party
-            .into_output()
-            .ok_or_else(|| Failure::other("the bucket plan ended without a decision"))
+        match party.into_output() {
+            // A connection of a lane the peer no longer has: a broken link, reopened.
+            Some(Decision::OtherLanes { lane, peer_lane }) => Err(Failure::new(
+                FailureKind::Transport,
+                format!(
+                    "this connection is lane {lane} here and lane {peer_lane} at the peer \
+                     (one of the two restarted): reconnecting"
+                ),
+            )),
+            Some(decision) => Ok(decision),
+            None => Err(Failure::other("the bucket plan ended without a decision")),
+        }
     }
 
     /// Step 3 under a new plan.
@@ -460,7 +494,7 @@ impl Runner<'_> {
         })
     }
 
-    fn over_tcp(&mut self, drive: &mut DriveFn<'_>) -> Result<(), Failure> {
+    fn over_tcp(&mut self, drive: &DriveFn<'_>) -> Result<(), Failure> {
         let (me, peer, _) = self.job.names();
         let mut reconnects = 0;
         // When the link last broke (or the job started).
@@ -526,7 +560,7 @@ impl Runner<'_> {
 
     /// One best-effort plan session, waiting at most [`CONFIRM_WAIT`] for the peer, to
     /// tell a peer still waiting that every bucket is done.
-    fn confirm_over_tcp(&mut self, drive: &mut DriveFn<'_>) {
+    fn confirm_over_tcp(&mut self, drive: &DriveFn<'_>) {
         let (me, peer, _) = self.job.names();
         let mut spec = self.job.link.clone();
         spec.timeout = spec.timeout.min(CONFIRM_WAIT);
@@ -542,13 +576,13 @@ impl Runner<'_> {
     fn tcp_connection(
         &self,
         transport: &mut (dyn Transport + Send),
-        drive: &mut DriveFn<'_>,
+        drive: &DriveFn<'_>,
         progressed: &mut bool,
     ) -> Result<bool, Failure> {
         loop {
-            let decision = self.plan_session(transport, fresh_seed(), true, drive)?;
-            let run = match decision {
-                Decision::Keep { run } => run,
+            let decision = self.plan_session(transport, fresh_seed(), true, 0, drive)?;
+            let (run, lanes) = match decision {
+                Decision::Keep { run, lanes } => (run, lanes),
                 new => {
                     self.adopt(&new)?;
                     return Ok(false);
@@ -558,16 +592,85 @@ impl Runner<'_> {
                 self.dir.mark_complete()?;
                 return Ok(true);
             }
-            for b in run {
-                self.bucket(b, transport, fresh_seed(), drive)?;
-                *progressed = true;
-            }
+            let lanes = (lanes as usize).min(run.len()) as u32;
+            let (finished, result) = self.run_in_lanes(transport, &run, lanes, drive);
+            *progressed |= finished > 0;
+            result?;
         }
     }
 
-    fn add(&mut self, c: ByteCounters) {
-        self.counters.sent += c.sent;
-        self.counters.received += c.received;
+    /// Runs the buckets of `run` on `lanes` connections at once ([`lanes`]): this one
+    /// (lane 0) and `lanes - 1` more, each opened with a plan session naming its lane
+    /// that must keep the same run. Returns how many finished and the first failure.
+    fn run_in_lanes(
+        &self,
+        transport: &mut (dyn Transport + Send),
+        run: &[u32],
+        lanes: u32,
+        drive: &DriveFn<'_>,
+    ) -> (usize, Result<(), Failure>) {
+        let plan = match self.dir.plan() {
+            Ok(Some(plan)) => plan,
+            Ok(None) => {
+                return (
+                    0,
+                    Err(Failure::other("buckets were asked for before the plan")),
+                );
+            }
+            Err(e) => return (0, Err(e)),
+        };
+        let (me, peer, _) = self.job.names();
+        let mut links = Vec::new();
+        let mut opened = Ok(());
+        for lane in 1..lanes {
+            let link = self.job.link.open(me, peer).and_then(|mut link| {
+                let decision =
+                    self.plan_session(link.transport.as_mut(), fresh_seed(), true, lane, drive);
+                self.add(link.transport.counters());
+                match decision? {
+                    Decision::Keep { run: same, .. } if same == run => Ok(link),
+                    _ => Err(Failure::peer(format!(
+                        "connection lane {lane} opened under another plan or run than lane 0"
+                    ))),
+                }
+            });
+            match link {
+                Ok(link) => links.push(link),
+                Err(e) => {
+                    opened = Err(e);
+                    break;
+                }
+            }
+        }
+        if let Err(e) = opened {
+            return (0, Err(e));
+        }
+        let before: Vec<ByteCounters> = links.iter().map(|l| l.transport.counters()).collect();
+        let mut transports: Vec<&mut (dyn Transport + Send)> = vec![transport];
+        for link in &mut links {
+            transports.push(link.transport.as_mut());
+        }
+        let run: Vec<(u32, usize)> = run.iter().map(|&b| (b, self.wave_of(&plan, b))).collect();
+        let outcome = lanes::run(&run, transports, |t, b| {
+            self.bucket(b, &mut **t, fresh_seed(), drive)
+        });
+        for (link, before) in links.iter().zip(before) {
+            let after = link.transport.counters();
+            self.add(ByteCounters {
+                sent: after.sent - before.sent,
+                received: after.received - before.received,
+            });
+        }
+        outcome
+    }
+
+    fn add(&self, c: ByteCounters) {
+        let mut counters = self
+            .counters
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        counters.sent += c.sent;
+        counters.received += c.received;
     }
 
     /// Runs bucket (or unit) `b` as one session and records it.
@@ -576,7 +679,7 @@ impl Runner<'_> {
         b: u32,
         transport: &mut (dyn Transport + Send),
         seed: [u8; 32],
-        drive: &mut DriveFn<'_>,
+        drive: &DriveFn<'_>,
     ) -> Result<(), Failure> {
         let plan = self
             .dir
@@ -625,7 +728,7 @@ impl Runner<'_> {
         b: u32,
         transport: &mut (dyn Transport + Send),
         seed: [u8; 32],
-        drive: &mut DriveFn<'_>,
+        drive: &DriveFn<'_>,
     ) -> Result<Ran, Failure> {
         // The peer's bucket must have its public padded size, no more (no less).
         let peer_padded = super::padded_size(plan.peer_items, plan.buckets);
@@ -679,7 +782,7 @@ impl Runner<'_> {
         u: u32,
         transport: &mut (dyn Transport + Send),
         seed: [u8; 32],
-        drive: &mut DriveFn<'_>,
+        drive: &DriveFn<'_>,
     ) -> Result<Ran, Failure> {
         let layout = self.layout(plan);
         let keys = self.value_keys(plan)?;
@@ -747,7 +850,7 @@ impl Runner<'_> {
         ctx: &value::UnitContext<'_>,
         id: UnitId,
         j: u32,
-        (transport, seed, drive): (&mut (dyn Transport + Send), [u8; 32], &mut DriveFn<'_>),
+        (transport, seed, drive): (&mut (dyn Transport + Send), [u8; 32], &DriveFn<'_>),
         label: &str,
     ) -> Result<Ran, Failure> {
         let input = ctx.transfer_input(j)?;
@@ -801,7 +904,11 @@ impl Runner<'_> {
         // psi's rows, the compare units' counts (psi-card's, P1's), the total's count
         // (the psi-card-sum sender's, P2's).
         let total_rows: u64 = figures.iter().filter_map(|f| f.rows).sum();
-        let mut run = Metered::measure(self.kind, self.counters, &self.stopwatch, self.job.prices);
+        let counters = *self
+            .counters
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut run = Metered::measure(self.kind, counters, &self.stopwatch, self.job.prices);
         if distributed {
             run.bytes_sent += figures.iter().map(|f| f.bytes_sent).sum::<u64>();
             run.bytes_received += figures.iter().map(|f| f.bytes_received).sum::<u64>();
