@@ -108,7 +108,7 @@ pub struct PsoArgs {
     pub buckets: Option<BucketCount>,
     /// With --buckets: run up to N buckets at once (over TCP on N connections, the
     /// smaller of the two parties' N; over an exchange directory on N threads). Each
-    /// holds one bucket in memory; 2 keeps both parties busy.
+    /// holds one bucket in memory (docs/scale.md: when more lanes help).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_concurrency, requires = "buckets")]
     pub concurrency: u32,
     /// Largest set size accepted from the peer.

@@ -1,9 +1,10 @@
 //! Buckets (or units) run at once, `--concurrency` of them: each lane is a thread with
 //! its own connection (over TCP) or its own exchange subdirectories (one per bucket).
 //!
-//! The parties of a bucket session alternate (one computes while the other waits for its
-//! message), so one session at a time keeps about one core busy between two machines;
-//! two lanes keep both parties busy. Memory grows with the lanes: each holds one bucket.
+//! More lanes help where a party has cores one session leaves idle (between its
+//! messages, or beyond what one session's batches use); on the 2-core machine of
+//! docs/benchmarks.md one lane already kept both cores busy and two gained nothing.
+//! Memory grows with the lanes: each holds one bucket.
 //!
 //! Lane `l` of `L` takes the buckets at positions `l, l + L, l + 2L, ...` of the run, in
 //! order. Over TCP both parties pair lane `l` with lane `l`, so both must take the same
