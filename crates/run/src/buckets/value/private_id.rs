@@ -250,6 +250,7 @@ pub(super) fn table(
     mut row: impl FnMut(&[u8], Option<&[u8]>) -> Result<(), Failure>,
 ) -> Result<(), Failure> {
     let width = ID_LEN + ctx.id_slot;
+    let state = ctx.dir.join("bucket");
     for r in 0..ctx.layout.parts {
         let union = match ctx.role {
             PsoRole::Receiver => union_range(ctx, r)?,
@@ -260,9 +261,8 @@ pub(super) fn table(
         for id in union.chunks_exact(ID_LEN) {
             match own.next_if(|rec| &rec[..ID_LEN] == id) {
                 Some(rec) => {
-                    let path = part_path(ctx.dir, "ids", r);
                     let item = transfer::decode_item(&rec[ID_LEN..])
-                        .map_err(|_| corrupt(&path, "an item slot is not canonical"))?;
+                        .map_err(|_| corrupt(&state, "an item slot is not canonical"))?;
                     row(id, Some(item))?;
                 }
                 None => row(id, None)?,
