@@ -20,6 +20,19 @@ its checkpoint: it replays its messages from its private seed in ``state_dir``.
 Progress (buckets done of all) comes back to the driver, which writes the merged rows
 and returns RESULT.json's fields.
 
+Or the tasks talk over mutual TLS, with no storage shared between the organisations:
+one organisation passes ``listen="host:port"`` and ``ports="first-last"``, the other
+``peer="host:port"``, both ``tls=`` (and the connecting one ``server_name=`` when the
+listening organisation's certificate is not issued for the host it dials). The
+drivers agree on the plan on that port; the listening driver serves a rendezvous on
+port + 1; each of its tasks listens on the first free port of ``ports`` on its node
+(``advertise``: the host the other organisation reaches that node under, by default
+the node's IP address) and registers it there, and the other organisation's task of
+the same unit asks the rendezvous where to connect. The other organisation must reach
+the listening driver's two ports and the range on every node of the listening
+cluster. Rounds repeat until a plan session finds both holding every unit (a unit one
+party lost to a crash runs again).
+
 ``state_dir`` holds this organisation's staged rows and checkpoints, and
 ``exchange_dir`` the messages: both must be reachable from every node that runs tasks
 (a shared file system), ``state_dir`` never by the other organisation. Ray is an
@@ -30,16 +43,19 @@ from __future__ import annotations
 
 import inspect
 import json
-from typing import Any, Callable, Dict, Optional, Tuple
+import os
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
-from . import bucketed
+from . import _native, bucketed
 from ._link import PathLike
 from ._progress import ProgressArg, callback
 from .errors import ConfigurationError
 
-#: The link arguments of privset.bucketed that a Ray job does not take: its link is
-#: the exchange directory.
-_LINK_ARGUMENTS = ("listen", "peer", "tls", "insecure_no_tls", "server_name")
+#: The rendezvous of a job over TCP listens on the plan port + 1.
+_RENDEZVOUS_OFFSET = 1
+
+#: Ports: "first-last" or (first, last).
+Ports = Union[str, Tuple[int, int]]
 
 
 def _ray() -> Any:
@@ -56,11 +72,23 @@ def _run_bucket(spec: Dict[str, Any], bucket: int) -> int:
     return bucket
 
 
+def _run_bucket_tcp(spec: Dict[str, Any], bucket: int, runs: int, link: Dict[str, Any]) -> int:
+    """One bucket of a job over TCP, meeting the other organisation's task of the same
+    bucket through the rendezvous; the listening organisation's task listens on this
+    node."""
+    listening = dict(link)
+    if "ports" in listening and listening["advertise"] is None:
+        listening["advertise"] = _ray().util.get_node_ip_address()
+    rendezvous = listening.pop("rendezvous")
+    bucketed.from_arguments(spec).run_bucket_tcp(bucket, runs, rendezvous, **listening)
+    return bucket
+
+
 def psi(
     role: str,
     input: PathLike,
     *,
-    exchange_dir: PathLike,
+    exchange_dir: Optional[PathLike] = None,
     state_dir: PathLike,
     address: Optional[str] = None,
     max_retries: int = 3,
@@ -82,7 +110,7 @@ def psi_card(
     role: str,
     input: PathLike,
     *,
-    exchange_dir: PathLike,
+    exchange_dir: Optional[PathLike] = None,
     state_dir: PathLike,
     address: Optional[str] = None,
     max_retries: int = 3,
@@ -100,7 +128,7 @@ def psi_card_sum(
     role: str,
     input: PathLike,
     *,
-    exchange_dir: PathLike,
+    exchange_dir: Optional[PathLike] = None,
     state_dir: PathLike,
     address: Optional[str] = None,
     max_retries: int = 3,
@@ -124,7 +152,7 @@ def psu(
     role: str,
     input: PathLike,
     *,
-    exchange_dir: PathLike,
+    exchange_dir: Optional[PathLike] = None,
     state_dir: PathLike,
     address: Optional[str] = None,
     max_retries: int = 3,
@@ -140,7 +168,7 @@ def private_id(
     role: str,
     input: PathLike,
     *,
-    exchange_dir: PathLike,
+    exchange_dir: Optional[PathLike] = None,
     state_dir: PathLike,
     address: Optional[str] = None,
     max_retries: int = 3,
@@ -158,7 +186,7 @@ def pi_sum(
     role: str,
     input: PathLike,
     *,
-    exchange_dir: PathLike,
+    exchange_dir: Optional[PathLike] = None,
     state_dir: PathLike,
     address: Optional[str] = None,
     max_retries: int = 3,
@@ -176,7 +204,7 @@ def pi_sum(
 def _run(
     operation: str,
     public: Callable[..., Dict[str, Any]],
-    party: Tuple[str, PathLike, PathLike, PathLike],
+    party: Tuple[str, PathLike, Optional[PathLike], PathLike],
     cluster: Tuple[Optional[str], int],
     settings: Dict[str, Any],
     progress: ProgressArg,
@@ -185,13 +213,21 @@ def _run(
     runs the buckets as tasks, wave after wave."""
     role, input, exchange_dir, state_dir = party
     address, max_retries = cluster
-    refused = [k for k in _LINK_ARGUMENTS if k in settings]
-    if refused:
-        raise ConfigurationError(
-            f"privset.ray runs over exchange_dir only: {', '.join(refused)} is not one of its arguments"
-        )
+    ports, advertise = settings.pop("ports", None), settings.pop("advertise", None)
+    listen, peer = settings.get("listen"), settings.get("peer")
+    if settings.get("insecure_no_tls"):
+        raise ConfigurationError("privset.ray runs over mutual TLS or an exchange directory: not insecure_no_tls")
     if "concurrency" in settings:
         raise ConfigurationError("privset.ray runs every unit of a wave as a task at once: concurrency is Ray's")
+    if (exchange_dir is None) == (listen is None and peer is None):
+        raise ConfigurationError("privset.ray needs exchange_dir, or listen / peer with tls: exactly one link")
+    if listen is not None and ports is None:
+        raise ConfigurationError("the listening organisation's tasks need ports='first-last' to listen on")
+    if listen is None and (ports is not None or advertise is not None):
+        raise ConfigurationError("ports and advertise are the listening organisation's (listen=) only")
+    tcp_link = (listen, peer, _port_range(ports), advertise)
+    if exchange_dir is None:
+        _host_port(listen or peer or "")
     try:
         bound = inspect.signature(public).bind(role, input, exchange_dir=exchange_dir, state_dir=state_dir, **settings)
     except TypeError as e:
@@ -202,20 +238,94 @@ def _run(
     ray = _ray()
     if not ray.is_initialized():
         ray.init(address=address, log_to_driver=False)
-    task = ray.remote(max_retries=max_retries, retry_exceptions=True)(_run_bucket)
     label = f"{operation} {role}"
     with callback(progress) as cb:
-        waves = job.plan(cb)
-        total = sum(len(w) for w in waves)
-        finished = 0
-        for wave in waves:
-            waiting = [task.remote(spec, b) for b in wave]
-            while waiting:
-                done, waiting = ray.wait(waiting, num_returns=1, timeout=1.0)
-                ray.get(done)  # raises a task's final failure here
-                finished += len(done)
-                if cb is not None and done:
-                    cb(label, f"buckets: {finished} of {total} finished", 0, 0, 0, 0, "buckets", 1, finished, total)
+        if exchange_dir is not None:
+            task = ray.remote(max_retries=max_retries, retry_exceptions=True)(_run_bucket)
+            _waves(ray, job.plan(cb), lambda b: task.remote(spec, b), label, cb)
+        else:
+            _over_tcp(ray, job, spec, tcp_link, max_retries, label, cb)
         text = job.finish()
     result: Dict[str, Any] = json.loads(text)
     return result
+
+
+def _waves(ray: Any, waves: List[List[Any]], submit: Callable[[Any], Any], label: str, cb: Any) -> None:
+    """Runs each wave's units as tasks (``submit`` makes one's), a wave once the one
+    before has finished, reporting units finished; raises a task's final failure."""
+    total = sum(len(w) for w in waves)
+    finished = 0
+    for wave in waves:
+        waiting = [submit(unit) for unit in wave]
+        while waiting:
+            done, waiting = ray.wait(waiting, num_returns=1, timeout=1.0)
+            ray.get(done)
+            finished += len(done)
+            if cb is not None and done:
+                cb(label, f"buckets: {finished} of {total} finished", 0, 0, 0, 0, "buckets", 1, finished, total)
+
+
+def _over_tcp(
+    ray: Any,
+    job: Any,
+    spec: Dict[str, Any],
+    link: Tuple[Optional[str], Optional[str], Optional[Tuple[int, int]], Optional[str]],
+    max_retries: int,
+    label: str,
+    cb: Any,
+) -> None:
+    """Rounds of a plan session on the job's link and the round's units as tasks,
+    until a plan session finds both organisations holding every unit."""
+    listen, peer, ports, advertise = link
+    task = ray.remote(max_retries=max_retries, retry_exceptions=True)(_run_bucket_tcp)
+    rendezvous = None
+    if listen is not None:
+        host, port = _host_port(listen)
+        token = os.urandom(32)
+        rendezvous = _native.Rendezvous(
+            f"{host}:{port + _RENDEZVOUS_OFFSET}", spec["link"]["tls"], token, spec["link"]["timeout"]
+        )
+        # Its own tasks reach the driver by its node's address when it listens on all.
+        reach = ray.util.get_node_ip_address() if host in ("", "0.0.0.0", "::", "[::]") else host
+        task_link: Dict[str, Any] = {
+            "rendezvous": f"{reach}:{rendezvous.port}",
+            "ports": ports,
+            "advertise": advertise,
+            "token": token,
+        }
+    else:
+        host, port = _host_port(peer or "")
+        task_link = {"rendezvous": f"{host}:{port + _RENDEZVOUS_OFFSET}"}
+    try:
+        while True:
+            waves = job.plan_tcp(cb)
+            if not waves:
+                return
+            _waves(ray, waves, lambda unit: task.remote(spec, unit[0], unit[1], task_link), label, cb)
+    finally:
+        if rendezvous is not None:
+            rendezvous.close()
+
+
+def _host_port(address: str) -> Tuple[str, int]:
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65535:
+        raise ConfigurationError(f"{address!r} is not host:port (with a port below 65535: the rendezvous takes port + 1)")
+    return host, int(port)
+
+
+def _port_range(ports: Optional[Ports]) -> Optional[Tuple[int, int]]:
+    """``ports`` as (first, last), checked."""
+    if ports is None:
+        return None
+    try:
+        if isinstance(ports, str):
+            first_s, last_s = ports.split("-")
+            first, last = int(first_s), int(last_s)
+        else:
+            first, last = (int(p) for p in ports)
+    except (TypeError, ValueError):
+        raise ConfigurationError(f"ports must be 'first-last' or (first, last), not {ports!r}") from None
+    if not 0 < first <= last < 65536:
+        raise ConfigurationError(f"ports {first}-{last} is not a range of ports 1 to 65535")
+    return first, last

@@ -3,8 +3,9 @@ node and one worker node, one CPU each, so tasks run on both nodes), then the
 privset.ray function the spec names; prints RESULT.json's fields as JSON on stdout.
 
 The spec (JSON, argv[1]): ``operation`` (a privset.ray function's name), ``role``,
-``input``, ``exchange_dir``, ``state_dir`` and ``settings`` (its other keyword
-arguments)."""
+``input``, ``state_dir``, ``settings`` (its other keyword arguments) and the link:
+``exchange_dir``, or ``tls_dir`` (the certificates, this role's among them) with
+``listen`` / ``peer`` among the settings."""
 
 from __future__ import annotations
 
@@ -22,11 +23,16 @@ cluster = Cluster(initialize_head=True, head_node_args=dict(node, include_dashbo
 cluster.add_node(**node)
 ray.init(address=cluster.address, log_to_driver=False)
 run = getattr(privset.ray, spec["operation"])
+link = {}
+if "exchange_dir" in spec:
+    link["exchange_dir"] = spec["exchange_dir"]
+else:
+    link["tls"] = privset.TlsFiles.in_dir(spec["tls_dir"], spec["role"])
 result = run(
     spec["role"],
     spec["input"],
-    exchange_dir=spec["exchange_dir"],
     state_dir=spec["state_dir"],
+    **link,
     id_column="id",
     timeout=120,
     poll_interval=0.01,

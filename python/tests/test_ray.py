@@ -1,9 +1,10 @@
 """privset.ray: each organisation runs its own local Ray cluster (a separate process:
 a head and a worker node), the buckets (or units) run as Ray tasks that talk through a
-shared exchange directory, and one bucket task is killed (SIGKILL to its Ray worker)
-mid-job: Ray runs it again, it resumes from its checkpoint, and the answer is the
-plaintext one. psi's buckets run at once; psi-card's, private-id's and pi-sum's units
-wave after wave."""
+shared exchange directory or over mutual TLS (meeting through the listening driver's
+rendezvous), and one bucket task is killed (SIGKILL to its Ray worker) mid-job: Ray
+runs it again, it resumes from its checkpoint (or meets its peer's retry), and the
+answer is the plaintext one. psi's buckets run at once; psi-card's, private-id's and
+pi-sum's units wave after wave."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
+import socket
 
 pytest.importorskip("ray")  # scripts/test.sh installs it (pip install privset[ray])
 
@@ -33,21 +35,61 @@ def bucket_workers() -> List[int]:
     return [int(line.split()[0]) for line in out.splitlines()[1:] if "ray::_run_bucket" in line]
 
 
+def free_ports(count: int) -> int:
+    """The first of `count` consecutive ports free on this host right now."""
+    for _ in range(100):
+        first = random.randrange(20000, 60000)
+        sockets = []
+        try:
+            for p in range(first, first + count):
+                s = socket.socket()
+                sockets.append(s)
+                s.bind(("127.0.0.1", p))
+            return first
+        except OSError:
+            continue
+        finally:
+            for s in sockets:
+                s.close()
+    raise RuntimeError("no free port range")
+
+
+def tls_links(tmp_path: pathlib.Path, roles: Tuple[str, str]) -> Dict[str, Dict[str, Any]]:
+    """Link settings over mutual TLS: roles[0] listens (plan port, rendezvous on the
+    next, its tasks on a range after), roles[1] connects."""
+    import privset
+
+    privset.generate_certs(tmp_path / "certs", list(roles))
+    port = free_ports(12)
+    return {
+        roles[0]: {"listen": f"127.0.0.1:{port}", "ports": f"{port + 2}-{port + 11}"},
+        roles[1]: {"peer": f"127.0.0.1:{port}", "server_name": roles[0]},
+    }
+
+
 def run_both(
-    tmp_path: pathlib.Path, operation: str, roles: Tuple[str, str], settings: Dict[str, Dict[str, Any]]
+    tmp_path: pathlib.Path,
+    operation: str,
+    roles: Tuple[str, str],
+    settings: Dict[str, Dict[str, Any]],
+    over_tls: bool = False,
 ) -> Dict[str, Dict[str, Any]]:
     """Runs both organisations' parties (roles[i] reads roles[i].csv) as processes, kills
     one bucket task's worker while it runs, and returns each party's result."""
     procs = {}
+    links = tls_links(tmp_path, roles) if over_tls else {}
     for role in roles:
-        spec = {
+        spec: Dict[str, Any] = {
             "operation": operation,
             "role": role,
             "input": str(tmp_path / f"{role}.csv"),
-            "exchange_dir": str(tmp_path / "exchange"),
             "state_dir": str(tmp_path / f"state-{role}"),
-            "settings": settings[role],
+            "settings": dict(settings[role], **links.get(role, {})),
         }
+        if over_tls:
+            spec["tls_dir"] = str(tmp_path / "certs")
+        else:
+            spec["exchange_dir"] = str(tmp_path / "exchange")
         procs[role] = subprocess.Popen(
             [sys.executable, str(PARTY), json.dumps(spec)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
@@ -70,7 +112,8 @@ def run_both(
     return {role: json.loads(outs[role][0].strip().splitlines()[-1]) for role in procs}
 
 
-def test_psi_buckets_as_ray_tasks_survive_a_killed_worker(tmp_path: pathlib.Path) -> None:
+@pytest.mark.parametrize("over_tls", [False, True], ids=["exchange-dir", "tls"])
+def test_psi_buckets_as_ray_tasks_survive_a_killed_worker(tmp_path: pathlib.Path, over_tls: bool) -> None:
     rng = random.Random(18)
     pool = [f"u{rng.getrandbits(48):012x}" for _ in range(12000)]
     want = set(pool[:1500])
@@ -84,6 +127,7 @@ def test_psi_buckets_as_ray_tasks_survive_a_killed_worker(tmp_path: pathlib.Path
         "psi",
         ("receiver", "sender"),
         {"receiver": dict(common, output_rows=str(tmp_path / "rows.csv")), "sender": common},
+        over_tls,
     )
     with open(tmp_path / "rows.csv", newline="") as f:
         rows = {r["id"] for r in csv.DictReader(f)}
@@ -91,7 +135,7 @@ def test_psi_buckets_as_ray_tasks_survive_a_killed_worker(tmp_path: pathlib.Path
     r, s = results["receiver"], results["sender"]
     assert r["cardinality"] == len(want) and "cardinality" not in s
     assert r["buckets"]["count"] == s["buckets"]["count"] == 6
-    assert r["transport"] == "exchange-dir"
+    assert r["transport"] == ("tcp+mtls" if over_tls else "exchange-dir")
     # The buckets' bytes are counted into the driver's report.
     assert r["bytes_sent"] >= sum(b["bytes_sent"] for b in r["buckets"]["per_bucket"]) > 0
 
@@ -110,10 +154,11 @@ def shared_sets(tmp_path: pathlib.Path, roles: Tuple[str, str], sizes: Tuple[int
     return {i: values[i] for i in first[:shared]}
 
 
-def test_psi_card_units_as_ray_tasks_survive_a_killed_worker(tmp_path: pathlib.Path) -> None:
+@pytest.mark.parametrize("over_tls", [False, True], ids=["exchange-dir", "tls"])
+def test_psi_card_units_as_ray_tasks_survive_a_killed_worker(tmp_path: pathlib.Path, over_tls: bool) -> None:
     want = shared_sets(tmp_path, ("receiver", "sender"), (5000, 4000), 1200)
     common = {"buckets": 4, "group": "x25519"}
-    results = run_both(tmp_path, "psi_card", ("receiver", "sender"), {"receiver": common, "sender": common})
+    results = run_both(tmp_path, "psi_card", ("receiver", "sender"), {"receiver": common, "sender": common}, over_tls)
     r, s = results["receiver"], results["sender"]
     assert r["cardinality"] == len(want) and "cardinality" not in s
     # 4 parts: 4 evaluate units, 4 send, 4 compare, every one recorded once.
@@ -140,15 +185,19 @@ def test_private_id_units_as_ray_tasks_survive_a_killed_worker(tmp_path: pathlib
     assert len(results["sender"]["buckets"]["per_bucket"]) == 3 + 3 + 5 * 3
 
 
-@pytest.mark.parametrize("values_he", ["paillier", "elgamal"])
-def test_pi_sum_units_as_ray_tasks_survive_a_killed_worker(tmp_path: pathlib.Path, values_he: str) -> None:
+@pytest.mark.parametrize("values_he,over_tls", [("paillier", False), ("elgamal", False), ("elgamal", True)])
+def test_pi_sum_units_as_ray_tasks_survive_a_killed_worker(
+    tmp_path: pathlib.Path, values_he: str, over_tls: bool
+) -> None:
     want = shared_sets(tmp_path, ("p1", "p2"), (3000, 2500), 700)
     # A small Paillier modulus keeps the test short; the protocol is the same.
     he: Dict[str, Any] = {"values_he": values_he}
     if values_he == "paillier":
         he.update(he_modulus_bits=1024, dj_s=1)
     common = dict(he, buckets=3, group="x25519")
-    results = run_both(tmp_path, "pi_sum", ("p1", "p2"), {"p1": common, "p2": dict(common, value_columns="spend")})
+    results = run_both(
+        tmp_path, "pi_sum", ("p1", "p2"), {"p1": common, "p2": dict(common, value_columns="spend")}, over_tls
+    )
     p1, p2 = results["p1"], results["p2"]
     assert p1["cardinality"] == p2["cardinality"] == len(want)
     assert p2["sum"] == sum(want.values()) and p1["sum"] is None
@@ -156,13 +205,29 @@ def test_pi_sum_units_as_ray_tasks_survive_a_killed_worker(tmp_path: pathlib.Pat
     assert len(p2["buckets"]["per_bucket"]) == 11
 
 
-def test_a_ray_job_refuses_link_arguments_and_unknown_ones(tmp_path: pathlib.Path) -> None:
+def test_a_ray_job_refuses_wrong_links_and_unknown_arguments(tmp_path: pathlib.Path) -> None:
     import privset
 
     (tmp_path / "ids.csv").write_text("id\na\n")
     common = {"exchange_dir": tmp_path / "x", "state_dir": tmp_path / "s"}
-    with pytest.raises(ConfigurationError, match="exchange_dir only: peer"):
-        privset.ray.psi_card("receiver", tmp_path / "ids.csv", peer="127.0.0.1:1", **common)
+    ids = tmp_path / "ids.csv"
+    tls = privset.TlsFiles.in_dir(tmp_path / "certs", "receiver")
+    with pytest.raises(ConfigurationError, match="exactly one link"):
+        privset.ray.psi_card("receiver", ids, peer="127.0.0.1:1", tls=tls, **common)
+    with pytest.raises(ConfigurationError, match="exactly one link"):
+        privset.ray.psi_card("receiver", ids, state_dir=tmp_path / "s")
+    over_tcp = {"state_dir": tmp_path / "s", "tls": tls}
+    with pytest.raises(ConfigurationError, match="need ports"):
+        privset.ray.psi("receiver", ids, listen="127.0.0.1:7000", **over_tcp)
+    with pytest.raises(ConfigurationError, match="listening organisation's"):
+        privset.ray.psi("sender", ids, peer="127.0.0.1:7000", ports="7002-7010", **over_tcp)
+    for ports, why in (("7010-7002", "not a range"), ("70a-7002", "first-last"), ((0, 5), "not a range")):
+        with pytest.raises(ConfigurationError, match=why):
+            privset.ray.psi("receiver", ids, listen="127.0.0.1:7000", ports=ports, **over_tcp)
+    with pytest.raises(ConfigurationError, match="not host:port"):
+        privset.ray.psi("receiver", ids, listen="127.0.0.1:65535", ports="7002-7010", **over_tcp)
+    with pytest.raises(ConfigurationError, match="not insecure_no_tls"):
+        privset.ray.psi("sender", ids, peer="127.0.0.1:7000", insecure_no_tls=True, state_dir=tmp_path / "s")
     with pytest.raises(ConfigurationError, match="concurrency is Ray's"):
         privset.ray.psi("receiver", tmp_path / "ids.csv", concurrency=2, **common)
     with pytest.raises(ConfigurationError, match="value_colums"):

@@ -49,6 +49,19 @@ impl TlsFiles {
     }
 }
 
+/// The first DNS name `files.cert` is issued for: what a party's own processes verify
+/// when they connect to a server presenting the same certificate (a bucket task to its
+/// driver's rendezvous), without being told the name.
+pub fn certificate_name(files: &TlsFiles) -> Result<String, TransportError> {
+    let certs = load_certs(&files.cert)?;
+    let bad = |e: &dyn fmt::Display| {
+        TransportError::Config(format!("certificate file {}: {e}", files.cert.display()))
+    };
+    let cert = webpki::EndEntityCert::try_from(&certs[0]).map_err(|e| bad(&e))?;
+    let name = cert.valid_dns_names().next().map(str::to_owned);
+    name.ok_or_else(|| bad(&"the certificate names no DNS name"))
+}
+
 type Sock = CountingStream;
 
 /// Either end of a TLS connection; `StreamOwned` is generic over the connection type.

@@ -14,7 +14,10 @@ use privset_protocols::input::DuplicatePolicy;
 use privset_protocols::pi_sum::PiSumConfig;
 use privset_protocols::pso::{PsoConfig, PsoRole};
 use privset_run::buckets::operation::{self, JobConfig};
-use privset_run::buckets::runner::{self as job_runner, DriveFn, Job as BucketJob, Runner};
+use privset_run::buckets::rendezvous;
+use privset_run::buckets::runner::{
+    self as job_runner, DriveFn, Job as BucketJob, Runner, TaskLink,
+};
 use privset_run::buckets::{self, job::JobDir};
 use privset_run::keys::Keys;
 use privset_run::link::LinkSpec;
@@ -370,11 +373,123 @@ impl BucketedPso {
             })
     }
 
+    /// Steps 2 and 3 over the job's TCP link (listen= / peer=) for a distributed front
+    /// end: returns this round's units in waves, each as `(unit, runs recorded so
+    /// far)`; an empty list once both parties hold every unit.
+    #[pyo3(signature = (progress=None))]
+    fn plan_tcp(
+        &self,
+        py: Python<'_>,
+        progress: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<Vec<(u32, u32)>>> {
+        self.spec.on_worker(py, progress.as_ref(), |job, drive| {
+            Runner::open(job)?.plan_over_tcp(drive)
+        })
+    }
+
+    /// Runs unit `bucket` as a task that meets the peer's task through `rendezvous`:
+    /// the listening organisation's task (`ports` given) listens on the first free port
+    /// of `ports` and registers `advertise:port` with `token`; the other connects.
+    #[pyo3(signature = (bucket, runs, rendezvous, *, ports=None, advertise=None, token=None, progress=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn run_bucket_tcp(
+        &self,
+        py: Python<'_>,
+        bucket: u32,
+        runs: u32,
+        rendezvous: String,
+        ports: Option<(u16, u16)>,
+        advertise: Option<String>,
+        token: Option<Vec<u8>>,
+        progress: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let link = match (ports, advertise, token) {
+            (Some(ports), Some(advertise), Some(token)) => TaskLink::Listen {
+                ports,
+                advertise,
+                rendezvous,
+                token: token_bytes(py, &token)?,
+            },
+            (None, None, None) => TaskLink::Connect { rendezvous },
+            _ => {
+                return Err(errors::config(
+                    py,
+                    "a listening task takes ports, advertise and token together",
+                ));
+            }
+        };
+        self.spec
+            .on_worker(py, progress.as_ref(), move |job, drive| {
+                Runner::open_staged(job)?.bucket_over_tcp(bucket, runs, &link, drive)
+            })
+    }
+
     /// Once every bucket is recorded: writes the rows and returns RESULT.json's text,
     /// the buckets' CPU and bytes added from their records.
     fn finish(&self, py: Python<'_>) -> PyResult<String> {
         self.spec.on_worker(py, None, |job, _| {
             report_text(Runner::open_staged(job)?.finish(true)?)
         })
+    }
+}
+
+fn token_bytes(py: Python<'_>, token: &[u8]) -> PyResult<[u8; 32]> {
+    token.try_into().map_err(|_| {
+        errors::config(
+            py,
+            format!("a rendezvous token is 32 bytes, not {}", token.len()),
+        )
+    })
+}
+
+/// The rendezvous of a Ray job over mutual TLS (`privset.ray` with `listen=`), served
+/// by the listening organisation's driver on its own threads until closed: its tasks
+/// register where they listen, the other organisation's tasks ask
+/// (`privset_run::buckets::rendezvous`).
+#[pyclass(frozen, module = "privset._native")]
+pub struct Rendezvous {
+    server: std::sync::Mutex<Option<rendezvous::Server>>,
+    port: u16,
+}
+
+#[pymethods]
+impl Rendezvous {
+    /// Listens on `bind` ("host:port") with the (ca, cert, key) files `tls`; only
+    /// registrations showing `token` are taken, and a find waits up to `timeout` s.
+    #[new]
+    fn new(
+        py: Python<'_>,
+        bind: String,
+        tls: (PathBuf, PathBuf, PathBuf),
+        token: Vec<u8>,
+        timeout: f64,
+    ) -> PyResult<Self> {
+        let (ca, cert, key) = tls;
+        let files = privset_net::TlsFiles { ca, cert, key };
+        let timeout = link::seconds(py, "timeout", timeout)?;
+        let token = token_bytes(py, &token)?;
+        let server = py
+            .detach(|| rendezvous::Server::start(&bind, &files, token, timeout))
+            .map_err(|e| errors::to_py(py, e))?;
+        Ok(Self {
+            port: server.local_addr().port(),
+            server: std::sync::Mutex::new(Some(server)),
+        })
+    }
+
+    /// The port it listens on.
+    #[getter]
+    fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Stops serving (every connection cut off); the same when garbage-collected.
+    fn close(&self, py: Python<'_>) {
+        let server = self
+            .server
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        py.detach(|| drop(server));
     }
 }

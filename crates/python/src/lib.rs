@@ -55,6 +55,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pi_sum::PiSumParty>()?;
     m.add_class::<pso::PsoParty>()?;
     m.add_class::<buckets::BucketedPso>()?;
+    m.add_class::<buckets::Rendezvous>()?;
     m.add_class::<mpsi::MpsiParty>()?;
     m.add_class::<apsi::ApsiParty>()?;
     m.add_class::<apsi::JudgeKey>()?;

@@ -22,6 +22,7 @@
 pub mod job;
 mod lanes;
 pub mod operation;
+pub mod rendezvous;
 pub mod runner;
 pub mod spill;
 pub mod value;

@@ -33,6 +33,9 @@ use crate::output_rows::RowWriter;
 use crate::report::{BucketedReport, BucketsSection, PiSumReport, PsoReport};
 use crate::source::{InputSpec, RowStream};
 
+mod tasks;
+pub use tasks::TaskLink;
+
 /// Connections opened again after a break before the job gives up.
 const MAX_RECONNECTS: u32 = 100;
 
@@ -270,16 +273,21 @@ impl<'a> Runner<'a> {
         };
         let units = self.units(&plan);
         let done = self.dir.done_bitmap(units)?;
+        Ok(self.in_waves(&plan, (0..units).filter(|&b| !done[b as usize])))
+    }
+
+    /// `units` of `plan` grouped by wave, in wave order (no empty wave).
+    fn in_waves(&self, plan: &Plan, units: impl IntoIterator<Item = u32>) -> Vec<Vec<u32>> {
         let mut waves: Vec<Vec<u32>> = Vec::new();
-        for b in (0..units).filter(|&b| !done[b as usize]) {
-            let w = self.wave_of(&plan, b);
+        for b in units {
+            let w = self.wave_of(plan, b);
             if waves.len() <= w {
                 waves.resize(w + 1, Vec::new());
             }
             waves[w].push(b);
         }
         waves.retain(|w| !w.is_empty());
-        Ok(waves)
+        waves
     }
 
     /// Step 4 for bucket `b` over its exchange subdirectory (a restarted attempt replays

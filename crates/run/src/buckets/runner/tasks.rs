@@ -1,0 +1,198 @@
+//! A bucketed job over mutual TLS for a distributed front end (`privset.ray` with
+//! `listen` / `peer`): the driver agrees on the plan with the peer's driver over the
+//! job's own link ([`Runner::plan_over_tcp`]), then each unit runs as a task wherever
+//! the cluster puts it ([`Runner::bucket_over_tcp`]), meeting the peer's task for the
+//! same unit through the [`rendezvous`]. Rounds repeat until a plan session finds
+//! both parties holding every unit, as [`Runner::over_tcp`]'s connections do.
+
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+use privset_net::{ConnectOptions, Transport, tls};
+use privset_protocols::bucket_plan::Decision;
+
+use super::{DriveFn, MAX_RECONNECTS, Runner};
+use crate::buckets::rendezvous;
+use crate::fail::{Failure, FailureKind};
+use crate::link::{Endpoint, fresh_seed};
+
+/// Longest a task tries to connect to the endpoint the rendezvous gave: one that
+/// refuses for longer belongs to a task that died, and Ray's retry asks again.
+const TASK_CONNECT: Duration = Duration::from_secs(30);
+
+/// How a unit's task reaches the peer's task of the same unit.
+#[derive(Clone, Debug)]
+pub enum TaskLink {
+    /// The listening organisation's task: binds the first free port of `ports`,
+    /// registers `advertise:port` at `rendezvous` (its driver's) with `token`, and
+    /// accepts the peer's task there.
+    Listen {
+        ports: (u16, u16),
+        advertise: String,
+        rendezvous: String,
+        token: [u8; 32],
+    },
+    /// The connecting organisation's task: asks `rendezvous` (the peer's driver's)
+    /// where the peer's task listens, and connects.
+    Connect { rendezvous: String },
+}
+
+impl Runner<'_> {
+    /// Steps 2 and 3 over the job's TCP link: a plan session (another after adopting a
+    /// new plan). Returns the units to run in this round, in waves, each with the
+    /// runs recorded of it so far (a unit this party has and the peer lacks runs
+    /// again); none once both parties have every unit, the job then marked complete.
+    pub fn plan_over_tcp(&mut self, drive: &DriveFn<'_>) -> Result<Vec<Vec<(u32, u32)>>, Failure> {
+        let (me, peer, _) = self.job.names();
+        let started = Instant::now();
+        let mut attempts = 0;
+        loop {
+            let decision = self.job.link.open(me, peer).and_then(|mut link| {
+                let decision =
+                    self.plan_session(link.transport.as_mut(), fresh_seed(), true, 0, drive);
+                self.add(link.transport.counters());
+                decision
+            });
+            attempts += 1;
+            match decision {
+                Ok(Decision::Keep { run, .. }) => return self.round(&run),
+                Ok(new) if attempts < MAX_RECONNECTS => self.adopt(&new)?,
+                Err(e)
+                    if e.kind == FailureKind::Transport
+                        && attempts < MAX_RECONNECTS
+                        && started.elapsed() < self.job.link.timeout =>
+                {
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+                Ok(_) => {
+                    return Err(Failure::peer(format!(
+                        "the peer asked for a new bucket plan {MAX_RECONNECTS} times"
+                    )));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The round of `run` under the recorded plan (see [`Runner::plan_over_tcp`]).
+    fn round(&self, run: &[u32]) -> Result<Vec<Vec<(u32, u32)>>, Failure> {
+        if run.is_empty() {
+            self.dir.mark_complete()?;
+            return Ok(Vec::new());
+        }
+        let plan = self
+            .dir
+            .plan()?
+            .ok_or_else(|| Failure::other("the plan was not recorded"))?;
+        self.in_waves(&plan, run.iter().copied())
+            .into_iter()
+            .map(|wave| {
+                wave.into_iter()
+                    .map(|b| Ok((b, self.dir.done(b)?.map_or(0, |d| d.runs))))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Step 4 for unit `b` as a task: meets the peer's task through `link` and runs the
+    /// unit. `runs`: the runs recorded of `b` when the round was planned; a retried
+    /// task whose unit has since been recorded again does nothing.
+    pub fn bucket_over_tcp(
+        &self,
+        b: u32,
+        runs: u32,
+        link: &TaskLink,
+        drive: &DriveFn<'_>,
+    ) -> Result<(), Failure> {
+        if self.dir.done(b)?.is_some_and(|d| d.runs > runs) {
+            return Ok(());
+        }
+        let plan = self
+            .dir
+            .plan()?
+            .ok_or_else(|| Failure::other("a bucket was asked for before the plan"))?;
+        let slot = (plan.id_bytes(), b);
+        let files = self
+            .job
+            .link
+            .tls
+            .as_ref()
+            .ok_or_else(|| Failure::config("bucket tasks over TCP run over mutual TLS only"))?;
+        let timeout = self.job.link.timeout;
+        let opts = |server_name: String, connect: Duration| ConnectOptions {
+            connect_timeout: connect,
+            handshake_timeout: timeout,
+            io_timeout: timeout,
+            server_name: Some(server_name),
+            cancel: self.job.link.cancel.clone(),
+        };
+        let mut transport = match link {
+            TaskLink::Listen {
+                ports,
+                advertise,
+                rendezvous,
+                token,
+            } => {
+                let (listener, port) = bind_in(*ports)?;
+                let own = tls::certificate_name(files)?;
+                let endpoint = format!("{advertise}:{port}");
+                let held = rendezvous::register(
+                    rendezvous,
+                    files,
+                    &opts(own, timeout),
+                    slot,
+                    *token,
+                    &endpoint,
+                )?;
+                let accepted = tls::accept_on(&listener, files, &opts(String::new(), timeout));
+                drop(held);
+                accepted?
+            }
+            TaskLink::Connect { rendezvous } => {
+                let name = self.peer_name()?;
+                let endpoint =
+                    rendezvous::find(rendezvous, files, &opts(name.clone(), timeout), slot)?;
+                tls::connect(&endpoint, files, &opts(name, TASK_CONNECT.min(timeout)))?
+            }
+        };
+        self.bucket(b, &mut transport, fresh_seed(), drive)?;
+        self.add(transport.counters());
+        Ok(())
+    }
+
+    /// The name the peer's certificate must hold: the link's server name, or the host
+    /// of its address (its tasks listen on other hosts, under the same certificate).
+    fn peer_name(&self) -> Result<String, Failure> {
+        if let Some(name) = &self.job.link.server_name {
+            return Ok(name.clone());
+        }
+        match &self.job.link.endpoint {
+            Endpoint::Peer(addr) => Ok(addr
+                .rsplit_once(':')
+                .map_or(addr.as_str(), |(host, _)| host)
+                .trim_matches(['[', ']'])
+                .to_string()),
+            _ => Err(Failure::config(
+                "the connecting organisation's tasks need the peer's address",
+            )),
+        }
+    }
+}
+
+/// A listener on the first port of `ports` (inclusive) free on this host.
+fn bind_in((first, last): (u16, u16)) -> Result<(TcpListener, u16), Failure> {
+    if first == 0 || first > last {
+        return Err(Failure::config(format!(
+            "the port range {first}-{last} is empty or starts at 0"
+        )));
+    }
+    for port in first..=last {
+        if let Ok(listener) = TcpListener::bind(("0.0.0.0", port)) {
+            return Ok((listener, port));
+        }
+    }
+    Err(Failure::config(format!(
+        "no port of {first}-{last} is free on this host: widen the range (a task \
+         needs one while it waits for its peer)"
+    )))
+}
