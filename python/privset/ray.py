@@ -49,7 +49,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 from . import _native, bucketed
 from ._link import PathLike
 from ._progress import ProgressArg, callback
-from .errors import ConfigurationError
+from .errors import ConfigurationError, TransportError
 
 #: The rendezvous of a job over TCP listens on the plan port + 1.
 _RENDEZVOUS_OFFSET = 1
@@ -72,16 +72,16 @@ def _run_bucket(spec: Dict[str, Any], bucket: int) -> int:
     return bucket
 
 
-def _run_bucket_tcp(spec: Dict[str, Any], bucket: int, runs: int, link: Dict[str, Any]) -> int:
-    """One bucket of a job over TCP, meeting the other organisation's task of the same
-    bucket through the rendezvous; the listening organisation's task listens on this
-    node."""
+def _run_bucket_tcp(spec: Dict[str, Any], unit: Tuple[int, int], round: str, link: Dict[str, Any]) -> bool:
+    """One unit ``(bucket, runs)`` of round ``round`` of a job over TCP, meeting the
+    other organisation's task of the same unit through the rendezvous (the listening
+    organisation's task listens on this node); False if it did not run."""
     listening = dict(link)
     if "ports" in listening and listening["advertise"] is None:
         listening["advertise"] = _ray().util.get_node_ip_address()
     rendezvous = listening.pop("rendezvous")
-    bucketed.from_arguments(spec).run_bucket_tcp(bucket, runs, rendezvous, **listening)
-    return bucket
+    ran: bool = bucketed.from_arguments(spec).run_bucket_tcp(unit[0], unit[1], round, rendezvous, **listening)
+    return ran
 
 
 def psi(
@@ -242,27 +242,50 @@ def _run(
     with callback(progress) as cb:
         if exchange_dir is not None:
             task = ray.remote(max_retries=max_retries, retry_exceptions=True)(_run_bucket)
-            _waves(ray, job.plan(cb), lambda b: task.remote(spec, b), label, cb)
+            _waves(ray, job.plan(cb), lambda b: task.remote(spec, b), (label, cb))
         else:
-            _over_tcp(ray, job, spec, tcp_link, max_retries, label, cb)
+            _over_tcp(ray, job, spec, tcp_link, max_retries, (label, cb))
         text = job.finish()
     result: Dict[str, Any] = json.loads(text)
     return result
 
 
-def _waves(ray: Any, waves: List[List[Any]], submit: Callable[[Any], Any], label: str, cb: Any) -> None:
+def _waves(
+    ray: Any,
+    waves: List[List[Any]],
+    submit: Callable[[Any], Any],
+    progress: Tuple[str, Any],
+    round_over: Callable[[], bool] = lambda: False,
+    missed: Callable[[], None] = lambda: None,
+) -> None:
     """Runs each wave's units as tasks (``submit`` makes one's), a wave once the one
-    before has finished, reporting units finished; raises a task's final failure."""
+    before has finished, reporting units finished; raises a task's final failure. A
+    task returning False (its unit did not run) calls ``missed`` and ends the round
+    after its wave, as does ``round_over()`` before a wave."""
+    label, cb = progress
     total = sum(len(w) for w in waves)
     finished = 0
     for wave in waves:
+        if round_over():
+            return
         waiting = [submit(unit) for unit in wave]
+        all_ran = True
         while waiting:
             done, waiting = ray.wait(waiting, num_returns=1, timeout=1.0)
-            ray.get(done)
+            for ran in ray.get(done):
+                if ran is False and all_ran:
+                    all_ran = False
+                    missed()
             finished += len(done)
             if cb is not None and done:
                 cb(label, f"buckets: {finished} of {total} finished", 0, 0, 0, 0, "buckets", 1, finished, total)
+        if not all_ran:
+            return
+
+
+#: Rounds a job over TCP may take: each after the first reruns a unit a crash left
+#: recorded on one side only.
+_MAX_ROUNDS = 100
 
 
 def _over_tcp(
@@ -271,11 +294,12 @@ def _over_tcp(
     spec: Dict[str, Any],
     link: Tuple[Optional[str], Optional[str], Optional[Tuple[int, int]], Optional[str]],
     max_retries: int,
-    label: str,
-    cb: Any,
+    progress: Tuple[str, Any],
 ) -> None:
     """Rounds of a plan session on the job's link and the round's units as tasks,
-    until a plan session finds both organisations holding every unit."""
+    until a plan session finds both organisations holding every unit. A round in
+    which a unit did not run is aborted at the rendezvous (no later wave starts on
+    either side); the next round runs that unit again."""
     listen, peer, ports, advertise = link
     task = ray.remote(max_retries=max_retries, retry_exceptions=True)(_run_bucket_tcp)
     rendezvous = None
@@ -297,14 +321,34 @@ def _over_tcp(
         host, port = _host_port(peer or "")
         task_link = {"rendezvous": f"{host}:{port + _RENDEZVOUS_OFFSET}"}
     try:
-        while True:
-            waves = job.plan_tcp(cb)
+        for _ in range(_MAX_ROUNDS):
+            round_id, waves = job.plan_tcp(progress[1])
             if not waves:
                 return
-            _waves(ray, waves, lambda unit: task.remote(spec, unit[0], unit[1], task_link), label, cb)
+            round_over, missed = _abort_hooks(job, rendezvous, round_id, task_link["rendezvous"])
+            _waves(
+                ray,
+                waves,
+                lambda unit: task.remote(spec, unit, round_id, task_link),
+                progress,
+                round_over,
+                missed,
+            )
+        raise TransportError(f"the job did not finish in {_MAX_ROUNDS} rounds: units keep failing on one side")
     finally:
         if rendezvous is not None:
             rendezvous.close()
+
+
+def _abort_hooks(
+    job: Any, rendezvous: Any, round_id: str, addr: str
+) -> Tuple[Callable[[], bool], Callable[[], None]]:
+    """Whether round ``round_id`` is aborted, and how this driver aborts it: the
+    listening driver in its own rendezvous; the connecting one at the peer's (it learns
+    of the peer's abort from its tasks, which then do not run)."""
+    if rendezvous is not None:
+        return (lambda: bool(rendezvous.aborted(round_id))), (lambda: rendezvous.abort(round_id))
+    return (lambda: False), (lambda: job.abort_round(round_id, addr))
 
 
 def _host_port(address: str) -> Tuple[str, int]:

@@ -75,8 +75,14 @@ pub enum Decision {
         peer_items: u64,
     },
     /// Keep the prior plan; run these buckets (possibly none: the job is complete) on
-    /// `lanes` connections at once.
-    Keep { run: Vec<u32>, lanes: u32 },
+    /// `lanes` connections at once. `round` names this session's run (both parties
+    /// derive it from the transcript): the bucket tasks of a distributed job meet
+    /// under it.
+    Keep {
+        run: Vec<u32>,
+        lanes: u32,
+        round: [u8; 32],
+    },
     /// The two ends of this connection were opened as different lanes (one party
     /// restarted while the other was opening a further lane): both drop every
     /// connection and start again from lane 0.
@@ -184,6 +190,12 @@ impl BucketPlan {
                 peer_lane: theirs.lane,
             });
         }
+        let derive = |label: &[u8]| -> [u8; 32] {
+            let mut h = Sha256::new();
+            h.update(label);
+            h.update(transcript);
+            h.finalize().into()
+        };
         if let (Some((a, done_a)), Some((b, bits_b))) = (&mine.prior, &theirs.prior)
             && a == b
         {
@@ -194,7 +206,11 @@ impl BucketPlan {
                 .map(|i| i as u32)
                 .collect();
             let lanes = mine.lanes.min(theirs.lanes);
-            return Ok(Decision::Keep { run, lanes });
+            return Ok(Decision::Keep {
+                run,
+                lanes,
+                round: derive(b"privset/v1/bucket-plan/round"),
+            });
         }
         let larger = mine.items.max(theirs.items);
         if mine.target != theirs.target {
@@ -225,12 +241,6 @@ impl BucketPlan {
             }
             (Some(a), _) | (None, Some(a)) => a,
             (None, None) => auto_buckets(larger, mine.target),
-        };
-        let derive = |label: &[u8]| -> [u8; 32] {
-            let mut h = Sha256::new();
-            h.update(label);
-            h.update(transcript);
-            h.finalize().into()
         };
         Ok(Decision::New {
             id: derive(b"privset/v1/bucket-plan/id"),
@@ -477,12 +487,19 @@ mod tests {
         let mut b = request(10, None);
         b.prior = Some((id, vec![true, false, false, true, false]));
         let (x, y) = run(a.clone(), b.clone());
-        let want = Decision::Keep {
-            run: vec![1, 2, 4],
-            lanes: 1,
+        let (x, y) = (x.unwrap(), y.unwrap());
+        // Both name the same round (from the session's transcript).
+        assert_eq!(x, y);
+        let Decision::Keep {
+            run: r,
+            lanes,
+            round,
+        } = x
+        else {
+            panic!("not kept: {x:?}");
         };
-        assert_eq!(x.unwrap(), want);
-        assert_eq!(y.unwrap(), want);
+        assert_eq!((r, lanes), (vec![1, 2, 4], 1));
+        assert_ne!(round, [0; 32]);
         // The smaller concurrency wins; lanes of different numbers never pair.
         let (mut a3, mut b2) = (a.clone(), b.clone());
         (a3.lanes, b2.lanes) = (3, 2);

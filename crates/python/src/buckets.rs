@@ -16,7 +16,7 @@ use privset_protocols::pso::{PsoConfig, PsoRole};
 use privset_run::buckets::operation::{self, JobConfig};
 use privset_run::buckets::rendezvous;
 use privset_run::buckets::runner::{
-    self as job_runner, DriveFn, Job as BucketJob, Runner, TaskLink,
+    self as job_runner, DriveFn, Job as BucketJob, Runner, TaskLink, Waves,
 };
 use privset_run::buckets::{self, job::JobDir};
 use privset_run::keys::Keys;
@@ -374,35 +374,40 @@ impl BucketedPso {
     }
 
     /// Steps 2 and 3 over the job's TCP link (listen= / peer=) for a distributed front
-    /// end: returns this round's units in waves, each as `(unit, runs recorded so
-    /// far)`; an empty list once both parties hold every unit.
+    /// end: returns the round's id (hex) and its units in waves, each as `(unit, runs
+    /// recorded so far)`; no units once both parties hold every unit.
     #[pyo3(signature = (progress=None))]
     fn plan_tcp(
         &self,
         py: Python<'_>,
         progress: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<Vec<Vec<(u32, u32)>>> {
-        self.spec.on_worker(py, progress.as_ref(), |job, drive| {
+    ) -> PyResult<(String, Waves)> {
+        let (round, waves) = self.spec.on_worker(py, progress.as_ref(), |job, drive| {
             Runner::open(job)?.plan_over_tcp(drive)
-        })
+        })?;
+        Ok((hex::encode(round), waves))
     }
 
-    /// Runs unit `bucket` as a task that meets the peer's task through `rendezvous`:
-    /// the listening organisation's task (`ports` given) listens on the first free port
-    /// of `ports` and registers `advertise:port` with `token`; the other connects.
-    #[pyo3(signature = (bucket, runs, rendezvous, *, ports=None, advertise=None, token=None, progress=None))]
+    /// Runs unit `bucket` of round `round` as a task that meets the peer's task
+    /// through `rendezvous`: the listening organisation's task (`ports` given) listens
+    /// on the first free port of `ports` and registers `advertise:port` with `token`;
+    /// the other connects. False when the unit did not run (the peer's task had
+    /// finished it, or the round is aborted).
+    #[pyo3(signature = (bucket, runs, round, rendezvous, *, ports=None, advertise=None, token=None, progress=None))]
     #[allow(clippy::too_many_arguments)]
     fn run_bucket_tcp(
         &self,
         py: Python<'_>,
         bucket: u32,
         runs: u32,
+        round: &str,
         rendezvous: String,
         ports: Option<(u16, u16)>,
         advertise: Option<String>,
         token: Option<Vec<u8>>,
         progress: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
+    ) -> PyResult<bool> {
+        let round = round_id(py, round)?;
         let link = match (ports, advertise, token) {
             (Some(ports), Some(advertise), Some(token)) => TaskLink::Listen {
                 ports,
@@ -420,8 +425,16 @@ impl BucketedPso {
         };
         self.spec
             .on_worker(py, progress.as_ref(), move |job, drive| {
-                Runner::open_staged(job)?.bucket_over_tcp(bucket, runs, &link, drive)
+                Runner::open_staged(job)?.bucket_over_tcp((bucket, runs), round, &link, drive)
             })
+    }
+
+    /// Aborts round `round` at the peer's rendezvous (the connecting driver's part).
+    fn abort_round(&self, py: Python<'_>, round: &str, rendezvous: String) -> PyResult<()> {
+        let round = round_id(py, round)?;
+        self.spec.on_worker(py, None, move |job, _| {
+            Runner::open_staged(job)?.abort_round(round, &rendezvous)
+        })
     }
 
     /// Once every bucket is recorded: writes the rows and returns RESULT.json's text,
@@ -431,6 +444,13 @@ impl BucketedPso {
             report_text(Runner::open_staged(job)?.finish(true)?)
         })
     }
+}
+
+fn round_id(py: Python<'_>, round: &str) -> PyResult<[u8; 32]> {
+    let mut id = [0u8; 32];
+    hex::decode_to_slice(round, &mut id)
+        .map_err(|_| errors::config(py, format!("{round:?} is not a round id (64 hex digits)")))?;
+    Ok(id)
 }
 
 fn token_bytes(py: Python<'_>, token: &[u8]) -> PyResult<[u8; 32]> {
@@ -483,13 +503,32 @@ impl Rendezvous {
         self.port
     }
 
+    /// Aborts round `round` (this driver's own part).
+    fn abort(&self, py: Python<'_>, round: &str) -> PyResult<()> {
+        let round = round_id(py, round)?;
+        if let Some(server) = self.lock().as_ref() {
+            server.abort(&round);
+        }
+        Ok(())
+    }
+
+    /// True once round `round` is aborted, by either driver.
+    fn aborted(&self, py: Python<'_>, round: &str) -> PyResult<bool> {
+        let round = round_id(py, round)?;
+        Ok(self.lock().as_ref().is_some_and(|s| s.aborted(&round)))
+    }
+
     /// Stops serving (every connection cut off); the same when garbage-collected.
     fn close(&self, py: Python<'_>) {
-        let server = self
-            .server
+        let server = self.lock().take();
+        py.detach(|| drop(server));
+    }
+}
+
+impl Rendezvous {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<rendezvous::Server>> {
+        self.server
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        py.detach(|| drop(server));
     }
 }

@@ -3,25 +3,36 @@
 //!
 //! The listening organisation's driver serves the rendezvous on its plan port + 1. Each
 //! of its bucket tasks binds a port of the organisation's range on whatever node Ray
-//! chose, registers that endpoint here under its plan and bucket, and waits for its
-//! peer; the other organisation's task for the same bucket asks here where to connect.
+//! chose, registers that endpoint here under its round and unit, and waits for its
+//! peer; the other organisation's task for the same unit asks here where to connect.
 //! A registration lasts as long as the connection that made it: a task killed before
 //! its peer connected withdraws its endpoint with its socket, and its retry registers
 //! a new one.
+//!
+//! A round is one plan session's run (both parties derive its id from the session).
+//! A task whose session ended reports the unit finished (before recording it), so that
+//! the peer's task of that unit, retried after being killed between the session's end
+//! and its own record, learns that no peer will come and returns without running; its
+//! driver then aborts the round here (no later wave starts on either side: a later
+//! unit would need the missing one), and the next plan session runs the unit again on
+//! both sides.
 //!
 //! Every connection is mutual TLS under the job's CA, and only this organisation's
 //! tasks may register: they show the driver's random token. A request is one message:
 //!
 //! ```text
-//! "PSRV" | version 1 | kind (1 register, 2 find) | plan id (32) | bucket (u32 BE)
-//!   register only: | token (32) | endpoint length (u8) | endpoint (UTF-8 "host:port")
+//! "PSRV" | version 1 | kind | round id (32) | unit (u32 BE) | body
+//!   kind 1 register: token (32) | endpoint length (u8) | endpoint (UTF-8 "host:port")
+//!   kind 2 find, 3 check (a registered task's look while it waits), 5 abort: no body
+//!   kind 4 finished: side (u8: 0 the listening organisation's task, 1 the other's)
 //! ```
 //!
-//! and the answer one message: `status (0 ok, 1 refused) | length (u8) | text`, the
-//! text being the endpoint of a find, nothing for a registration, or the reason for a
-//! refusal. A find waits for a registration up to the server's timeout.
+//! and the answer one message: `status | length (u8) | text`, status 0 ok (a find's
+//! text is the endpoint), 1 refused (the text says why), 2 the peer's task has
+//! finished this unit, 3 the round is aborted. A find waits for a registration up to
+//! the server's timeout; the server keeps only the latest round it has heard of.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -36,9 +47,10 @@ const MAGIC: &[u8; 4] = b"PSRV";
 const VERSION: u8 = 1;
 const REGISTER: u8 = 1;
 const FIND: u8 = 2;
-const OK: u8 = 0;
-const REFUSED: u8 = 1;
-/// The fixed part of a request: magic, version, kind, plan id, bucket.
+const CHECK: u8 = 3;
+const FINISHED: u8 = 4;
+const ABORT: u8 = 5;
+/// The fixed part of a request: magic, version, kind, round id, unit.
 const HEAD: usize = 4 + 1 + 1 + 32 + 4;
 /// The longest request: a registration with a 255-byte endpoint.
 const MAX_REQUEST: usize = HEAD + 32 + 1 + 255;
@@ -50,56 +62,148 @@ const HANDSHAKE: Duration = Duration::from_secs(30);
 /// How often waiting threads look at the cancel flag.
 const POLL: Duration = Duration::from_millis(50);
 
-/// A bucket of a plan: what a registration is filed under.
-type Slot = ([u8; 32], u32);
+/// A round's id and a unit number.
+pub type Slot = ([u8; 32], u32);
 
-/// The registrations: the endpoint of each slot, with the number of the registration
-/// that made it (a withdrawal removes only its own).
+/// Which organisation's task a report comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Side {
+    /// The organisation that listens (and serves the rendezvous).
+    Listening,
+    /// The organisation that connects.
+    Connecting,
+}
+
+impl Side {
+    fn other(self) -> Self {
+        match self {
+            Side::Listening => Side::Connecting,
+            Side::Connecting => Side::Listening,
+        }
+    }
+}
+
+/// What a task learns from the rendezvous.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// Go on: a find's endpoint, or nothing (registered; nothing new for a check).
+    Ok(String),
+    /// The peer's task has recorded this unit: none will come this round.
+    PeerFinished,
+    /// The round is aborted: no unit not yet met runs in it.
+    Aborted,
+}
+
+/// The latest round's state.
+#[derive(Default)]
+struct Round {
+    id: [u8; 32],
+    /// The last registration's number.
+    numbered: u64,
+    /// Each unit's endpoint, with the number of the registration that made it (a
+    /// withdrawal removes only its own).
+    endpoints: HashMap<u32, (u64, String)>,
+    finished: HashSet<(u32, Side)>,
+    aborted: bool,
+}
+
+/// The rounds' state, shared by every connection's thread.
 #[derive(Default)]
 struct Registry {
-    entries: Mutex<Entries>,
+    round: Mutex<Round>,
     changed: Condvar,
 }
 
-/// The last registration's number, and each slot's (number, endpoint).
-type Entries = (u64, HashMap<Slot, (u64, String)>);
-
 impl Registry {
-    fn lock(&self) -> MutexGuard<'_, Entries> {
-        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    /// The state of round `id`: a round not heard of before replaces the last one (its
+    /// tasks have all ended once a new plan session ran).
+    fn lock(&self, id: &[u8; 32]) -> MutexGuard<'_, Round> {
+        let mut round = self.round.lock().unwrap_or_else(|p| p.into_inner());
+        if round.id != *id {
+            *round = Round {
+                id: *id,
+                ..Round::default()
+            };
+        }
+        round
     }
 
-    fn register(&self, slot: Slot, endpoint: String) -> u64 {
-        let mut entries = self.lock();
-        entries.0 += 1;
-        let number = entries.0;
-        entries.1.insert(slot, (number, endpoint));
-        self.changed.notify_all();
-        number
-    }
-
-    fn withdraw(&self, slot: Slot, number: u64) {
-        let mut entries = self.lock();
-        if entries.1.get(&slot).is_some_and(|(n, _)| *n == number) {
-            entries.1.remove(&slot);
+    /// What `side`'s task of `unit` is told before it runs: that the peer's has
+    /// finished, or the round is aborted.
+    fn settled(round: &Round, unit: u32, side: Side) -> Option<Answer> {
+        if round.aborted {
+            Some(Answer::Aborted)
+        } else if round.finished.contains(&(unit, side.other())) {
+            Some(Answer::PeerFinished)
+        } else {
+            None
         }
     }
 
-    /// The endpoint of `slot` once registered, or `None` at `deadline` or a cancel.
-    fn find(&self, slot: Slot, deadline: Instant, cancel: &Cancel) -> Option<String> {
-        let mut entries = self.lock();
+    fn register(&self, (id, unit): Slot, endpoint: String) -> Result<u64, Answer> {
+        let mut round = self.lock(&id);
+        if let Some(answer) = Self::settled(&round, unit, Side::Listening) {
+            return Err(answer);
+        }
+        round.numbered += 1;
+        let number = round.numbered;
+        round.endpoints.insert(unit, (number, endpoint));
+        self.changed.notify_all();
+        Ok(number)
+    }
+
+    /// Withdraws registration `number` (a registration of an older round is gone with
+    /// its round: the current one is left as it is).
+    fn withdraw(&self, (id, unit): Slot, number: u64) {
+        let mut round = self.round.lock().unwrap_or_else(|p| p.into_inner());
+        if round.id == id
+            && round
+                .endpoints
+                .get(&unit)
+                .is_some_and(|(n, _)| *n == number)
+        {
+            round.endpoints.remove(&unit);
+        }
+    }
+
+    fn finished(&self, (id, unit): Slot, side: Side) {
+        self.lock(&id).finished.insert((unit, side));
+        self.changed.notify_all();
+    }
+
+    fn abort(&self, id: &[u8; 32]) {
+        self.lock(id).aborted = true;
+        self.changed.notify_all();
+    }
+
+    fn aborted(&self, id: &[u8; 32]) -> bool {
+        self.lock(id).aborted
+    }
+
+    fn check(&self, (id, unit): Slot) -> Answer {
+        let round = self.lock(&id);
+        Self::settled(&round, unit, Side::Listening).unwrap_or(Answer::Ok(String::new()))
+    }
+
+    /// The endpoint of `unit` once registered (or what settles it), or `None` at
+    /// `deadline` or a cancel.
+    fn find(&self, (id, unit): Slot, deadline: Instant, cancel: &Cancel) -> Option<Answer> {
+        let mut round = self.lock(&id);
         loop {
-            if let Some((_, endpoint)) = entries.1.get(&slot) {
-                return Some(endpoint.clone());
+            if let Some(answer) = Self::settled(&round, unit, Side::Connecting) {
+                return Some(answer);
+            }
+            if let Some((_, endpoint)) = round.endpoints.get(&unit) {
+                return Some(Answer::Ok(endpoint.clone()));
             }
             let now = Instant::now();
-            if now >= deadline || cancel.is_cancelled() {
+            if now >= deadline || cancel.is_cancelled() || round.id != id {
                 return None;
             }
             let wait = (deadline - now).min(POLL);
-            entries = self
+            round = self
                 .changed
-                .wait_timeout(entries, wait)
+                .wait_timeout(round, wait)
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
         }
@@ -109,13 +213,15 @@ impl Registry {
 /// A running rendezvous: stopped (every connection cut off) when dropped.
 pub struct Server {
     addr: SocketAddr,
+    registry: Arc<Registry>,
     cancel: Cancel,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Server {
-    /// Listens on `bind` and serves registrations carrying `token` and finds, each
-    /// connection on its own thread; a registration or a find lasts at most `timeout`.
+    /// Listens on `bind` and serves registrations carrying `token`, finds and reports,
+    /// each connection on its own thread; a registration or a find lasts at most
+    /// `timeout`.
     pub fn start(
         bind: &str,
         files: &TlsFiles,
@@ -132,9 +238,10 @@ impl Server {
             .set_nonblocking(true)
             .map_err(|e| Failure::other(format!("cannot configure the rendezvous: {e}")))?;
         let cancel = Cancel::new();
+        let registry = Arc::new(Registry::default());
         let serving = Serving {
             acceptor,
-            registry: Arc::new(Registry::default()),
+            registry: registry.clone(),
             token,
             timeout,
             cancel: cancel.clone(),
@@ -146,6 +253,7 @@ impl Server {
             .map_err(|e| Failure::other(format!("cannot start the rendezvous: {e}")))?;
         Ok(Self {
             addr,
+            registry,
             cancel,
             thread: Some(thread),
         })
@@ -154,6 +262,16 @@ impl Server {
     /// Where it listens (the port chosen when bound to port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Aborts round `round` (the driver's own, when one of its units did not run).
+    pub fn abort(&self, round: &[u8; 32]) {
+        self.registry.abort(round);
+    }
+
+    /// True once round `round` is aborted (by either driver).
+    pub fn aborted(&self, round: &[u8; 32]) -> bool {
+        self.registry.aborted(round)
     }
 }
 
@@ -228,50 +346,80 @@ impl Serving {
         let Ok(message) = transport.recv(MAX_REQUEST) else {
             return;
         };
+        let reply = |transport: &mut TlsTransport, answer: Answer| {
+            let (status, text) = match answer {
+                Answer::Ok(text) => (OK, text),
+                Answer::PeerFinished => (PEER_FINISHED, String::new()),
+                Answer::Aborted => (ABORTED, String::new()),
+            };
+            transport.send(&encode_answer(status, &text)).is_ok()
+        };
+        let refuse = |transport: &mut TlsTransport, why: &str| {
+            let _ = transport.send(&encode_answer(REFUSED, why));
+        };
         match Request::parse(&message) {
-            Err(reason) => {
-                let _ = transport.send(&answer(REFUSED, &reason));
-            }
-            Ok(Request::Register { token, .. }) if !same(&token, &self.token) => {
-                let _ = transport.send(&answer(
-                    REFUSED,
-                    "only the listening organisation's own tasks may register",
-                ));
-            }
+            Err(reason) => refuse(transport, &reason),
+            Ok(Request::Register { token, .. }) if !same(&token, &self.token) => refuse(
+                transport,
+                "only the listening organisation's own tasks may register",
+            ),
             Ok(Request::Register { slot, endpoint, .. }) => {
-                let number = self.registry.register(slot, endpoint);
-                if transport.send(&answer(OK, "")).is_ok() {
-                    // Held until the task closes the connection (its peer connected, or
-                    // it died) or the timeout.
-                    let _ = transport.recv(1);
+                match self.registry.register(slot, endpoint) {
+                    Err(answer) => {
+                        reply(transport, answer);
+                    }
+                    Ok(number) => {
+                        if reply(transport, Answer::Ok(String::new())) {
+                            // Held until the task closes the connection (its peer
+                            // connected, or it died) or the timeout.
+                            let _ = transport.recv(1);
+                        }
+                        self.registry.withdraw(slot, number);
+                    }
                 }
-                self.registry.withdraw(slot, number);
             }
             Ok(Request::Find { slot }) => {
                 let deadline = Instant::now() + self.timeout;
-                let reply = match self.registry.find(slot, deadline, &self.cancel) {
-                    Some(endpoint) => answer(OK, &endpoint),
-                    None => answer(
-                        REFUSED,
+                match self.registry.find(slot, deadline, &self.cancel) {
+                    Some(answer) => {
+                        reply(transport, answer);
+                    }
+                    None => refuse(
+                        transport,
                         &format!(
-                            "no task of bucket {} registered within {} s",
+                            "no task of unit {} registered within {} s",
                             slot.1,
                             self.timeout.as_secs()
                         ),
                     ),
-                };
-                let _ = transport.send(&reply);
+                }
+            }
+            Ok(Request::Check { slot }) => {
+                reply(transport, self.registry.check(slot));
+            }
+            Ok(Request::Finished { slot, side }) => {
+                self.registry.finished(slot, side);
+                reply(transport, Answer::Ok(String::new()));
+            }
+            Ok(Request::Abort { slot }) => {
+                self.registry.abort(&slot.0);
+                reply(transport, Answer::Ok(String::new()));
             }
         }
     }
 }
+
+const OK: u8 = 0;
+const REFUSED: u8 = 1;
+const PEER_FINISHED: u8 = 2;
+const ABORTED: u8 = 3;
 
 /// Compares tokens in time independent of where they differ.
 fn same(a: &[u8; 32], b: &[u8; 32]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-fn answer(status: u8, text: &str) -> Vec<u8> {
+fn encode_answer(status: u8, text: &str) -> Vec<u8> {
     let text = &text.as_bytes()[..text.len().min(255)];
     let mut out = vec![status, text.len() as u8];
     out.extend_from_slice(text);
@@ -287,6 +435,16 @@ enum Request {
     Find {
         slot: Slot,
     },
+    Check {
+        slot: Slot,
+    },
+    Finished {
+        slot: Slot,
+        side: Side,
+    },
+    Abort {
+        slot: Slot,
+    },
 }
 
 impl Request {
@@ -294,19 +452,28 @@ impl Request {
         let (kind, slot) = match self {
             Request::Register { slot, .. } => (REGISTER, slot),
             Request::Find { slot } => (FIND, slot),
+            Request::Check { slot } => (CHECK, slot),
+            Request::Finished { slot, .. } => (FINISHED, slot),
+            Request::Abort { slot } => (ABORT, slot),
         };
         let mut out = Vec::with_capacity(MAX_REQUEST);
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&[VERSION, kind]);
         out.extend_from_slice(&slot.0);
         out.extend_from_slice(&slot.1.to_be_bytes());
-        if let Request::Register {
-            token, endpoint, ..
-        } = self
-        {
-            out.extend_from_slice(token);
-            out.push(endpoint.len() as u8);
-            out.extend_from_slice(endpoint.as_bytes());
+        match self {
+            Request::Register {
+                token, endpoint, ..
+            } => {
+                out.extend_from_slice(token);
+                out.push(endpoint.len() as u8);
+                out.extend_from_slice(endpoint.as_bytes());
+            }
+            Request::Finished { side, .. } => out.push(match side {
+                Side::Listening => 0,
+                Side::Connecting => 1,
+            }),
+            _ => {}
         }
         out
     }
@@ -322,12 +489,28 @@ impl Request {
                 message[4]
             ));
         }
-        let plan: [u8; 32] = message[6..38].try_into().expect("32 bytes");
-        let bucket = u32::from_be_bytes(message[38..42].try_into().expect("4 bytes"));
-        let slot = (plan, bucket);
+        let round: [u8; 32] = message[6..38].try_into().expect("32 bytes");
+        let unit = u32::from_be_bytes(message[38..42].try_into().expect("4 bytes"));
+        let slot = (round, unit);
+        let wrong_length = || "a rendezvous request of the wrong length".to_string();
         let rest = &message[HEAD..];
         match message[5] {
-            FIND if rest.is_empty() => Ok(Request::Find { slot }),
+            FIND | CHECK | ABORT if !rest.is_empty() => Err(wrong_length()),
+            FIND => Ok(Request::Find { slot }),
+            CHECK => Ok(Request::Check { slot }),
+            ABORT => Ok(Request::Abort { slot }),
+            FINISHED => match rest {
+                [0] => Ok(Request::Finished {
+                    slot,
+                    side: Side::Listening,
+                }),
+                [1] => Ok(Request::Finished {
+                    slot,
+                    side: Side::Connecting,
+                }),
+                [side] => Err(format!("unknown side {side}")),
+                _ => Err(wrong_length()),
+            },
             REGISTER if rest.len() > 33 && rest.len() == 33 + rest[32] as usize => {
                 let token = rest[..32].try_into().expect("32 bytes");
                 let endpoint = std::str::from_utf8(&rest[33..])
@@ -339,7 +522,7 @@ impl Request {
                     endpoint: endpoint.to_string(),
                 })
             }
-            FIND | REGISTER => Err("a rendezvous request of the wrong length".into()),
+            REGISTER => Err(wrong_length()),
             kind => Err(format!("unknown rendezvous request kind {kind}")),
         }
     }
@@ -361,84 +544,99 @@ fn check_endpoint(endpoint: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// How a task reaches a rendezvous: its address, the TLS files and options.
+pub struct Reach<'a> {
+    pub addr: &'a str,
+    pub files: &'a TlsFiles,
+    pub opts: ConnectOptions,
+}
+
 /// A task's registration: withdrawn when dropped (its connection closed).
 pub struct Registration {
     _transport: TlsTransport,
 }
 
-/// Registers `endpoint` for `bucket` of `plan` at the rendezvous `addr`; the
-/// registration holds until the returned value is dropped. `opts.server_name` is the
-/// organisation's own certificate's name ([`tls::certificate_name`]).
+/// Registers `endpoint` for `slot`; the registration holds until the returned value
+/// is dropped. `Err(answer)` when the slot is settled (the peer's task finished the
+/// unit, or the round is aborted): nothing is registered. The reach's server name is
+/// the organisation's own certificate's name ([`tls::certificate_name`]).
 pub fn register(
-    addr: &str,
-    files: &TlsFiles,
-    opts: &ConnectOptions,
-    (plan, bucket): Slot,
+    to: &Reach<'_>,
+    slot: Slot,
     token: [u8; 32],
     endpoint: &str,
-) -> Result<Registration, Failure> {
+) -> Result<Result<Registration, Answer>, Failure> {
     check_endpoint(endpoint).map_err(Failure::config)?;
     let request = Request::Register {
-        slot: (plan, bucket),
+        slot,
         token,
         endpoint: endpoint.to_string(),
     };
-    let (transport, _) = ask(addr, files, opts, &request)?;
-    Ok(Registration {
-        _transport: transport,
+    let (transport, answer) = ask(to, &request)?;
+    Ok(match answer {
+        Answer::Ok(_) => Ok(Registration {
+            _transport: transport,
+        }),
+        settled => Err(settled),
     })
 }
 
-/// Where the task of `bucket` of `plan` listens, from the rendezvous `addr` (waiting
-/// for its registration up to the server's timeout).
-pub fn find(
-    addr: &str,
-    files: &TlsFiles,
-    opts: &ConnectOptions,
-    (plan, bucket): Slot,
-) -> Result<String, Failure> {
-    let (_, endpoint) = ask(
-        addr,
-        files,
-        opts,
-        &Request::Find {
-            slot: (plan, bucket),
-        },
-    )?;
-    check_endpoint(&endpoint).map_err(|e| Failure::peer(format!("the rendezvous answered {e}")))?;
-    Ok(endpoint)
+/// Where the task of `slot` listens (waiting for its registration up to the server's
+/// timeout), or what settles the slot.
+pub fn find(to: &Reach<'_>, slot: Slot) -> Result<Answer, Failure> {
+    let (_, answer) = ask(to, &Request::Find { slot })?;
+    if let Answer::Ok(endpoint) = &answer {
+        check_endpoint(endpoint)
+            .map_err(|e| Failure::peer(format!("the rendezvous answered {e}")))?;
+    }
+    Ok(answer)
 }
 
-/// Sends `request` and reads the answer's text; a refusal is an error.
-fn ask(
-    addr: &str,
-    files: &TlsFiles,
-    opts: &ConnectOptions,
-    request: &Request,
-) -> Result<(TlsTransport, String), Failure> {
-    let mut transport = tls::connect(addr, files, opts)?;
+/// A registered task's look while it waits: whether the slot is settled.
+pub fn check(to: &Reach<'_>, slot: Slot) -> Result<Answer, Failure> {
+    Ok(ask(to, &Request::Check { slot })?.1)
+}
+
+/// Reports `side`'s task of `slot` finished (its session ended; it records next).
+pub fn finished(to: &Reach<'_>, slot: Slot, side: Side) -> Result<(), Failure> {
+    ask(to, &Request::Finished { slot, side }).map(drop)
+}
+
+/// Aborts the round of `round` (the connecting driver's, when one of its units did
+/// not run).
+pub fn abort(to: &Reach<'_>, round: [u8; 32]) -> Result<(), Failure> {
+    ask(to, &Request::Abort { slot: (round, 0) }).map(drop)
+}
+
+/// Sends `request` and reads the answer; a refusal is an error.
+fn ask(to: &Reach<'_>, request: &Request) -> Result<(TlsTransport, Answer), Failure> {
+    let addr = to.addr;
+    let mut transport = tls::connect(addr, to.files, &to.opts)?;
     transport.send(&request.encode())?;
     let reply = transport.recv(MAX_ANSWER)?;
-    let text = match reply.as_slice() {
-        [status, len, text @ ..] if text.len() == *len as usize => {
-            let text = String::from_utf8_lossy(text).into_owned();
-            match *status {
-                OK => text,
-                _ => {
-                    return Err(Failure::new(
-                        FailureKind::Transport,
-                        format!("the rendezvous at {addr} refused: {text}"),
-                    ));
-                }
-            }
-        }
+    let [status, len, text @ ..] = reply.as_slice() else {
+        return Err(Failure::peer(format!(
+            "the rendezvous at {addr} answered nonsense"
+        )));
+    };
+    if text.len() != *len as usize {
+        return Err(Failure::peer(format!(
+            "the rendezvous at {addr} answered nonsense"
+        )));
+    }
+    let text = String::from_utf8_lossy(text).into_owned();
+    let answer = match *status {
+        OK => Answer::Ok(text),
+        PEER_FINISHED => Answer::PeerFinished,
+        ABORTED => Answer::Aborted,
         _ => {
-            return Err(Failure::peer(format!(
-                "the rendezvous at {addr} answered nonsense"
-            )));
+            return Err(Failure::new(
+                FailureKind::Transport,
+                format!("the rendezvous at {addr} refused: {text}"),
+            ));
         }
     };
-    Ok((transport, text))
+    Ok((transport, answer))
 }
 
 #[cfg(test)]
@@ -456,60 +654,141 @@ mod tests {
         )
     }
 
-    fn opts(timeout: u64) -> ConnectOptions {
-        ConnectOptions {
-            connect_timeout: Duration::from_secs(timeout),
-            handshake_timeout: Duration::from_secs(timeout),
-            io_timeout: Duration::from_secs(timeout),
-            server_name: Some("receiver".into()),
-            cancel: Cancel::new(),
+    fn reach<'a>(addr: &'a str, files: &'a TlsFiles) -> Reach<'a> {
+        let t = Duration::from_secs(5);
+        Reach {
+            addr,
+            files,
+            opts: ConnectOptions {
+                connect_timeout: t,
+                handshake_timeout: t,
+                io_timeout: t,
+                server_name: Some("receiver".into()),
+                cancel: Cancel::new(),
+            },
         }
     }
+
+    const TOKEN: [u8; 32] = [7; 32];
 
     #[test]
     fn a_find_gets_the_endpoint_registered_and_a_withdrawn_one_is_gone() {
         let (own, peer) = certs("find");
-        let token = [7u8; 32];
-        let server = Server::start("127.0.0.1:0", &own, token, Duration::from_secs(2)).unwrap();
+        let server = Server::start("127.0.0.1:0", &own, TOKEN, Duration::from_secs(2)).unwrap();
         let addr = server.local_addr().to_string();
-        let plan = [1u8; 32];
+        let round = [1u8; 32];
         assert_eq!(tls::certificate_name(&own).unwrap(), "receiver");
         // A find waits for the registration.
         let finder = {
             let (addr, peer) = (addr.clone(), peer.clone());
-            std::thread::spawn(move || find(&addr, &peer, &opts(5), (plan, 3)))
+            std::thread::spawn(move || find(&reach(&addr, &peer), (round, 3)))
         };
         std::thread::sleep(Duration::from_millis(300));
-        let held = register(&addr, &own, &opts(5), (plan, 3), token, "10.0.0.2:7010").unwrap();
-        assert_eq!(finder.join().unwrap().unwrap(), "10.0.0.2:7010");
-        // Another plan's bucket 3, or another bucket, is not this registration.
-        let other = find(&addr, &peer, &opts(5), ([2u8; 32], 3)).unwrap_err();
+        let held = register(&reach(&addr, &own), (round, 3), TOKEN, "10.0.0.2:7010")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            finder.join().unwrap().unwrap(),
+            Answer::Ok("10.0.0.2:7010".into())
+        );
+        let other = find(&reach(&addr, &peer), (round, 4)).unwrap_err();
         assert!(
-            other.message.contains("no task of bucket 3"),
+            other.message.contains("no task of unit 4"),
             "{}",
             other.message
         );
         // Withdrawn with its connection.
         drop(held);
         std::thread::sleep(Duration::from_millis(300));
-        let gone = find(&addr, &peer, &opts(5), (plan, 3)).unwrap_err();
+        let gone = find(&reach(&addr, &peer), (round, 3)).unwrap_err();
         assert!(
             gone.message.contains("registered within"),
             "{}",
             gone.message
         );
-        // A retry's registration replaces an older one of the same bucket.
-        let _a = register(&addr, &own, &opts(5), (plan, 4), token, "h1:1").unwrap();
-        let _b = register(&addr, &own, &opts(5), (plan, 4), token, "h2:2").unwrap();
-        assert_eq!(find(&addr, &peer, &opts(5), (plan, 4)).unwrap(), "h2:2");
+        // A retry's registration replaces an older one of the same unit.
+        let _a = register(&reach(&addr, &own), (round, 5), TOKEN, "h1:1").unwrap();
+        let _b = register(&reach(&addr, &own), (round, 5), TOKEN, "h2:2").unwrap();
+        assert_eq!(
+            find(&reach(&addr, &peer), (round, 5)).unwrap(),
+            Answer::Ok("h2:2".into())
+        );
+        // A new round forgets the last one's registrations.
+        let next = find(&reach(&addr, &peer), ([2u8; 32], 5)).unwrap_err();
+        assert!(
+            next.message.contains("registered within"),
+            "{}",
+            next.message
+        );
+    }
+
+    #[test]
+    fn a_unit_the_peer_finished_or_an_aborted_round_settles_the_waiting_task() {
+        let (own, peer) = certs("settle");
+        let server = Server::start("127.0.0.1:0", &own, TOKEN, Duration::from_secs(5)).unwrap();
+        let addr = server.local_addr().to_string();
+        let round = [3u8; 32];
+        // The connecting side finished unit 1: the listening side's retry is told so
+        // when it registers, and (registered first) when it checks.
+        finished(&reach(&addr, &peer), (round, 1), Side::Connecting).unwrap();
+        let r = register(&reach(&addr, &own), (round, 1), TOKEN, "h:1").unwrap();
+        assert!(matches!(r, Err(Answer::PeerFinished)));
+        let held = register(&reach(&addr, &own), (round, 2), TOKEN, "h:2").unwrap();
+        assert!(held.is_ok());
+        assert_eq!(
+            check(&reach(&addr, &own), (round, 2)).unwrap(),
+            Answer::Ok(String::new())
+        );
+        finished(&reach(&addr, &peer), (round, 2), Side::Connecting).unwrap();
+        assert_eq!(
+            check(&reach(&addr, &own), (round, 2)).unwrap(),
+            Answer::PeerFinished
+        );
+        // The listening side finished unit 6: a waiting find learns it at once.
+        let finder = {
+            let (addr, peer) = (addr.clone(), peer.clone());
+            std::thread::spawn(move || find(&reach(&addr, &peer), (round, 6)))
+        };
+        std::thread::sleep(Duration::from_millis(200));
+        finished(&reach(&addr, &own), (round, 6), Side::Listening).unwrap();
+        assert_eq!(finder.join().unwrap().unwrap(), Answer::PeerFinished);
+        // An abort (from the connecting driver) settles every unit not yet met.
+        assert!(!server.aborted(&round));
+        let finder = {
+            let (addr, peer) = (addr.clone(), peer.clone());
+            std::thread::spawn(move || find(&reach(&addr, &peer), (round, 9)))
+        };
+        std::thread::sleep(Duration::from_millis(200));
+        abort(&reach(&addr, &peer), round).unwrap();
+        assert_eq!(finder.join().unwrap().unwrap(), Answer::Aborted);
+        assert!(server.aborted(&round));
+        assert_eq!(
+            check(&reach(&addr, &own), (round, 2)).unwrap(),
+            Answer::Aborted
+        );
+        let r = register(&reach(&addr, &own), (round, 10), TOKEN, "h:10").unwrap();
+        assert!(matches!(r, Err(Answer::Aborted)));
+        // The next round starts clean; the driver's own abort counts the same.
+        let next = [4u8; 32];
+        assert!(!server.aborted(&next));
+        assert!(
+            register(&reach(&addr, &own), (next, 1), TOKEN, "h:1")
+                .unwrap()
+                .is_ok()
+        );
+        server.abort(&next);
+        assert_eq!(
+            find(&reach(&addr, &peer), (next, 1)).unwrap(),
+            Answer::Aborted
+        );
     }
 
     #[test]
     fn registrations_without_the_token_and_malformed_requests_are_refused() {
         let (own, peer) = certs("refuse");
-        let server = Server::start("127.0.0.1:0", &own, [7u8; 32], Duration::from_secs(1)).unwrap();
+        let server = Server::start("127.0.0.1:0", &own, TOKEN, Duration::from_secs(1)).unwrap();
         let addr = server.local_addr().to_string();
-        let e = register(&addr, &peer, &opts(5), ([1; 32], 0), [8u8; 32], "evil:1")
+        let e = register(&reach(&addr, &peer), ([1; 32], 0), [8u8; 32], "evil:1")
             .err()
             .unwrap();
         assert!(
@@ -517,34 +796,32 @@ mod tests {
             "{}",
             e.message
         );
-        assert!(register(&addr, &own, &opts(5), ([1; 32], 0), [7; 32], "no-port").is_err());
+        assert!(register(&reach(&addr, &own), ([1; 32], 0), TOKEN, "no-port").is_err());
+        let head = |kind: u8| [&b"PSRV\x01"[..], &[kind], &[0; 36]].concat();
         let cases: Vec<(Vec<u8>, &str)> = vec![
             (b"PSRV".to_vec(), "not a privset rendezvous"),
             ([&b"PSRV\x02\x02"[..], &[0; 36]].concat(), "version 2"),
-            ([&b"PSRV\x01\x09"[..], &[0; 36]].concat(), "kind 9"),
-            ([&b"PSRV\x01\x02"[..], &[0; 37]].concat(), "wrong length"),
+            (head(9), "kind 9"),
+            ([head(2), vec![0]].concat(), "wrong length"),
+            ([head(3), vec![0]].concat(), "wrong length"),
+            ([head(5), vec![0]].concat(), "wrong length"),
+            (head(4), "wrong length"),
+            ([head(4), vec![2]].concat(), "unknown side 2"),
             (
-                [&b"PSRV\x01\x01"[..], &[0; 36], &[7; 32], &[5], b"a:1"].concat(),
+                [head(1), vec![7; 32], vec![5], b"a:1".to_vec()].concat(),
                 "wrong length",
             ),
             (
-                [&b"PSRV\x01\x01"[..], &[0; 36], &[7; 32], &[3], b"a:0"].concat(),
+                [head(1), vec![7; 32], vec![3], b"a:0".to_vec()].concat(),
                 "not a host:port",
             ),
             (
-                [
-                    &b"PSRV\x01\x01"[..],
-                    &[0; 36],
-                    &[7; 32],
-                    &[2],
-                    &[0xff, 0xfe],
-                ]
-                .concat(),
+                [head(1), vec![7; 32], vec![2], vec![0xff, 0xfe]].concat(),
                 "not UTF-8",
             ),
         ];
         for (request, why) in cases {
-            let mut t = tls::connect(&addr, &peer, &opts(5)).unwrap();
+            let mut t = tls::connect(&addr, &peer, &reach(&addr, &peer).opts).unwrap();
             t.send(&request).unwrap();
             let reply = t.recv(MAX_ANSWER).unwrap();
             assert_eq!(reply[0], REFUSED);
@@ -552,7 +829,7 @@ mod tests {
             assert!(text.contains(why), "{why}: {text}");
         }
         // Too long a request is cut off before it is read.
-        let mut t = tls::connect(&addr, &peer, &opts(5)).unwrap();
+        let mut t = tls::connect(&addr, &peer, &reach(&addr, &peer).opts).unwrap();
         t.send(&vec![0; MAX_REQUEST + 1]).unwrap();
         assert!(t.recv(MAX_ANSWER).is_err());
     }

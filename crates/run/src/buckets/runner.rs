@@ -34,7 +34,7 @@ use crate::report::{BucketedReport, BucketsSection, PiSumReport, PsoReport};
 use crate::source::{InputSpec, RowStream};
 
 mod tasks;
-pub use tasks::TaskLink;
+pub use tasks::{TaskLink, Waves};
 
 /// Connections opened again after a break before the job gives up.
 const MAX_RECONNECTS: u32 = 100;
@@ -590,7 +590,7 @@ impl Runner<'_> {
         loop {
             let decision = self.plan_session(transport, fresh_seed(), true, 0, drive)?;
             let (run, lanes) = match decision {
-                Decision::Keep { run, lanes } => (run, lanes),
+                Decision::Keep { run, lanes, .. } => (run, lanes),
                 new => {
                     self.adopt(&new)?;
                     return Ok(false);
@@ -689,6 +689,17 @@ impl Runner<'_> {
         seed: [u8; 32],
         drive: &DriveFn<'_>,
     ) -> Result<(), Failure> {
+        self.bucket_then(b, (transport, seed, drive), &|| Ok(()))
+    }
+
+    /// [`Runner::bucket`], calling `before_record` between the session's end and the
+    /// record (a distributed task reports its session ended there).
+    fn bucket_then(
+        &self,
+        b: u32,
+        (transport, seed, drive): (&mut (dyn Transport + Send), [u8; 32], &DriveFn<'_>),
+        before_record: &dyn Fn() -> Result<(), Failure>,
+    ) -> Result<(), Failure> {
         let plan = self
             .dir
             .plan()?
@@ -726,6 +737,7 @@ impl Runner<'_> {
             wall_seconds,
             runs,
         };
+        before_record()?;
         self.dir.save_done(&figures, ran.rows.as_deref())
     }
 

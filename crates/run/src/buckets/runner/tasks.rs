@@ -3,22 +3,31 @@
 //! job's own link ([`Runner::plan_over_tcp`]), then each unit runs as a task wherever
 //! the cluster puts it ([`Runner::bucket_over_tcp`]), meeting the peer's task for the
 //! same unit through the [`rendezvous`]. Rounds repeat until a plan session finds
-//! both parties holding every unit, as [`Runner::over_tcp`]'s connections do.
+//! both parties holding every unit, as the CLI's connections do; a round in which a
+//! unit could not run on one side is aborted at the rendezvous
+//! ([`Runner::abort_round`]), and the next runs it again.
 
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use privset_net::{ConnectOptions, Transport, tls};
+use privset_net::{ConnectOptions, Transport, TransportError, tls};
 use privset_protocols::bucket_plan::Decision;
 
 use super::{DriveFn, MAX_RECONNECTS, Runner};
-use crate::buckets::rendezvous;
+use crate::buckets::rendezvous::{self, Answer, Reach, Side};
 use crate::fail::{Failure, FailureKind};
 use crate::link::{Endpoint, fresh_seed};
 
 /// Longest a task tries to connect to the endpoint the rendezvous gave: one that
 /// refuses for longer belongs to a task that died, and Ray's retry asks again.
 const TASK_CONNECT: Duration = Duration::from_secs(30);
+
+/// How often a listening task waiting for its peer asks the rendezvous whether the
+/// peer's task has finished the unit or the round is aborted.
+const CHECK_EVERY: Duration = Duration::from_secs(2);
+
+/// A round's units in waves, each as (unit, runs recorded of it so far).
+pub type Waves = Vec<Vec<(u32, u32)>>;
 
 /// How a unit's task reaches the peer's task of the same unit.
 #[derive(Clone, Debug)]
@@ -39,10 +48,10 @@ pub enum TaskLink {
 
 impl Runner<'_> {
     /// Steps 2 and 3 over the job's TCP link: a plan session (another after adopting a
-    /// new plan). Returns the units to run in this round, in waves, each with the
-    /// runs recorded of it so far (a unit this party has and the peer lacks runs
-    /// again); none once both parties have every unit, the job then marked complete.
-    pub fn plan_over_tcp(&mut self, drive: &DriveFn<'_>) -> Result<Vec<Vec<(u32, u32)>>, Failure> {
+    /// new plan). Returns the round's id and its units in waves, each with the runs
+    /// recorded of it so far (a unit this party has and the peer lacks runs again);
+    /// no units once both parties have every unit, the job then marked complete.
+    pub fn plan_over_tcp(&mut self, drive: &DriveFn<'_>) -> Result<([u8; 32], Waves), Failure> {
         let (me, peer, _) = self.job.names();
         let started = Instant::now();
         let mut attempts = 0;
@@ -55,7 +64,7 @@ impl Runner<'_> {
             });
             attempts += 1;
             match decision {
-                Ok(Decision::Keep { run, .. }) => return self.round(&run),
+                Ok(Decision::Keep { run, round, .. }) => return Ok((round, self.round(&run)?)),
                 Ok(new) if attempts < MAX_RECONNECTS => self.adopt(&new)?,
                 Err(e)
                     if e.kind == FailureKind::Transport
@@ -74,8 +83,8 @@ impl Runner<'_> {
         }
     }
 
-    /// The round of `run` under the recorded plan (see [`Runner::plan_over_tcp`]).
-    fn round(&self, run: &[u32]) -> Result<Vec<Vec<(u32, u32)>>, Failure> {
+    /// The units of `run` under the recorded plan (see [`Runner::plan_over_tcp`]).
+    fn round(&self, run: &[u32]) -> Result<Waves, Failure> {
         if run.is_empty() {
             self.dir.mark_complete()?;
             return Ok(Vec::new());
@@ -94,24 +103,23 @@ impl Runner<'_> {
             .collect()
     }
 
-    /// Step 4 for unit `b` as a task: meets the peer's task through `link` and runs the
-    /// unit. `runs`: the runs recorded of `b` when the round was planned; a retried
-    /// task whose unit has since been recorded again does nothing.
+    /// Step 4 for unit `b` of round `round` as a task: meets the peer's task through
+    /// `link`, runs the unit and reports it finished. `runs`: the runs recorded of `b`
+    /// when the round was planned (a retried task whose unit has since been recorded
+    /// does nothing). `Ok(false)`: the unit did not run, because the peer's task had
+    /// finished it (this task retried after dying between its session's end and its
+    /// record) or the round is aborted; the driver then aborts the round.
     pub fn bucket_over_tcp(
         &self,
-        b: u32,
-        runs: u32,
+        (b, runs): (u32, u32),
+        round: [u8; 32],
         link: &TaskLink,
         drive: &DriveFn<'_>,
-    ) -> Result<(), Failure> {
+    ) -> Result<bool, Failure> {
         if self.dir.done(b)?.is_some_and(|d| d.runs > runs) {
-            return Ok(());
+            return Ok(true);
         }
-        let plan = self
-            .dir
-            .plan()?
-            .ok_or_else(|| Failure::other("a bucket was asked for before the plan"))?;
-        let slot = (plan.id_bytes(), b);
+        let slot = (round, b);
         let files = self
             .job
             .link
@@ -126,7 +134,7 @@ impl Runner<'_> {
             server_name: Some(server_name),
             cancel: self.job.link.cancel.clone(),
         };
-        let mut transport = match link {
+        let (mut transport, to, side) = match link {
             TaskLink::Listen {
                 ports,
                 advertise,
@@ -134,30 +142,81 @@ impl Runner<'_> {
                 token,
             } => {
                 let (listener, port) = bind_in(*ports)?;
-                let own = tls::certificate_name(files)?;
-                let endpoint = format!("{advertise}:{port}");
-                let held = rendezvous::register(
-                    rendezvous,
+                let to = Reach {
+                    addr: rendezvous,
                     files,
-                    &opts(own, timeout),
-                    slot,
-                    *token,
-                    &endpoint,
-                )?;
-                let accepted = tls::accept_on(&listener, files, &opts(String::new(), timeout));
+                    opts: opts(tls::certificate_name(files)?, timeout),
+                };
+                let endpoint = format!("{advertise}:{port}");
+                let Ok(held) = rendezvous::register(&to, slot, *token, &endpoint)? else {
+                    return Ok(false);
+                };
+                let deadline = Instant::now() + timeout;
+                let transport = loop {
+                    let waiting = opts(String::new(), CHECK_EVERY);
+                    match tls::accept_on(&listener, files, &waiting) {
+                        Ok(t) => break t,
+                        Err(TransportError::Timeout { .. }) if Instant::now() < deadline => {
+                            if rendezvous::check(&to, slot)? != Answer::Ok(String::new()) {
+                                return Ok(false);
+                            }
+                        }
+                        Err(e) => return Err(e.into()),
+                    }
+                };
                 drop(held);
-                accepted?
+                (transport, to, Side::Listening)
             }
             TaskLink::Connect { rendezvous } => {
                 let name = self.peer_name()?;
-                let endpoint =
-                    rendezvous::find(rendezvous, files, &opts(name.clone(), timeout), slot)?;
-                tls::connect(&endpoint, files, &opts(name, TASK_CONNECT.min(timeout)))?
+                let to = Reach {
+                    addr: rendezvous,
+                    files,
+                    opts: opts(name.clone(), timeout),
+                };
+                let Answer::Ok(endpoint) = rendezvous::find(&to, slot)? else {
+                    return Ok(false);
+                };
+                let transport =
+                    tls::connect(&endpoint, files, &opts(name, TASK_CONNECT.min(timeout)))?;
+                (transport, to, Side::Connecting)
             }
         };
-        self.bucket(b, &mut transport, fresh_seed(), drive)?;
+        // Reported before the record: a task that dies after its session never leaves
+        // the peer's retry waiting for it. If it dies before reporting, its retry meets
+        // the peer's retry, or learns the peer finished; if it dies between the report
+        // and the record, its retry learns the peer finished; either way a unit left
+        // unrecorded on one side runs again in the next round.
+        let ran = self.bucket_then(b, (&mut transport, fresh_seed(), drive), &|| {
+            rendezvous::finished(&to, slot, side)
+        });
         self.add(transport.counters());
-        Ok(())
+        ran.map(|()| true)
+    }
+
+    /// Aborts round `round` at the peer's rendezvous `addr` (the connecting driver's
+    /// part; the listening driver aborts its own in process): no unit not yet met runs
+    /// in it on either side.
+    pub fn abort_round(&self, round: [u8; 32], addr: &str) -> Result<(), Failure> {
+        let files = self
+            .job
+            .link
+            .tls
+            .as_ref()
+            .ok_or_else(|| Failure::config("bucket tasks over TCP run over mutual TLS only"))?;
+        let timeout = self.job.link.timeout;
+        let to = Reach {
+            addr,
+            files,
+            opts: ConnectOptions {
+                connect_timeout: timeout,
+                handshake_timeout: timeout,
+                io_timeout: timeout,
+                server_name: Some(self.peer_name()?),
+                cancel: self.job.link.cancel.clone(),
+            },
+        };
+        rendezvous::abort(&to, round)
     }
 
     /// The name the peer's certificate must hold: the link's server name, or the host
