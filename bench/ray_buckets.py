@@ -1,7 +1,9 @@
 """A bucketed job with Ray beside the same job without it (docs/scale.md).
 
 Both organisations run as separate processes on this machine over one exchange
-directory; with Ray each starts its own Ray cluster on this machine (a head and a worker
+directory, or with ``--link tls`` over loopback mutual TLS (the first role listens;
+with Ray its tasks listen on a port range and meet the other's through its driver's
+rendezvous); with Ray each starts its own Ray cluster on this machine (a head and a worker
 node, one CPU each) and its buckets (units) run as Ray tasks (``privset.ray.<op>``), without it they run one after another in the
 process (``privset.bucketed.<op>``). ``--kill-after S`` SIGKILLs the Ray worker of one
 running bucket task S seconds into the Ray job (Ray retries it; it resumes from its
@@ -12,6 +14,7 @@ whether the answer is the plaintext one. Figures, not assertions.
     python bench/ray_buckets.py --op psi --log2 20 --buckets 4
     python bench/ray_buckets.py --op psi-card --log2 20 --buckets 4 --modes ray --kill-after 60
     python bench/ray_buckets.py --op pi-sum --log2 20 --buckets 4 --modes ray --kill-after 60
+    python bench/ray_buckets.py --op psi-card --log2 22 --buckets 4 --link tls
 """
 
 from __future__ import annotations
@@ -32,8 +35,13 @@ PARTY = r'''
 import json, sys
 spec = json.loads(sys.argv[1])
 import privset
-kwargs = dict(id_column="id", exchange_dir=spec["x"], state_dir=spec["state"], buckets=spec["buckets"],
-              group="x25519", timeout=3600, poll_interval=0.01, **spec["settings"])
+link = dict(spec["link"])
+if "tls_dir" in link:
+    link["tls"] = privset.TlsFiles.in_dir(link.pop("tls_dir"), spec["role"])
+    if not spec["ray"]:
+        link.pop("ports", None)
+kwargs = dict(id_column="id", state_dir=spec["state"], buckets=spec["buckets"],
+              group="x25519", timeout=3600, poll_interval=0.01, **link, **spec["settings"])
 name = spec["op"].replace("-", "_")
 if spec["ray"]:
     import ray
@@ -99,6 +107,8 @@ def main() -> None:
     ap.add_argument("--buckets", type=int, default=4)
     ap.add_argument("--modes", default="plain,ray", help="plain, ray or both (comma-separated)")
     ap.add_argument("--kill-after", type=float, default=None, help="seconds into a Ray job to kill a bucket worker")
+    ap.add_argument("--link", choices=("exchange", "tls"), default="exchange")
+    ap.add_argument("--port", type=int, default=47000, help="--link tls: the plan port (the rendezvous takes the next)")
     args = ap.parse_args()
     n = 1 << args.log2
     work = pathlib.Path(tempfile.mkdtemp(prefix="privset-ray-bench-"))
@@ -110,8 +120,12 @@ def main() -> None:
         settings[first]["output_rows"] = str(work / "rows.csv")
     if args.op == "pi-sum":
         settings[second]["value_columns"] = "spend"
+    if args.link == "tls":
+        import privset
+
+        privset.generate_certs(work / "certs", [first, second])
     print(
-        f"{'op':<8} {'mode':<6} {'items':>6} {'buckets':>7} {'units':>5} {'wall s':>8} {'cpu_1 s':>9} "
+        f"{'op':<8} {'mode':<6} {'link':<8} {'items':>6} {'buckets':>7} {'units':>5} {'wall s':>8} {'cpu_1 s':>9} "
         f"{'cpu_2 s':>9} {'wall/unit s':>11} answer"
     )
     for tag in args.modes.split(","):
@@ -119,11 +133,20 @@ def main() -> None:
         procs = []
         start = time.monotonic()
         for role in (first, second):
+            if args.link == "tls":
+                p = args.port
+                link: Dict[str, Any] = {"tls_dir": str(work / "certs")}
+                if role == first:
+                    link.update(listen=f"127.0.0.1:{p}", ports=f"{p + 2}-{p + 41}")
+                else:
+                    link.update(peer=f"127.0.0.1:{p}", server_name=first)
+            else:
+                link = {"exchange_dir": str(work / f"x-{tag}")}
             spec = {
                 "op": args.op,
                 "role": role,
                 "input": str(work / f"{role}.csv"),
-                "x": str(work / f"x-{tag}"),
+                "link": link,
                 "state": str(work / f"state-{tag}-{role}"),
                 "buckets": args.buckets,
                 "settings": settings[role],
@@ -146,7 +169,7 @@ def main() -> None:
         if args.op == "pi-sum":
             right = right and b["sum"] == want_sum
         print(
-            f"{args.op:<8} {tag:<6} 2^{args.log2:<4} {args.buckets:>7} {units:>5} {wall:8.1f} "
+            f"{args.op:<8} {tag:<6} {args.link:<8} 2^{args.log2:<4} {args.buckets:>7} {units:>5} {wall:8.1f} "
             f"{a['cpu_seconds']:9.2f} {b['cpu_seconds']:9.2f} {wall / units:11.1f} {'right' if right else 'WRONG'}"
         )
         for line in log:
