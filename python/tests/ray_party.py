@@ -5,7 +5,7 @@ privset.ray function the spec names; prints RESULT.json's fields as JSON on stdo
 The spec (JSON, argv[1]): ``operation`` (a privset.ray function's name), ``role``,
 ``input``, ``state_dir``, ``settings`` (its other keyword arguments) and the link:
 ``exchange_dir``, or ``tls_dir`` (the certificates, this role's among them) with
-``listen`` / ``peer`` among the settings."""
+``listen`` / ``peer`` among the settings; ``env``: environment variables for its tasks."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ spec = json.loads(sys.argv[1])
 node = {"num_cpus": 1, "object_store_memory": 80 << 20}
 cluster = Cluster(initialize_head=True, head_node_args=dict(node, include_dashboard=False))
 cluster.add_node(**node)
-ray.init(address=cluster.address, log_to_driver=False)
+# The tests' fault hook reaches the bucket tasks through their environment.
+ray.init(address=cluster.address, log_to_driver=False, runtime_env={"env_vars": spec.get("env", {})})
 run = getattr(privset.ray, spec["operation"])
 link = {}
 if "exchange_dir" in spec:

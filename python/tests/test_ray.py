@@ -73,9 +73,11 @@ def run_both(
     roles: Tuple[str, str],
     settings: Dict[str, Dict[str, Any]],
     over_tls: bool = False,
+    fault: Optional[str] = None,
 ) -> Dict[str, Dict[str, Any]]:
     """Runs both organisations' parties (roles[i] reads roles[i].csv) as processes, kills
-    one bucket task's worker while it runs, and returns each party's result."""
+    one bucket task's worker while it runs (or, given `fault`, lets that task die
+    between its session and its record instead), and returns each party's result."""
     procs = {}
     links = tls_links(tmp_path, roles) if over_tls else {}
     for role in roles:
@@ -86,6 +88,8 @@ def run_both(
             "state_dir": str(tmp_path / f"state-{role}"),
             "settings": dict(settings[role], **links.get(role, {})),
         }
+        if fault is not None:
+            spec["env"] = {"PRIVSET_TEST_DIE_BEFORE_RECORD": fault}
         if over_tls:
             spec["tls_dir"] = str(tmp_path / "certs")
         else:
@@ -97,7 +101,12 @@ def run_both(
     # organisations' tasks have the same title; either must survive it).
     killed: Optional[int] = None
     deadline = time.monotonic() + 180
-    while killed is None and time.monotonic() < deadline and all(p.poll() is None for p in procs.values()):
+    while (
+        fault is None
+        and killed is None
+        and time.monotonic() < deadline
+        and all(p.poll() is None for p in procs.values())
+    ):
         workers = bucket_workers()
         if workers:
             time.sleep(0.2)
@@ -108,7 +117,7 @@ def run_both(
     outs = {role: p.communicate(timeout=600) for role, p in procs.items()}
     for role, p in procs.items():
         assert p.returncode == 0, f"{role}: {outs[role][1][-3000:]}"
-    assert killed is not None, "no bucket task was seen running to kill"
+    assert fault is not None or killed is not None, "no bucket task was seen running to kill"
     return {role: json.loads(outs[role][0].strip().splitlines()[-1]) for role in procs}
 
 
@@ -138,6 +147,26 @@ def test_psi_buckets_as_ray_tasks_survive_a_killed_worker(tmp_path: pathlib.Path
     assert r["transport"] == ("tcp+mtls" if over_tls else "exchange-dir")
     # The buckets' bytes are counted into the driver's report.
     assert r["bytes_sent"] >= sum(b["bytes_sent"] for b in r["buckets"]["per_bucket"]) > 0
+
+
+@pytest.mark.parametrize("fault", ["receiver:1", "sender:4"])
+def test_a_task_dying_between_its_session_and_its_record_reruns_its_unit_next_round(
+    tmp_path: pathlib.Path, fault: str
+) -> None:
+    """Over TLS, one side's task of a unit dies after the session, before its record; the
+    other side's records it. The retry learns the peer finished, the round is aborted on
+    both sides, and the next round runs the unit again: the side that had it runs it
+    twice, and the answer is the plaintext one."""
+    want = shared_sets(tmp_path, ("receiver", "sender"), (3000, 2500), 700)
+    common = {"buckets": 3, "group": "x25519"}
+    results = run_both(
+        tmp_path, "psi_card", ("receiver", "sender"), {"receiver": common, "sender": common}, True, fault
+    )
+    assert results["receiver"]["cardinality"] == len(want)
+    dying, unit = fault.split(":")
+    other = "sender" if dying == "receiver" else "receiver"
+    runs = {b["bucket"]: b["runs"] for b in results[other]["buckets"]["per_bucket"]}
+    assert runs[int(unit)] == 2 and sum(runs.values()) == len(runs) + 1, runs
 
 
 def shared_sets(tmp_path: pathlib.Path, roles: Tuple[str, str], sizes: Tuple[int, int], shared: int) -> Dict[str, int]:

@@ -671,6 +671,16 @@ mod tests {
 
     const TOKEN: [u8; 32] = [7; 32];
 
+    /// A find on its own thread (it waits for what the test does next).
+    fn find_later(
+        addr: &str,
+        files: &TlsFiles,
+        slot: Slot,
+    ) -> std::thread::JoinHandle<Result<Answer, Failure>> {
+        let (addr, files) = (addr.to_string(), files.clone());
+        std::thread::spawn(move || find(&reach(&addr, &files), slot))
+    }
+
     #[test]
     fn a_find_gets_the_endpoint_registered_and_a_withdrawn_one_is_gone() {
         let (own, peer) = certs("find");
@@ -679,10 +689,7 @@ mod tests {
         let round = [1u8; 32];
         assert_eq!(tls::certificate_name(&own).unwrap(), "receiver");
         // A find waits for the registration.
-        let finder = {
-            let (addr, peer) = (addr.clone(), peer.clone());
-            std::thread::spawn(move || find(&reach(&addr, &peer), (round, 3)))
-        };
+        let finder = find_later(&addr, &peer, (round, 3));
         std::thread::sleep(Duration::from_millis(300));
         let held = register(&reach(&addr, &own), (round, 3), TOKEN, "10.0.0.2:7010")
             .unwrap()
@@ -745,19 +752,13 @@ mod tests {
             Answer::PeerFinished
         );
         // The listening side finished unit 6: a waiting find learns it at once.
-        let finder = {
-            let (addr, peer) = (addr.clone(), peer.clone());
-            std::thread::spawn(move || find(&reach(&addr, &peer), (round, 6)))
-        };
+        let finder = find_later(&addr, &peer, (round, 6));
         std::thread::sleep(Duration::from_millis(200));
         finished(&reach(&addr, &own), (round, 6), Side::Listening).unwrap();
         assert_eq!(finder.join().unwrap().unwrap(), Answer::PeerFinished);
         // An abort (from the connecting driver) settles every unit not yet met.
         assert!(!server.aborted(&round));
-        let finder = {
-            let (addr, peer) = (addr.clone(), peer.clone());
-            std::thread::spawn(move || find(&reach(&addr, &peer), (round, 9)))
-        };
+        let finder = find_later(&addr, &peer, (round, 9));
         std::thread::sleep(Duration::from_millis(200));
         abort(&reach(&addr, &peer), round).unwrap();
         assert_eq!(finder.join().unwrap().unwrap(), Answer::Aborted);

@@ -120,20 +120,9 @@ impl Runner<'_> {
             return Ok(true);
         }
         let slot = (round, b);
-        let files = self
-            .job
-            .link
-            .tls
-            .as_ref()
-            .ok_or_else(|| Failure::config("bucket tasks over TCP run over mutual TLS only"))?;
+        let files = self.task_files()?;
         let timeout = self.job.link.timeout;
-        let opts = |server_name: String, connect: Duration| ConnectOptions {
-            connect_timeout: connect,
-            handshake_timeout: timeout,
-            io_timeout: timeout,
-            server_name: Some(server_name),
-            cancel: self.job.link.cancel.clone(),
-        };
+        let opts = |server_name: String, connect: Duration| self.task_opts(server_name, connect);
         let (mut transport, to, side) = match link {
             TaskLink::Listen {
                 ports,
@@ -188,6 +177,7 @@ impl Runner<'_> {
         // and the record, its retry learns the peer finished; either way a unit left
         // unrecorded on one side runs again in the next round.
         let ran = self.bucket_then(b, (&mut transport, fresh_seed(), drive), &|| {
+            die_if_asked(self.job.names().0, b, &self.dir.dir);
             rendezvous::finished(&to, slot, side)
         });
         self.add(transport.counters());
@@ -198,25 +188,34 @@ impl Runner<'_> {
     /// part; the listening driver aborts its own in process): no unit not yet met runs
     /// in it on either side.
     pub fn abort_round(&self, round: [u8; 32], addr: &str) -> Result<(), Failure> {
-        let files = self
-            .job
+        let to = Reach {
+            addr,
+            files: self.task_files()?,
+            opts: self.task_opts(self.peer_name()?, self.job.link.timeout),
+        };
+        rendezvous::abort(&to, round)
+    }
+
+    /// The job's TLS files: a distributed job over TCP is mutual TLS only.
+    fn task_files(&self) -> Result<&privset_net::TlsFiles, Failure> {
+        self.job
             .link
             .tls
             .as_ref()
-            .ok_or_else(|| Failure::config("bucket tasks over TCP run over mutual TLS only"))?;
+            .ok_or_else(|| Failure::config("bucket tasks over TCP run over mutual TLS only"))
+    }
+
+    /// A task's connection options: the job's timeout and cancel, `server_name` to
+    /// verify, `connect` to wait for the connection.
+    fn task_opts(&self, server_name: String, connect: Duration) -> ConnectOptions {
         let timeout = self.job.link.timeout;
-        let to = Reach {
-            addr,
-            files,
-            opts: ConnectOptions {
-                connect_timeout: timeout,
-                handshake_timeout: timeout,
-                io_timeout: timeout,
-                server_name: Some(self.peer_name()?),
-                cancel: self.job.link.cancel.clone(),
-            },
-        };
-        rendezvous::abort(&to, round)
+        ConnectOptions {
+            connect_timeout: connect,
+            handshake_timeout: timeout,
+            io_timeout: timeout,
+            server_name: Some(server_name),
+            cancel: self.job.link.cancel.clone(),
+        }
     }
 
     /// The name the peer's certificate must hold: the link's server name, or the host
@@ -235,6 +234,28 @@ impl Runner<'_> {
                 "the connecting organisation's tasks need the peer's address",
             )),
         }
+    }
+}
+
+/// The tests' fault: with `PRIVSET_TEST_DIE_BEFORE_RECORD=<role>:<unit>`, the first task
+/// of that unit in that role dies (its process aborted) between its session's end and
+/// its report, as a worker killed there would; its retry must then learn that the peer
+/// finished, and the next round run the unit again (python/tests/test_ray.py).
+fn die_if_asked(role: &str, unit: u32, dir: &std::path::Path) {
+    let Ok(asked) = std::env::var("PRIVSET_TEST_DIE_BEFORE_RECORD") else {
+        return;
+    };
+    if asked != format!("{role}:{unit}") {
+        return;
+    }
+    let once = dir.join(format!("test-died-before-record-{unit}"));
+    if std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(once)
+        .is_ok()
+    {
+        std::process::abort();
     }
 }
 
