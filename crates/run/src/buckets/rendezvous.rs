@@ -40,6 +40,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use privset_net::{Cancel, ConnectOptions, TlsAcceptor, TlsFiles, TlsTransport, Transport, tls};
+use privset_protocols::bucket_plan::MAX_BUCKETS;
 
 use crate::fail::{Failure, FailureKind};
 
@@ -491,6 +492,12 @@ impl Request {
         }
         let round: [u8; 32] = message[6..38].try_into().expect("32 bytes");
         let unit = u32::from_be_bytes(message[38..42].try_into().expect("4 bytes"));
+        // What a round records is bounded: at most this many units, two reports each.
+        if unit >= MAX_BUCKETS {
+            return Err(format!(
+                "unit {unit}: a plan has fewer than {MAX_BUCKETS} units"
+            ));
+        }
         let slot = (round, unit);
         let wrong_length = || "a rendezvous request of the wrong length".to_string();
         let rest = &message[HEAD..];
@@ -808,6 +815,10 @@ mod tests {
             ([head(5), vec![0]].concat(), "wrong length"),
             (head(4), "wrong length"),
             ([head(4), vec![2]].concat(), "unknown side 2"),
+            (
+                [&b"PSRV\x01\x04"[..], &[0; 32], &(1u32 << 20).to_be_bytes(), &[1]].concat(),
+                "fewer than 1048576 units",
+            ),
             (
                 [head(1), vec![7; 32], vec![5], b"a:1".to_vec()].concat(),
                 "wrong length",
