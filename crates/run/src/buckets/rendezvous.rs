@@ -816,7 +816,13 @@ mod tests {
             (head(4), "wrong length"),
             ([head(4), vec![2]].concat(), "unknown side 2"),
             (
-                [&b"PSRV\x01\x04"[..], &[0; 32], &(1u32 << 20).to_be_bytes(), &[1]].concat(),
+                [
+                    &b"PSRV\x01\x04"[..],
+                    &[0; 32],
+                    &(1u32 << 20).to_be_bytes(),
+                    &[1],
+                ]
+                .concat(),
                 "fewer than 1048576 units",
             ),
             (
