@@ -108,7 +108,7 @@ def main() -> None:
     ap.add_argument("--modes", default="plain,ray", help="plain, ray or both (comma-separated)")
     ap.add_argument("--kill-after", type=float, default=None, help="seconds into a Ray job to kill a bucket worker")
     ap.add_argument("--link", choices=("exchange", "tls"), default="exchange")
-    ap.add_argument("--port", type=int, default=47000, help="--link tls: the plan port (the rendezvous takes the next)")
+    ap.add_argument("--port", type=int, default=27000, help="--link tls: the plan port (the rendezvous takes the next)")
     args = ap.parse_args()
     n = 1 << args.log2
     work = pathlib.Path(tempfile.mkdtemp(prefix="privset-ray-bench-"))
