@@ -35,7 +35,7 @@ pub use driver::{LinkSet, Links, RunError, drive, drive_links};
 pub use error::TransportError;
 pub use links::{LinkPlan, Security};
 pub use memory::{MemoryTransport, pair, run_pair, run_pair_with, run_parties, run_parties_with};
-pub use socket::ConnectOptions;
+pub use socket::{ConnectOptions, host_of};
 pub use tcp::PlainTcpTransport;
 pub use tls::{TlsAcceptor, TlsFiles, TlsTransport};
 

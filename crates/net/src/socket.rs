@@ -213,7 +213,7 @@ pub(crate) fn linger_close(stream: &TcpStream) {
 }
 
 /// The host part of "host:port" / "[v6]:port", for verifying the server certificate.
-pub(crate) fn host_of(addr: &str) -> &str {
+pub fn host_of(addr: &str) -> &str {
     let host = match addr.rsplit_once(':') {
         Some((host, port)) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => host,
         _ => addr,

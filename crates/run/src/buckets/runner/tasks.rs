@@ -225,11 +225,7 @@ impl Runner<'_> {
             return Ok(name.clone());
         }
         match &self.job.link.endpoint {
-            Endpoint::Peer(addr) => Ok(addr
-                .rsplit_once(':')
-                .map_or(addr.as_str(), |(host, _)| host)
-                .trim_matches(['[', ']'])
-                .to_string()),
+            Endpoint::Peer(addr) => Ok(privset_net::host_of(addr).to_string()),
             _ => Err(Failure::config(
                 "the connecting organisation's tasks need the peer's address",
             )),
