@@ -105,7 +105,8 @@ pub struct PiSumArgs {
     /// Paillier modulus bits (3072 = 128-bit security; the seed's deployment used 1536).
     #[arg(long, value_name = "N", default_value_t = 3072)]
     pub he_modulus_bits: u32,
-    /// Damgard-Jurik s (plaintexts mod n^s; the seed's deployment used 3).
+    /// Damgard-Jurik s (plaintexts mod n^s, for packing values; the seed's deployment
+    /// used 3). The reverse variant packs nothing and always uses s = 1.
     #[arg(long, value_name = "S", default_value_t = 2)]
     pub dj_s: u32,
     /// How p2 returns the doubly-exponentiated set Z.

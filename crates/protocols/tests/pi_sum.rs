@@ -350,6 +350,41 @@ fn reverse_variant_both_schemes_and_threshold() {
     }
 }
 
+/// The reverse variant packs nothing, so its Paillier key is plain Paillier (`s = 1`)
+/// whatever `s` the forward variant is configured with: each of P2's ciphertexts is
+/// `2|n|` bits, not `(s+1)|n|`, and the answer is still the plaintext one.
+#[test]
+fn reverse_variant_uses_plain_paillier_whatever_s_is_configured() {
+    let mut rng = SessionRng::from_os();
+    let c = PiSumConfig {
+        reverse: true,
+        paillier: paillier::Params {
+            modulus_bits: 1024,
+            s: 3,
+        },
+        ..test_config()
+    };
+    assert_eq!(c.paillier_params().s, 1);
+    let items = 64;
+    let (v, w) = random_sets(&mut rng, items, items, 20, 1, 5000);
+    let (card, sums) = plaintext(&v, &w);
+    let mut a = pi_sum::new_party(Role::P1, &c, p1_set(&v), seed(&mut rng)).unwrap();
+    let mut b = pi_sum::new_party(Role::P2, &c, p2_set(&w), seed(&mut rng)).unwrap();
+    let (_, p2_bytes) = run_pair(a.as_mut(), b.as_mut()).unwrap();
+    let o1 = a.into_output().unwrap();
+    assert_eq!(
+        (o1.cardinality(), o1.sums().map(|s| s.sums.clone())),
+        (Some(card), Some(sums))
+    );
+    // P2 sends one ciphertext per item; at s = 3 they alone would be 4 x 128 bytes each.
+    let s3_ciphertexts = (items * 4 * 128) as u64;
+    assert!(
+        p2_bytes.sent < s3_ciphertexts,
+        "P2 sent {} bytes: its ciphertexts are not 2 x 128 bytes",
+        p2_bytes.sent
+    );
+}
+
 #[test]
 fn segmented_input() {
     let mut rng = SessionRng::from_os();

@@ -127,6 +127,9 @@ const WINDOW_BITS: u32 = 8;
 /// Bits beyond `|n|` of the masking party's exponent: its randomizers' roots are then
 /// within `2^-128` of uniform (module docs, "Two kinds of randomness").
 const MASKING_SLACK_BITS: u32 = 128;
+/// Most bytes the masking party's table may hold: wider windows mean fewer
+/// multiplications per randomizer but tables twice as large per extra bit.
+const MASKING_TABLE_BUDGET: usize = 256 << 20;
 /// Items per forked rng in `encrypt_each` / `mask_each` (fixed so output is
 /// independent of the thread count).
 const RNG_CHUNK: usize = 16;
@@ -287,13 +290,18 @@ impl PublicKey {
         )
     }
 
-    /// The masking party's randomizer source, made on first use. `rng` is forked on
+    /// The masking party's randomizer source, made on first use with a table sized for
+    /// `items` randomizers ([`MaskingRandomizer::window_bits`]). `rng` is forked on
     /// every call, whether or not the source is made here, so what the caller draws
     /// next does not depend on earlier calls.
-    pub(crate) fn masking_randomizer(&self, rng: &mut SessionRng) -> &MaskingRandomizer {
+    pub(crate) fn masking_randomizer(
+        &self,
+        rng: &mut SessionRng,
+        items: usize,
+    ) -> &MaskingRandomizer {
         let mut init = rng.fork();
         self.masking
-            .get_or_init(|| Arc::new(MaskingRandomizer::new(self, &mut init)))
+            .get_or_init(|| Arc::new(MaskingRandomizer::new(self, &mut init, items)))
     }
 
     /// `Enc(m)` with full-size randomness.
@@ -631,27 +639,39 @@ pub fn safe_prime(bits: u32, rng: &mut SessionRng) -> Integer {
     }
 }
 
-/// Fixed-base exponentiation table for a base `h` modulo `n^{s+1}`: `table[w][d-1] =
-/// h^{d * 2^{8w}}`, so `h^e` for an `8W`-bit `e` costs at most `W - 1` multiplications
-/// (31 for a 256-bit short exponent). Used for the owner's DJN base, the threshold
-/// scheme's base (`tahe::paillier`) and the masking party's secret base
-/// ([`MaskingRandomizer`]); entries are overwritten on drop, as the last holds powers of
-/// a secret.
+/// Fixed-base exponentiation table for a base `h` modulo `n^{s+1}` with `b`-bit windows:
+/// `table[w][d-1] = h^{d * 2^{bw}}`, so `h^e` for a `bW`-bit `e` costs at most `W - 1`
+/// multiplications (31 for a 256-bit short exponent in 8-bit windows). Used for the
+/// owner's DJN base, the threshold scheme's base (`tahe::paillier`) and the masking
+/// party's secret base ([`MaskingRandomizer`], wider windows when it has many items);
+/// entries are overwritten on drop, as the last holds powers of a secret.
 pub(crate) struct FixedBase {
     table: Vec<Vec<Integer>>,
+    window_bits: u32,
 }
 
 impl FixedBase {
-    /// A table for exponents of up to `exponent_bits` bits; rows are filled in parallel.
+    /// A table in 8-bit windows for exponents of up to `exponent_bits` bits.
     pub(crate) fn new(h: &Integer, modulus: &Integer, exponent_bits: u32) -> Self {
-        let windows = exponent_bits.div_ceil(WINDOW_BITS) as usize;
-        let digits = (1usize << WINDOW_BITS) - 1;
-        // Row bases h^{2^{8w}}: WINDOW_BITS squarings each.
+        Self::with_window(h, modulus, exponent_bits, WINDOW_BITS)
+    }
+
+    /// A table in `window_bits`-bit windows (1 to 16); rows are filled in parallel.
+    pub(crate) fn with_window(
+        h: &Integer,
+        modulus: &Integer,
+        exponent_bits: u32,
+        window_bits: u32,
+    ) -> Self {
+        assert!((1..=16).contains(&window_bits), "window of 1 to 16 bits");
+        let windows = exponent_bits.div_ceil(window_bits) as usize;
+        let digits = (1usize << window_bits) - 1;
+        // Row bases h^{2^{bw}}: window_bits squarings each.
         let mut bases = Vec::with_capacity(windows);
         let mut base = Integer::from(h.modulo_ref(modulus));
         for _ in 0..windows {
             bases.push(base.clone());
-            for _ in 0..WINDOW_BITS {
+            for _ in 0..window_bits {
                 base.square_mut();
                 base.modulo_mut(modulus);
             }
@@ -670,18 +690,20 @@ impl FixedBase {
                 row
             })
             .collect();
-        FixedBase { table }
+        FixedBase { table, window_bits }
     }
 
-    /// `h^e` for `e` given as big-endian bytes, at most one byte per window.
+    /// `h^e` for `e` given as big-endian bytes, of at most the table's exponent bits.
     pub(crate) fn pow(&self, e: &[u8], modulus: &Integer) -> Integer {
-        debug_assert!(e.len() <= self.table.len());
+        let windows = (e.len() * 8).div_ceil(self.window_bits as usize);
+        debug_assert!(windows <= self.table.len());
         let mut acc: Option<Integer> = None;
-        for (w, &digit) in e.iter().rev().enumerate() {
+        for w in 0..windows {
+            let digit = window_digit(e, w, self.window_bits);
             if digit == 0 {
                 continue;
             }
-            let t = &self.table[w][digit as usize - 1];
+            let t = &self.table[w][digit - 1];
             acc = Some(match acc {
                 None => t.clone(),
                 Some(mut a) => {
@@ -693,6 +715,21 @@ impl FixedBase {
         }
         acc.unwrap_or_else(|| Integer::from(1))
     }
+
+    /// Bytes the table's entries hold.
+    fn entry_bytes(modulus: &Integer) -> usize {
+        modulus.significant_bits().div_ceil(8) as usize
+    }
+}
+
+/// Digit `index` (from the least significant) of `bits` bits of the big-endian `e`.
+fn window_digit(e: &[u8], index: usize, bits: u32) -> usize {
+    let start = index * bits as usize;
+    (0..bits as usize)
+        .map(|b| start + b)
+        .take_while(|&bit| bit / 8 < e.len())
+        .filter(|&bit| (e[e.len() - 1 - bit / 8] >> (bit % 8)) & 1 == 1)
+        .fold(0, |d, bit| d | 1 << (bit - start))
 }
 
 impl Drop for FixedBase {
@@ -717,7 +754,8 @@ pub(crate) struct MaskingRandomizer {
 }
 
 impl MaskingRandomizer {
-    pub(crate) fn new(pk: &PublicKey, rng: &mut SessionRng) -> Self {
+    /// A source for about `items` randomizers (the table's window follows from it).
+    pub(crate) fn new(pk: &PublicKey, rng: &mut SessionRng, items: usize) -> Self {
         let n = &pk.n;
         let (ns, big) = (pk.plaintext_modulus(), pk.ciphertext_modulus());
         let exponent_bits = (n.significant_bits() + MASKING_SLACK_BITS).next_multiple_of(8);
@@ -725,7 +763,8 @@ impl MaskingRandomizer {
         y.square_mut();
         y.modulo_mut(n);
         let mut h = Integer::from(y.pow_mod_ref(ns, big).expect("positive modulus"));
-        let table = FixedBase::new(&h, big, exponent_bits);
+        let window = Self::window_bits(exponent_bits, FixedBase::entry_bytes(big), items);
+        let table = FixedBase::with_window(&h, big, exponent_bits, window);
         wipe(&mut y);
         wipe(&mut h);
         // Half of Z*_n has Jacobi symbol −1 (n is odd and not a square, checked on
@@ -740,6 +779,29 @@ impl MaskingRandomizer {
             w_ns,
             exponent_bytes: exponent_bits as usize / 8,
         }
+    }
+
+    /// The table's window for `items` randomizers. Building the table and drawing them
+    /// costs `⌈E/b⌉ · (2^b + items)` multiplications for `E` exponent bits and `b`-bit
+    /// windows; each extra bit doubles the table, so a wider window is taken only when
+    /// it saves a tenth of the best cost so far, and only within
+    /// [`MASKING_TABLE_BUDGET`]. At a 1536-bit `n` and `s = 1`: 8 bits (19 MiB) for a
+    /// thousand items, 11 bits (119 MiB) at 100,000 (152 multiplications a randomizer
+    /// instead of 208).
+    fn window_bits(exponent_bits: u32, entry_bytes: usize, items: usize) -> u32 {
+        let windows = |bits: u32| exponent_bits.div_ceil(bits) as usize;
+        let cost = |bits: u32| windows(bits) * ((1usize << bits) + items);
+        let bytes = |bits: u32| windows(bits) * ((1usize << bits) - 1) * entry_bytes;
+        let mut best = (WINDOW_BITS, cost(WINDOW_BITS));
+        for bits in WINDOW_BITS + 1..=16 {
+            if bytes(bits) > MASKING_TABLE_BUDGET {
+                break;
+            }
+            if cost(bits) * 10 < best.1 * 9 {
+                best = (bits, cost(bits));
+            }
+        }
+        best.0
     }
 
     /// A fresh randomizer, an `n^s`-th residue modulo `n^{s+1}`.
@@ -1279,7 +1341,7 @@ impl SubsetSum for Paillier {
     ) -> Result<(Vec<u8>, Vec<Mask>), HeError> {
         let ct_len = pk.ct_len;
         let count = packed_count(column.len(), ct_len, None)?;
-        let source = pk.masking_randomizer(rng);
+        let source = pk.masking_randomizer(rng, count);
         let forks = rng.fork_many(count.div_ceil(RNG_CHUNK));
         let mut out = vec![0u8; column.len()];
         let masks: Vec<Vec<Mask>> = out
@@ -1577,7 +1639,8 @@ mod tests {
             };
             let (pk, sk) = Paillier::keygen_for_masking(&params, &mut rng);
             assert!(is_safe_prime(&sk.p) && is_safe_prime(&sk.q), "safe primes");
-            let source = pk.masking_randomizer(&mut rng);
+            let source = pk.masking_randomizer(&mut rng, 20_000);
+            assert_eq!(source.table.window_bits, 10, "a wide window for many items");
             let big = pk.ciphertext_modulus();
             let mut e = vec![0u8; source.exponent_bytes];
             rng.fill(&mut e);
@@ -1596,7 +1659,7 @@ mod tests {
             }
             assert_eq!(cosets.len(), 4, "roots in every coset: {cosets:?}");
             // One source per key: a second call reuses it.
-            assert!(std::ptr::eq(source, pk.masking_randomizer(&mut rng)));
+            assert!(std::ptr::eq(source, pk.masking_randomizer(&mut rng, 1)));
         }
     }
 

@@ -50,7 +50,10 @@ impl Hello {
             flags |= FLAG_SQUARES;
         }
         let (he_modulus_bits, he_s) = match config.he {
-            HeId::Paillier => (config.paillier.modulus_bits, config.paillier.s),
+            HeId::Paillier => {
+                let params = config.paillier_params();
+                (params.modulus_bits, params.s)
+            }
             HeId::ElGamal | HeId::Rlwe => (0, 0),
         };
         let mut segments = Vec::new();

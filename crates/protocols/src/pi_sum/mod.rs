@@ -175,6 +175,8 @@ pub struct PiSumConfig {
     /// weak PRF the set operations use; Chen et al. 2024, Sec. 7.5).
     pub group: CwPrfId,
     pub he: HeId,
+    /// The Paillier key's modulus and Damgard-Jurik `s`, as configured; the key P2
+    /// makes is [`PiSumConfig::paillier_params`].
     pub paillier: paillier::Params,
     pub elgamal: elgamal::Params,
     pub rlwe: rlwe::Params,
@@ -194,6 +196,26 @@ pub struct PiSumConfig {
     pub max_sum: Option<u128>,
     /// Largest set size accepted from the peer (bounds memory).
     pub max_peer_items: u64,
+}
+
+impl PiSumConfig {
+    /// The parameters of P2's Paillier key: the configured ones, except that the
+    /// reverse variant always takes `s = 1`. It encrypts one value per ciphertext (P1
+    /// shuffles them one by one, so nothing can be packed), and a larger `s` would only
+    /// make every ciphertext `s + 1` times as long and every multiplication about
+    /// `(s + 1)^2` times as slow: plain Paillier's plaintext space `Z_n` already holds
+    /// every value, mask and sum (values and sums are below `2^128`, `n` at least
+    /// `2^1023`). Security rests on the modulus, which stays as configured.
+    pub fn paillier_params(&self) -> paillier::Params {
+        if self.reverse {
+            paillier::Params {
+                s: 1,
+                ..self.paillier
+            }
+        } else {
+            self.paillier
+        }
+    }
 }
 
 impl Default for PiSumConfig {
@@ -435,7 +457,7 @@ pub fn new_party(
 pub fn validate(role: Role, config: &PiSumConfig, input: &Dataset) -> Result<(), ProtocolError> {
     // Key generation refuses bad parameters by panicking: say so before anything runs.
     let params = match config.he {
-        HeId::Paillier => config.paillier.validate(),
+        HeId::Paillier => config.paillier_params().validate(),
         HeId::ElGamal => config.elgamal.validate(),
         HeId::Rlwe => config.rlwe.validate(),
     };
@@ -635,7 +657,7 @@ pub trait HeChoice: SubsetSum {
 
 impl HeChoice for Paillier {
     fn params(config: &PiSumConfig, _: &Hello) -> paillier::Params {
-        config.paillier
+        config.paillier_params()
     }
     fn max_ciphertext_len(params: &paillier::Params) -> usize {
         (params.s as usize + 1) * (params.modulus_bits as usize).div_ceil(8)

@@ -41,7 +41,7 @@ trait PartSums: PartialSums<PublicKey: 'static, SecretKey: 'static> {
 
 impl PartSums for Paillier {
     fn params(config: &PiSumConfig) -> Self::Params {
-        config.paillier
+        config.paillier_params()
     }
 }
 
