@@ -298,7 +298,8 @@ fn run_bucketed(
 }
 
 /// Runs a bucketed job with a progress display per session, writes its RESULT.json
-/// and then removes its state.
+/// and then removes its state, unless the peer went away before confirming that it
+/// holds every bucket (then the state is kept for a rerun to serve it, and said so).
 pub fn run_job(job: &privset_run::buckets::runner::Job<'_>) -> Result<BucketedReport, Failure> {
     let (report, state) = privset_run::buckets::runner::run(job, &|party, transport, label| {
         let mut progress = crate::progress::Progress::new(label, party.meter());
@@ -307,7 +308,15 @@ pub fn run_job(job: &privset_run::buckets::runner::Job<'_>) -> Result<BucketedRe
         result.map_err(Failure::from)
     })?;
     write_json(job.output, &report)?;
-    state.remove();
+    if let Some(kept) = state.release() {
+        eprintln!(
+            "privset: finished, but the peer went away before confirming that it has every \
+             bucket. This party's state stays in {} so that running this same command \
+             again serves the buckets the peer lacks; remove it once the peer has its \
+             result.",
+            kept.display()
+        );
+    }
     Ok(report)
 }
 

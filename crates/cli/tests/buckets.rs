@@ -950,6 +950,85 @@ fn a_killed_party_resumes_over_tls() {
     );
 }
 
+/// A party that finished while its peer was down keeps its state (the tombstone): the
+/// sender dies between bucket 3's session and its record, so the receiver holds every
+/// bucket, stops waiting after its `--timeout`, writes the plaintext answer and keeps
+/// its job, naming it in RESULT.json. The same two commands run again: the receiver
+/// serves bucket 3, the only one the sender lacks, and then removes its state.
+#[test]
+fn a_party_that_finished_while_its_peer_was_down_serves_the_missing_bucket_later() {
+    let dir = scratch("tombstone");
+    let want = write_sets(&dir, 3000, 2500, 700, 0x70b);
+    let meet = Meet::Tls {
+        certs: certs(&dir),
+        addr: port(),
+    };
+    let extra = ["--buckets", "4"];
+    let command = |role: &str, timeout: &str| {
+        let mut a = args(&dir, role, &meet, "t", &extra);
+        let at = a.iter().position(|x| x == "--timeout").unwrap();
+        a[at + 1] = timeout.into();
+        a
+    };
+    let sender = |timeout: &str| {
+        Command::new(BIN)
+            .args(command("sender", timeout))
+            .env("PRIVSET_TEST_DIE_BEFORE_RECORD", "sender:3")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (state_r, state_s) = (dir.join("state-receiver"), dir.join("state-sender"));
+
+    let r = spawn(&command("receiver", "5"));
+    std::thread::sleep(Duration::from_millis(100));
+    let s = sender("60").wait_with_output().unwrap();
+    assert!(
+        !s.status.success(),
+        "the sender dies before recording bucket 3"
+    );
+    let r = r.wait_with_output().unwrap();
+    assert!(r.status.success(), "receiver: {}", stderr(&r));
+    assert!(
+        stderr(&r).contains("serves the buckets the peer lacks"),
+        "{}",
+        stderr(&r)
+    );
+    assert_eq!(
+        read_ids(&dir.join("t-rows.csv")),
+        want,
+        "the receiver's answer"
+    );
+    let kept = json(&dir.join("t-receiver.json"))["buckets"]["kept_state"].clone();
+    let kept = PathBuf::from(kept.as_str().expect("kept_state names the job"));
+    assert!(kept.starts_with(&state_r) && kept.is_dir(), "{kept:?}");
+    assert_eq!(recorded(&state_r), HashSet::from([0, 1, 2, 3]));
+    assert_eq!(recorded(&state_s), HashSet::from([0, 1, 2]));
+
+    let s = sender("60");
+    std::thread::sleep(Duration::from_millis(100));
+    let r = spawn(&command("receiver", "60"));
+    let (s, r) = (s.wait_with_output().unwrap(), r.wait_with_output().unwrap());
+    assert!(r.status.success(), "receiver again: {}", stderr(&r));
+    assert!(s.status.success(), "sender again: {}", stderr(&s));
+    assert_eq!(
+        buckets_run(&stderr(&r)),
+        HashSet::from([3]),
+        "only the missing bucket"
+    );
+    assert_eq!(buckets_run(&stderr(&s)), HashSet::from([3]));
+    assert_eq!(
+        read_ids(&dir.join("t-rows.csv")),
+        want,
+        "the receiver's answer again"
+    );
+    let report = json(&dir.join("t-receiver.json"));
+    assert!(report["buckets"].get("kept_state").is_none(), "{report}");
+    assert!(!kept.exists(), "the confirmed job is removed");
+    assert_eq!(json(&dir.join("t-sender.json"))["buckets"]["count"], 4);
+}
+
 /// Buckets on three connections at once (units in waves for psi-card), a party killed
 /// at random moments: each restart reopens every lane and the answer is the plaintext.
 #[test]

@@ -121,11 +121,12 @@ impl Spec {
     }
 }
 
-/// RESULT.json's text; the job's state is removed once the text is made.
+/// RESULT.json's text; the job's state is removed once the text is made, unless the
+/// peer's completion is unconfirmed (the result's `buckets.kept_state` then names it).
 fn report_text((report, state): (BucketedReport, JobDir)) -> Result<String, Failure> {
     let text = serde_json::to_string_pretty(&report)
         .map_err(|e| Failure::other(format!("cannot encode the result: {e}")))?;
-    state.remove();
+    state.release();
     Ok(text)
 }
 

@@ -129,6 +129,11 @@ pub struct BucketsSection {
     pub count: u32,
     pub padded: u64,
     pub per_bucket: Vec<crate::buckets::job::BucketFigures>,
+    /// Set when this party finished without hearing that the peer holds every bucket
+    /// too: the job's state directory, kept so that running the same command again
+    /// serves what the peer lacks (remove it once the peer has its result).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept_state: Option<PathBuf>,
 }
 
 impl PsoReport {

@@ -311,6 +311,40 @@ impl JobDir {
         self.file("complete").exists()
     }
 
+    /// Notes that this party has every bucket but never heard that the peer has them
+    /// too (the peer went away during the last ones): the job then outlives its result
+    /// ([`JobDir::release`]), so that the same command run again can serve the buckets
+    /// the peer lacks when it comes back.
+    pub fn mark_peer_unconfirmed(&self) -> Result<(), Failure> {
+        write_private(&self.file("peer-unconfirmed"), b"")
+    }
+
+    /// Notes that a plan session showed the peer holding every bucket.
+    pub fn mark_peer_confirmed(&self) -> Result<(), Failure> {
+        match std::fs::remove_file(self.file("peer-unconfirmed")) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Failure::other(format!(
+                "cannot update {}: {e}",
+                self.dir.display()
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    pub fn peer_unconfirmed(&self) -> bool {
+        self.file("peer-unconfirmed").exists()
+    }
+
+    /// Once the result is written: removes the job, unless the peer's completion is
+    /// unconfirmed; then the job is kept (its staged rows and records) and its
+    /// directory returned.
+    pub fn release(&self) -> Option<&Path> {
+        if self.peer_unconfirmed() {
+            return Some(&self.dir);
+        }
+        self.remove();
+        None
+    }
+
     /// Removes the whole job (after its result was written). The directory is first
     /// renamed away in one step, so a party killed while the files are deleted never
     /// finds half a record on its next start.

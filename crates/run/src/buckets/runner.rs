@@ -105,6 +105,9 @@ pub fn run(job: &Job<'_>, drive: &DriveFn<'_>) -> Result<(BucketedReport, JobDir
         }
         (Endpoint::ExchangeDir { .. }, true) => {}
         (_, false) => runner.over_tcp(drive)?,
+        // Finished earlier while the peer was away (its state kept for this): run the
+        // plan sessions again, and any bucket the peer still lacks, as a fresh start.
+        (_, true) if runner.dir.peer_unconfirmed() => runner.over_tcp(drive)?,
         // Killed after the last plan session: the peer may have lost that session's
         // last message with the connection and be waiting to hear that the job is
         // done. Tell it if it is there; finish regardless.
@@ -522,9 +525,11 @@ impl Runner<'_> {
                     std::thread::sleep(Duration::from_millis(500));
                     continue;
                 }
-                // The peer is gone. If this party recorded every bucket (killed after the
-                // last plan session, before noting the job complete), its answer is whole.
+                // The peer is gone. If this party recorded every bucket, its answer is
+                // whole, but the peer may lack some (killed during the last ones): keep
+                // the state so the same command can serve them later.
                 Err(_) if self.every_bucket_recorded()? => {
+                    self.dir.mark_peer_unconfirmed()?;
                     self.dir.mark_complete()?;
                     return Ok(());
                 }
@@ -598,6 +603,7 @@ impl Runner<'_> {
             };
             if run.is_empty() {
                 self.dir.mark_complete()?;
+                self.dir.mark_peer_confirmed()?;
                 return Ok(true);
             }
             let lanes = (lanes as usize).min(run.len()) as u32;
@@ -737,6 +743,7 @@ impl Runner<'_> {
             wall_seconds,
             runs,
         };
+        die_if_asked(self.job.names().0, b, &self.dir.dir);
         before_record()?;
         self.dir.save_done(&figures, ran.rows.as_deref())
     }
@@ -939,6 +946,7 @@ impl Runner<'_> {
             count: plan.buckets,
             padded: plan.padded,
             per_bucket: figures,
+            kept_state: self.dir.peer_unconfirmed().then(|| self.dir.dir.clone()),
         };
         let report = match self.job.config {
             JobConfig::Pso(config) => {
@@ -1098,6 +1106,31 @@ struct Ran {
 
 /// Participant names of every bucketed session: the receiver is participant 0.
 const NAMES: [&str; 2] = ["receiver", "sender"];
+
+/// The tests' fault: with `PRIVSET_TEST_DIE_BEFORE_RECORD=<role>:<unit>`, the first run
+/// of that unit in that role dies (its process aborted) between its session's end and
+/// its record (before a Ray task's report), as a party killed there would. Its peer
+/// has then recorded the unit and this party has not: a Ray task's retry must learn that
+/// the peer finished and the next round run the unit again (python/tests/test_ray.py),
+/// and a peer that finished meanwhile must keep its state to serve the unit later
+/// (crates/cli/tests/buckets.rs). Once per job directory (a marker file in it).
+fn die_if_asked(role: &str, unit: u32, dir: &std::path::Path) {
+    let Ok(asked) = std::env::var("PRIVSET_TEST_DIE_BEFORE_RECORD") else {
+        return;
+    };
+    if asked != format!("{role}:{unit}") {
+        return;
+    }
+    let once = dir.join(format!("test-died-before-record-{unit}"));
+    if std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(once)
+        .is_ok()
+    {
+        std::process::abort();
+    }
+}
 
 fn derive(seed: &[u8; 32], label: &[u8]) -> [u8; 32] {
     let mut h = Sha256::new();

@@ -177,7 +177,6 @@ impl Runner<'_> {
         // and the record, its retry learns the peer finished; either way a unit left
         // unrecorded on one side runs again in the next round.
         let ran = self.bucket_then(b, (&mut transport, fresh_seed(), drive), &|| {
-            die_if_asked(self.job.names().0, b, &self.dir.dir);
             rendezvous::finished(&to, slot, side)
         });
         self.add(transport.counters());
@@ -230,28 +229,6 @@ impl Runner<'_> {
                 "the connecting organisation's tasks need the peer's address",
             )),
         }
-    }
-}
-
-/// The tests' fault: with `PRIVSET_TEST_DIE_BEFORE_RECORD=<role>:<unit>`, the first task
-/// of that unit in that role dies (its process aborted) between its session's end and
-/// its report, as a worker killed there would; its retry must then learn that the peer
-/// finished, and the next round run the unit again (python/tests/test_ray.py).
-fn die_if_asked(role: &str, unit: u32, dir: &std::path::Path) {
-    let Ok(asked) = std::env::var("PRIVSET_TEST_DIE_BEFORE_RECORD") else {
-        return;
-    };
-    if asked != format!("{role}:{unit}") {
-        return;
-    }
-    let once = dir.join(format!("test-died-before-record-{unit}"));
-    if std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(once)
-        .is_ok()
-    {
-        std::process::abort();
     }
 }
 
