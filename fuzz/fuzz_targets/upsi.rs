@@ -1,7 +1,7 @@
 //! Every unbalanced-PSI message (OPRF request and answer, encrypted query and answer),
 //! to the client and to the server, unlabeled and labeled.
 //!
-//! The encrypted query and answer are megabytes long: their seeds are the small
+//! The encrypted query and answer can be megabytes long: their seeds are the small
 //! modes of `run_protocol_input` (bytes XORed into, or a cut of, the honest message)
 //! rather than whole copies, so the committed corpus stays small and each input cheap.
 #![no_main]

@@ -39,6 +39,11 @@ pub use privset_crypto::cuckoo::HASH_FUNCTIONS;
 /// can make this party allocate).
 const MAX_TABLE: usize = 1 << 20;
 const MAX_BIN: usize = 1 << 14;
+/// Most ciphertexts a query may hold (bundle indices × query powers): what the client
+/// encrypts and the server's first step works on. The built-in presets need 6 to 72;
+/// without this bound a server's preset of 2^20 bins and many powers would make the
+/// client encrypt over 10^5 ciphertexts (gigabytes) for one query.
+const MAX_QUERY_CIPHERTEXTS: usize = 256;
 
 /// One unbalanced-PSI parameter set.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
@@ -209,6 +214,14 @@ impl Preset {
                 self.max_client_items, self.table_size
             ));
         }
+        let query = self.bundle_indices() * self.query_powers.len();
+        if query > MAX_QUERY_CIPHERTEXTS {
+            return bad(format!(
+                "a query of {query} ciphertexts ({} bundle indices x {} query powers; at most {MAX_QUERY_CIPHERTEXTS})",
+                self.bundle_indices(),
+                self.query_powers.len()
+            ));
+        }
         self.plan()?;
         Ok(())
     }
@@ -279,6 +292,11 @@ mod tests {
         let mut p = good.clone();
         p.max_client_items = 1400;
         assert!(p.check().is_err());
+        // A table of 2^20 bins: 1,280 bundle indices, 16 powers each.
+        let mut p = good.clone();
+        p.table_size = (1 << 20) / 819 * 819;
+        let err = p.check().unwrap_err().to_string();
+        assert!(err.contains("a query of 20480 ciphertexts"), "{err}");
         // A batching prime of 29 bits: secure and batching, but past the polynomial
         // arithmetic's range.
         let mut p = good;
