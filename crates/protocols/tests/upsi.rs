@@ -112,7 +112,7 @@ fn presets_decrypt_on_their_deepest_path() {
                     .unwrap()
             })
             .collect();
-        let powers = plan.compute(sources, &rk).unwrap();
+        let powers = bfv::Powers::new(plan.compute(sources, &rk).unwrap(), &params).unwrap();
         let degree = preset.max_items_per_bin;
         let coefficients: Vec<Vec<u64>> = (0..=degree)
             .map(|_| (0..n).map(|_| rng.below(t)).collect())

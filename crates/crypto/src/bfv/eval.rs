@@ -4,15 +4,60 @@
 //! with lazy reduction (fhe.rs's `dot_product_scalar`). Paterson-Stockmeyer (Cong et
 //! al. 2021, Sec. 4.3) splits the polynomial into blocks of L + 1 coefficients: each
 //! block is a plaintext dot product with the low powers, multiplied by its high power;
-//! the products are summed before one relinearization, so a whole evaluation costs one
-//! key switch however many blocks it has.
+//! the products are summed in the extended basis with the high powers lifted once for
+//! every polynomial ([`super::product_sum`]), then scaled down and relinearized once, so a
+//! whole evaluation costs one rescaling and one key switch however many blocks it has.
 
 use std::borrow::Cow;
 use std::ops::Range;
+use std::sync::{Arc, OnceLock};
 
-use fhe::bfv::{Ciphertext, Plaintext, RelinearizationKey, dot_product_scalar};
+use fhe::bfv::{BfvParameters, Ciphertext, Plaintext, RelinearizationKey, dot_product_scalar};
 
+use super::product_sum::{Lifted, Lifter};
 use super::{BfvError, PowerPlan};
+
+/// The encrypted powers of one query's sources ([`PowerPlan::compute`]), shared by every
+/// polynomial evaluated on them: the high powers of Paterson-Stockmeyer are lifted to
+/// the extended basis on first use, once for all the polynomials.
+pub struct Powers {
+    cts: Vec<Option<Ciphertext>>,
+    lifter: Lifter,
+    lifted: Vec<OnceLock<Lifted>>,
+}
+
+impl Powers {
+    /// `cts[k]` is power `k` (level 0), if computed.
+    pub fn new(
+        cts: Vec<Option<Ciphertext>>,
+        params: &Arc<BfvParameters>,
+    ) -> Result<Self, BfvError> {
+        let lifted = cts.iter().map(|_| OnceLock::new()).collect();
+        Ok(Self {
+            cts,
+            lifter: Lifter::new(params, 0)?,
+            lifted,
+        })
+    }
+
+    fn get(&self, k: usize) -> Result<&Ciphertext, BfvError> {
+        self.cts
+            .get(k)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| BfvError::Powers(format!("power {k} was not computed")))
+    }
+
+    /// Power `k` in the extended basis (lifted by the first caller; a failure is
+    /// returned to every caller that asks).
+    fn lifted(&self, k: usize) -> Result<&Lifted, BfvError> {
+        let ct = self.get(k)?;
+        if let Some(l) = self.lifted[k].get() {
+            return Ok(l);
+        }
+        let l = self.lifter.lift(ct)?;
+        Ok(self.lifted[k].get_or_init(|| l))
+    }
+}
 
 /// Coefficients c_0..c_d of a batch of polynomials (c_i's slot j is the i-th
 /// coefficient of slot j's polynomial), handed to an evaluation block by block: held
@@ -59,7 +104,7 @@ impl Coefficients for Polynomial {
 /// ciphertext of the slot-wise values.
 pub fn evaluate(
     plan: &PowerPlan,
-    powers: &[Option<Ciphertext>],
+    powers: &Powers,
     poly: &dyn Coefficients,
     rk: &RelinearizationKey,
 ) -> Result<Ciphertext, BfvError> {
@@ -70,12 +115,7 @@ pub fn evaluate(
             plan.degree()
         )));
     }
-    let power = |k: usize| {
-        powers
-            .get(k)
-            .and_then(Option::as_ref)
-            .ok_or_else(|| BfvError::Powers(format!("power {k} was not computed")))
-    };
+    let power = |k: usize| powers.get(k);
     // Coefficients constant + 1..=constant + last times powers 1..=last, plus the
     // coefficient `constant`.
     let block = |constant: usize, last: usize| -> Result<Ciphertext, BfvError> {
@@ -92,7 +132,7 @@ pub fn evaluate(
     let step = low + 1;
     let d = poly.degree();
     let mut result: Option<Ciphertext> = None;
-    let mut products: Option<Ciphertext> = None;
+    let mut products = powers.lifter.sum();
     for j in 0..=d / step {
         let constant = j * step;
         let last = (d - constant).min(low);
@@ -102,12 +142,8 @@ pub fn evaluate(
             // Only the block's constant: a plaintext times the high power.
             power(constant)? * &poly.block(constant..constant + 1)?[0]
         } else {
-            let inner = block(constant, last)?;
-            let product = &inner * power(constant)?;
-            match &mut products {
-                Some(sum) => *sum += &product,
-                None => products = Some(product),
-            }
+            let inner = powers.lifter.lift(&block(constant, last)?)?;
+            products.add_product(&inner, powers.lifted(constant)?)?;
             continue;
         };
         match &mut result {
@@ -116,7 +152,7 @@ pub fn evaluate(
         }
     }
     let mut result = result.expect("block 0 exists");
-    if let Some(mut products) = products {
+    if let Some(mut products) = products.finish()? {
         rk.relinearizes(&mut products)?;
         result += &products;
     }

@@ -17,11 +17,12 @@ pub mod coeff;
 mod eval;
 pub mod packed;
 mod powers;
+pub mod product_sum;
 pub mod zt;
 
 use std::sync::Arc;
 
-pub use eval::{Coefficients, Polynomial, evaluate};
+pub use eval::{Coefficients, Polynomial, Powers, evaluate};
 pub use fhe::bfv::{
     BfvParameters, Ciphertext, Encoding, Plaintext, PlaintextVec, RelinearizationKey, SecretKey,
 };
