@@ -715,11 +715,6 @@ impl FixedBase {
         }
         acc.unwrap_or_else(|| Integer::from(1))
     }
-
-    /// Bytes the table's entries hold.
-    fn entry_bytes(modulus: &Integer) -> usize {
-        modulus.significant_bits().div_ceil(8) as usize
-    }
 }
 
 /// Digit `index` (from the least significant) of `bits` bits of the big-endian `e`.
@@ -763,7 +758,7 @@ impl MaskingRandomizer {
         y.square_mut();
         y.modulo_mut(n);
         let mut h = Integer::from(y.pow_mod_ref(ns, big).expect("positive modulus"));
-        let window = Self::window_bits(exponent_bits, FixedBase::entry_bytes(big), items);
+        let window = Self::window_bits(exponent_bits, pk.ct_len, items);
         let table = FixedBase::with_window(&h, big, exponent_bits, window);
         wipe(&mut y);
         wipe(&mut h);
