@@ -112,15 +112,22 @@ fn presets_decrypt_on_their_deepest_path() {
                     .unwrap()
             })
             .collect();
-        let powers = bfv::Powers::new(plan.compute(sources, &rk).unwrap(), &params).unwrap();
+        let level = preset.evaluation_level;
+        let powers = bfv::Powers::new(plan.compute(sources, &rk).unwrap(), &params, level).unwrap();
         let degree = preset.max_items_per_bin;
         let coefficients: Vec<Vec<u64>> = (0..=degree)
             .map(|_| (0..n).map(|_| rng.below(t)).collect())
             .collect();
+        // Encoded as the server encodes them: packed, converted at the evaluation level.
         let polynomial = Polynomial {
             coefficients: coefficients
                 .iter()
-                .map(|c| bfv::encode(&params, c).unwrap())
+                .map(|c| {
+                    bfv::PackedPlaintext::from_slots(&params, c)
+                        .unwrap()
+                        .to_plaintext(&params, level)
+                        .unwrap()
+                })
                 .collect(),
         };
         let mut ct = bfv::evaluate(&plan, &powers, &polynomial, &rk).unwrap();
@@ -130,7 +137,7 @@ fn presets_decrypt_on_their_deepest_path() {
         let after = bfv::noise_bits(&sk, &ct).unwrap();
         let last_budget = bfv::noise_budget_bits(&params, &preset.he(), params.max_level());
         println!(
-            "{}: depth {}, noise {before} of {budget} bits before the switch, {after} of {last_budget} after",
+            "{}: depth {}, evaluated at level {level}: noise {before} of {budget} bits before the switch, {after} of {last_budget} after",
             preset.name,
             plan.evaluation_depth()
         );

@@ -7,6 +7,12 @@
 //! the products are summed in the extended basis with the high powers lifted once for
 //! every polynomial ([`super::product_sum`]), then scaled down and relinearized once, so a
 //! whole evaluation costs one rescaling and one key switch however many blocks it has.
+//!
+//! All of it runs at the evaluation level given to [`Powers::new`]: the derived powers
+//! are switched that many primes down first, so every plaintext product, and every
+//! plaintext's conversion to NTT form, costs that many primes less. Only the final key
+//! switch needs the full modulus; the sums are raised to level 0 for it
+//! ([`super::level::raise`]).
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -14,6 +20,9 @@ use std::sync::{Arc, OnceLock};
 
 use fhe::bfv::{BfvParameters, Ciphertext, Plaintext, RelinearizationKey, dot_product_scalar};
 
+use rayon::prelude::*;
+
+use super::level::raise;
 use super::product_sum::{Lifted, Lifter};
 use super::{BfvError, PowerPlan};
 
@@ -22,22 +31,43 @@ use super::{BfvError, PowerPlan};
 /// the extended basis on first use, once for all the polynomials.
 pub struct Powers {
     cts: Vec<Option<Ciphertext>>,
+    level: usize,
+    params: Arc<BfvParameters>,
     lifter: Lifter,
     lifted: Vec<OnceLock<Lifted>>,
 }
 
 impl Powers {
-    /// `cts[k]` is power `k` (level 0), if computed.
+    /// `cts[k]` is power `k` (level 0), if computed; evaluations on them run at
+    /// `level` (each power switched down to it here).
     pub fn new(
-        cts: Vec<Option<Ciphertext>>,
+        mut cts: Vec<Option<Ciphertext>>,
         params: &Arc<BfvParameters>,
+        level: usize,
     ) -> Result<Self, BfvError> {
+        if level > params.max_level() {
+            return Err(BfvError::Parameters(format!(
+                "evaluation level {level} (at most {})",
+                params.max_level()
+            )));
+        }
+        cts.par_iter_mut()
+            .flatten()
+            .try_for_each(|ct| ct.switch_to_level(level))?;
         let lifted = cts.iter().map(|_| OnceLock::new()).collect();
         Ok(Self {
             cts,
-            lifter: Lifter::new(params, 0)?,
+            level,
+            params: params.clone(),
+            lifter: Lifter::new(params, level)?,
             lifted,
         })
+    }
+
+    /// The level evaluations run at: their polynomials' plaintexts must be encoded
+    /// at it.
+    pub fn level(&self) -> usize {
+        self.level
     }
 
     fn get(&self, k: usize) -> Result<&Ciphertext, BfvError> {
@@ -67,8 +97,11 @@ pub trait Coefficients: Sync {
     /// d + 1.
     fn len(&self) -> usize;
 
-    /// Coefficients `range`, ready for products with level-0 ciphertexts.
+    /// Coefficients `range`, ready for products with ciphertexts at [`Self::level`].
     fn block(&self, range: Range<usize>) -> Result<Cow<'_, [Plaintext]>, BfvError>;
+
+    /// The ciphertext level the plaintexts are encoded for.
+    fn level(&self) -> usize;
 
     /// True for no coefficients at all (never an evaluable polynomial).
     fn is_empty(&self) -> bool {
@@ -81,7 +114,7 @@ pub trait Coefficients: Sync {
     }
 }
 
-/// Coefficients in fhe.rs's form, encoded for products with level-0 ciphertexts.
+/// Coefficients in fhe.rs's form, all encoded at one level.
 pub struct Polynomial {
     pub coefficients: Vec<Plaintext>,
 }
@@ -89,6 +122,10 @@ pub struct Polynomial {
 impl Coefficients for Polynomial {
     fn len(&self) -> usize {
         self.coefficients.len()
+    }
+
+    fn level(&self) -> usize {
+        self.coefficients.first().map_or(0, |c| c.level())
     }
 
     fn block(&self, range: Range<usize>) -> Result<Cow<'_, [Plaintext]>, BfvError> {
@@ -115,6 +152,14 @@ pub fn evaluate(
             plan.degree()
         )));
     }
+    if poly.level() != powers.level {
+        return Err(BfvError::Powers(format!(
+            "a polynomial encoded at level {} for powers at level {}",
+            poly.level(),
+            powers.level
+        )));
+    }
+    let raise = |ct: &Ciphertext| raise(ct, &powers.params);
     let power = |k: usize| powers.get(k);
     // Coefficients constant + 1..=constant + last times powers 1..=last, plus the
     // coefficient `constant`.
@@ -127,7 +172,7 @@ pub fn evaluate(
     };
     let low = plan.low_degree() as usize;
     if low == 0 {
-        return plain(poly, &power, rk);
+        return plain(poly, &power, &raise, rk);
     }
     let step = low + 1;
     let d = poly.degree();
@@ -151,8 +196,9 @@ pub fn evaluate(
             None => result = Some(term),
         }
     }
-    let mut result = result.expect("block 0 exists");
-    if let Some(mut products) = products.finish()? {
+    let mut result = raise(&result.expect("block 0 exists"))?;
+    if let Some(products) = products.finish()? {
+        let mut products = raise(&products)?;
         rk.relinearizes(&mut products)?;
         result += &products;
     }
@@ -164,6 +210,7 @@ pub fn evaluate(
 fn plain<'a>(
     poly: &dyn Coefficients,
     power: &dyn Fn(usize) -> Result<&'a Ciphertext, BfvError>,
+    raise: &dyn Fn(&Ciphertext) -> Result<Ciphertext, BfvError>,
     rk: &RelinearizationKey,
 ) -> Result<Ciphertext, BfvError> {
     let coefficients = poly.block(0..poly.len())?;
@@ -180,12 +227,18 @@ fn plain<'a>(
         by_parts[group].0.push(ct);
         by_parts[group].1.push(c);
     }
+    // Each group summed at the evaluation level (the constant coefficient added to
+    // the first), raised to level 0, the three-part sum relinearized there.
     let mut sum: Option<Ciphertext> = None;
     for (group, (cts, pts)) in by_parts.iter().enumerate() {
         if cts.is_empty() {
             continue;
         }
         let mut part = dot_product_scalar(cts.iter().copied(), pts.iter().copied())?;
+        if sum.is_none() {
+            part += &coefficients[0];
+        }
+        let mut part = raise(&part)?;
         if group == 1 {
             rk.relinearizes(&mut part)?;
         }
@@ -194,7 +247,82 @@ fn plain<'a>(
             None => sum = Some(part),
         }
     }
-    let mut sum = sum.expect("a polynomial of degree >= 1 has a power");
-    sum += &coefficients[0];
-    Ok(sum)
+    Ok(sum.expect("a polynomial of degree >= 1 has a power"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bfv::{FheEncrypter, HeParams, PackedPlaintext, SecretKey, decrypt, encode, zt};
+    use crate::rng::SessionRng;
+
+    /// Plain and Paterson-Stockmeyer evaluations give the plaintext values at every
+    /// level the noise allows; a polynomial encoded for another level is refused.
+    #[test]
+    fn evaluations_at_a_lower_level_give_the_plaintext_values() {
+        let cases = [
+            // Plain evaluation, one prime down.
+            ((4096, 786433, vec![36, 36, 37]), vec![1, 3, 4], 8, 0, 1),
+            // Paterson-Stockmeyer, two primes down.
+            (
+                (8192, 4079617, vec![56, 56, 56, 50]),
+                vec![1, 2, 3, 4, 8],
+                11,
+                3,
+                2,
+            ),
+        ];
+        for ((n, t, moduli_bits), sources, degree, low, lower) in cases {
+            let par = HeParams {
+                degree: n,
+                plain_modulus: t,
+                moduli_bits,
+            }
+            .build()
+            .unwrap();
+            let mut rng = SessionRng::from_seed([8; 32]);
+            let sk = SecretKey::random(&par, &mut rng);
+            let rk = RelinearizationKey::new(&sk, &mut rng).unwrap();
+            let x: Vec<u64> = (0..n).map(|_| rng.below(t)).collect();
+            let plan = PowerPlan::new(&sources, degree, low).unwrap();
+            let coefficients: Vec<Vec<u64>> = (0..=degree)
+                .map(|_| (0..n).map(|_| rng.below(t)).collect())
+                .collect();
+            let packed = |level: usize| crate::bfv::PackedPolynomial {
+                par: par.clone(),
+                level,
+                coefficients: coefficients
+                    .iter()
+                    .map(|c| PackedPlaintext::from_slots(&par, c).unwrap())
+                    .collect(),
+            };
+            for level in [0, lower] {
+                let cts = plan
+                    .sources()
+                    .iter()
+                    .map(|&s| {
+                        let v: Vec<u64> = x.iter().map(|&v| zt::pow(v, s.into(), t)).collect();
+                        sk.try_encrypt(&encode(&par, &v).unwrap(), &mut rng)
+                            .unwrap()
+                    })
+                    .collect();
+                let powers = Powers::new(plan.compute(cts, &rk).unwrap(), &par, level).unwrap();
+                let ct = evaluate(&plan, &powers, &packed(level), &rk).unwrap();
+                assert_eq!(ct.len(), 2);
+                assert_eq!(crate::bfv::level(&par, &ct), 0);
+                let got = decrypt(&sk, &ct).unwrap();
+                for slot in (0..n).step_by(61) {
+                    let c: Vec<u64> = coefficients.iter().map(|c| c[slot]).collect();
+                    assert_eq!(
+                        got[slot],
+                        zt::eval(&c, x[slot], t),
+                        "level {level}, low {low}"
+                    );
+                }
+                let other = if level == 0 { lower } else { 0 };
+                let err = evaluate(&plan, &powers, &packed(other), &rk).unwrap_err();
+                assert!(err.to_string().contains("encoded at level"), "{err}");
+            }
+        }
+    }
 }

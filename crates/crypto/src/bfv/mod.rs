@@ -15,6 +15,7 @@
 
 pub mod coeff;
 mod eval;
+pub mod level;
 pub mod packed;
 mod powers;
 pub mod product_sum;

@@ -74,8 +74,13 @@ impl PackedPlaintext {
             .collect()
     }
 
-    /// The plaintext in fhe.rs's form, for products with level-0 ciphertexts.
-    pub fn to_plaintext(&self, par: &Arc<BfvParameters>) -> Result<Plaintext, BfvError> {
+    /// The plaintext in fhe.rs's form, for products with ciphertexts at `level` (one
+    /// NTT per prime of that level).
+    pub fn to_plaintext(
+        &self,
+        par: &Arc<BfvParameters>,
+        level: usize,
+    ) -> Result<Plaintext, BfvError> {
         let coefficients = self.coefficients(par);
         // SAFETY (of the variable-time encoder, not of memory): its time depends only on
         // whether each coefficient is below each ciphertext prime, and every one is
@@ -85,7 +90,7 @@ impl PackedPlaintext {
         let encoded = unsafe {
             <super::PlaintextVec as fhe_traits::FheEncoderVariableTime<&[u64]>>::try_encode_vt(
                 &coefficients,
-                Encoding::poly(),
+                Encoding::poly_at_level(level),
                 par,
             )
         }?;
@@ -129,10 +134,11 @@ impl PackedPlaintext {
 }
 
 /// A batch of polynomials' coefficients (see [`super::Polynomial`]), packed: converted
-/// block by block as an evaluation reaches them.
+/// block by block, for evaluations at `level`, as an evaluation reaches them.
 #[derive(Clone)]
 pub struct PackedPolynomial {
     pub par: Arc<BfvParameters>,
+    pub level: usize,
     pub coefficients: Vec<PackedPlaintext>,
 }
 
@@ -143,7 +149,7 @@ impl PackedPolynomial {
             coefficients: self
                 .coefficients
                 .iter()
-                .map(|c| c.to_plaintext(&self.par))
+                .map(|c| c.to_plaintext(&self.par, self.level))
                 .collect::<Result<_, _>>()?,
         })
     }
@@ -162,6 +168,10 @@ impl super::Coefficients for PackedPolynomial {
         self.coefficients.len()
     }
 
+    fn level(&self) -> usize {
+        self.level
+    }
+
     fn block(
         &self,
         range: std::ops::Range<usize>,
@@ -175,16 +185,17 @@ impl super::Coefficients for PackedPolynomial {
         Ok(std::borrow::Cow::Owned(
             block
                 .iter()
-                .map(|c| c.to_plaintext(&self.par))
+                .map(|c| c.to_plaintext(&self.par, self.level))
                 .collect::<Result<_, _>>()?,
         ))
     }
 }
 
-/// Heap bytes of one plaintext in fhe.rs's form (its NTT form under every prime and its
-/// coefficients).
-pub fn plaintext_bytes(par: &BfvParameters) -> usize {
-    par.degree() * 8 * (par.moduli().len() + 1)
+/// Heap bytes of one plaintext in fhe.rs's form at `level` (its NTT form under every
+/// prime of the level, and its coefficients).
+pub fn plaintext_bytes(par: &BfvParameters, level: usize) -> usize {
+    let primes = par.moduli().len() - level.min(par.max_level());
+    par.degree() * 8 * (primes + 1)
 }
 
 #[cfg(test)]
@@ -208,10 +219,10 @@ mod tests {
             .unwrap();
             let values: Vec<u64> = (0..degree as u64).map(|i| (i * 7919 + 3) % t).collect();
             let packed = PackedPlaintext::from_slots(&par, &values).unwrap();
-            assert!(packed.heap_bytes() < plaintext_bytes(&par) / 10);
+            assert!(packed.heap_bytes() < plaintext_bytes(&par, 0) / 10);
             let back = PackedPlaintext::from_words(&par, packed.words().to_vec()).unwrap();
             assert_eq!(back, packed);
-            let pt = packed.to_plaintext(&par).unwrap();
+            let pt = packed.to_plaintext(&par, 0).unwrap();
             let batched = crate::bfv::encode(&par, &values).unwrap();
             let mut rng = SessionRng::from_seed([4; 32]);
             let sk = SecretKey::random(&par, &mut rng);

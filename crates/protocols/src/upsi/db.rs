@@ -232,7 +232,8 @@ impl Database {
                 .map(PackedPolynomial::heap_bytes)
                 .sum::<usize>();
             if bundle.is_ready() {
-                memory.ready += bundle.plaintexts() * bfv::packed::plaintext_bytes(&self.params);
+                memory.ready += bundle.plaintexts()
+                    * bfv::packed::plaintext_bytes(&self.params, self.preset.evaluation_level);
             }
         }
         memory
@@ -535,7 +536,8 @@ impl Database {
 
     /// Keeps the first bundles within the cache budget in fhe.rs's form, the rest packed.
     fn apply_cache(&mut self) -> Result<(), ProtocolError> {
-        let per_plaintext = bfv::packed::plaintext_bytes(&self.params);
+        let per_plaintext =
+            bfv::packed::plaintext_bytes(&self.params, self.preset.evaluation_level);
         let mut used = 0usize;
         let mut to_ready = Vec::new();
         for bundle in self.encoded.iter_mut().flatten().flatten() {
@@ -823,6 +825,7 @@ fn encode_bundle(
             .map_err(|e| ProtocolError::Config(e.to_string()))?;
         Ok(PackedPolynomial {
             par: params.clone(),
+            level: preset.evaluation_level,
             coefficients,
         })
     };

@@ -65,6 +65,13 @@ pub struct Preset {
     pub ps_low_degree: u32,
     /// The powers of its items the client encrypts.
     pub query_powers: Vec<u32>,
+    /// Primes the server drops from the derived powers before the polynomial
+    /// products (0: none). The powers' noise fits a smaller modulus; every plaintext
+    /// product, and every plaintext's conversion to NTT form, costs one prime less per
+    /// prime dropped (`privset_crypto::bfv::Powers::new`). The server's choice alone:
+    /// the client reads the answer at the last level either way.
+    #[serde(default)]
+    pub evaluation_level: usize,
 }
 
 impl Preset {
@@ -214,6 +221,13 @@ impl Preset {
                 self.max_client_items, self.table_size
             ));
         }
+        if self.evaluation_level >= self.moduli_bits.len() {
+            return bad(format!(
+                "evaluation level {} (below the {} primes needed)",
+                self.evaluation_level,
+                self.moduli_bits.len()
+            ));
+        }
         let query = self.bundle_indices() * self.query_powers.len();
         if query > MAX_QUERY_CIPHERTEXTS {
             return bad(format!(
@@ -238,7 +252,8 @@ impl Preset {
         format!(
             "name = {:?}\ndegree = {}\nplain_modulus = {}\nmoduli_bits = [{}]\n\
              felts_per_item = {}\ntable_size = {}\nmax_items_per_bin = {}\n\
-             max_client_items = {}\nps_low_degree = {}\nquery_powers = [{}]\n",
+             max_client_items = {}\nps_low_degree = {}\nquery_powers = [{}]\n\
+             evaluation_level = {}\n",
             self.name,
             self.degree,
             self.plain_modulus,
@@ -248,7 +263,8 @@ impl Preset {
             self.max_items_per_bin,
             self.max_client_items,
             self.ps_low_degree,
-            list(&powers)
+            list(&powers),
+            self.evaluation_level
         )
     }
 

@@ -267,7 +267,8 @@ pub fn answer(db: &Database, query: &[u8], meter: &Meter) -> Result<Vec<u8>, Pro
             continue;
         }
         let powers = plan.compute(sources, &rk).map_err(bfv_error)?;
-        let powers = bfv::Powers::new(powers, params).map_err(bfv_error)?;
+        let powers =
+            bfv::Powers::new(powers, params, preset.evaluation_level).map_err(bfv_error)?;
         let results: Vec<Vec<Vec<u8>>> = bundles
             .par_iter()
             .map(|bundle| {

@@ -293,6 +293,7 @@ fn parse<R: Read>(r: &mut Body<R>) -> Result<Database, ProtocolError> {
                 }
                 polynomials.push(PackedPolynomial {
                     par: params.clone(),
+                    level: preset.evaluation_level,
                     coefficients,
                 });
             }
