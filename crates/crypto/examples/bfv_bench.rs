@@ -1,6 +1,6 @@
 //! What an unbalanced-PSI server pays per stored plaintext in a query: the product
 //! with a ciphertext (a term of a dot product), and, for a plaintext not held in
-//! fhe.rs's form, its conversion from the packed form first, at each level an
+//! NTT form, its conversion from the packed form first, at each level an
 //! evaluation may run at. The two set the price of the database's cache budget
 //! (docs/upsi.md, "Memory").
 //!
@@ -9,7 +9,7 @@
 use std::time::Instant;
 
 use privset_crypto::bfv::{
-    Ciphertext, FheEncrypter, HeParams, PackedPlaintext, SecretKey, packed::plaintext_bytes,
+    Ciphertext, FheEncrypter, HeParams, PackedPlaintext, SecretKey, encode, packed::plaintext_bytes,
 };
 use privset_crypto::rng::SessionRng;
 
@@ -32,27 +32,34 @@ fn main() {
             let reps = 400;
             let started = Instant::now();
             let plaintexts: Vec<_> = (0..44)
-                .map(|_| packed.to_plaintext(&par, level).expect("converts"))
+                .map(|_| packed.to_ntt(&par, level).expect("converts"))
                 .collect();
             for _ in 44..reps {
-                std::hint::black_box(packed.to_plaintext(&par, level).expect("converts"));
+                std::hint::black_box(packed.to_ntt(&par, level).expect("converts"));
             }
             let convert = started.elapsed().as_secs_f64() * 1e6 / reps as f64;
             let sk = SecretKey::random(&par, &mut rng);
-            let cts: Vec<Ciphertext> = plaintexts
-                .iter()
-                .map(|pt| sk.try_encrypt(pt, &mut rng).expect("encrypts"))
+            let fresh = encode(&par, &values).expect("encodes");
+            let cts: Vec<Ciphertext> = (0..44)
+                .map(|_| {
+                    let mut ct: Ciphertext = sk.try_encrypt(&fresh, &mut rng).expect("encrypts");
+                    ct.switch_to_level(level).expect("switches");
+                    ct
+                })
                 .collect();
             let rounds = reps / 44;
             let started = Instant::now();
             for _ in 0..rounds {
-                std::hint::black_box(
-                    fhe::bfv::dot_product_scalar(cts.iter(), plaintexts.iter()).expect("products"),
-                );
+                for part in 0..2 {
+                    std::hint::black_box(
+                        fhe_math::rq::dot_product(cts.iter().map(|c| &c[part]), plaintexts.iter())
+                            .expect("products"),
+                    );
+                }
             }
             let product = started.elapsed().as_secs_f64() * 1e6 / (rounds * 44) as f64;
             println!(
-                "n = {degree}, q = {moduli:?}, level {level}: packed {} KB, in fhe.rs's form {} KB; \
+                "n = {degree}, q = {moduli:?}, level {level}: packed {} KB, in NTT form {} KB; \
                  conversion {convert:.0} us, product term {product:.0} us",
                 packed.heap_bytes() / 1024,
                 plaintext_bytes(&par, level) / 1024,

@@ -93,7 +93,7 @@ fn labeled_matches_plaintext() {
 #[test]
 fn presets_decrypt_on_their_deepest_path() {
     use privset_crypto::bfv::zt as poly;
-    use privset_crypto::bfv::{self, FheEncrypter, Polynomial, RelinearizationKey, SecretKey};
+    use privset_crypto::bfv::{self, FheEncrypter, RelinearizationKey, SecretKey};
     for preset in Preset::built_in() {
         let mut rng = SessionRng::from_seed([3; 32]);
         let params = preset.he().build().unwrap();
@@ -119,15 +119,12 @@ fn presets_decrypt_on_their_deepest_path() {
             .map(|_| (0..n).map(|_| rng.below(t)).collect())
             .collect();
         // Encoded as the server encodes them: packed, converted at the evaluation level.
-        let polynomial = Polynomial {
+        let polynomial = bfv::PackedPolynomial {
+            par: params.clone(),
+            level,
             coefficients: coefficients
                 .iter()
-                .map(|c| {
-                    bfv::PackedPlaintext::from_slots(&params, c)
-                        .unwrap()
-                        .to_plaintext(&params, level)
-                        .unwrap()
-                })
+                .map(|c| bfv::PackedPlaintext::from_slots(&params, c).unwrap())
                 .collect(),
         };
         let mut ct = bfv::evaluate(&plan, &powers, &polynomial, &rk).unwrap();

@@ -154,7 +154,7 @@ pub fn mib(mb: usize) -> usize {
 }
 
 /// `db` made ready to answer queries: the first bundles within `cache_bytes` held in
-/// fhe.rs's form (the rest are converted during each query).
+/// NTT form (the rest are converted during each query).
 pub fn serving(mut db: Database, cache_bytes: usize) -> Result<Database, Failure> {
     db.set_cache_bytes(cache_bytes);
     // Blocks of 128 KiB and more get their own mappings while the cache is filled, and

@@ -1,7 +1,7 @@
 //! A batch of polynomials, one per slot, evaluated on the encrypted powers of the query.
 //!
 //! Plain evaluation (low degree 0) is one plaintext product per coefficient, summed
-//! with lazy reduction (fhe.rs's `dot_product_scalar`). Paterson-Stockmeyer (Cong et
+//! with lazy reduction ([`plaintext_sum`]). Paterson-Stockmeyer (Cong et
 //! al. 2021, Sec. 4.3) splits the polynomial into blocks of L + 1 coefficients: each
 //! block is a plaintext dot product with the low powers, multiplied by its high power;
 //! the products are summed in the extended basis with the high powers lifted once for
@@ -18,8 +18,9 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
-use fhe::bfv::{BfvParameters, Ciphertext, Plaintext, RelinearizationKey, dot_product_scalar};
-
+use fhe::bfv::{BfvParameters, Ciphertext, RelinearizationKey};
+use fhe_math::rq::{Poly, dot_product};
+use num_bigint::BigUint;
 use rayon::prelude::*;
 
 use super::level::raise;
@@ -33,6 +34,9 @@ pub struct Powers {
     cts: Vec<Option<Ciphertext>>,
     level: usize,
     params: Arc<BfvParameters>,
+    /// BFV's plaintext scale at `level`, floor(Q_level / t): what a constant
+    /// coefficient is multiplied by before it is added.
+    delta: BigUint,
     lifter: Lifter,
     lifted: Vec<OnceLock<Lifted>>,
 }
@@ -55,10 +59,12 @@ impl Powers {
             .flatten()
             .try_for_each(|ct| ct.switch_to_level(level))?;
         let lifted = cts.iter().map(|_| OnceLock::new()).collect();
+        let delta = params.context_at_level(level)?.modulus() / BigUint::from(params.plaintext());
         Ok(Self {
             cts,
             level,
             params: params.clone(),
+            delta,
             lifter: Lifter::new(params, level)?,
             lifted,
         })
@@ -91,14 +97,15 @@ impl Powers {
 
 /// Coefficients c_0..c_d of a batch of polynomials (c_i's slot j is the i-th
 /// coefficient of slot j's polynomial), handed to an evaluation block by block: held
-/// in fhe.rs's form ([`Polynomial`]) or converted as they are reached
+/// in NTT form ([`Polynomial`]) or converted as they are reached
 /// ([`super::PackedPolynomial`]), so that an evaluation holds one block at a time.
 pub trait Coefficients: Sync {
     /// d + 1.
     fn len(&self) -> usize;
 
-    /// Coefficients `range`, ready for products with ciphertexts at [`Self::level`].
-    fn block(&self, range: Range<usize>) -> Result<Cow<'_, [Plaintext]>, BfvError>;
+    /// Coefficients `range` in NTT form under the primes of [`Self::level`], ready for
+    /// products with ciphertexts at that level.
+    fn block(&self, range: Range<usize>) -> Result<Cow<'_, [Poly]>, BfvError>;
 
     /// The ciphertext level the plaintexts are encoded for.
     fn level(&self) -> usize;
@@ -114,9 +121,11 @@ pub trait Coefficients: Sync {
     }
 }
 
-/// Coefficients in fhe.rs's form, all encoded at one level.
+/// Coefficients in NTT form under the primes of `level`, kept for repeated
+/// evaluations.
 pub struct Polynomial {
-    pub coefficients: Vec<Plaintext>,
+    pub level: usize,
+    pub coefficients: Vec<Poly>,
 }
 
 impl Coefficients for Polynomial {
@@ -125,10 +134,10 @@ impl Coefficients for Polynomial {
     }
 
     fn level(&self) -> usize {
-        self.coefficients.first().map_or(0, |c| c.level())
+        self.level
     }
 
-    fn block(&self, range: Range<usize>) -> Result<Cow<'_, [Plaintext]>, BfvError> {
+    fn block(&self, range: Range<usize>) -> Result<Cow<'_, [Poly]>, BfvError> {
         let len = self.coefficients.len();
         self.coefficients
             .get(range.clone())
@@ -166,13 +175,12 @@ pub fn evaluate(
     let block = |constant: usize, last: usize| -> Result<Ciphertext, BfvError> {
         let cts = (1..=last).map(power).collect::<Result<Vec<_>, _>>()?;
         let coefficients = poly.block(constant..constant + last + 1)?;
-        let mut sum = dot_product_scalar(cts.into_iter(), coefficients[1..].iter())?;
-        sum += &coefficients[0];
-        Ok(sum)
+        let pts: Vec<&Poly> = coefficients[1..].iter().collect();
+        plaintext_sum(powers, &cts, &pts, Some(&coefficients[0]))
     };
     let low = plan.low_degree() as usize;
     if low == 0 {
-        return plain(poly, &power, &raise, rk);
+        return plain(powers, poly, &power, &raise, rk);
     }
     let step = low + 1;
     let d = poly.degree();
@@ -185,7 +193,8 @@ pub fn evaluate(
             block(0, last)?
         } else if last == 0 {
             // Only the block's constant: a plaintext times the high power.
-            power(constant)? * &poly.block(constant..constant + 1)?[0]
+            let pt = poly.block(constant..constant + 1)?;
+            plaintext_sum(powers, &[power(constant)?], &[&pt[0]], None)?
         } else {
             let inner = powers.lifter.lift(&block(constant, last)?)?;
             products.add_product(&inner, powers.lifted(constant)?)?;
@@ -205,16 +214,47 @@ pub fn evaluate(
     Ok(result)
 }
 
+/// `Σ cts[i] · pts[i]`, plus `constant` as a plaintext added when given: products of
+/// ciphertexts at the evaluation level with plaintexts in NTT form there, summed with
+/// lazy reduction (fhe-math's `dot_product`, part by part). A constant coefficient is
+/// added as BFV adds a plaintext, scaled by floor(Q / t) into the first part.
+fn plaintext_sum(
+    powers: &Powers,
+    cts: &[&Ciphertext],
+    pts: &[&Poly],
+    constant: Option<&Poly>,
+) -> Result<Ciphertext, BfvError> {
+    let parts = cts.first().map_or(0, |ct| ct.len());
+    if cts.is_empty() || cts.len() != pts.len() || cts.iter().any(|ct| ct.len() != parts) {
+        return Err(BfvError::Powers(format!(
+            "{} ciphertexts of unequal parts against {} plaintexts",
+            cts.len(),
+            pts.len()
+        )));
+    }
+    let mut sum = (0..parts)
+        .map(|k| dot_product(cts.iter().map(|ct| &ct[k]), pts.iter().copied()))
+        .collect::<Result<Vec<Poly>, _>>()
+        .map_err(|e| BfvError::Library(e.to_string()))?;
+    if let Some(constant) = constant {
+        let mut scaled = constant.clone();
+        scaled *= &powers.delta;
+        sum[0] += &scaled;
+    }
+    Ok(Ciphertext::new(sum, &powers.params)?)
+}
+
 /// Plain evaluation: the two-part and three-part powers (see [`PowerPlan::compute`])
 /// summed apart, the three-part sum relinearized once.
 fn plain<'a>(
+    powers: &Powers,
     poly: &dyn Coefficients,
     power: &dyn Fn(usize) -> Result<&'a Ciphertext, BfvError>,
     raise: &dyn Fn(&Ciphertext) -> Result<Ciphertext, BfvError>,
     rk: &RelinearizationKey,
 ) -> Result<Ciphertext, BfvError> {
     let coefficients = poly.block(0..poly.len())?;
-    let mut by_parts: [(Vec<&Ciphertext>, Vec<&Plaintext>); 2] = Default::default();
+    let mut by_parts: [(Vec<&Ciphertext>, Vec<&Poly>); 2] = Default::default();
     for (i, c) in coefficients.iter().enumerate().skip(1) {
         let ct = power(i)?;
         let group = usize::from(ct.len() == 3);
@@ -234,11 +274,8 @@ fn plain<'a>(
         if cts.is_empty() {
             continue;
         }
-        let mut part = dot_product_scalar(cts.iter().copied(), pts.iter().copied())?;
-        if sum.is_none() {
-            part += &coefficients[0];
-        }
-        let mut part = raise(&part)?;
+        let constant = sum.is_none().then_some(&coefficients[0]);
+        let mut part = raise(&plaintext_sum(powers, cts, pts, constant)?)?;
         if group == 1 {
             rk.relinearizes(&mut part)?;
         }

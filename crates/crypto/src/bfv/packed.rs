@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use fhe_math::rq::{Poly, traits::TryConvertFrom};
+use fhe_math::rq::{Poly, Representation, traits::TryConvertFrom};
 
 use super::{BfvError, BfvParameters, Encoding, FheEncoder, Plaintext};
 
@@ -74,30 +74,23 @@ impl PackedPlaintext {
             .collect()
     }
 
-    /// The plaintext in fhe.rs's form, for products with ciphertexts at `level` (one
-    /// NTT per prime of that level).
-    pub fn to_plaintext(
-        &self,
-        par: &Arc<BfvParameters>,
-        level: usize,
-    ) -> Result<Plaintext, BfvError> {
+    /// The coefficients under every prime of `level`, in NTT form: what a product
+    /// with a ciphertext at that level needs (one NTT per prime).
+    pub fn to_ntt(&self, par: &Arc<BfvParameters>, level: usize) -> Result<Poly, BfvError> {
         let coefficients = self.coefficients(par);
-        // SAFETY (of the variable-time encoder, not of memory): its time depends only on
-        // whether each coefficient is below each ciphertext prime, and every one is
-        // (they are below t, which is below every prime), so it does not vary with the
-        // values.
-        #[allow(unsafe_code)]
-        let encoded = unsafe {
-            <super::PlaintextVec as fhe_traits::FheEncoderVariableTime<&[u64]>>::try_encode_vt(
-                &coefficients,
-                Encoding::poly_at_level(level),
-                par,
-            )
-        }?;
-        encoded
-            .first()
-            .cloned()
-            .ok_or_else(|| BfvError::Library("no plaintext encoded".into()))
+        let ctx = par.context_at_level(level)?;
+        // Variable time only in whether each coefficient is below each prime, and
+        // every one is (they are below t, which is below every prime): the conversion
+        // and the NTTs do not vary with the values.
+        let mut poly = Poly::try_convert_from(
+            coefficients.as_slice(),
+            ctx,
+            true,
+            Representation::PowerBasis,
+        )
+        .map_err(|e| BfvError::Library(e.to_string()))?;
+        poly.change_representation(Representation::Ntt);
+        Ok(poly)
     }
 
     /// The packed words, for files.
@@ -143,13 +136,14 @@ pub struct PackedPolynomial {
 }
 
 impl PackedPolynomial {
-    /// Every coefficient in fhe.rs's form, kept for repeated evaluations.
+    /// Every coefficient in NTT form, kept for repeated evaluations.
     pub fn unpack(&self) -> Result<super::Polynomial, BfvError> {
         Ok(super::Polynomial {
+            level: self.level,
             coefficients: self
                 .coefficients
                 .iter()
-                .map(|c| c.to_plaintext(&self.par, self.level))
+                .map(|c| c.to_ntt(&self.par, self.level))
                 .collect::<Result<_, _>>()?,
         })
     }
@@ -175,7 +169,7 @@ impl super::Coefficients for PackedPolynomial {
     fn block(
         &self,
         range: std::ops::Range<usize>,
-    ) -> Result<std::borrow::Cow<'_, [Plaintext]>, BfvError> {
+    ) -> Result<std::borrow::Cow<'_, [Poly]>, BfvError> {
         let block = self.coefficients.get(range.clone()).ok_or_else(|| {
             BfvError::Powers(format!(
                 "coefficients {range:?} of {}",
@@ -185,30 +179,29 @@ impl super::Coefficients for PackedPolynomial {
         Ok(std::borrow::Cow::Owned(
             block
                 .iter()
-                .map(|c| c.to_plaintext(&self.par, self.level))
+                .map(|c| c.to_ntt(&self.par, self.level))
                 .collect::<Result<_, _>>()?,
         ))
     }
 }
 
-/// Heap bytes of one plaintext in fhe.rs's form at `level` (its NTT form under every
-/// prime of the level, and its coefficients).
+/// Heap bytes of one plaintext in NTT form at `level` (a row of n words per prime).
 pub fn plaintext_bytes(par: &BfvParameters, level: usize) -> usize {
     let primes = par.moduli().len() - level.min(par.max_level());
-    par.degree() * 8 * (primes + 1)
+    par.degree() * 8 * primes
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bfv::{FheDecrypter, FheEncrypter, HeParams, SecretKey, decrypt};
+    use crate::bfv::{FheEncrypter, HeParams, SecretKey, decrypt};
     use crate::rng::SessionRng;
 
     #[test]
     fn packed_plaintexts_multiply_as_batched_ones() {
         for (degree, t, moduli) in [
             (4096, 786_433u64, vec![36, 36, 37]),
-            (8192, 65537, vec![56, 56, 56, 50]),
+            (8192, 4_079_617, vec![56, 56, 56, 50]),
         ] {
             let par = HeParams {
                 degree,
@@ -219,25 +212,25 @@ mod tests {
             .unwrap();
             let values: Vec<u64> = (0..degree as u64).map(|i| (i * 7919 + 3) % t).collect();
             let packed = PackedPlaintext::from_slots(&par, &values).unwrap();
-            assert!(packed.heap_bytes() < plaintext_bytes(&par, 0) / 10);
+            assert!(packed.heap_bytes() < plaintext_bytes(&par, 0) / 8);
             let back = PackedPlaintext::from_words(&par, packed.words().to_vec()).unwrap();
             assert_eq!(back, packed);
-            let pt = packed.to_plaintext(&par, 0).unwrap();
-            let batched = crate::bfv::encode(&par, &values).unwrap();
             let mut rng = SessionRng::from_seed([4; 32]);
             let sk = SecretKey::random(&par, &mut rng);
-            let ones = vec![2u64; degree];
-            let ct: crate::bfv::Ciphertext = sk
-                .try_encrypt(&crate::bfv::encode(&par, &ones).unwrap(), &mut rng)
+            let twos = vec![2u64; degree];
+            let fresh: crate::bfv::Ciphertext = sk
+                .try_encrypt(&crate::bfv::encode(&par, &twos).unwrap(), &mut rng)
                 .unwrap();
-            let a = decrypt(&sk, &(&ct * &pt)).unwrap();
-            let b = decrypt(&sk, &(&ct * &batched)).unwrap();
-            assert_eq!(a, b);
-            assert_eq!(a[5], values[5] * 2 % t);
-            let mut sum = ct.clone();
-            sum += &pt;
-            let _ = sk.try_decrypt(&sum).unwrap();
-            assert_eq!(decrypt(&sk, &sum).unwrap()[9], (values[9] + 2) % t);
+            // At every level: the product, part by part, with the NTT form.
+            for level in 0..par.max_level() {
+                let mut ct = fresh.clone();
+                ct.switch_to_level(level).unwrap();
+                let p = packed.to_ntt(&par, level).unwrap();
+                let parts = ct.iter().map(|part| part * &p).collect();
+                let product = crate::bfv::Ciphertext::new(parts, &par).unwrap();
+                let want: Vec<u64> = values.iter().map(|v| v * 2 % t).collect();
+                assert_eq!(decrypt(&sk, &product).unwrap(), want, "level {level}");
+            }
         }
     }
 

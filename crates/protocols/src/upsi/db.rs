@@ -10,11 +10,12 @@
 //! so that each slot's label interpolation is defined.
 //!
 //! Memory: an item costs its bytes, its 16-byte hash, its encrypted label and three
-//! 4-byte bin entries ([`super::records`]); polynomials are kept packed (about 17 KB
-//! per plaintext at n = 8192), and as many bundles as the cache budget allows are also
-//! kept in fhe.rs's NTT form, ready for queries (the rest are converted block by block
-//! during each query). 2^24 items fit in 8 GB this way; fhe.rs's form alone would take
-//! about 10 GB for the unlabeled polynomials.
+//! 4-byte bin entries ([`super::records`]); polynomials are kept packed (22 KB per
+//! plaintext at n = 8192), and as many bundles as the cache budget allows are also kept
+//! in NTT form at the preset's evaluation level, ready for queries (the rest are
+//! converted block by block during each query). 2^24 items fit in 8 GB this way; the
+//! NTT form alone would take about 4 GB for the unlabeled polynomials (128 KB a
+//! plaintext at two primes) and five times that labeled.
 
 use std::sync::Arc;
 
@@ -32,7 +33,7 @@ use super::records::Records;
 use crate::error::ProtocolError;
 use crate::meter::Meter;
 
-/// Bytes of bundles kept in fhe.rs's form unless told otherwise: every bundle of a
+/// Bytes of bundles kept in NTT form unless told otherwise: every bundle of a
 /// 2^20-item database, labeled, on the n = 4096 presets.
 pub const DEFAULT_CACHE_BYTES: usize = 4 << 30;
 
@@ -44,7 +45,7 @@ pub struct PackedBundle {
     pub polynomials: Vec<PackedPolynomial>,
 }
 
-/// A bin bundle's polynomials as a query uses them: packed, and in fhe.rs's form when
+/// A bin bundle's polynomials as a query uses them: packed, and in NTT form when
 /// the cache budget allowed.
 #[derive(Clone)]
 pub struct EncodedBundle {
@@ -66,7 +67,7 @@ impl EncodedBundle {
         }
     }
 
-    /// Whether the bundle is held in fhe.rs's form.
+    /// Whether the bundle is held in NTT form.
     pub fn is_ready(&self) -> bool {
         self.ready.is_some()
     }
@@ -204,7 +205,7 @@ impl Database {
         })
     }
 
-    /// Bytes of bundles to keep in fhe.rs's form (applied by [`Self::prepare`]):
+    /// Bytes of bundles to keep in NTT form (applied by [`Self::prepare`]):
     /// queries on the others convert their polynomials as they go, which costs about
     /// three times the products themselves.
     pub fn set_cache_bytes(&mut self, bytes: usize) {
@@ -212,7 +213,7 @@ impl Database {
     }
 
     /// What the database holds in memory, in bytes: records, bins, packed polynomials,
-    /// polynomials in fhe.rs's form.
+    /// polynomials in NTT form.
     pub fn memory(&self) -> DatabaseMemory {
         let mut memory = DatabaseMemory {
             records: self.records.heap_bytes(),
@@ -488,7 +489,7 @@ impl Database {
     }
 
     /// Computes and encodes the polynomials of every bundle changed since the last call,
-    /// on every core; then keeps as many bundles in fhe.rs's form as the cache budget
+    /// on every core; then keeps as many bundles in NTT form as the cache budget
     /// allows (the first ones).
     pub fn prepare(&mut self) -> Result<(), ProtocolError> {
         self.encode_changed()?;
@@ -534,7 +535,7 @@ impl Database {
             })
     }
 
-    /// Keeps the first bundles within the cache budget in fhe.rs's form, the rest packed.
+    /// Keeps the first bundles within the cache budget in NTT form, the rest packed.
     fn apply_cache(&mut self) -> Result<(), ProtocolError> {
         let per_plaintext =
             bfv::packed::plaintext_bytes(&self.params, self.preset.evaluation_level);
