@@ -61,7 +61,7 @@ pub fn raise(ct: &Ciphertext, params: &Arc<BfvParameters>) -> Result<Ciphertext,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bfv::{HeParams, RelinearizationKey, SecretKey, decrypt, encode, noise_bits};
+    use crate::bfv::{RelinearizationKey, decrypt, encode, noise_bits};
     use fhe_traits::FheEncrypter;
 
     /// A ciphertext switched down and raised back decrypts to the same slots, with
@@ -70,15 +70,7 @@ mod tests {
     /// with level-0 ciphertexts.
     #[test]
     fn a_raised_ciphertext_decrypts_and_relinearizes_at_level_0() {
-        let params = HeParams {
-            degree: 4096,
-            plain_modulus: 786433,
-            moduli_bits: vec![36, 36, 37],
-        };
-        let t = params.plain_modulus;
-        let par = params.build().unwrap();
-        let mut rng = crate::rng::SessionRng::from_seed([5; 32]);
-        let sk = SecretKey::random(&par, &mut rng);
+        let (t, par, sk, mut rng) = crate::bfv::testing::small_key(5);
         let rk = RelinearizationKey::new(&sk, &mut rng).unwrap();
         let a: Vec<u64> = (0..4096).map(|_| rng.below(t)).collect();
         let b: Vec<u64> = (0..4096).map(|_| rng.below(t)).collect();

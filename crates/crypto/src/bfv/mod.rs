@@ -300,6 +300,27 @@ pub fn noise_budget_bits(par: &BfvParameters, params: &HeParams, level: usize) -
     q_bits.saturating_sub(params.plain_bits() as usize + 1)
 }
 
+/// What the module's tests share: the n = 4096 parameters of the n4096 presets and a
+/// key under them.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    /// The parameters (t = 786433, q = 36 + 36 + 37 bits), a secret key and the rng
+    /// after it, from `seed`.
+    pub fn small_key(seed: u8) -> (u64, Arc<BfvParameters>, SecretKey, crate::rng::SessionRng) {
+        let params = HeParams {
+            degree: 4096,
+            plain_modulus: 786433,
+            moduli_bits: vec![36, 36, 37],
+        };
+        let par = params.build().unwrap();
+        let mut rng = crate::rng::SessionRng::from_seed([seed; 32]);
+        let sk = SecretKey::random(&par, &mut rng);
+        (params.plain_modulus, par, sk, rng)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -151,22 +151,14 @@ impl ProductSum<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bfv::{HeParams, SecretKey, decrypt, encode, noise_bits};
+    use crate::bfv::{decrypt, encode, noise_bits};
     use fhe_traits::FheEncrypter;
 
     /// `Σ a_k · b_k` summed in the extended basis decrypts to the slot-wise sum of
     /// products, like fhe.rs's products summed one by one, with no more noise.
     #[test]
     fn a_sum_of_lifted_products_decrypts_to_the_sum_of_products() {
-        let params = HeParams {
-            degree: 4096,
-            plain_modulus: 786433,
-            moduli_bits: vec![36, 36, 37],
-        };
-        let t = params.plain_modulus;
-        let par = params.build().unwrap();
-        let mut rng = crate::rng::SessionRng::from_seed([3; 32]);
-        let sk = SecretKey::random(&par, &mut rng);
+        let (t, par, sk, mut rng) = crate::bfv::testing::small_key(3);
         let lifter = Lifter::new(&par, 0).unwrap();
         let slots: Vec<Vec<u64>> = (0..10)
             .map(|_| (0..4096).map(|_| rng.below(t)).collect())
