@@ -70,12 +70,6 @@ impl Powers {
         })
     }
 
-    /// The level evaluations run at: their polynomials' plaintexts must be encoded
-    /// at it.
-    pub fn level(&self) -> usize {
-        self.level
-    }
-
     fn get(&self, k: usize) -> Result<&Ciphertext, BfvError> {
         self.cts
             .get(k)
@@ -170,6 +164,10 @@ pub fn evaluate(
     }
     let raise = |ct: &Ciphertext| raise(ct, &powers.params);
     let power = |k: usize| powers.get(k);
+    let low = plan.low_degree() as usize;
+    if low == 0 {
+        return plain(powers, poly, rk);
+    }
     // Coefficients constant + 1..=constant + last times powers 1..=last, plus the
     // coefficient `constant`.
     let block = |constant: usize, last: usize| -> Result<Ciphertext, BfvError> {
@@ -178,10 +176,6 @@ pub fn evaluate(
         let pts: Vec<&Poly> = coefficients[1..].iter().collect();
         plaintext_sum(powers, &cts, &pts, Some(&coefficients[0]))
     };
-    let low = plan.low_degree() as usize;
-    if low == 0 {
-        return plain(powers, poly, &power, &raise, rk);
-    }
     let step = low + 1;
     let d = poly.degree();
     let mut result: Option<Ciphertext> = None;
@@ -246,17 +240,15 @@ fn plaintext_sum(
 
 /// Plain evaluation: the two-part and three-part powers (see [`PowerPlan::compute`])
 /// summed apart, the three-part sum relinearized once.
-fn plain<'a>(
+fn plain(
     powers: &Powers,
     poly: &dyn Coefficients,
-    power: &dyn Fn(usize) -> Result<&'a Ciphertext, BfvError>,
-    raise: &dyn Fn(&Ciphertext) -> Result<Ciphertext, BfvError>,
     rk: &RelinearizationKey,
 ) -> Result<Ciphertext, BfvError> {
     let coefficients = poly.block(0..poly.len())?;
     let mut by_parts: [(Vec<&Ciphertext>, Vec<&Poly>); 2] = Default::default();
     for (i, c) in coefficients.iter().enumerate().skip(1) {
-        let ct = power(i)?;
+        let ct = powers.get(i)?;
         let group = usize::from(ct.len() == 3);
         if ct.len() > 3 {
             return Err(BfvError::Powers(format!(
@@ -275,7 +267,7 @@ fn plain<'a>(
             continue;
         }
         let constant = sum.is_none().then_some(&coefficients[0]);
-        let mut part = raise(&plaintext_sum(powers, cts, pts, constant)?)?;
+        let mut part = raise(&plaintext_sum(powers, cts, pts, constant)?, &powers.params)?;
         if group == 1 {
             rk.relinearizes(&mut part)?;
         }
