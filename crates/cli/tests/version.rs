@@ -23,7 +23,14 @@ fn version_lists_the_code_paths_and_the_portable_switch_works() {
         fast.starts_with(&format!("privset {}\n", env!("CARGO_PKG_VERSION"))),
         "{fast}"
     );
-    for line in ["x25519 cwPRF", "curve25519-dalek", "blst", "Z_t", "GMP"] {
+    for line in [
+        "x25519 cwPRF",
+        "curve25519-dalek",
+        "blst",
+        "Z_t",
+        "BFV plaintext NTT",
+        "GMP",
+    ] {
         assert!(fast.contains(line), "{line} missing: {fast}");
     }
     let portable = version(true);

@@ -117,6 +117,16 @@ pub fn blst_backend() -> &'static str {
     "plain assembly (no ADX)"
 }
 
+/// What the server's plaintext NTT (`bfv::ntt`, tfhe-ntt's kernels chosen at run time)
+/// runs on this CPU.
+pub fn bfv_ntt_backend() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("avx2") {
+        return "tfhe-ntt, AVX2";
+    }
+    "tfhe-ntt, scalar"
+}
+
 /// The code paths this CPU gets, one per line, for `privset --version` and Python's
 /// `privset.code_paths()`.
 pub fn report() -> String {
@@ -138,6 +148,7 @@ pub fn report() -> String {
          ristretto255 / Edwards (curve25519-dalek): {}\n\
          BLS12-381 (blst): {}\n\
          polynomials over Z_t (unbalanced PSI database): {}\n\
+         BFV plaintext NTT (unbalanced PSI server): {}\n\
          big integers (GMP): fat build, chosen at start",
         dalek_backend(),
         blst_backend(),
@@ -146,6 +157,7 @@ pub fn report() -> String {
         } else {
             "portable (SSE4.2)"
         },
+        bfv_ntt_backend(),
     )
 }
 

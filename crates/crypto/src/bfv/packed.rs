@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use fhe_math::rq::{Poly, Representation, traits::TryConvertFrom};
+use fhe_math::rq::{Poly, traits::TryConvertFrom};
 
 use super::{BfvError, BfvParameters, Encoding, FheEncoder, Plaintext};
 
@@ -75,22 +75,11 @@ impl PackedPlaintext {
     }
 
     /// The coefficients under every prime of `level`, in NTT form: what a product
-    /// with a ciphertext at that level needs (one NTT per prime).
+    /// with a ciphertext at that level needs (one NTT per prime, on tfhe-ntt's SIMD
+    /// kernels when they match fhe-math's transform: `bfv::ntt`).
     pub fn to_ntt(&self, par: &Arc<BfvParameters>, level: usize) -> Result<Poly, BfvError> {
-        let coefficients = self.coefficients(par);
-        let ctx = par.context_at_level(level)?;
-        // Variable time only in whether each coefficient is below each prime, and
-        // every one is (they are below t, which is below every prime): the conversion
-        // and the NTTs do not vary with the values.
-        let mut poly = Poly::try_convert_from(
-            coefficients.as_slice(),
-            ctx,
-            true,
-            Representation::PowerBasis,
-        )
-        .map_err(|e| BfvError::Library(e.to_string()))?;
-        poly.change_representation(Representation::Ntt);
-        Ok(poly)
+        // Every coefficient is below t, which is below every prime.
+        super::ntt::ForwardNtt::at_level(par, level)?.forward(&self.coefficients(par))
     }
 
     /// The packed words, for files.
