@@ -13,6 +13,10 @@
 //! plaintext's conversion to NTT form, costs that many primes less. Only the final key
 //! switch needs the full modulus; the sums are raised to level 0 for it
 //! ([`super::level::raise`]).
+//!
+//! The plaintexts are in the fast NTT order of [`super::ntt`] (their conversion runs on
+//! tfhe-ntt's kernels), so the powers are permuted into that order once per query and
+//! each plaintext sum is permuted back before fhe.rs operates on it.
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -24,6 +28,7 @@ use num_bigint::BigUint;
 use rayon::prelude::*;
 
 use super::level::raise;
+use super::ntt::ForwardNtt;
 use super::product_sum::{Lifted, Lifter};
 use super::{BfvError, PowerPlan};
 
@@ -32,6 +37,9 @@ use super::{BfvError, PowerPlan};
 /// the extended basis on first use, once for all the polynomials.
 pub struct Powers {
     cts: Vec<Option<Ciphertext>>,
+    /// `cts` in the fast NTT order of the plaintexts, for the plaintext products.
+    fast: Vec<Option<Ciphertext>>,
+    ntt: Arc<ForwardNtt>,
     level: usize,
     params: Arc<BfvParameters>,
     /// BFV's plaintext scale at `level`, floor(Q_level / t): what a constant
@@ -59,9 +67,26 @@ impl Powers {
             .flatten()
             .try_for_each(|ct| ct.switch_to_level(level))?;
         let lifted = cts.iter().map(|_| OnceLock::new()).collect();
+        let ntt = ForwardNtt::at_level(params, level)?;
+        let fast = cts
+            .par_iter()
+            .map(|ct| {
+                ct.as_ref()
+                    .map(|ct| {
+                        let parts = ct
+                            .iter()
+                            .map(|part| ntt.to_fast_order(part))
+                            .collect::<Result<Vec<_>, _>>()?;
+                        Ok(Ciphertext::new(parts, params)?)
+                    })
+                    .transpose()
+            })
+            .collect::<Result<Vec<_>, BfvError>>()?;
         let delta = params.context_at_level(level)?.modulus() / BigUint::from(params.plaintext());
         Ok(Self {
             cts,
+            fast,
+            ntt,
             level,
             params: params.clone(),
             delta,
@@ -71,8 +96,16 @@ impl Powers {
     }
 
     fn get(&self, k: usize) -> Result<&Ciphertext, BfvError> {
-        self.cts
-            .get(k)
+        Self::find(&self.cts, k)
+    }
+
+    /// Power `k` in the plaintexts' fast NTT order.
+    fn get_fast(&self, k: usize) -> Result<&Ciphertext, BfvError> {
+        Self::find(&self.fast, k)
+    }
+
+    fn find(cts: &[Option<Ciphertext>], k: usize) -> Result<&Ciphertext, BfvError> {
+        cts.get(k)
             .and_then(Option::as_ref)
             .ok_or_else(|| BfvError::Powers(format!("power {k} was not computed")))
     }
@@ -97,8 +130,9 @@ pub trait Coefficients: Sync {
     /// d + 1.
     fn len(&self) -> usize;
 
-    /// Coefficients `range` in NTT form under the primes of [`Self::level`], ready for
-    /// products with ciphertexts at that level.
+    /// Coefficients `range` in NTT form under the primes of [`Self::level`], in the
+    /// fast order of [`super::ntt`], ready for products with ciphertexts at that level
+    /// in that order.
     fn block(&self, range: Range<usize>) -> Result<Cow<'_, [Poly]>, BfvError>;
 
     /// The ciphertext level the plaintexts are encoded for.
@@ -115,8 +149,8 @@ pub trait Coefficients: Sync {
     }
 }
 
-/// Coefficients in NTT form under the primes of `level`, kept for repeated
-/// evaluations.
+/// Coefficients in NTT form under the primes of `level` and in the fast order of
+/// [`super::ntt`] ([`super::PackedPlaintext::to_ntt`]), kept for repeated evaluations.
 pub struct Polynomial {
     pub level: usize,
     pub coefficients: Vec<Poly>,
@@ -163,7 +197,7 @@ pub fn evaluate(
         )));
     }
     let raise = |ct: &Ciphertext| raise(ct, &powers.params);
-    let power = |k: usize| powers.get(k);
+    let power = |k: usize| powers.get_fast(k);
     let low = plan.low_degree() as usize;
     if low == 0 {
         return plain(powers, poly, rk);
@@ -209,9 +243,10 @@ pub fn evaluate(
 }
 
 /// `Σ cts[i] · pts[i]`, plus `constant` as a plaintext added when given: products of
-/// ciphertexts at the evaluation level with plaintexts in NTT form there, summed with
-/// lazy reduction (fhe-math's `dot_product`, part by part). A constant coefficient is
-/// added as BFV adds a plaintext, scaled by floor(Q / t) into the first part.
+/// ciphertexts at the evaluation level with plaintexts in NTT form there, both in the
+/// fast order, summed with lazy reduction (fhe-math's `dot_product`, part by part). A
+/// constant coefficient is added as BFV adds a plaintext, scaled by floor(Q / t) into
+/// the first part. The sum is returned in fhe-math's order.
 fn plaintext_sum(
     powers: &Powers,
     cts: &[&Ciphertext],
@@ -235,6 +270,10 @@ fn plaintext_sum(
         scaled *= &powers.delta;
         sum[0] += &scaled;
     }
+    let sum = sum
+        .iter()
+        .map(|part| powers.ntt.to_fhe_order(part))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Ciphertext::new(sum, &powers.params)?)
 }
 
@@ -248,7 +287,7 @@ fn plain(
     let coefficients = poly.block(0..poly.len())?;
     let mut by_parts: [(Vec<&Ciphertext>, Vec<&Poly>); 2] = Default::default();
     for (i, c) in coefficients.iter().enumerate().skip(1) {
-        let ct = powers.get(i)?;
+        let ct = powers.get_fast(i)?;
         let group = usize::from(ct.len() == 3);
         if ct.len() > 3 {
             return Err(BfvError::Powers(format!(

@@ -16,7 +16,7 @@
 pub mod coeff;
 mod eval;
 pub mod level;
-mod ntt;
+pub mod ntt;
 pub mod packed;
 mod powers;
 pub mod product_sum;

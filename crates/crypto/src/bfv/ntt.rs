@@ -1,5 +1,4 @@
-//! The forward NTT of a server's plaintexts on tfhe-ntt's SIMD kernels, delivered in
-//! fhe-math's order.
+//! The forward NTT of a server's plaintexts on tfhe-ntt's SIMD kernels.
 //!
 //! Why: a large unbalanced-PSI database does not fit in memory in NTT form, so the
 //! server converts most of its plaintexts during every query (`packed`), and that
@@ -9,16 +8,19 @@
 //! about 50 µs.
 //!
 //! The two transforms evaluate a polynomial at the same points (the primitive 2n-th
-//! roots of unity) but list the values in different orders, and everything fhe.rs
-//! holds in NTT form (ciphertexts, keys) is in fhe-math's order. So each output is
-//! permuted into fhe-math's order, a gather of n words: the permutation is fixed per
-//! (n, prime) and found once by transforming the polynomial `x`, whose values are the
-//! evaluation points themselves. fhe.rs's own operations, its slot encoding and every
-//! byte on the wire and in files are unchanged.
+//! roots of unity) but list the values in different orders ("fast order" here), and
+//! everything fhe.rs holds in NTT form (ciphertexts, keys) is in fhe-math's order.
+//! Pointwise products and sums do not care about the order as long as both operands
+//! share it, so the server's plaintexts stay in fast order and a query's powers are
+//! permuted into it once ([`ForwardNtt::to_fast_order`]); the sums of products are
+//! permuted back ([`ForwardNtt::to_fhe_order`]) before anything of fhe.rs's touches
+//! them. The permutation is fixed per (n, prime) and found once by transforming the
+//! polynomial `x`, whose values are the evaluation points themselves. fhe.rs's own
+//! operations, its slot encoding and every byte on the wire and in files are unchanged.
 //!
 //! Should tfhe-ntt refuse a prime, or its transform not match fhe-math's on a check
-//! polynomial, the conversion stays on fhe-math's NTT: the result never depends on the
-//! faster path being right.
+//! polynomial, the conversion stays on fhe-math's NTT and the fast order is fhe-math's:
+//! the result never depends on the faster path being right.
 
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -37,25 +39,29 @@ struct PrimeNtt {
     from_plan: Box<[u32]>,
 }
 
-/// The forward NTT of small polynomials under every prime of one context.
+/// The forward NTT of small polynomials under every prime of one context, and the
+/// permutations between its order and fhe-math's.
 pub struct ForwardNtt {
     ctx: Arc<Context>,
-    /// `None`: some prime has no matching tfhe-ntt plan; fhe-math's NTT is used.
+    degree: usize,
+    /// `None`: some prime has no matching tfhe-ntt plan; fhe-math's NTT is used and
+    /// the fast order is fhe-math's.
     primes: Option<Vec<PrimeNtt>>,
 }
 
 impl ForwardNtt {
     /// The transform for `ctx`, checked against fhe-math's.
     pub fn new(ctx: &Arc<Context>) -> Result<Self, BfvError> {
-        let n = ctx_degree(ctx)?;
+        let degree = ctx_degree(ctx);
         let primes = ctx
             .moduli()
             .iter()
             .enumerate()
-            .map(|(row, &q)| prime_ntt(ctx, row, q, n))
+            .map(|(row, &q)| prime_ntt(ctx, row, q, degree))
             .collect::<Result<Option<Vec<_>>, _>>()?;
         Ok(Self {
             ctx: ctx.clone(),
+            degree,
             primes,
         })
     }
@@ -65,10 +71,12 @@ impl ForwardNtt {
         static BUILT: OnceLock<Mutex<Vec<Arc<ForwardNtt>>>> = OnceLock::new();
         let ctx = par.context_at_level(level)?;
         let built = BUILT.get_or_init(|| Mutex::new(Vec::new()));
-        let mut built = built.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut built = built
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(found) = built
             .iter()
-            .find(|f| f.ctx.moduli() == ctx.moduli() && f.degree() == par.degree())
+            .find(|f| f.ctx.moduli() == ctx.moduli() && f.degree == par.degree())
         {
             return Ok(found.clone());
         }
@@ -77,50 +85,91 @@ impl ForwardNtt {
         Ok(made)
     }
 
-    fn degree(&self) -> usize {
-        ctx_degree(&self.ctx).unwrap_or(0)
-    }
-
     /// Whether tfhe-ntt's kernels are in use (false: fhe-math's NTT).
     #[cfg(test)]
     fn is_fast(&self) -> bool {
         self.primes.is_some()
     }
 
-    /// `coefficients` (n of them, each below every prime) in NTT form under every prime.
+    /// The NTT form under every prime, in fast order, of the polynomial whose n
+    /// coefficients `fill` writes (each below every prime).
     ///
-    /// Constant time in the values: the kernels and the gather do not branch on them.
-    pub fn forward(&self, coefficients: &[u64]) -> Result<Poly, BfvError> {
-        let n = self.degree();
-        if coefficients.len() != n {
-            return Err(BfvError::Parameters(format!(
-                "{} coefficients for a transform of size {n}",
-                coefficients.len()
-            )));
-        }
+    /// Constant time in the values: neither the kernels nor `fill` branch on them.
+    pub fn forward(&self, fill: impl Fn(&mut [u64])) -> Result<Poly, BfvError> {
+        let n = self.degree;
         let Some(primes) = &self.primes else {
+            let mut coefficients = vec![0u64; n];
+            fill(&mut coefficients);
             let mut poly =
                 Poly::try_convert_from(coefficients, &self.ctx, true, Representation::PowerBasis)
                     .map_err(math)?;
             poly.change_representation(Representation::Ntt);
             return Ok(poly);
         };
-        let mut rows = Vec::with_capacity(n * primes.len());
-        let mut scratch = coefficients.to_vec();
-        for prime in primes {
-            scratch.copy_from_slice(coefficients);
-            prime.plan.fwd(&mut scratch);
-            rows.extend(prime.from_plan.iter().map(|&at| scratch[at as usize]));
+        let mut rows = vec![0u64; n * primes.len()];
+        for (row, prime) in rows.chunks_exact_mut(n).zip(primes) {
+            fill(row);
+            prime.plan.fwd(row);
         }
         Poly::try_convert_from(rows, &self.ctx, true, Representation::Ntt).map_err(math)
     }
+
+    /// `poly` (under this context, fhe-math's order) in fast order.
+    pub fn to_fast_order(&self, poly: &Poly) -> Result<Poly, BfvError> {
+        self.permute(poly, |row, out, from_plan| {
+            for (&value, &at) in row.iter().zip(from_plan) {
+                out[at as usize] = value;
+            }
+        })
+    }
+
+    /// `poly` (under this context, fast order) in fhe-math's order.
+    pub fn to_fhe_order(&self, poly: &Poly) -> Result<Poly, BfvError> {
+        self.permute(poly, |row, out, from_plan| {
+            for (out, &at) in out.iter_mut().zip(from_plan) {
+                *out = row[at as usize];
+            }
+        })
+    }
+
+    fn permute(
+        &self,
+        poly: &Poly,
+        move_row: impl Fn(&[u64], &mut [u64], &[u32]),
+    ) -> Result<Poly, BfvError> {
+        if poly.ctx().moduli() != self.ctx.moduli() {
+            return Err(BfvError::Parameters(format!(
+                "a polynomial under {} primes for a transform under {}",
+                poly.ctx().moduli().len(),
+                self.ctx.moduli().len()
+            )));
+        }
+        let mut poly = poly.clone();
+        poly.change_representation(Representation::Ntt);
+        let Some(primes) = &self.primes else {
+            return Ok(poly);
+        };
+        let n = self.degree;
+        let mut rows = vec![0u64; n * primes.len()];
+        for ((out, row), prime) in rows
+            .chunks_exact_mut(n)
+            .zip(poly.coefficients().rows())
+            .zip(primes)
+        {
+            let row = row.as_slice().ok_or_else(|| {
+                BfvError::Library("fhe-math polynomial rows are not contiguous".into())
+            })?;
+            move_row(row, out, &prime.from_plan);
+        }
+        Poly::try_convert_from(rows, &self.ctx, false, Representation::Ntt).map_err(math)
+    }
 }
 
-fn ctx_degree(ctx: &Arc<Context>) -> Result<usize, BfvError> {
+fn ctx_degree(ctx: &Arc<Context>) -> usize {
     // fhe-math keeps the degree crate-private; a zero polynomial shows it.
-    Ok(Poly::zero(ctx, Representation::PowerBasis)
+    Poly::zero(ctx, Representation::PowerBasis)
         .coefficients()
-        .ncols())
+        .ncols()
 }
 
 /// The plan for `q` (row `row` of `ctx`) and its permutation into fhe-math's order, or
@@ -135,9 +184,8 @@ fn prime_ntt(
         return Ok(None);
     };
     let reference = |coefficients: &[u64]| -> Result<Vec<u64>, BfvError> {
-        let mut poly =
-            Poly::try_convert_from(coefficients, ctx, true, Representation::PowerBasis)
-                .map_err(math)?;
+        let mut poly = Poly::try_convert_from(coefficients, ctx, true, Representation::PowerBasis)
+            .map_err(math)?;
         poly.change_representation(Representation::Ntt);
         Ok(poly.coefficients().row(row).to_vec())
     };
@@ -166,7 +214,10 @@ fn prime_ntt(
     // Both are evaluations at the same points: a check polynomial must agree too.
     let check: Vec<u64> = (0..n as u64).map(|i| (i * i + 7 * i + 3) % q).collect();
     let planned_check = planned(&check);
-    let permuted: Vec<u64> = from_plan.iter().map(|&at| planned_check[at as usize]).collect();
+    let permuted: Vec<u64> = from_plan
+        .iter()
+        .map(|&at| planned_check[at as usize])
+        .collect();
     if permuted != reference(&check)? {
         return Ok(None);
     }
@@ -183,9 +234,11 @@ mod tests {
     use rand_chacha::ChaCha8Rng;
     use rand_core::{RngCore, SeedableRng};
 
-    /// On the presets' rings, at every level, the fast transform is in use and gives
-    /// fhe-math's NTT of random polynomials with coefficients below t, and of the
-    /// edges (zero, all t - 1, a single top coefficient).
+    /// On the presets' rings, at every level, the fast transform is in use and, moved
+    /// to fhe-math's order, gives fhe-math's NTT of random polynomials with
+    /// coefficients below t and of the edges (zero, all t - 1, a single top
+    /// coefficient); the two permutations undo each other; a polynomial under another
+    /// context is refused.
     #[test]
     fn the_fast_transform_matches_fhe_math() {
         let mut rng = ChaCha8Rng::seed_from_u64(7);
@@ -213,14 +266,23 @@ mod tests {
                     let mut expected = Poly::try_convert_from(
                         coefficients.as_slice(),
                         ctx,
-                        true,
+                        false,
                         Representation::PowerBasis,
                     )
                     .unwrap();
                     expected.change_representation(Representation::Ntt);
-                    assert_eq!(ntt.forward(&coefficients).unwrap(), expected);
+                    let fast = ntt
+                        .forward(|row| row.copy_from_slice(&coefficients))
+                        .unwrap();
+                    assert_eq!(ntt.to_fhe_order(&fast).unwrap(), expected);
+                    let back = ntt.to_fast_order(&expected).unwrap();
+                    assert_eq!(back.coefficients(), fast.coefficients());
                 }
-                assert!(ntt.forward(&vec![1; degree - 1]).is_err());
+                let other = par
+                    .context_at_level((level + 1) % (par.max_level() + 1))
+                    .unwrap();
+                let elsewhere = Poly::zero(other, Representation::Ntt);
+                assert!(ntt.to_fast_order(&elsewhere).is_err());
             }
         }
     }

@@ -60,26 +60,32 @@ impl PackedPlaintext {
 
     /// The coefficients.
     pub fn coefficients(&self, par: &BfvParameters) -> Vec<u64> {
-        let bits = coefficient_bits(par) as usize;
-        let mask = (1u64 << bits) - 1;
-        (0..par.degree())
-            .map(|i| {
-                let (at, shift) = ((i * bits) / 64, (i * bits) % 64);
-                let mut c = self.words[at] >> shift;
-                if shift + bits > 64 {
-                    c |= self.words[at + 1] << (64 - shift);
-                }
-                c & mask
-            })
-            .collect()
+        let mut coefficients = vec![0; par.degree()];
+        self.unpack_into(par, &mut coefficients);
+        coefficients
     }
 
-    /// The coefficients under every prime of `level`, in NTT form: what a product
-    /// with a ciphertext at that level needs (one NTT per prime, on tfhe-ntt's SIMD
-    /// kernels when they match fhe-math's transform: `bfv::ntt`).
+    /// Writes the coefficients into `out` (n of them).
+    fn unpack_into(&self, par: &BfvParameters, out: &mut [u64]) {
+        let bits = coefficient_bits(par) as usize;
+        let mask = (1u64 << bits) - 1;
+        for (i, out) in out.iter_mut().enumerate() {
+            let (at, shift) = ((i * bits) / 64, (i * bits) % 64);
+            let mut c = self.words[at] >> shift;
+            if shift + bits > 64 {
+                c |= self.words[at + 1] << (64 - shift);
+            }
+            *out = c & mask;
+        }
+    }
+
+    /// The coefficients under every prime of `level`, in NTT form and in the fast
+    /// order of `bfv::ntt` (tfhe-ntt's SIMD kernels): what a product with a
+    /// ciphertext at that level in the same order needs ([`super::Powers`] holds the
+    /// query's powers so).
     pub fn to_ntt(&self, par: &Arc<BfvParameters>, level: usize) -> Result<Poly, BfvError> {
         // Every coefficient is below t, which is below every prime.
-        super::ntt::ForwardNtt::at_level(par, level)?.forward(&self.coefficients(par))
+        super::ntt::ForwardNtt::at_level(par, level)?.forward(|row| self.unpack_into(par, row))
     }
 
     /// The packed words, for files.
@@ -214,8 +220,16 @@ mod tests {
             for level in 0..par.max_level() {
                 let mut ct = fresh.clone();
                 ct.switch_to_level(level).unwrap();
+                // The product in the transform's fast order, moved back to fhe-math's.
+                let ntt = crate::bfv::ntt::ForwardNtt::at_level(&par, level).unwrap();
                 let p = packed.to_ntt(&par, level).unwrap();
-                let parts = ct.iter().map(|part| part * &p).collect();
+                let parts = ct
+                    .iter()
+                    .map(|part| {
+                        let fast = &ntt.to_fast_order(part).unwrap() * &p;
+                        ntt.to_fhe_order(&fast).unwrap()
+                    })
+                    .collect();
                 let product = crate::bfv::Ciphertext::new(parts, &par).unwrap();
                 let want: Vec<u64> = values.iter().map(|v| v * 2 % t).collect();
                 assert_eq!(decrypt(&sk, &product).unwrap(), want, "level {level}");
