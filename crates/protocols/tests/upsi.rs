@@ -311,6 +311,25 @@ fn edge_cases() {
     assert!(ClientQuery::new(preset, hashed, &mut rng).is_err());
 }
 
+/// The small-client preset (one ciphertext's bins): one item, a full 256, labeled and
+/// unlabeled, and a client of 257 refused.
+#[test]
+fn small_client_preset_matches_plaintext() {
+    check("n4096-c256", 4000, 1, 0, 0);
+    check("n4096-c256", 4000, 0, 1, 8);
+    check("n4096-c256", 4000, 128, 128, 16);
+    let mut rng = SessionRng::from_seed([2; 32]);
+    let hashed = vec![
+        privset_protocols::upsi::item::HashedItem {
+            hash: 1,
+            label_key: [0; 32]
+        };
+        257
+    ];
+    let err = ClientQuery::new(Preset::named("n4096-c256").unwrap(), hashed, &mut rng);
+    assert!(err.is_err());
+}
+
 mod parties {
     use super::*;
     use privset_net::memory::{Direction, HookAction, PairError, run_pair, run_pair_with};

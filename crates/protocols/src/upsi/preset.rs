@@ -13,7 +13,11 @@ use serde::Deserialize;
 use crate::error::ProtocolError;
 
 /// The presets shipped with privset, by name.
-const BUILT_IN: [(&str, &str); 4] = [
+const BUILT_IN: [(&str, &str); 5] = [
+    (
+        "n4096-c256",
+        include_str!("../../presets/upsi/n4096-c256.toml"),
+    ),
     (
         "n4096-c1k",
         include_str!("../../presets/upsi/n4096-c1k.toml"),
@@ -289,6 +293,10 @@ mod tests {
         }
         assert!(Preset::named("nope").is_err());
         assert_eq!(Preset::for_sizes(1 << 20, 1024).unwrap().name, "n4096-c1k");
+        assert_eq!(Preset::for_sizes(1 << 20, 257).unwrap().name, "n4096-c1k");
+        assert_eq!(Preset::for_sizes(1 << 20, 256).unwrap().name, "n4096-c256");
+        assert_eq!(Preset::for_sizes(1 << 16, 1).unwrap().name, "n4096-c256");
+        assert_eq!(Preset::for_sizes(1 << 24, 1).unwrap().name, "n8192-c1k");
         assert_eq!(Preset::for_sizes(1 << 24, 4000).unwrap().name, "n8192-c4k");
         assert!(Preset::for_sizes(1 << 24, 5000).is_err());
     }
