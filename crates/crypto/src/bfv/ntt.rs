@@ -91,24 +91,37 @@ impl ForwardNtt {
         self.primes.is_some()
     }
 
-    /// The NTT form under every prime, in fast order, of the polynomial whose n
-    /// coefficients `fill` writes (each below every prime).
+    /// The NTT form under every prime, in fast order, of the polynomial of
+    /// `coefficients` (exactly n of them, each below every prime).
     ///
-    /// Constant time in the values: neither the kernels nor `fill` branch on them.
-    pub fn forward(&self, fill: impl Fn(&mut [u64])) -> Result<Poly, BfvError> {
+    /// Constant time in the values: the kernels do not branch on them.
+    pub fn forward(&self, coefficients: impl IntoIterator<Item = u64>) -> Result<Poly, BfvError> {
         let n = self.degree;
+        let mut rows = Vec::with_capacity(n * self.ctx.moduli().len());
+        rows.extend(coefficients.into_iter().take(n + 1));
+        if rows.len() != n {
+            return Err(BfvError::Parameters(format!(
+                "{}{} coefficients for a transform of size {n}",
+                if rows.len() > n { "over " } else { "" },
+                rows.len().min(n)
+            )));
+        }
         let Some(primes) = &self.primes else {
-            let mut coefficients = vec![0u64; n];
-            fill(&mut coefficients);
-            let mut poly =
-                Poly::try_convert_from(coefficients, &self.ctx, true, Representation::PowerBasis)
-                    .map_err(math)?;
+            let mut poly = Poly::try_convert_from(
+                rows.as_slice(),
+                &self.ctx,
+                true,
+                Representation::PowerBasis,
+            )
+            .map_err(math)?;
             poly.change_representation(Representation::Ntt);
             return Ok(poly);
         };
-        let mut rows = vec![0u64; n * primes.len()];
+        // The same coefficients under every prime (they are below each).
+        for _ in 1..primes.len() {
+            rows.extend_from_within(0..n);
+        }
         for (row, prime) in rows.chunks_exact_mut(n).zip(primes) {
-            fill(row);
             prime.plan.fwd(row);
         }
         Poly::try_convert_from(rows, &self.ctx, true, Representation::Ntt).map_err(math)
@@ -271,13 +284,13 @@ mod tests {
                     )
                     .unwrap();
                     expected.change_representation(Representation::Ntt);
-                    let fast = ntt
-                        .forward(|row| row.copy_from_slice(&coefficients))
-                        .unwrap();
+                    let fast = ntt.forward(coefficients.iter().copied()).unwrap();
                     assert_eq!(ntt.to_fhe_order(&fast).unwrap(), expected);
                     let back = ntt.to_fast_order(&expected).unwrap();
                     assert_eq!(back.coefficients(), fast.coefficients());
                 }
+                assert!(ntt.forward(vec![1; degree - 1]).is_err());
+                assert!(ntt.forward(vec![1; degree + 1]).is_err());
                 let other = par
                     .context_at_level((level + 1) % (par.max_level() + 1))
                     .unwrap();

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use fhe_math::rq::{Poly, traits::TryConvertFrom};
 
+use super::ntt::ForwardNtt;
 use super::{BfvError, BfvParameters, Encoding, FheEncoder, Plaintext};
 
 /// One plaintext's coefficients, bit-packed.
@@ -60,23 +61,21 @@ impl PackedPlaintext {
 
     /// The coefficients.
     pub fn coefficients(&self, par: &BfvParameters) -> Vec<u64> {
-        let mut coefficients = vec![0; par.degree()];
-        self.unpack_into(par, &mut coefficients);
-        coefficients
+        self.unpacked(par).collect()
     }
 
-    /// Writes the coefficients into `out` (n of them).
-    fn unpack_into(&self, par: &BfvParameters, out: &mut [u64]) {
+    /// The n coefficients, unpacked one by one.
+    fn unpacked(&self, par: &BfvParameters) -> impl Iterator<Item = u64> + '_ {
         let bits = coefficient_bits(par) as usize;
         let mask = (1u64 << bits) - 1;
-        for (i, out) in out.iter_mut().enumerate() {
+        (0..par.degree()).map(move |i| {
             let (at, shift) = ((i * bits) / 64, (i * bits) % 64);
             let mut c = self.words[at] >> shift;
             if shift + bits > 64 {
                 c |= self.words[at + 1] << (64 - shift);
             }
-            *out = c & mask;
-        }
+            c & mask
+        })
     }
 
     /// The coefficients under every prime of `level`, in NTT form and in the fast
@@ -84,8 +83,13 @@ impl PackedPlaintext {
     /// ciphertext at that level in the same order needs ([`super::Powers`] holds the
     /// query's powers so).
     pub fn to_ntt(&self, par: &Arc<BfvParameters>, level: usize) -> Result<Poly, BfvError> {
+        self.to_ntt_with(par, &*ForwardNtt::at_level(par, level)?)
+    }
+
+    /// [`Self::to_ntt`] with the level's transform at hand (one look-up per block).
+    fn to_ntt_with(&self, par: &BfvParameters, ntt: &ForwardNtt) -> Result<Poly, BfvError> {
         // Every coefficient is below t, which is below every prime.
-        super::ntt::ForwardNtt::at_level(par, level)?.forward(|row| self.unpack_into(par, row))
+        ntt.forward(self.unpacked(par))
     }
 
     /// The packed words, for files.
@@ -135,12 +139,17 @@ impl PackedPolynomial {
     pub fn unpack(&self) -> Result<super::Polynomial, BfvError> {
         Ok(super::Polynomial {
             level: self.level,
-            coefficients: self
-                .coefficients
-                .iter()
-                .map(|c| c.to_ntt(&self.par, self.level))
-                .collect::<Result<_, _>>()?,
+            coefficients: self.to_ntt(&self.coefficients)?,
         })
+    }
+
+    /// `coefficients` (some of this polynomial's) in NTT form at its level.
+    fn to_ntt(&self, coefficients: &[PackedPlaintext]) -> Result<Vec<Poly>, BfvError> {
+        let ntt = ForwardNtt::at_level(&self.par, self.level)?;
+        coefficients
+            .iter()
+            .map(|c| c.to_ntt_with(&self.par, &ntt))
+            .collect()
     }
 
     /// Heap bytes held.
@@ -171,12 +180,7 @@ impl super::Coefficients for PackedPolynomial {
                 self.coefficients.len()
             ))
         })?;
-        Ok(std::borrow::Cow::Owned(
-            block
-                .iter()
-                .map(|c| c.to_ntt(&self.par, self.level))
-                .collect::<Result<_, _>>()?,
-        ))
+        Ok(std::borrow::Cow::Owned(self.to_ntt(block)?))
     }
 }
 
