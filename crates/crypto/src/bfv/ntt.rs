@@ -66,6 +66,16 @@ impl ForwardNtt {
         })
     }
 
+    /// fhe-math's transform alone (what [`Self::new`] falls back to).
+    #[cfg(test)]
+    fn fhe_math_only(ctx: &Arc<Context>) -> Self {
+        Self {
+            ctx: ctx.clone(),
+            degree: ctx_degree(ctx),
+            primes: None,
+        }
+    }
+
     /// The transform for the context of `par` at `level`, built once per process.
     pub fn at_level(par: &BfvParameters, level: usize) -> Result<Arc<Self>, BfvError> {
         static BUILT: OnceLock<Mutex<Vec<Arc<ForwardNtt>>>> = OnceLock::new();
@@ -298,5 +308,33 @@ mod tests {
                 assert!(ntt.to_fast_order(&elsewhere).is_err());
             }
         }
+    }
+
+    /// Without tfhe-ntt, the transform is fhe-math's and the fast order is fhe-math's.
+    #[test]
+    fn the_fallback_is_fhe_math_in_its_own_order() {
+        let (t, par, ..) = crate::bfv::testing::small_key(5);
+        let ctx = par.context_at_level(0).unwrap();
+        let ntt = ForwardNtt::fhe_math_only(ctx);
+        assert!(!ntt.is_fast());
+        let coefficients: Vec<u64> = (0..par.degree() as u64).map(|i| i * i % t).collect();
+        let mut expected = Poly::try_convert_from(
+            coefficients.as_slice(),
+            ctx,
+            true,
+            Representation::PowerBasis,
+        )
+        .unwrap();
+        expected.change_representation(Representation::Ntt);
+        let got = ntt.forward(coefficients).unwrap();
+        assert_eq!(got, expected);
+        assert_eq!(
+            ntt.to_fast_order(&got).unwrap().coefficients(),
+            expected.coefficients()
+        );
+        assert_eq!(
+            ntt.to_fhe_order(&got).unwrap().coefficients(),
+            expected.coefficients()
+        );
     }
 }
