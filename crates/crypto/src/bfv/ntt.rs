@@ -160,10 +160,12 @@ impl ForwardNtt {
         poly: &Poly,
         move_row: impl Fn(&[u64], &mut [u64], &[u32]),
     ) -> Result<Poly, BfvError> {
-        if poly.ctx().moduli() != self.ctx.moduli() {
+        if poly.ctx().moduli() != self.ctx.moduli() || poly.coefficients().ncols() != self.degree {
             return Err(BfvError::Parameters(format!(
-                "a polynomial under {} primes for a transform under {}",
+                "a polynomial of degree {} under {} primes for a transform of degree {} under {}",
+                poly.coefficients().ncols(),
                 poly.ctx().moduli().len(),
+                self.degree,
                 self.ctx.moduli().len()
             )));
         }
