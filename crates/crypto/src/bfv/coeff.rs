@@ -22,11 +22,7 @@ use rand_core::{CryptoRng, RngCore};
 use rug::Integer;
 use zeroize::Zeroize;
 
-use super::BfvError;
-
-fn math(e: fhe_math::Error) -> BfvError {
-    BfvError::Library(e.to_string())
-}
+use super::{BfvError, math};
 
 /// Bit width of a prime (its residues are packed at this width).
 fn width(q: u64) -> usize {

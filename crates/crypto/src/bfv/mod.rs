@@ -48,6 +48,11 @@ pub enum BfvError {
     Library(String),
 }
 
+/// fhe-math's errors, as this module reports fhe.rs's.
+pub(crate) fn math(e: fhe_math::Error) -> BfvError {
+    BfvError::Library(e.to_string())
+}
+
 impl From<fhe::Error> for BfvError {
     fn from(e: fhe::Error) -> Self {
         BfvError::Library(e.to_string())

@@ -27,11 +27,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use fhe_math::rq::{Context, Poly, Representation, traits::TryConvertFrom};
 use tfhe_ntt::prime64::Plan;
 
-use super::{BfvError, BfvParameters};
-
-fn math(e: fhe_math::Error) -> BfvError {
-    BfvError::Library(e.to_string())
-}
+use super::{BfvError, BfvParameters, math};
 
 /// One prime's tfhe-ntt plan, and where each of fhe-math's NTT positions is in its output.
 struct PrimeNtt {

@@ -27,14 +27,10 @@ use fhe_math::rq::{Context, Poly, Representation};
 use fhe_math::zq::primes::generate_prime;
 use num_bigint::BigUint;
 
-use super::BfvError;
+use super::{BfvError, math};
 
 /// Most products one [`ProductSum`] takes (far below what the extended basis holds).
 pub const MAX_PRODUCTS: usize = 1 << 20;
-
-fn math(e: fhe_math::Error) -> BfvError {
-    BfvError::Library(e.to_string())
-}
 
 /// The extended basis of one level and the conversions to and from it.
 pub struct Lifter {
