@@ -5,7 +5,7 @@ the client asked about. See docs/upsi.md for the protocol, presets and threat mo
 
 * :class:`UpsiDatabase`: the server's database (the CLI's database file; either side
   reads the other's): ``UpsiDatabase.build(items, labels)``, ``.load(path)``,
-  ``.save(path)``, ``.insert()``, ``.remove()``, ``.rotate_key()``.
+  ``.save(path)``, ``.insert()``, ``.remove()``, ``.rotate_key()``, ``.set_preset()``.
 * :class:`UpsiClient` (``Upsi.client(items)``): ``.run(peer=..., tls=...)``.
 * :class:`UpsiServer` (``Upsi.server(db or path)``): ``.serve(listen=..., tls=...)``
   for many clients at once (a database file is reloaded when it changes, as ``privset
@@ -215,6 +215,13 @@ class UpsiDatabase:
         as ``privset upsi db rotate-key``: what clients learned before says nothing
         about the new hashes."""
         self._native.rotate_key()
+
+    def set_preset(self, name: str) -> None:
+        """Moves the database to the built-in preset ``name`` without a rebuild, as
+        ``privset upsi db set-preset``: the presets must lay out the data alike (ring,
+        plaintext prime, slots per item, table, bin size); for databases built before a
+        release changed a preset's moduli or levels."""
+        self._native.set_preset(name)
 
     def __len__(self) -> int:
         return len(self._native)

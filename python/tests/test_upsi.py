@@ -144,6 +144,14 @@ def test_insert_remove_and_rotate_then_query(rng: random.Random) -> None:
     assert ask() == answer(client, labels)
     db.rotate_key()
     assert ask() == answer(client, labels)
+    # Moved to its own preset (the same layout); another layout is refused.
+    db.set_preset(db.preset)
+    assert ask() == answer(client, labels)
+    other = "n4096-c4k" if db.preset != "n4096-c4k" else "n4096-c1k"
+    with pytest.raises(privset.ConfigurationError, match="lays out the data differently"):
+        db.set_preset(other)
+    with pytest.raises(privset.ConfigurationError, match="no unbalanced-PSI preset"):
+        db.set_preset("nope")
     with pytest.raises(privset.ConfigurationError, match="this database is labeled"):
         db.insert(["unlabeled"])
 

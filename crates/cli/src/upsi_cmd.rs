@@ -1,4 +1,4 @@
-//! `privset upsi db build|add|remove|info`, `privset upsi serve` and `privset upsi
+//! `privset upsi db build|add|remove|rotate-key|set-preset|info`, `privset upsi serve` and `privset upsi
 //! query`: unbalanced labeled PSI (Cong et al. 2021) between a server holding a large
 //! database and clients with small sets.
 
@@ -51,6 +51,16 @@ pub enum DbCommand {
     RotateKey {
         #[arg(long, value_name = "FILE")]
         db: PathBuf,
+    },
+    /// Move a database to another built-in preset of the same data layout (ring,
+    /// plaintext prime, slots per item, table, bin size) without a rebuild: for files
+    /// built before a release changed a preset's moduli or levels.
+    SetPreset {
+        #[arg(long, value_name = "FILE")]
+        db: PathBuf,
+        /// The preset's name (`privset upsi db info` shows the current one).
+        #[arg(long, value_name = "NAME")]
+        preset: String,
     },
     /// Print a database's preset, size and label length.
     Info {
@@ -151,6 +161,26 @@ pub fn run(cmd: &UpsiCommand) -> Result<(), Failure> {
                 eprintln!(
                     "upsi db rotate-key: {} items under a new OPRF key in {:.1} s -> {}",
                     database.len(),
+                    started.elapsed().as_secs_f64(),
+                    db.display()
+                );
+                Ok(())
+            }
+            DbCommand::SetPreset { db, preset } => {
+                let started = Instant::now();
+                let mut database = read_database(db)?;
+                database.set_cache_bytes(0);
+                let from = database.preset().to_toml();
+                database.set_preset(privset_protocols::upsi::Preset::named(preset)?)?;
+                let mut progress = Progress::new("upsi db set-preset", Some(database.meter()));
+                database.prepare()?;
+                progress.status("writing the database file");
+                write_database(db, &database)?;
+                progress.finish();
+                eprintln!(
+                    "upsi db set-preset: {} items moved to preset {} in {:.1} s -> {}\nwas:\n{from}",
+                    database.len(),
+                    preset,
                     started.elapsed().as_secs_f64(),
                     db.display()
                 );

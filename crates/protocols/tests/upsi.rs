@@ -86,10 +86,11 @@ fn labeled_matches_plaintext() {
     check("n4096-c1k", 3000, 50, 50, 16);
 }
 
-/// Every built-in preset on its deepest path: the query's sources at full size, every
-/// derived power, a polynomial of the full bin degree with random coefficients, the
-/// switch to the last level; the result must decrypt to the plaintext evaluation with
-/// noise to spare.
+/// Every built-in preset on its deepest path: the query's sources at full size and at
+/// the preset's query level, every derived power, a polynomial of the full bin degree
+/// with random coefficients, the switch to the last level, the result shortened as
+/// the server sends it; it must decrypt to the plaintext evaluation with noise to
+/// spare, below what the shortening allows.
 #[test]
 fn presets_decrypt_on_their_deepest_path() {
     use privset_crypto::bfv::zt as poly;
@@ -101,15 +102,16 @@ fn presets_decrypt_on_their_deepest_path() {
         let t = preset.plain_modulus;
         let n = preset.degree;
         let sk = SecretKey::random(&params, &mut rng);
-        let rk = RelinearizationKey::new(&sk, &mut rng).unwrap();
+        let query_level = preset.query_level;
+        let rk = RelinearizationKey::new_leveled(&sk, query_level, 0, &mut rng).unwrap();
         let x: Vec<u64> = (0..n).map(|_| rng.below(t)).collect();
         let sources = plan
             .sources()
             .iter()
             .map(|&s| {
                 let values: Vec<u64> = x.iter().map(|&v| poly::pow(v, s.into(), t)).collect();
-                sk.try_encrypt(&bfv::encode(&params, &values).unwrap(), &mut rng)
-                    .unwrap()
+                let pt = bfv::encode_at_level(&params, &values, query_level).unwrap();
+                sk.try_encrypt(&pt, &mut rng).unwrap()
             })
             .collect();
         let level = preset.evaluation_level;
@@ -129,15 +131,18 @@ fn presets_decrypt_on_their_deepest_path() {
         };
         let mut ct = bfv::evaluate(&plan, &powers, &polynomial, &rk).unwrap();
         let before = bfv::noise_bits(&sk, &ct).unwrap();
-        let budget = bfv::noise_budget_bits(&params, &preset.he(), 0);
+        let budget = bfv::noise_budget_bits(&params, &preset.he(), query_level);
         ct.switch_to_level(params.max_level()).unwrap();
         let after = bfv::noise_bits(&sk, &ct).unwrap();
         let last_budget = bfv::noise_budget_bits(&params, &preset.he(), params.max_level());
+        let codec = bfv::ResultCodec::new(&params).unwrap();
+        let allowance = codec.noise_allowance_bits() as usize;
         println!(
-            "{}: depth {}, evaluated at level {level}: noise {before} of {budget} bits before the switch, {after} of {last_budget} after",
+            "{}: depth {}, query at level {query_level}, evaluated at level {level}: noise {before} of {budget} bits before the switch, {after} of {last_budget} after (the shortened result allows {allowance})",
             preset.name,
             plan.evaluation_depth()
         );
+        let ct = codec.decode(&codec.encode(&ct).unwrap()).unwrap();
         let got = bfv::decrypt(&sk, &ct).unwrap();
         for slot in (0..n).step_by(97) {
             let c: Vec<u64> = coefficients.iter().map(|c| c[slot]).collect();
@@ -154,8 +159,8 @@ fn presets_decrypt_on_their_deepest_path() {
             preset.name
         );
         assert!(
-            after + 4 <= last_budget,
-            "{}: {after} of {last_budget} bits",
+            after + 4 <= last_budget && after < allowance,
+            "{}: {after} of {last_budget} bits (the shortened result allows {allowance})",
             preset.name
         );
     }
@@ -490,4 +495,104 @@ fn items_colliding_in_bins_spread_over_bundles() {
     assert!(db.max_bundles_per_index() >= 3, "{:?}", db.bundle_counts());
     check_preset(preset.clone(), 8000, 0);
     check_preset(preset, 8000, 4);
+}
+
+/// A query whose ciphertexts or relinearization key are for another level than the
+/// server's preset names is refused as the client's fault, before any evaluation.
+#[test]
+fn a_query_at_the_wrong_level_is_refused() {
+    let preset = Preset::named("n8192-c1k").unwrap();
+    assert_eq!(preset.query_level, 1);
+    let mut rng = SessionRng::from_seed([12; 32]);
+    let mut db = Database::new(preset.clone(), 0, &mut rng).unwrap();
+    let items: Vec<Vec<u8>> = (0..50).map(item).collect();
+    db.insert(&items, &[], &mut rng).unwrap();
+    db.prepare().unwrap();
+    let client = vec![item(1), item(70)];
+    let (r, request) = oprf_blind(&client, &mut rng);
+    let response = oprf_evaluate(&db.oprf_key(), &request).unwrap();
+    let hashed = oprf_finish(&r, client.len(), &response).unwrap();
+    // The whole query at level 0: its key is refused first.
+    let level_0 = Preset {
+        query_level: 0,
+        ..preset.clone()
+    };
+    let (_, message) = ClientQuery::new(level_0, hashed.clone(), &mut rng).unwrap();
+    let e = answer(&db, &message, &Meter::new()).unwrap_err();
+    assert!(
+        matches!(e, privset_protocols::ProtocolError::PeerMisbehaved(_))
+            && e.to_string().contains("level 1"),
+        "{e}"
+    );
+    // The right key, then the level-1 ciphertexts replaced by level-0 ones.
+    let (_, right) = ClientQuery::new(preset.clone(), hashed.clone(), &mut rng).unwrap();
+    let mixed = [
+        &right[..message_key_len(&right)],
+        &message[message_key_len(&message)..],
+    ]
+    .concat();
+    let e = answer(&db, &mixed, &Meter::new()).unwrap_err();
+    assert!(
+        matches!(e, privset_protocols::ProtocolError::PeerMisbehaved(_))
+            && e.to_string()
+                .contains("at level 0 where level 1 was expected"),
+        "{e}"
+    );
+    // And the right query is answered.
+    let (query, message) = ClientQuery::new(preset, hashed, &mut rng).unwrap();
+    let reply = answer(&db, &message, &Meter::new()).unwrap();
+    let got = query.finish(&reply, &db.bundle_counts(), 0).unwrap();
+    assert_eq!(got, vec![Some(Vec::new()), None]);
+}
+
+/// Bytes of a query message's length-prefixed relinearization key.
+fn message_key_len(message: &[u8]) -> usize {
+    4 + u32::from_be_bytes(message[..4].try_into().unwrap()) as usize
+}
+
+/// A database built under the n8192 parameters of before 2026-11-28 (moduli
+/// [56, 56, 56, 50], query at level 0) moves to today's n8192-c1k without a rebuild and
+/// answers as a fresh one; a preset of another layout is refused.
+#[test]
+fn a_database_moves_to_a_preset_of_the_same_layout() {
+    let new = Preset::named("n8192-c1k").unwrap();
+    let old = Preset {
+        moduli_bits: vec![56, 56, 56, 50],
+        query_level: 0,
+        ..new.clone()
+    };
+    let mut rng = SessionRng::from_seed([13; 32]);
+    let mut db = Database::new(old.clone(), 16, &mut rng).unwrap();
+    let items: Vec<Vec<u8>> = (0..400).map(item).collect();
+    let labels: Vec<Vec<u8>> = (0..400).map(|i| label(i, 16)).collect();
+    db.insert(&items, &labels, &mut rng).unwrap();
+    db.prepare().unwrap();
+    let client: Vec<Vec<u8>> = (0..20).map(|i| item(i * 37)).collect();
+    let expected: Vec<Option<Vec<u8>>> = (0..20u64)
+        .map(|i| (i * 37 < 400).then(|| label(i * 37, 16)))
+        .collect();
+    assert_eq!(run(&db, &client, &mut rng), expected);
+    let e = db
+        .clone()
+        .set_preset(Preset::named("n4096-c1k").unwrap())
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("lays out the data differently"),
+        "{e}"
+    );
+    // A clone shares the polynomials: moving it leaves the original as it was.
+    let mut moved = db.clone();
+    moved.set_preset(new.clone()).unwrap();
+    moved.prepare().unwrap();
+    assert_eq!(moved.preset(), &new);
+    assert_eq!(run(&moved, &client, &mut rng), expected);
+    assert_eq!(db.preset(), &old);
+    assert_eq!(run(&db, &client, &mut rng), expected);
+    // Moved in place (the only reference), then changed and queried again.
+    db.set_preset(new).unwrap();
+    db.remove(&[item(0)]);
+    db.prepare().unwrap();
+    let mut after = expected.clone();
+    after[0] = None;
+    assert_eq!(run(&db, &client, &mut rng), after);
 }

@@ -239,6 +239,14 @@ impl UpsiDatabase {
         self.edit(py, |db| Ok(db.rotate_key(&mut SessionRng::from_os())?))
     }
 
+    /// Moves the database to a built-in preset of the same data layout, as `privset
+    /// upsi db set-preset`.
+    fn set_preset(&self, py: Python<'_>, name: String) -> PyResult<()> {
+        self.edit(py, move |db| {
+            Ok(db.set_preset(privset_protocols::upsi::Preset::named(&name)?)?)
+        })
+    }
+
     /// What `privset upsi db info` prints, as JSON.
     fn info(&self) -> String {
         files::info(&self.get()).to_string()

@@ -11,8 +11,8 @@
 //! All of it runs at the evaluation level given to [`Powers::new`]: the derived powers
 //! are switched that many primes down first, so every plaintext product, and every
 //! plaintext's conversion to NTT form, costs that many primes less. Only the final key
-//! switch needs the full modulus; the sums are raised to level 0 for it
-//! ([`super::level::raise`]).
+//! switch needs the query's modulus; the sums are raised back to the query's level for
+//! it ([`super::level::raise`]).
 //!
 //! The plaintexts are in the fast NTT order of [`super::ntt`] (their conversion runs on
 //! tfhe-ntt's kernels), so the powers are permuted into that order once per query and
@@ -40,6 +40,9 @@ pub struct Powers {
     /// `cts` in the fast NTT order of the plaintexts, for the plaintext products.
     fast: Vec<Option<Ciphertext>>,
     ntt: Arc<ForwardNtt>,
+    /// The level the powers were derived at (the query's): where the final key switch
+    /// runs, with the client's relinearization key for that level.
+    query_level: usize,
     level: usize,
     params: Arc<BfvParameters>,
     /// BFV's plaintext scale at `level`, floor(Q_level / t): what a constant
@@ -50,16 +53,21 @@ pub struct Powers {
 }
 
 impl Powers {
-    /// `cts[k]` is power `k` (level 0), if computed; evaluations on them run at
-    /// `level` (each power switched down to it here).
+    /// `cts[k]` is power `k`, if computed, all at the query's level; evaluations on
+    /// them run at `level` (each power switched down to it here).
     pub fn new(
         mut cts: Vec<Option<Ciphertext>>,
         params: &Arc<BfvParameters>,
         level: usize,
     ) -> Result<Self, BfvError> {
-        if level > params.max_level() {
+        let mut levels = cts.iter().flatten().map(|ct| super::level(params, ct));
+        let query_level = levels.next().unwrap_or(0);
+        if levels.any(|l| l != query_level) {
+            return Err(BfvError::Powers("powers at different levels".into()));
+        }
+        if level > params.max_level() || level < query_level {
             return Err(BfvError::Parameters(format!(
-                "evaluation level {level} (at most {})",
+                "evaluation level {level} for powers at level {query_level} (at most {})",
                 params.max_level()
             )));
         }
@@ -87,6 +95,7 @@ impl Powers {
             cts,
             fast,
             ntt,
+            query_level,
             level,
             params: params.clone(),
             delta,
@@ -174,8 +183,8 @@ impl Coefficients for Polynomial {
     }
 }
 
-/// Evaluates `poly` on `powers` (from [`PowerPlan::compute`]): a level-0, two-part
-/// ciphertext of the slot-wise values.
+/// Evaluates `poly` on `powers` (from [`PowerPlan::compute`]): a two-part ciphertext
+/// of the slot-wise values at the query's level.
 pub fn evaluate(
     plan: &PowerPlan,
     powers: &Powers,
@@ -196,7 +205,7 @@ pub fn evaluate(
             powers.level
         )));
     }
-    let raise = |ct: &Ciphertext| raise(ct, &powers.params);
+    let raise = |ct: &Ciphertext| raise(ct, &powers.params, powers.query_level);
     let power = |k: usize| powers.get_fast(k);
     let low = plan.low_degree() as usize;
     if low == 0 {
@@ -299,14 +308,18 @@ fn plain(
         by_parts[group].1.push(c);
     }
     // Each group summed at the evaluation level (the constant coefficient added to
-    // the first), raised to level 0, the three-part sum relinearized there.
+    // the first), raised to the query's level, the three-part sum relinearized there.
     let mut sum: Option<Ciphertext> = None;
     for (group, (cts, pts)) in by_parts.iter().enumerate() {
         if cts.is_empty() {
             continue;
         }
         let constant = sum.is_none().then_some(&coefficients[0]);
-        let mut part = raise(&plaintext_sum(powers, cts, pts, constant)?, &powers.params)?;
+        let mut part = raise(
+            &plaintext_sum(powers, cts, pts, constant)?,
+            &powers.params,
+            powers.query_level,
+        )?;
         if group == 1 {
             rk.relinearizes(&mut part)?;
         }

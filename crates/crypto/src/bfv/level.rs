@@ -22,14 +22,23 @@ use num_bigint::BigUint;
 
 use super::BfvError;
 
-/// `ct` (any level, any number of parts) as a level-0 ciphertext of the same
-/// plaintext, its noise scaled with the modulus.
-pub fn raise(ct: &Ciphertext, params: &Arc<BfvParameters>) -> Result<Ciphertext, BfvError> {
+/// `ct` (any level, any number of parts) as a ciphertext at level `to` (at most its
+/// own) of the same plaintext, its noise scaled with the modulus.
+pub fn raise(
+    ct: &Ciphertext,
+    params: &Arc<BfvParameters>,
+    to: usize,
+) -> Result<Ciphertext, BfvError> {
     let from = super::level(params, ct);
-    if from == 0 {
+    if from == to {
         return Ok(ct.clone());
     }
-    let top = params.context_at_level(0)?;
+    if from < to {
+        return Err(BfvError::Ciphertext(format!(
+            "a ciphertext at level {from} cannot be raised to level {to}"
+        )));
+    }
+    let top = params.context_at_level(to)?;
     let kept = params.context_at_level(from)?.moduli().len();
     let dropped: BigUint = top.moduli()[kept..]
         .iter()
@@ -88,7 +97,7 @@ mod tests {
         assert!(noise > 60, "{noise}: not above the rounding of a switch");
         let mut low = product.clone();
         low.switch_to_level(1).unwrap();
-        let mut raised = raise(&low, &par).unwrap();
+        let mut raised = raise(&low, &par, 0).unwrap();
         assert_eq!(crate::bfv::level(&par, &raised), 0);
         assert_eq!(raised.len(), 3);
         let slots = |x: &[u64], y: &[u64]| -> Vec<u64> {
@@ -104,6 +113,7 @@ mod tests {
         let plus_a: Vec<u64> = abb.iter().zip(&a).map(|(x, y)| (x + y) % t).collect();
         assert_eq!(decrypt(&sk, &(&raised + &ca)).unwrap(), plus_a);
         // Level 0 stays as it is.
-        assert_eq!(decrypt(&sk, &raise(&ca, &par).unwrap()).unwrap(), a);
+        assert_eq!(decrypt(&sk, &raise(&ca, &par, 0).unwrap()).unwrap(), a);
+        assert!(raise(&ca, &par, 1).is_err());
     }
 }

@@ -13,6 +13,7 @@
 //! * [`evaluate`]: a batch of polynomials evaluated on those powers, by
 //!   Paterson-Stockmeyer when the plan has a low degree (Cong et al. 2021, Sec. 4.3).
 
+mod bits;
 pub mod coeff;
 mod eval;
 pub mod level;
@@ -20,9 +21,12 @@ pub mod ntt;
 pub mod packed;
 mod powers;
 pub mod product_sum;
+pub mod result;
 pub mod zt;
 
 use std::sync::Arc;
+
+use fhe_math::rq::{Poly, Representation};
 
 pub use eval::{Coefficients, Polynomial, Powers, evaluate};
 pub use fhe::bfv::{
@@ -33,6 +37,7 @@ pub use fhe_traits::{
 };
 pub use packed::{PackedPlaintext, PackedPolynomial};
 pub use powers::PowerPlan;
+pub use result::ResultCodec;
 
 /// Errors of this module: bad parameters, bad ciphertexts, or fhe.rs refusing an
 /// operation.
@@ -268,18 +273,43 @@ pub fn decode_ciphertext(
     Ok(ct)
 }
 
-/// A relinearization key received from a peer.
+/// A relinearization key received from a peer, for ciphertexts at `level`: decoded,
+/// then tried on a three-part zero ciphertext there, so that a key for another level
+/// is refused here rather than in the middle of an evaluation.
 pub fn decode_relin_key(
     bytes: &[u8],
     par: &Arc<BfvParameters>,
+    level: usize,
 ) -> Result<RelinearizationKey, BfvError> {
-    RelinearizationKey::from_bytes(bytes, par)
-        .map_err(|e| BfvError::Ciphertext(format!("relinearization key does not decode: {e}")))
+    let rk = RelinearizationKey::from_bytes(bytes, par)
+        .map_err(|e| BfvError::Ciphertext(format!("relinearization key does not decode: {e}")))?;
+    let ctx = par.context_at_level(level)?;
+    let zero = Poly::zero(ctx, Representation::Ntt);
+    let mut probe = Ciphertext::new(vec![zero.clone(), zero.clone(), zero], par)?;
+    rk.relinearizes(&mut probe).map_err(|e| {
+        BfvError::Ciphertext(format!(
+            "relinearization key does not apply to ciphertexts at level {level}: {e}"
+        ))
+    })?;
+    Ok(rk)
 }
 
 /// A batched plaintext of `values` (at most n, each below t) at level 0.
 pub fn encode(par: &Arc<BfvParameters>, values: &[u64]) -> Result<Plaintext, BfvError> {
-    Ok(Plaintext::try_encode(values, Encoding::simd(), par)?)
+    encode_at_level(par, values, 0)
+}
+
+/// A batched plaintext of `values` at `level`: what encrypts to a ciphertext there.
+pub fn encode_at_level(
+    par: &Arc<BfvParameters>,
+    values: &[u64],
+    level: usize,
+) -> Result<Plaintext, BfvError> {
+    Ok(Plaintext::try_encode(
+        values,
+        Encoding::simd_at_level(level),
+        par,
+    )?)
 }
 
 /// The slot values of a decrypted ciphertext.
@@ -407,8 +437,14 @@ mod tests {
             bytes > parts * poly && bytes < parts * poly + 1024,
             "{bytes} bytes for {parts} parts of {poly}"
         );
-        let back = decode_relin_key(&rk.to_bytes(), &par).unwrap();
+        let back = decode_relin_key(&rk.to_bytes(), &par, 0).unwrap();
         assert_eq!(back.to_bytes(), rk.to_bytes());
+        // A key for level-0 ciphertexts is refused for level 1, and the other way.
+        let e = decode_relin_key(&rk.to_bytes(), &par, 1).unwrap_err();
+        assert!(e.to_string().contains("level 1"), "{e}");
+        let leveled = RelinearizationKey::new_leveled(&sk, 1, 0, &mut rng).unwrap();
+        assert!(decode_relin_key(&leveled.to_bytes(), &par, 1).is_ok());
+        assert!(decode_relin_key(&leveled.to_bytes(), &par, 0).is_err());
     }
 
     #[test]

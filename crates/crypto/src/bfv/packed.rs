@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use fhe_math::rq::{Poly, traits::TryConvertFrom};
 
+use super::bits;
 use super::ntt::ForwardNtt;
 use super::{BfvError, BfvParameters, Encoding, FheEncoder, Plaintext};
 
@@ -29,7 +30,7 @@ pub fn coefficient_bits(par: &BfvParameters) -> u32 {
 
 /// 64-bit words a packed plaintext of `par` takes.
 pub fn packed_words(par: &BfvParameters) -> usize {
-    (par.degree() * coefficient_bits(par) as usize).div_ceil(64)
+    bits::words_for(par.degree(), coefficient_bits(par))
 }
 
 impl PackedPlaintext {
@@ -45,15 +46,7 @@ impl PackedPlaintext {
     }
 
     fn pack(par: &BfvParameters, coefficients: impl Iterator<Item = u64>) -> Self {
-        let bits = coefficient_bits(par) as usize;
-        let mut words = vec![0u64; packed_words(par)];
-        for (i, c) in coefficients.enumerate() {
-            let (at, shift) = ((i * bits) / 64, (i * bits) % 64);
-            words[at] |= c << shift;
-            if shift + bits > 64 {
-                words[at + 1] |= c >> (64 - shift);
-            }
-        }
+        let words = bits::pack(coefficients, coefficient_bits(par), par.degree());
         Self {
             words: words.into_boxed_slice(),
         }
@@ -66,16 +59,7 @@ impl PackedPlaintext {
 
     /// The n coefficients, unpacked one by one.
     fn unpacked(&self, par: &BfvParameters) -> impl Iterator<Item = u64> + '_ {
-        let bits = coefficient_bits(par) as usize;
-        let mask = (1u64 << bits) - 1;
-        (0..par.degree()).map(move |i| {
-            let (at, shift) = ((i * bits) / 64, (i * bits) % 64);
-            let mut c = self.words[at] >> shift;
-            if shift + bits > 64 {
-                c |= self.words[at + 1] << (64 - shift);
-            }
-            c & mask
-        })
+        bits::unpack(&self.words, coefficient_bits(par), par.degree())
     }
 
     /// The coefficients under every prime of `level`, in NTT form and in the fast

@@ -570,6 +570,74 @@ impl Database {
         })
     }
 
+    /// Moves the database to `preset` without a rebuild, when the two lay out the data
+    /// alike: ring degree, plaintext prime, slots per item, table and bin size. The
+    /// moduli, the query and evaluation levels, the query powers, Paterson-Stockmeyer's
+    /// degree and the client limit may differ: the stored polynomials are over Z_t, and
+    /// only their NTT forms (made by [`Self::prepare`] or during a query) depend on the
+    /// rest. This is what a database built before a privset release changed a preset's
+    /// moduli or levels needs (`privset upsi db set-preset`). Call [`Self::prepare`]
+    /// before queries.
+    pub fn set_preset(&mut self, preset: Preset) -> Result<(), ProtocolError> {
+        preset.check()?;
+        let layout = |p: &Preset| {
+            (
+                p.degree,
+                p.plain_modulus,
+                p.felts_per_item,
+                p.table_size,
+                p.max_items_per_bin,
+            )
+        };
+        if layout(&preset) != layout(&self.preset) {
+            let show = |p: &Preset| {
+                format!(
+                    "{}: n = {}, t = {}, {} slots per item, {} bins of {} items",
+                    p.name,
+                    p.degree,
+                    p.plain_modulus,
+                    p.felts_per_item,
+                    p.table_size,
+                    p.max_items_per_bin
+                )
+            };
+            return Err(ProtocolError::Config(format!(
+                "preset {} lays out the data differently from the database's ({}): build the \
+                 database again under it",
+                show(&preset),
+                show(&self.preset)
+            )));
+        }
+        let params = preset
+            .he()
+            .build()
+            .map_err(|e| ProtocolError::Config(e.to_string()))?;
+        for slot in self.encoded.iter_mut().flatten() {
+            let Some(bundle) = slot.take() else { continue };
+            // Moved when this database holds the only reference (a loaded file), copied
+            // when a clone shares it.
+            let polynomials = match Arc::try_unwrap(bundle.packed) {
+                Ok(owned) => owned.polynomials,
+                Err(shared) => shared.polynomials.clone(),
+            };
+            let polynomials = polynomials
+                .into_iter()
+                .map(|p| PackedPolynomial {
+                    par: params.clone(),
+                    level: preset.evaluation_level,
+                    coefficients: p.coefficients,
+                })
+                .collect();
+            *slot = Some(EncodedBundle {
+                packed: Arc::new(PackedBundle { polynomials }),
+                ready: None,
+            });
+        }
+        self.preset = preset;
+        self.params = params;
+        Ok(())
+    }
+
     /// The prepared bin bundles of bundle index `index` (after [`Self::prepare`]).
     pub fn encoded(&self, index: usize) -> Result<Vec<EncodedBundle>, ProtocolError> {
         self.encoded[index]

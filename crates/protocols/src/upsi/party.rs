@@ -25,7 +25,8 @@ use super::preset::Preset;
 use super::query::{self, ClientQuery};
 
 const PROTOCOL: ProtocolId = ProtocolId::Upsi;
-const VERSION: u8 = 1;
+/// 2: queries at the preset's query level, results shortened (2026-11-28).
+const VERSION: u8 = 2;
 /// Participant indices and names.
 pub const CLIENT: PartyId = 0;
 pub const SERVER: PartyId = 1;

@@ -76,6 +76,14 @@ pub struct Preset {
     /// the client reads the answer at the last level either way.
     #[serde(default)]
     pub evaluation_level: usize,
+    /// Primes the client drops before it encrypts its query (0: none). The dropped
+    /// primes then serve only the relinearization key, which the client makes at the
+    /// full modulus for ciphertexts at this level: they divide the key switch's noise
+    /// as Microsoft SEAL's special prime does, and the query's ciphertexts and the
+    /// key's parts carry that many primes fewer (Cong et al. 2021's parameters assume
+    /// such a prime).
+    #[serde(default)]
+    pub query_level: usize,
 }
 
 impl Preset {
@@ -232,6 +240,15 @@ impl Preset {
                 self.moduli_bits.len()
             ));
         }
+        if self.query_level > self.evaluation_level
+            || self.query_level + 1 >= self.moduli_bits.len()
+        {
+            return bad(format!(
+                "query level {} (at most the evaluation level {}, and at least two primes kept \
+                 for the key switch)",
+                self.query_level, self.evaluation_level
+            ));
+        }
         let query = self.bundle_indices() * self.query_powers.len();
         if query > MAX_QUERY_CIPHERTEXTS {
             return bad(format!(
@@ -257,7 +274,7 @@ impl Preset {
             "name = {:?}\ndegree = {}\nplain_modulus = {}\nmoduli_bits = [{}]\n\
              felts_per_item = {}\ntable_size = {}\nmax_items_per_bin = {}\n\
              max_client_items = {}\nps_low_degree = {}\nquery_powers = [{}]\n\
-             evaluation_level = {}\n",
+             evaluation_level = {}\nquery_level = {}\n",
             self.name,
             self.degree,
             self.plain_modulus,
@@ -268,7 +285,8 @@ impl Preset {
             self.max_client_items,
             self.ps_low_degree,
             list(&powers),
-            self.evaluation_level
+            self.evaluation_level,
+            self.query_level
         )
     }
 
@@ -321,6 +339,10 @@ mod tests {
         p.table_size = (1 << 20) / 819 * 819;
         let err = p.check().unwrap_err().to_string();
         assert!(err.contains("a query of 20480 ciphertexts"), "{err}");
+        // A query below the evaluation level, or with one prime left for the key switch.
+        let mut p = good.clone();
+        p.query_level = 2;
+        assert!(p.check().unwrap_err().to_string().contains("query level 2"));
         // A batching prime of 29 bits: secure and batching, but past the polynomial
         // arithmetic's range.
         let mut p = good;

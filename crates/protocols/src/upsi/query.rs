@@ -3,17 +3,19 @@
 //!
 //! ```text
 //! query  (client -> server): relinearization key, then per bundle index and source
-//!        power (preset order): a seeded ciphertext of every bin's item to that power
+//!        power (preset order): a seeded ciphertext of every bin's item to that power,
+//!        at the preset's query level
 //! answer (server -> client): per bundle index, per bin bundle: the matching result,
-//!        then one result per label part; all switched down to the last level
+//!        then one result per label part; all switched down to the last level and
+//!        shortened to the bits decryption reads (`privset_crypto::bfv::ResultCodec`)
 //! ```
 //! Every byte string is u32-length-prefixed.
 
 use std::sync::Arc;
 
 use privset_crypto::bfv::{
-    self, BfvParameters, Ciphertext, FheEncrypter, PowerPlan, RelinearizationKey, SecretKey,
-    Serialize,
+    self, BfvParameters, Ciphertext, FheEncrypter, PowerPlan, RelinearizationKey, ResultCodec,
+    SecretKey, Serialize,
 };
 use privset_crypto::cuckoo::{self, HASH_FUNCTIONS};
 use privset_crypto::rng::SessionRng;
@@ -128,7 +130,9 @@ impl ClientQuery {
         let first = first_copies(&hashed);
         let table = cuckoo(&preset, &hashed, &first, rng)?;
         let secret = SecretKey::random(&params, rng);
-        let rk = RelinearizationKey::new(&secret, rng)
+        // A key at the full modulus for ciphertexts at the query level: the primes
+        // below the query are the key switch's special primes.
+        let rk = RelinearizationKey::new_leveled(&secret, preset.query_level, 0, rng)
             .map_err(|e| ProtocolError::Config(e.to_string()))?;
         let (t, f, bpb) = (
             preset.plain_modulus,
@@ -157,7 +161,7 @@ impl ClientQuery {
         let cts: Vec<Vec<u8>> = jobs
             .into_par_iter()
             .map(|(values, mut rng)| {
-                let pt = bfv::encode(&params, &values)?;
+                let pt = bfv::encode_at_level(&params, &values, preset.query_level)?;
                 let ct: Ciphertext = secret.try_encrypt(&pt, &mut rng)?;
                 Ok(ct.to_bytes())
             })
@@ -190,15 +194,13 @@ impl ClientQuery {
         let preset = &self.preset;
         let (f, bpb) = (preset.felts_per_item, preset.bins_per_bundle());
         let parts = item::label_parts(preset, label_len);
-        let last = self.params.max_level();
+        let codec = ResultCodec::new(&self.params).map_err(bfv_error)?;
         let mut r = Reader::new(answer, "unbalanced-PSI answer");
         let mut found: Vec<Option<Vec<u8>>> = vec![None; self.hashed.len()];
-        let bound = ciphertext_bound(preset);
         for (index, &count) in bundle_counts.iter().enumerate() {
             for _ in 0..count {
                 let decrypt = |r: &mut Reader| -> Result<Vec<u64>, ProtocolError> {
-                    let ct = bfv::decode_ciphertext(r.bytes(bound)?, &self.params, last)
-                        .map_err(bfv_error)?;
+                    let ct = codec.decode(r.bytes(codec.len())?).map_err(bfv_error)?;
                     bfv::decrypt(&self.secret, &ct).map_err(bfv_error)
                 };
                 let matching = decrypt(&mut r)?;
@@ -245,17 +247,20 @@ pub fn answer(db: &Database, query: &[u8], meter: &Meter) -> Result<Vec<u8>, Pro
     let params = db.params();
     let plan: PowerPlan = preset.plan()?;
     let mut r = Reader::new(query, "unbalanced-PSI query");
-    let rk = bfv::decode_relin_key(r.bytes(relin_key_bound(preset))?, params).map_err(bfv_error)?;
+    let level = preset.query_level;
+    let rk = bfv::decode_relin_key(r.bytes(relin_key_bound(preset))?, params, level)
+        .map_err(bfv_error)?;
     let bound = ciphertext_bound(preset);
     let mut sources = Vec::with_capacity(preset.bundle_indices());
     for _ in 0..preset.bundle_indices() {
         let cts = (0..preset.query_powers.len())
-            .map(|_| bfv::decode_ciphertext(r.bytes(bound)?, params, 0).map_err(bfv_error))
+            .map(|_| bfv::decode_ciphertext(r.bytes(bound)?, params, level).map_err(bfv_error))
             .collect::<Result<Vec<_>, _>>()?;
         sources.push(cts);
     }
     r.finish()?;
     let last = params.max_level();
+    let codec = ResultCodec::new(params).map_err(bfv_error)?;
     let mut out = Vec::new();
     let encoded = (0..sources.len())
         .map(|index| db.encoded(index))
@@ -278,7 +283,7 @@ pub fn answer(db: &Database, query: &[u8], meter: &Meter) -> Result<Vec<u8>, Pro
                     .map(|poly| {
                         let mut ct = bfv::evaluate(&plan, &powers, poly, &rk)?;
                         ct.switch_to_level(last)?;
-                        Ok(ct.to_bytes())
+                        codec.encode(&ct)
                     })
                     .collect::<Result<Vec<_>, bfv::BfvError>>()
             })
