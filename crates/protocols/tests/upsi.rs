@@ -550,7 +550,7 @@ fn message_key_len(message: &[u8]) -> usize {
     4 + u32::from_be_bytes(message[..4].try_into().unwrap()) as usize
 }
 
-/// A database built under the n8192 parameters of before 2026-11-28 (moduli
+/// A database built under the earlier n8192 parameters (moduli
 /// [56, 56, 56, 50], query at level 0) moves to today's n8192-c1k without a rebuild and
 /// answers as a fresh one; a preset of another layout is refused.
 #[test]

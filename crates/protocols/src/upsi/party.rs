@@ -25,7 +25,7 @@ use super::preset::Preset;
 use super::query::{self, ClientQuery};
 
 const PROTOCOL: ProtocolId = ProtocolId::Upsi;
-/// 2: queries at the preset's query level, results shortened (2026-11-28).
+/// 2: queries at the preset's query level, results shortened (2026-11-27).
 const VERSION: u8 = 2;
 /// Participant indices and names.
 pub const CLIENT: PartyId = 0;
