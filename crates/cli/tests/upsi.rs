@@ -287,15 +287,9 @@ fn bad_databases_and_oversized_queries_are_clear_errors() {
     }
     // Moving to a preset of another layout is refused and leaves the file as it was;
     // moving to its own preset rewrites it.
-    let o = run(&[
-        "upsi",
-        "db",
-        "set-preset",
-        "--db",
-        &d.p("db.upsi"),
-        "--preset",
-        "n8192-c1k",
-    ]);
+    let db = d.p("db.upsi");
+    let set_preset = |name: &str| run(&["upsi", "db", "set-preset", "--db", &db, "--preset", name]);
+    let o = set_preset("n8192-c1k");
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("lays out the data differently"),
@@ -306,15 +300,7 @@ fn bad_databases_and_oversized_queries_are_clear_errors() {
     let info = run(&["upsi", "db", "info", "--db", &d.p("db.upsi")]);
     let own: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
     let own = own["preset"].as_str().unwrap().to_string();
-    let o = run(&[
-        "upsi",
-        "db",
-        "set-preset",
-        "--db",
-        &d.p("db.upsi"),
-        "--preset",
-        &own,
-    ]);
+    let o = set_preset(&own);
     assert!(o.status.success(), "{}", stderr(&o));
     // An unknown preset and labels too long for the database.
     let o = run(&[
