@@ -1,11 +1,11 @@
-//! Moving a ciphertext back up to the full modulus.
+//! Moving a ciphertext back up to the query's modulus.
 //!
 //! A server's polynomial evaluation spends most of its time on plaintext products,
 //! and each costs one NTT per ciphertext prime to prepare its plaintext. Once the
 //! powers of the query are derived, their noise is far below what a smaller modulus
 //! can carry, so the evaluation switches them a few primes down and works there
 //! ([`super::Powers::new`]). The one step that cannot is relinearization: the client's
-//! key switches ciphertexts at level 0 only. [`raise`] brings a ciphertext of
+//! key switches ciphertexts at the query's level only. [`raise`] brings a ciphertext of
 //! `Q_l = q_0 ... q_{k-1}` back to `Q = Q_l · P` (`P` the dropped primes) by
 //! multiplying every part by `P`: if `c0 + c1·s + ... = Δ_l·m + e (mod Q_l)` with
 //! `Δ_l = Q_l / t`, then `P·(c0 + c1·s + ...) = Δ·m + P·e (mod Q)`, an encryption of
