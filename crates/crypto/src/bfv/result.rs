@@ -81,18 +81,25 @@ impl ResultCodec {
         let spread = ((SECRET_NORM_SQ_PER_COEFFICIENT * n).sqrt() * hoeffding).log2();
         let k1 = (f64::from(budget) - 1.5 - spread).floor().max(0.0) as u32;
         let k0 = budget - 1;
-        let dropped = [k0, k1];
-        let values = dropped.map(|k| q.div_ceil(1 << k));
-        let kept = values.map(|v| 64 - (v - 1).leading_zeros());
         Ok(Self {
             par: par.clone(),
             ctx,
             q,
             budget,
-            dropped,
-            values,
-            kept,
-        })
+            dropped: [0, 0],
+            values: [0, 0],
+            kept: [0, 0],
+        }
+        .dropping([k0, k1]))
+    }
+
+    /// This codec dropping `dropped` bits from c0 and c1: the values each kept part
+    /// takes and the bits that hold them follow.
+    fn dropping(mut self, dropped: [u32; 2]) -> Self {
+        self.dropped = dropped;
+        self.values = dropped.map(|k| self.q.div_ceil(1 << k));
+        self.kept = self.values.map(|v| 64 - (v - 1).leading_zeros());
+        self
     }
 
     /// Noise (in bits, as `bfv::noise_bits` counts it) a result may carry and still
@@ -256,10 +263,8 @@ mod tests {
             let full = 2 * (64 - codec.q.leading_zeros());
             assert!(sum < full, "n = {degree}: {sum} of {full} bits kept");
             // Eight more bits off c1 overflow the budget.
-            let mut coarse = codec.clone();
-            coarse.dropped[1] += 8;
-            coarse.values[1] = coarse.q.div_ceil(1 << coarse.dropped[1]);
-            coarse.kept[1] = 64 - (coarse.values[1] - 1).leading_zeros();
+            let [k0, k1] = codec.dropped_bits();
+            let coarse = codec.clone().dropping([k0, k1 + 8]);
             let back = coarse.decode(&coarse.encode(&noisy).unwrap()).unwrap();
             assert_ne!(decrypt(&sk, &back).unwrap(), values, "n = {degree}");
         }
