@@ -664,14 +664,14 @@ const UPSI_FUZZ_PRESET: &str = "name = \"fuzz-small\"\ndegree = 4096\nplain_modu
      max_items_per_bin = 8\nmax_client_items = 16\nps_low_degree = 0\nquery_powers = [1, 3]\n";
 
 pub fn upsi() -> Vec<Scenario> {
-    use privset_protocols::upsi::{Client, Database, Preset, Server};
+    use privset_protocols::upsi::{Client, Database, Oprf, Preset, Server};
     [0usize, 8]
         .into_iter()
         .enumerate()
         .map(|(t, label_len)| {
             let mut rng = SessionRng::from_seed(seed(250 + t as u8, 9));
             let preset = Preset::parse(UPSI_FUZZ_PRESET).unwrap();
-            let mut db = Database::new(preset, label_len, &mut rng).unwrap();
+            let mut db = Database::new(preset, label_len, Oprf::X25519, &mut rng).unwrap();
             let labels: Vec<Vec<u8>> = if label_len > 0 {
                 (0..6u8).map(|i| vec![i; label_len]).collect()
             } else {

@@ -133,6 +133,7 @@ class UpsiDatabase:
         client_items: int = DEFAULT_CLIENT_ITEMS,
         label_bytes: Optional[int] = None,
         cache_mb: int = DEFAULT_CACHE_MB,
+        oprf: str = "x25519",
         id_column: IdColumns = None,
         label_columns: Union[None, str, Sequence[str]] = None,
         normalize: Normalize = "trim",
@@ -154,13 +155,15 @@ class UpsiDatabase:
         ``normalize``, ``phone_region``, ``hash_ids``: as for every input
         (docs/inputs.md); clients must make their identifiers the same way.
         ``cache_mb``: MiB of polynomials held ready for queries, as ``privset upsi
-        serve --cache-mb`` (docs/upsi.md, "Memory").
+        serve --cache-mb`` (docs/upsi.md, "Memory"). ``oprf``: the OPRF's group,
+        ``"x25519"`` (default) or ``"ristretto255"``, as ``--oprf``.
         """
         rows = _rows(
             items, labels, id_column=id_column, label_columns=label_columns,
             normalize=normalize, phone_region=phone_region, hash_ids=hash_ids,
         )  # fmt: skip
-        return cls(_native.UpsiDatabase.build(rows, preset, client_items, label_bytes, cache_mb))
+        native = _native.UpsiDatabase.build(rows, preset, client_items, label_bytes, cache_mb, oprf)
+        return cls(native)
 
     @classmethod
     def load(cls, path: PathOr, *, cache_mb: int = DEFAULT_CACHE_MB) -> "UpsiDatabase":
@@ -210,11 +213,12 @@ class UpsiDatabase:
         )  # fmt: skip
         return int(self._native.remove(rows))
 
-    def rotate_key(self) -> None:
+    def rotate_key(self, oprf: Optional[str] = None) -> None:
         """Replaces the OPRF key (every item hashed again, every label re-encrypted),
         as ``privset upsi db rotate-key``: what clients learned before says nothing
-        about the new hashes."""
-        self._native.rotate_key()
+        about the new hashes. ``oprf``: the new key's group (default: the database's
+        own; ``"x25519"`` moves a database built on ``"ristretto255"``)."""
+        self._native.rotate_key(oprf)
 
     def set_preset(self, name: str) -> None:
         """Moves the database to the built-in preset ``name`` without a rebuild, as
@@ -230,6 +234,11 @@ class UpsiDatabase:
     def preset(self) -> str:
         """The parameter preset's name."""
         return str(self._native.preset)
+
+    @property
+    def oprf(self) -> str:
+        """The OPRF's group: ``"x25519"`` or ``"ristretto255"``."""
+        return str(self._native.oprf)
 
     @property
     def label_bytes(self) -> int:

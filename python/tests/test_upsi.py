@@ -142,8 +142,18 @@ def test_insert_remove_and_rotate_then_query(rng: random.Random) -> None:
     labels[kept] = "replaced"
     assert len(db) == 200 + 5 - 3
     assert ask() == answer(client, labels)
+    assert db.oprf == "x25519"
     db.rotate_key()
     assert ask() == answer(client, labels)
+    # A key in the other group, and back.
+    db.rotate_key(oprf="ristretto255")
+    assert db.oprf == "ristretto255" and db.info()["oprf"] == "ristretto255"
+    assert ask() == answer(client, labels)
+    db.rotate_key("x25519")
+    assert db.oprf == "x25519"
+    assert ask() == answer(client, labels)
+    with pytest.raises(privset.ConfigurationError, match="expected \"x25519\" or \"ristretto255\""):
+        db.rotate_key(oprf="p256")
     # Moved to its own preset (the same layout); another layout is refused.
     db.set_preset(db.preset)
     assert ask() == answer(client, labels)
@@ -215,6 +225,16 @@ def test_build_settings_are_checked() -> None:
         privset.UpsiDatabase.build(["a"], preset="no-such-preset")
     with pytest.raises(privset.ConfigurationError, match="label_columns="):
         privset.UpsiDatabase.build(["a"], label_columns=["x"])
+    with pytest.raises(privset.ConfigurationError, match="oprf="):
+        privset.UpsiDatabase.build(["a"], oprf="x448")
+
+
+def test_a_ristretto255_database_matches_the_plaintext(rng: random.Random) -> None:
+    client, server = sets(rng, 40, 300, 15)
+    labels = {x: f"label {x}" for x in server}
+    db = privset.UpsiDatabase.build(server, [labels[x] for x in server], oprf="ristretto255")
+    assert db.oprf == "ristretto255"
+    assert found(privset.local.upsi(db, client).matches) == answer(client, labels)
 
 
 def test_progress_and_an_exception_in_the_callback(rng: random.Random) -> None:

@@ -13,6 +13,7 @@ use crate::bench::{number as f, read_json as json};
 use crate::demo::free_port;
 use crate::fail::Failure;
 use crate::metrics::MB;
+use crate::upsi_cmd::OprfArg;
 
 #[derive(Args, Debug)]
 pub struct UpsiBenchArgs {
@@ -31,6 +32,9 @@ pub struct UpsiBenchArgs {
     /// Working directory (default: a temporary one).
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// The databases' OPRF group.
+    #[arg(long, value_enum, default_value_t = OprfArg::X25519)]
+    pub oprf: OprfArg,
 }
 
 /// Microsoft APSI 0.12.0 on this machine kind (2 vCPU; client and server in one
@@ -107,8 +111,9 @@ pub fn run(args: &UpsiBenchArgs, dir: &Path) -> Result<(), Failure> {
         ]
     };
     println!(
-        "Unbalanced labeled PSI (Cong et al. 2021): database builder, server and client as separate processes over mutual TLS 1.3 on loopback; client sets half in the server's set; query = the client's wall time from connecting to its answer (median of {}); MB = 2^20 bytes.",
-        args.queries
+        "Unbalanced labeled PSI (Cong et al. 2021): database builder, server and client as separate processes over mutual TLS 1.3 on loopback; client sets half in the server's set; query = the client's wall time from connecting to its answer (median of {}); MB = 2^20 bytes; OPRF on {}.",
+        args.queries,
+        args.oprf.oprf().name()
     );
     println!(
         "{:>9} {:>6} {:>4} {:>10} | {:>8} {:>8} {:>8} | {:>7} {:>7} {:>7} {:>7} | {:>8} {:>8} | check",
@@ -176,6 +181,8 @@ pub fn run(args: &UpsiBenchArgs, dir: &Path) -> Result<(), Failure> {
                 p("build.json"),
                 "--client-items".into(),
                 m.to_string(),
+                "--oprf".into(),
+                args.oprf.oprf().name().into(),
             ]);
             if label > 0 {
                 build.extend([

@@ -6,13 +6,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use privset_protocols::Meter;
-use privset_protocols::upsi::Client;
+use privset_protocols::upsi::{Client, Oprf};
 use privset_run::output_rows;
 use privset_run::upsi::{
-    QueryReport, Rows, UpsiService, build_database, check_client_items, info, match_rows,
-    pad_labels, read_database, read_rows, write_database,
+    DatabaseSpec, QueryReport, Rows, UpsiService, build_database, check_client_items, info,
+    match_rows, pad_labels, read_database, read_rows, write_database,
 };
 
 use crate::apsi_cmd::{ListenArgs, drive_client, fresh_seed, serve_sessions};
@@ -51,6 +51,10 @@ pub enum DbCommand {
     RotateKey {
         #[arg(long, value_name = "FILE")]
         db: PathBuf,
+        /// The new key's group (default: the database's own); moves a database built
+        /// on ristretto255 to X25519.
+        #[arg(long, value_enum)]
+        oprf: Option<OprfArg>,
     },
     /// Move a database to another built-in preset of the same data layout (ring,
     /// plaintext prime, slots per item, table, bin size) without a rebuild: for files
@@ -84,6 +88,9 @@ pub struct BuildArgs {
     /// Parameter preset (default: chosen from the input's size and --client-items).
     #[arg(long, value_name = "NAME")]
     pub preset: Option<String>,
+    /// The OPRF's group.
+    #[arg(long, value_enum, default_value_t = OprfArg::X25519)]
+    pub oprf: OprfArg,
     /// Most items a client will query with (chooses the preset).
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub client_items: usize,
@@ -93,6 +100,24 @@ pub struct BuildArgs {
     /// Also write the build's figures (items, preset, time, CPU, peak memory) as JSON.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+/// The group of a database's OPRF.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OprfArg {
+    /// X25519 on Montgomery u-coordinates (eight lanes on CPUs with AVX-512 IFMA).
+    X25519,
+    /// ristretto255 (databases built before X25519 was the default).
+    Ristretto255,
+}
+
+impl OprfArg {
+    pub fn oprf(self) -> Oprf {
+        match self {
+            OprfArg::X25519 => Oprf::X25519,
+            OprfArg::Ristretto255 => Oprf::Ristretto255,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -147,20 +172,22 @@ pub fn run(cmd: &UpsiCommand) -> Result<(), Failure> {
             DbCommand::Build(args) => build(args),
             DbCommand::Add(args) => change(args, true),
             DbCommand::Remove(args) => change(args, false),
-            DbCommand::RotateKey { db } => {
+            DbCommand::RotateKey { db, oprf } => {
                 let started = Instant::now();
                 let mut database = read_database(db)?;
                 // Written to the file, never queried here: no bundle is held ready.
                 database.set_cache_bytes(0);
                 let mut progress = Progress::new("upsi db rotate-key", Some(database.meter()));
-                database.rotate_key(&mut privset_crypto::rng::SessionRng::from_os())?;
+                let oprf = oprf.map_or(database.oprf(), OprfArg::oprf);
+                database.rotate_key_to(oprf, &mut privset_crypto::rng::SessionRng::from_os())?;
                 database.prepare()?;
                 progress.status("writing the database file");
                 write_database(db, &database)?;
                 progress.finish();
                 eprintln!(
-                    "upsi db rotate-key: {} items under a new OPRF key in {:.1} s -> {}",
+                    "upsi db rotate-key: {} items under a new {} OPRF key in {:.1} s -> {}",
                     database.len(),
+                    oprf.name(),
                     started.elapsed().as_secs_f64(),
                     db.display()
                 );
@@ -213,15 +240,13 @@ fn build(args: &BuildArgs) -> Result<(), Failure> {
     );
     let meter = Arc::new(Meter::new());
     let mut progress = Progress::new("upsi db build", Some(Arc::clone(&meter)));
-    let db = build_database(
-        ids,
-        labels,
-        args.preset.as_deref(),
-        args.client_items,
-        args.label_bytes,
-        0,
-        meter,
-    )?;
+    let spec = DatabaseSpec {
+        preset: args.preset.as_deref(),
+        client_items: args.client_items,
+        label_bytes: args.label_bytes,
+        oprf: args.oprf.oprf(),
+    };
+    let db = build_database(ids, labels, &spec, 0, meter)?;
     progress.status("writing the database file");
     write_database(&args.db, &db)?;
     progress.finish();

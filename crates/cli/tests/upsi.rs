@@ -173,6 +173,8 @@ fn labeled_queries_match_the_plaintext_answer_and_see_updates() {
         "risk,account",
         "--label-bytes",
         "24",
+        "--oprf",
+        "ristretto255",
         "--db",
         &d.p("db.upsi"),
     ]);
@@ -181,6 +183,7 @@ fn labeled_queries_match_the_plaintext_answer_and_see_updates() {
     let info: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
     assert_eq!(info["items"], 6000);
     assert_eq!(info["label_bytes"], 24);
+    assert_eq!(info["oprf"], "ristretto255");
 
     let addr = port();
     let mut server = serve(&d, &addr, 2);
@@ -240,6 +243,21 @@ fn labeled_queries_match_the_plaintext_answer_and_see_updates() {
         &d.p("db.upsi"),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
+    // And move it to an X25519 OPRF key.
+    let o = run(&[
+        "upsi",
+        "db",
+        "rotate-key",
+        "--oprf",
+        "x25519",
+        "--db",
+        &d.p("db.upsi"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("x25519 OPRF key"), "{}", stderr(&o));
+    let info = run(&["upsi", "db", "info", "--db", &d.p("db.upsi")]);
+    let info: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    assert_eq!(info["oprf"], "x25519");
     let phones2: Vec<String> = (0..130).chain(19990..20060).map(phone).collect();
     write_contacts(&d.p("contacts2.csv"), &phones2);
     // The watcher looks every second; wait until the server says it reloaded.

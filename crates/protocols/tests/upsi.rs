@@ -2,9 +2,8 @@
 
 use privset_crypto::rng::SessionRng;
 use privset_protocols::Meter;
-use privset_protocols::upsi::item::{oprf_blind, oprf_evaluate, oprf_finish};
 use privset_protocols::upsi::query::{ClientQuery, answer};
-use privset_protocols::upsi::{Database, Preset};
+use privset_protocols::upsi::{Database, Oprf, Preset};
 
 fn item(i: u64) -> Vec<u8> {
     format!("+4479{i:08}").into_bytes()
@@ -17,9 +16,7 @@ fn label(i: u64, len: usize) -> Vec<u8> {
 /// Runs the OPRF and the query on the functions the parties use; the client's answer
 /// per item.
 fn run(db: &Database, client: &[Vec<u8>], rng: &mut SessionRng) -> Vec<Option<Vec<u8>>> {
-    let (r, request) = oprf_blind(client, rng);
-    let response = oprf_evaluate(&db.oprf_key(), &request).unwrap();
-    let hashed = oprf_finish(&r, client.len(), &response).unwrap();
+    let hashed = oprf(db, client, rng);
     let (query, message) = ClientQuery::new(db.preset().clone(), hashed, rng).unwrap();
     let meter = Meter::new();
     let reply = answer(db, &message, &meter).unwrap();
@@ -32,11 +29,27 @@ fn run(db: &Database, client: &[Vec<u8>], rng: &mut SessionRng) -> Vec<Option<Ve
         .unwrap()
 }
 
+/// The client's items after the OPRF with the database's key, as the parties run it.
+fn oprf(
+    db: &Database,
+    client: &[Vec<u8>],
+    rng: &mut SessionRng,
+) -> Vec<privset_protocols::upsi::item::HashedItem> {
+    let (blinding, request) = db.oprf().blind(client, rng).unwrap();
+    let response = db.oprf_key().evaluate(&request).unwrap();
+    blinding.finish(client.len(), &response).unwrap()
+}
+
 /// A database of `server` items under `preset` (labeled when `label_len` > 0) queried
 /// with `client`, against the plaintext answer.
 fn check_with(preset: Preset, server: u64, client: &[Vec<u8>], label_len: usize) {
+    check_in(Oprf::X25519, preset, server, client, label_len);
+}
+
+/// [`check_with`] with the OPRF in `oprf`'s group.
+fn check_in(oprf: Oprf, preset: Preset, server: u64, client: &[Vec<u8>], label_len: usize) {
     let mut rng = SessionRng::from_seed([7; 32]);
-    let mut db = Database::new(preset.clone(), label_len, &mut rng).unwrap();
+    let mut db = Database::new(preset.clone(), label_len, oprf, &mut rng).unwrap();
     let items: Vec<Vec<u8>> = (0..server).map(item).collect();
     let labels: Vec<Vec<u8>> = if label_len > 0 {
         (0..server).map(|i| label(i, label_len)).collect()
@@ -84,6 +97,43 @@ fn unlabeled_matches_plaintext() {
 #[test]
 fn labeled_matches_plaintext() {
     check("n4096-c1k", 3000, 50, 50, 16);
+}
+
+/// Databases on ristretto255 (every file before X25519 became the default) answer as
+/// before, labeled and unlabeled, on the edges too.
+#[test]
+fn ristretto255_databases_match_plaintext() {
+    let preset = Preset::named("n4096-c1k").unwrap();
+    for (server, label_len) in [(3000u64, 0usize), (3000, 16), (1, 1), (0, 0)] {
+        let mut client: Vec<Vec<u8>> = (0..40).map(|i| item(i * 3 % server.max(1))).collect();
+        client.extend((0..40).map(|i| item(server + 10 + i)));
+        check_in(
+            Oprf::Ristretto255,
+            preset.clone(),
+            server,
+            &client,
+            label_len,
+        );
+    }
+}
+
+/// The OPRF's output is the same function of the item whichever blind the client drew
+/// (X25519 redraws blinds that have no inverse key), and differs between the groups.
+#[test]
+fn the_oprf_output_does_not_depend_on_the_blind() {
+    let preset = Preset::named("n4096-c1k").unwrap();
+    let client: Vec<Vec<u8>> = (0..64).map(item).collect();
+    let mut per_group = Vec::new();
+    for group in Oprf::ALL {
+        let mut rng = SessionRng::from_seed([8; 32]);
+        let db = Database::new(preset.clone(), 0, group, &mut rng).unwrap();
+        let first = oprf(&db, &client, &mut rng);
+        for _ in 0..6 {
+            assert_eq!(oprf(&db, &client, &mut rng), first, "{group:?}");
+        }
+        per_group.push(first);
+    }
+    assert_ne!(per_group[0], per_group[1]);
 }
 
 /// Every built-in preset on its deepest path: the query's sources at full size and at
@@ -170,7 +220,8 @@ fn presets_decrypt_on_their_deepest_path() {
 fn database_updates_save_and_load() {
     use privset_protocols::upsi::store;
     let mut rng = SessionRng::from_seed([9; 32]);
-    let mut db = Database::new(Preset::named("n4096-c1k").unwrap(), 4, &mut rng).unwrap();
+    let preset = Preset::named("n4096-c1k").unwrap();
+    let mut db = Database::new(preset, 4, Oprf::Ristretto255, &mut rng).unwrap();
     let items: Vec<Vec<u8>> = (0..2000).map(item).collect();
     let labels: Vec<Vec<u8>> = (0..2000).map(|i| label(i, 4)).collect();
     db.insert(&items, &labels, &mut rng).unwrap();
@@ -199,14 +250,20 @@ fn database_updates_save_and_load() {
         None,
     ];
     assert_eq!(run(&db, &client, &mut rng), expected);
-    // A new OPRF key: the same answers (labels re-encrypted), other hashes.
+    // A new OPRF key: the same answers (labels re-encrypted), other hashes; then a
+    // key in the other group, which moves the database to X25519.
     let before = store::save(&db).unwrap();
     db.rotate_key(&mut rng).unwrap();
     db.prepare().unwrap();
+    assert_eq!(db.oprf(), Oprf::Ristretto255);
     assert_eq!(run(&db, &client, &mut rng), expected);
     assert_ne!(store::save(&db).unwrap(), before);
+    db.rotate_key_to(Oprf::X25519, &mut rng).unwrap();
+    db.prepare().unwrap();
+    assert_eq!(run(&db, &client, &mut rng), expected);
     let bytes = store::save(&db).unwrap();
     let mut loaded = store::load(&bytes).unwrap();
+    assert_eq!(loaded.oprf(), Oprf::X25519);
     assert_eq!(loaded.memory().ready, 0);
     loaded.prepare().unwrap();
     assert_eq!(loaded.len(), db.len());
@@ -231,8 +288,15 @@ fn database_updates_save_and_load() {
     changed[5] = Some(label(7777, 4));
     assert_eq!(run(&packed, &client, &mut rng), changed);
     assert_eq!(run(&loaded, &client, &mut rng), expected);
-    // Truncated, flipped, wrong magic: clear errors.
+    // Truncated, flipped, wrong magic, an unknown OPRF group: clear errors.
+    let oprf_byte = 16 + 4 + 4 + db.preset().to_toml().len() + 4 + 32;
+    assert_eq!(bytes[oprf_byte], Oprf::X25519.code());
     for bad in [
+        with_checksum({
+            let mut b = bytes.clone();
+            b[oprf_byte] = 77;
+            b
+        }),
         bytes[..bytes.len() - 1].to_vec(),
         bytes[..40].to_vec(),
         {
@@ -245,6 +309,45 @@ fn database_updates_save_and_load() {
         let err = store::load(&bad).err().expect("refused").to_string();
         assert!(err.contains("not valid"), "{err}");
     }
+}
+
+/// `file` with its last 32 bytes replaced by the checksum of the rest.
+fn with_checksum(mut file: Vec<u8>) -> Vec<u8> {
+    use sha2::{Digest, Sha256};
+    let body = file.len() - 32;
+    let digest = Sha256::digest(&file[..body]);
+    file[body..].copy_from_slice(&digest);
+    file
+}
+
+/// A database file as privset wrote it before 2026-11-28 (version 2: no OPRF group
+/// byte; ristretto255): the current file of a ristretto255 database without it.
+fn version_2_file(db: &Database) -> Vec<u8> {
+    assert_eq!(db.oprf(), Oprf::Ristretto255);
+    let mut file = privset_protocols::upsi::store::save(db).unwrap();
+    file[16..20].copy_from_slice(&2u32.to_be_bytes());
+    let oprf_byte = 16 + 4 + 4 + db.preset().to_toml().len() + 4 + 32;
+    file.remove(oprf_byte);
+    with_checksum(file)
+}
+
+#[test]
+fn version_2_files_load_as_ristretto255() {
+    use privset_protocols::upsi::store;
+    let mut rng = SessionRng::from_seed([13; 32]);
+    let preset = Preset::named("n4096-c1k").unwrap();
+    let mut db = Database::new(preset, 8, Oprf::Ristretto255, &mut rng).unwrap();
+    let items: Vec<Vec<u8>> = (0..2000).map(item).collect();
+    let labels: Vec<Vec<u8>> = (0..2000).map(|i| label(i, 8)).collect();
+    db.insert(&items, &labels, &mut rng).unwrap();
+    db.prepare().unwrap();
+    let mut old = store::load(&version_2_file(&db)).unwrap();
+    old.prepare().unwrap();
+    assert_eq!(old.oprf(), Oprf::Ristretto255);
+    let client = vec![item(7), item(1999), item(4000)];
+    let expected = vec![Some(label(7, 8)), Some(label(1999, 8)), None];
+    assert_eq!(run(&old, &client, &mut rng), expected);
+    assert_eq!(store::save(&old).unwrap(), store::save(&db).unwrap());
 }
 
 /// A database file as privset wrote it before 2026-11-26 (version 1: items only).
@@ -276,7 +379,8 @@ fn version_1_file(db: &Database) -> Vec<u8> {
 fn version_1_files_still_load() {
     use privset_protocols::upsi::store;
     let mut rng = SessionRng::from_seed([12; 32]);
-    let mut db = Database::new(Preset::named("n4096-c1k").unwrap(), 8, &mut rng).unwrap();
+    let preset = Preset::named("n4096-c1k").unwrap();
+    let mut db = Database::new(preset, 8, Oprf::Ristretto255, &mut rng).unwrap();
     let items: Vec<Vec<u8>> = (0..3000).map(item).collect();
     let labels: Vec<Vec<u8>> = (0..3000).map(|i| label(i, 8)).collect();
     db.insert(&items, &labels, &mut rng).unwrap();
@@ -287,7 +391,7 @@ fn version_1_files_still_load() {
     let client = vec![item(7), item(2999), item(4000)];
     let expected = vec![Some(label(7, 8)), Some(label(2999, 8)), None];
     assert_eq!(run(&old, &client, &mut rng), expected);
-    // Saved again, it is a version 2 file with the same answers.
+    // Saved again, it is a current file with the same answers.
     let again = store::load(&store::save(&old).unwrap()).unwrap();
     assert_eq!(run(&again, &client, &mut rng), expected);
     let mut bad = version_1_file(&db);
@@ -343,9 +447,13 @@ mod parties {
     use std::sync::Arc;
 
     fn database(server: u64, label_len: usize) -> Arc<Database> {
+        database_in(Oprf::X25519, server, label_len)
+    }
+
+    fn database_in(oprf: Oprf, server: u64, label_len: usize) -> Arc<Database> {
         let mut rng = SessionRng::from_seed([4; 32]);
-        let mut db =
-            Database::new(Preset::named("n4096-c1k").unwrap(), label_len, &mut rng).unwrap();
+        let preset = Preset::named("n4096-c1k").unwrap();
+        let mut db = Database::new(preset, label_len, oprf, &mut rng).unwrap();
         let items: Vec<Vec<u8>> = (0..server).map(item).collect();
         let labels: Vec<Vec<u8>> = if label_len > 0 {
             (0..server).map(|i| label(i, label_len)).collect()
@@ -357,35 +465,61 @@ mod parties {
         Arc::new(db)
     }
 
+    /// Both OPRF groups, the client learning which from the server's hello.
     #[test]
     fn client_and_server_agree_with_plaintext() {
-        let db = database(4000, 32);
-        // Hits, misses and a duplicate.
-        let client_items: Vec<Vec<u8>> = vec![
-            item(1),
-            item(9_000),
-            item(3999),
-            item(1),
-            item(2500),
-            item(4000),
-        ];
-        let mut client = Client::new(client_items.clone(), [1; 32]).unwrap();
-        let mut server = Server::new(db.clone(), [2; 32]).unwrap();
-        let (up, down) = run_pair(&mut client, &mut server).unwrap();
-        let out = client.into_output().unwrap();
-        assert_eq!(server.into_output().unwrap().client_items, 6);
-        let expected: Vec<Option<Vec<u8>>> = client_items
-            .iter()
-            .map(|c| (0..4000).find(|&i| &item(i) == c).map(|i| label(i, 32)))
-            .collect();
-        assert_eq!(out.matches, expected);
-        assert_eq!(out.preset, "n4096-c1k");
+        for oprf in Oprf::ALL {
+            let db = database_in(oprf, 4000, 32);
+            // Hits, misses and a duplicate.
+            let client_items: Vec<Vec<u8>> = vec![
+                item(1),
+                item(9_000),
+                item(3999),
+                item(1),
+                item(2500),
+                item(4000),
+            ];
+            let mut client = Client::new(client_items.clone(), [1; 32]).unwrap();
+            let mut server = Server::new(db.clone(), [2; 32]).unwrap();
+            let (up, down) = run_pair(&mut client, &mut server).unwrap();
+            let out = client.into_output().unwrap();
+            assert_eq!(server.into_output().unwrap().client_items, 6);
+            let expected: Vec<Option<Vec<u8>>> = client_items
+                .iter()
+                .map(|c| (0..4000).find(|&i| &item(i) == c).map(|i| label(i, 32)))
+                .collect();
+            assert_eq!(out.matches, expected, "{oprf:?}");
+            assert_eq!(out.preset, "n4096-c1k");
+            assert!(
+                out.false_positive_log2 < -40.0,
+                "{}",
+                out.false_positive_log2
+            );
+            assert!(up.sent > 0 && down.sent > 0);
+        }
+    }
+
+    #[test]
+    fn an_unknown_oprf_group_in_the_servers_hello_is_refused() {
+        let db = database(100, 0);
+        let toml = db.preset().to_toml();
+        let e = fail(&db, vec![item(1)], &mut |d, i, m| {
+            if d == Direction::BtoA && i == 0 {
+                let at = m
+                    .windows(toml.len())
+                    .position(|w| w == toml.as_bytes())
+                    .unwrap();
+                // Before the preset: its length (4), the label length (4), the group.
+                let group = at - 4 - 4 - 1;
+                assert_eq!(m[group], Oprf::X25519.code());
+                m[group] = 99;
+            }
+            HookAction::Deliver
+        });
         assert!(
-            out.false_positive_log2 < -40.0,
-            "{}",
-            out.false_positive_log2
+            matches!(e.error(), Some(ProtocolError::Incompatible(m)) if m.contains("OPRF group (99)")),
+            "{e}"
         );
-        assert!(up.sent > 0 && down.sent > 0);
     }
 
     fn fail(
@@ -489,7 +623,7 @@ fn items_colliding_in_bins_spread_over_bundles() {
     )
     .unwrap();
     let mut rng = SessionRng::from_seed([6; 32]);
-    let mut db = Database::new(preset.clone(), 0, &mut rng).unwrap();
+    let mut db = Database::new(preset.clone(), 0, Oprf::X25519, &mut rng).unwrap();
     db.insert(&(0..8000).map(item).collect::<Vec<_>>(), &[], &mut rng)
         .unwrap();
     assert!(db.max_bundles_per_index() >= 3, "{:?}", db.bundle_counts());
@@ -504,14 +638,12 @@ fn a_query_at_the_wrong_level_is_refused() {
     let preset = Preset::named("n8192-c1k").unwrap();
     assert_eq!(preset.query_level, 1);
     let mut rng = SessionRng::from_seed([12; 32]);
-    let mut db = Database::new(preset.clone(), 0, &mut rng).unwrap();
+    let mut db = Database::new(preset.clone(), 0, Oprf::X25519, &mut rng).unwrap();
     let items: Vec<Vec<u8>> = (0..50).map(item).collect();
     db.insert(&items, &[], &mut rng).unwrap();
     db.prepare().unwrap();
     let client = vec![item(1), item(70)];
-    let (r, request) = oprf_blind(&client, &mut rng);
-    let response = oprf_evaluate(&db.oprf_key(), &request).unwrap();
-    let hashed = oprf_finish(&r, client.len(), &response).unwrap();
+    let hashed = oprf(&db, &client, &mut rng);
     // The whole query at level 0: its key is refused first.
     let level_0 = Preset {
         query_level: 0,
@@ -562,7 +694,7 @@ fn a_database_moves_to_a_preset_of_the_same_layout() {
         ..new.clone()
     };
     let mut rng = SessionRng::from_seed([13; 32]);
-    let mut db = Database::new(old.clone(), 16, &mut rng).unwrap();
+    let mut db = Database::new(old.clone(), 16, Oprf::X25519, &mut rng).unwrap();
     let items: Vec<Vec<u8>> = (0..400).map(item).collect();
     let labels: Vec<Vec<u8>> = (0..400).map(|i| label(i, 16)).collect();
     db.insert(&items, &labels, &mut rng).unwrap();

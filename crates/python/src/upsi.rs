@@ -165,9 +165,9 @@ impl UpsiDatabase {
 impl UpsiDatabase {
     /// A new database from `rows` (every core, the GIL released): the preset by name,
     /// or chosen for `client_items` and the number of rows; labels of `label_bytes`
-    /// (default: the longest label).
+    /// (default: the longest label); the OPRF in the group named `oprf`.
     #[staticmethod]
-    #[pyo3(signature = (rows, preset, client_items, label_bytes, cache_mb))]
+    #[pyo3(signature = (rows, preset, client_items, label_bytes, cache_mb, oprf))]
     fn build(
         py: Python<'_>,
         rows: &UpsiRows,
@@ -175,20 +175,20 @@ impl UpsiDatabase {
         client_items: usize,
         label_bytes: Option<usize>,
         cache_mb: usize,
+        oprf: &str,
     ) -> PyResult<Self> {
+        let oprf = oprf_named(py, oprf)?;
         let ids = rows.rows.ids.clone();
         let labels = rows.rows.labels.clone();
         let db = py
             .detach(|| {
-                files::build_database(
-                    ids,
-                    labels,
-                    preset.as_deref(),
+                let spec = files::DatabaseSpec {
+                    preset: preset.as_deref(),
                     client_items,
                     label_bytes,
-                    files::mib(cache_mb),
-                    Default::default(),
-                )
+                    oprf,
+                };
+                files::build_database(ids, labels, &spec, files::mib(cache_mb), Default::default())
             })
             .py_err(py)?;
         Ok(Self::new(db))
@@ -234,9 +234,15 @@ impl UpsiDatabase {
         self.edit(py, move |db| Ok(db.remove(&ids)))
     }
 
-    /// Replaces the OPRF key, as `privset upsi db rotate-key`.
-    fn rotate_key(&self, py: Python<'_>) -> PyResult<()> {
-        self.edit(py, |db| Ok(db.rotate_key(&mut SessionRng::from_os())?))
+    /// Replaces the OPRF key, as `privset upsi db rotate-key`, in the group named
+    /// `oprf` (default: the database's own).
+    #[pyo3(signature = (oprf=None))]
+    fn rotate_key(&self, py: Python<'_>, oprf: Option<&str>) -> PyResult<()> {
+        let oprf = oprf.map(|name| oprf_named(py, name)).transpose()?;
+        self.edit(py, move |db| {
+            let oprf = oprf.unwrap_or(db.oprf());
+            Ok(db.rotate_key_to(oprf, &mut SessionRng::from_os())?)
+        })
     }
 
     /// Moves the database to a built-in preset of the same data layout, as `privset
@@ -255,6 +261,11 @@ impl UpsiDatabase {
     #[getter]
     fn preset(&self) -> String {
         self.get().preset().name.clone()
+    }
+
+    #[getter]
+    fn oprf(&self) -> &'static str {
+        self.get().oprf().name()
     }
 
     #[getter]
@@ -521,4 +532,14 @@ impl UpsiParty {
         )?;
         Ok((self.to_python(py, mine)?, other.to_python(py, theirs)?))
     }
+}
+
+/// The OPRF group named `name` ("x25519" or "ristretto255").
+fn oprf_named(py: Python<'_>, name: &str) -> PyResult<protocol::Oprf> {
+    protocol::Oprf::from_name(name).ok_or_else(|| {
+        errors::config(
+            py,
+            format!("oprf={name:?}: expected \"x25519\" or \"ristretto255\""),
+        )
+    })
 }

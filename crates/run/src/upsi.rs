@@ -188,23 +188,32 @@ fn set_mmap_threshold(bytes: i32) {
     let _ = bytes;
 }
 
-/// A new database from rows: the preset by name, or chosen for `client_items` and the
-/// number of rows; the first bundles within `cache_bytes` held ready for queries (0 for
-/// a database only written to a file).
+/// What a new database is made as.
+pub struct DatabaseSpec<'a> {
+    /// The preset by name, or `None` for the one chosen for `client_items` and the
+    /// number of rows.
+    pub preset: Option<&'a str>,
+    pub client_items: usize,
+    /// Bytes of every label (`None`: the longest label given).
+    pub label_bytes: Option<usize>,
+    /// The OPRF's group (a fresh key in it).
+    pub oprf: upsi::Oprf,
+}
+
+/// A new database from rows, as `spec` says; the first bundles within `cache_bytes`
+/// held ready for queries (0 for a database only written to a file).
 pub fn build_database(
     ids: Vec<Vec<u8>>,
     mut labels: Vec<Vec<u8>>,
-    preset: Option<&str>,
-    client_items: usize,
-    label_bytes: Option<usize>,
+    spec: &DatabaseSpec<'_>,
     cache_bytes: usize,
     meter: Arc<Meter>,
 ) -> Result<Database, Failure> {
-    let preset = match preset {
+    let preset = match spec.preset {
         Some(name) => upsi::Preset::named(name)?,
-        None => upsi::Preset::for_sizes(ids.len() as u64, client_items)?,
+        None => upsi::Preset::for_sizes(ids.len() as u64, spec.client_items)?,
     };
-    let label_len = match label_bytes {
+    let label_len = match spec.label_bytes {
         Some(n) => n,
         None => labels.iter().map(Vec::len).max().unwrap_or(0),
     };
@@ -215,7 +224,7 @@ pub fn build_database(
     }
     pad_labels(&mut labels, label_len)?;
     let mut rng = SessionRng::from_os();
-    let mut db = Database::new(preset, label_len, &mut rng)?;
+    let mut db = Database::new(preset, label_len, spec.oprf, &mut rng)?;
     db.set_cache_bytes(cache_bytes);
     db.set_meter(meter);
     db.insert(&ids, &labels, &mut rng)?;
@@ -237,6 +246,7 @@ pub fn info(db: &Database) -> serde_json::Value {
         "items": db.len(),
         "preset": preset.name,
         "label_bytes": db.label_len(),
+        "oprf": db.oprf().name(),
         "bundle_counts": db.bundle_counts(),
         "max_client_items": preset.max_client_items,
         "false_positive_log2": preset.false_positive_log2(preset.max_client_items, db.max_bundles_per_index()),

@@ -11,8 +11,9 @@
 //!   [`CwPrf::invert_key`] says so.
 //! * [`x25519::X25519`], the fast mode of Chen et al. 2024, Sec. 7.5: `F_k(u)` is the X25519
 //!   function on Montgomery u-coordinates. Its keys are clamped, so not every key has an
-//!   inverse key: it serves Fig. 3, and private-ID's blinded OPRF through
-//!   [`CwPrf::unblinding_key`] (which may decline a blind), but not the permuted OPRF.
+//!   inverse key: it serves Fig. 3, and blinded OPRFs (private-ID's, unbalanced PSI's)
+//!   through [`CwPrf::unblinding_key`] and [`CwPrf::invert_key`] (which may decline a
+//!   blind), but not the permuted OPRF.
 //!
 //! Elements travel packed and fixed-width ([`CwPrf::ELEMENT_LEN`] bytes each); received
 //! bytes are validated by [`CwPrf::eval_batch`] before use.
@@ -98,8 +99,11 @@ pub trait CwPrf: Send + Sync + 'static {
 
     fn random_key(rng: &mut SessionRng) -> Self::Key;
 
-    /// The key of the inverse permutation, when `F_k` is an efficiently invertible
-    /// permutation (prime-order groups); `None` otherwise.
+    /// The key that undoes `F_k` on the outputs of the hash and of the function, when
+    /// the family has one for this key: always on prime-order groups (`k^-1`); for
+    /// about half of all keys on X25519, so a caller that can draw another key (a
+    /// blinded OPRF's blind) may rely on it. The permuted OPRF, which inverts a fixed
+    /// key, checks [`CwPrfId::is_permutation`] instead.
     fn invert_key(key: &Self::Key) -> Option<Self::Key>;
 
     /// The key `u` with `F_u(F_blind(z)) = F_key(z)` for every output `z` of the hash

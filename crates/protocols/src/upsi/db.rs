@@ -22,12 +22,10 @@ use std::sync::Arc;
 use privset_crypto::bfv::{
     self, BfvParameters, Coefficients, PackedPlaintext, PackedPolynomial, Polynomial, zt,
 };
-use privset_crypto::group::PrimeGroup;
-use privset_crypto::group::ristretto::Ristretto255;
 use privset_crypto::rng::SessionRng;
 use rayon::prelude::*;
 
-use super::item::{self, HashedItem, MAX_LABEL_LEN, NONCE_LEN, OPRF_DST};
+use super::item::{self, MAX_LABEL_LEN, NONCE_LEN, Oprf, OprfKey};
 use super::preset::Preset;
 use super::records::Records;
 use crate::error::ProtocolError;
@@ -88,8 +86,8 @@ pub struct Database {
     preset: Preset,
     params: Arc<BfvParameters>,
     label_len: usize,
-    /// Seed of the OPRF key (the key is derived from it, so it can be stored).
-    key_seed: [u8; 32],
+    /// The OPRF key (its group and seed, so that it can be stored).
+    key: OprfKey,
     records: Records,
     /// For each bin of the table, its entries (record numbers) in each of its bundles.
     columns: Vec<Vec<Vec<u32>>>,
@@ -102,21 +100,20 @@ pub struct Database {
 
 impl Database {
     /// An empty database under `preset` with labels of `label_len` bytes (0: unlabeled)
-    /// and a fresh OPRF key.
+    /// and a fresh OPRF key in `oprf`'s group.
     pub fn new(
         preset: Preset,
         label_len: usize,
+        oprf: Oprf,
         rng: &mut SessionRng,
     ) -> Result<Self, ProtocolError> {
-        let mut key_seed = [0u8; 32];
-        rng.fill(&mut key_seed);
-        Self::with_key(preset, label_len, key_seed)
+        Self::with_key(preset, label_len, OprfKey::random(oprf, rng))
     }
 
     pub(crate) fn with_key(
         preset: Preset,
         label_len: usize,
-        key_seed: [u8; 32],
+        key: OprfKey,
     ) -> Result<Self, ProtocolError> {
         preset.check()?;
         if label_len > MAX_LABEL_LEN {
@@ -135,7 +132,7 @@ impl Database {
             preset,
             params,
             label_len,
-            key_seed,
+            key,
             cache_bytes: DEFAULT_CACHE_BYTES,
             meter: Arc::new(Meter::new()),
         })
@@ -185,12 +182,13 @@ impl Database {
     }
 
     /// The OPRF key.
-    pub fn oprf_key(&self) -> <Ristretto255 as PrimeGroup>::Scalar {
-        Ristretto255::random_scalar(&mut SessionRng::from_seed(self.key_seed))
+    pub fn oprf_key(&self) -> &OprfKey {
+        &self.key
     }
 
-    pub(crate) fn key_seed(&self) -> [u8; 32] {
-        self.key_seed
+    /// The OPRF's group.
+    pub fn oprf(&self) -> Oprf {
+        self.key.oprf
     }
 
     /// Every stored item: its bytes, OPRF hash and encrypted label (`nonce || label
@@ -238,15 +236,6 @@ impl Database {
             }
         }
         memory
-    }
-
-    /// The OPRF hashes of `items` under this database's key, on every core.
-    fn hash_items(&self, items: &[Vec<u8>]) -> Vec<HashedItem> {
-        let packed = Ristretto255::hash_mul_encode_batch(OPRF_DST, items, &self.oprf_key());
-        packed
-            .par_chunks(item::ELEMENT_LEN)
-            .map(HashedItem::from_oprf)
-            .collect()
     }
 
     /// Inserts items (or replaces their labels), hashing them under the OPRF key with
@@ -297,7 +286,7 @@ impl Database {
             .begin("hashing the items under the OPRF key", items.len());
         // Hashed a chunk at a time: the OPRF outputs of 2^24 items would take 1.3 GB.
         for (chunk, items) in items.chunks(HASH_CHUNK).enumerate() {
-            let hashed = self.hash_items(items);
+            let hashed = self.key.hash_items(items);
             self.meter.add(items.len());
             for (k, (raw, h)) in items.iter().zip(&hashed).enumerate() {
                 let i = chunk * HASH_CHUNK + k;
@@ -328,9 +317,16 @@ impl Database {
     /// label re-encrypted under its new label key (the old label keys are recomputed to
     /// open the labels). Clients of the old key learn nothing about the new hashes.
     pub fn rotate_key(&mut self, rng: &mut SessionRng) -> Result<(), ProtocolError> {
+        self.rotate_key_to(self.oprf(), rng)
+    }
+
+    /// [`Self::rotate_key`] with the new key in `oprf`'s group (which moves a database
+    /// to another OPRF group).
+    pub fn rotate_key_to(&mut self, oprf: Oprf, rng: &mut SessionRng) -> Result<(), ProtocolError> {
         let items: Vec<Vec<u8>> = self.records().map(|(item, _, _)| item.to_vec()).collect();
         let labels: Vec<Vec<u8>> = if self.label_len > 0 {
-            self.hash_items(&items)
+            self.key
+                .hash_items(&items)
                 .par_iter()
                 .enumerate()
                 .map(|(i, h)| item::decrypt_label(&h.label_key, self.records.label(i as u32)))
@@ -338,10 +334,9 @@ impl Database {
         } else {
             Vec::new()
         };
-        let mut key_seed = [0u8; 32];
-        rng.fill(&mut key_seed);
+        let key = OprfKey::random(oprf, rng);
         let (cache_bytes, meter) = (self.cache_bytes, self.meter());
-        *self = Self::with_key(self.preset.clone(), self.label_len, key_seed)?;
+        *self = Self::with_key(self.preset.clone(), self.label_len, key)?;
         self.cache_bytes = cache_bytes;
         self.meter = meter;
         self.insert(&items, &labels, rng)
@@ -350,6 +345,7 @@ impl Database {
     /// Removes items; returns how many were present.
     pub fn remove(&mut self, items: &[Vec<u8>]) -> usize {
         let mut gone: Vec<u32> = self
+            .key
             .hash_items(items)
             .iter()
             .filter_map(|h| self.records.find(h.hash))

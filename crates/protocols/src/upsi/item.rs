@@ -2,30 +2,227 @@
 //! split into the item's hash (compared in the slots) and its label key (Cong et al.
 //! 2021, Sec. 5: the OPRF is what protects the server's items; a client learns the
 //! hash and label key of its own items only).
+//!
+//! The OPRF is `H2(F_k(H1(x)))` on a cwPRF of [`privset_crypto::cwprf`]: ristretto255
+//! (`F_k(P) = kP`), or X25519 (`F_k(u) = X25519(k, u)`, eight lanes on CPUs with AVX-512
+//! IFMA), which a database names ([`Oprf`]) and the server's hello carries. The client
+//! blinds with a key `b`, the server applies its key `k`, and the client removes `b`
+//! with the key that inverts it ([`CwPrf::invert_key`]); on X25519 only about half of
+//! all blinds have one, so the client draws until it finds one, which conditions `b` on
+//! an event of probability about 1/2.
 
-use privset_crypto::group::PrimeGroup;
+use privset_crypto::cwprf::x25519::X25519;
+use privset_crypto::cwprf::{CwPrf, CwPrfId};
 use privset_crypto::group::ristretto::Ristretto255;
 use privset_crypto::rng::SessionRng;
+use rayon::prelude::*;
 use sha2::{Digest, Sha256, Sha512};
+use zeroize::Zeroizing;
 
 use crate::error::{PeerMisbehaved, ProtocolError};
 
-/// The OPRF key and blinding exponents.
-pub type Scalar = <Ristretto255 as PrimeGroup>::Scalar;
-
 use super::preset::{HASH_FUNCTIONS, Preset};
 
-/// Domain-separation tag of the OPRF's hash to ristretto255.
-pub const OPRF_DST: &[u8] = b"privset-upsi-oprf-v1";
-
-/// Bytes of one group element on the wire.
-pub const ELEMENT_LEN: usize = Ristretto255::ELEMENT_LEN;
+/// Bytes of one group element on the wire (both OPRF groups).
+pub const ELEMENT_LEN: usize = 32;
 
 /// Bytes of the nonce in front of an encrypted label.
 pub const NONCE_LEN: usize = 16;
 
 /// Longest label, in bytes.
 pub const MAX_LABEL_LEN: usize = 1024;
+
+/// Blinds a client draws before giving up (each has an inverse key with probability
+/// about 1/2 on X25519, always on ristretto255).
+const BLIND_DRAWS: usize = 128;
+
+/// The group a database's OPRF runs in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Oprf {
+    /// ristretto255 on curve25519-dalek: every database file of versions 1 and 2.
+    Ristretto255,
+    /// X25519: the default for new databases. `F(H(x))` on both cores of a CPU with
+    /// AVX-512 IFMA took 4.52 µs an element against ristretto255's 27.58, and 28.67
+    /// against 34.00 on one without (`cwprf_bench`, docs/benchmarks.md).
+    X25519,
+}
+
+impl Oprf {
+    /// Every choice, the default first.
+    pub const ALL: [Oprf; 2] = [Oprf::X25519, Oprf::Ristretto255];
+
+    fn cwprf(self) -> CwPrfId {
+        match self {
+            Oprf::Ristretto255 => <Ristretto255 as CwPrf>::ID,
+            Oprf::X25519 => <X25519 as CwPrf>::ID,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        self.cwprf().name()
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|o| o.name() == name)
+    }
+
+    /// One-byte code in the database file and the server's hello (the cwPRF's).
+    pub fn code(self) -> u8 {
+        self.cwprf().code()
+    }
+
+    pub fn from_code(code: u8) -> Option<Self> {
+        Self::ALL.into_iter().find(|o| o.code() == code)
+    }
+
+    /// Domain-separation tag of the hash into the group (ristretto255's is the one of
+    /// the first databases).
+    fn dst(self) -> &'static [u8] {
+        match self {
+            Oprf::Ristretto255 => b"privset-upsi-oprf-v1",
+            Oprf::X25519 => b"privset-upsi-oprf-x25519-v1",
+        }
+    }
+
+    /// The client's request: its items hashed into the group and blinded by one secret
+    /// key (kept in the returned [`Blinding`]), packed.
+    pub fn blind(
+        self,
+        items: &[Vec<u8>],
+        rng: &mut SessionRng,
+    ) -> Result<(Blinding, Vec<u8>), ProtocolError> {
+        let mut seed = Zeroizing::new([0u8; 32]);
+        rng.fill(seed.as_mut());
+        let blinding = Blinding { oprf: self, seed };
+        let request = match self {
+            Oprf::Ristretto255 => blind_with::<Ristretto255>(self.dst(), &blinding.seed, items),
+            Oprf::X25519 => blind_with::<X25519>(self.dst(), &blinding.seed, items),
+        }?;
+        Ok((blinding, request))
+    }
+}
+
+/// A server's OPRF key: its group and the seed the key is derived from (so that a
+/// database file can store it).
+#[derive(Clone)]
+pub struct OprfKey {
+    pub oprf: Oprf,
+    pub seed: Zeroizing<[u8; 32]>,
+}
+
+impl OprfKey {
+    /// A fresh key in `oprf`'s group.
+    pub fn random(oprf: Oprf, rng: &mut SessionRng) -> Self {
+        let mut seed = Zeroizing::new([0u8; 32]);
+        rng.fill(seed.as_mut());
+        Self { oprf, seed }
+    }
+
+    /// The OPRF outputs of the server's own items, on every core.
+    pub fn hash_items(&self, items: &[Vec<u8>]) -> Vec<HashedItem> {
+        let packed = match self.oprf {
+            Oprf::Ristretto255 => hash_with::<Ristretto255>(self.oprf.dst(), &self.seed, items),
+            Oprf::X25519 => hash_with::<X25519>(self.oprf.dst(), &self.seed, items),
+        };
+        packed
+            .par_chunks(ELEMENT_LEN)
+            .map(HashedItem::from_oprf)
+            .collect()
+    }
+
+    /// The server's answer: every requested element under the key, each validated.
+    pub fn evaluate(&self, request: &[u8]) -> Result<Vec<u8>, ProtocolError> {
+        match self.oprf {
+            Oprf::Ristretto255 => evaluate_with::<Ristretto255>(&self.seed, request),
+            Oprf::X25519 => evaluate_with::<X25519>(&self.seed, request),
+        }
+        .map_err(|e| PeerMisbehaved::Malformed(format!("unbalanced-PSI OPRF request: {e}")).into())
+    }
+}
+
+/// What the client keeps between its request and the server's answer.
+pub struct Blinding {
+    oprf: Oprf,
+    seed: Zeroizing<[u8; 32]>,
+}
+
+impl Blinding {
+    /// The client's items after the OPRF: the answer unblinded and hashed.
+    pub fn finish(&self, count: usize, answer: &[u8]) -> Result<Vec<HashedItem>, ProtocolError> {
+        if answer.len() != count * ELEMENT_LEN {
+            return Err(PeerMisbehaved::Malformed(format!(
+                "unbalanced-PSI OPRF answer of {} bytes for {count} items",
+                answer.len()
+            ))
+            .into());
+        }
+        let unblinded = match self.oprf {
+            Oprf::Ristretto255 => unblind_with::<Ristretto255>(&self.seed, answer),
+            Oprf::X25519 => unblind_with::<X25519>(&self.seed, answer),
+        }?;
+        Ok(unblinded
+            .chunks_exact(ELEMENT_LEN)
+            .map(HashedItem::from_oprf)
+            .collect())
+    }
+}
+
+fn key_from<C: CwPrf>(seed: &[u8; 32]) -> Zeroizing<C::Key> {
+    Zeroizing::new(C::random_key(&mut SessionRng::from_seed(*seed)))
+}
+
+/// A client's blind and the key that inverts it.
+struct BlindPair<C: CwPrf> {
+    blind: Zeroizing<C::Key>,
+    inverse: Zeroizing<C::Key>,
+}
+
+/// The blind drawn from `seed` and the key that inverts it: the first key of the
+/// seed's stream that has an inverse key.
+fn blind_pair<C: CwPrf>(seed: &[u8; 32]) -> Result<BlindPair<C>, ProtocolError> {
+    let mut rng = SessionRng::from_seed(*seed);
+    for _ in 0..BLIND_DRAWS {
+        let blind = Zeroizing::new(C::random_key(&mut rng));
+        if let Some(inverse) = C::invert_key(&blind) {
+            return Ok(BlindPair {
+                blind,
+                inverse: Zeroizing::new(inverse),
+            });
+        }
+    }
+    Err(ProtocolError::Config(format!(
+        "no OPRF blind of {} had an inverse key in {BLIND_DRAWS} draws",
+        C::ID.name()
+    )))
+}
+
+fn hash_with<C: CwPrf>(dst: &[u8], seed: &[u8; 32], items: &[Vec<u8>]) -> Vec<u8> {
+    C::hash_eval_batch(dst, items, &key_from::<C>(seed))
+}
+
+fn evaluate_with<C: CwPrf>(
+    seed: &[u8; 32],
+    request: &[u8],
+) -> Result<Vec<u8>, privset_crypto::group::GroupError> {
+    C::eval_batch(request, &key_from::<C>(seed))
+}
+
+fn blind_with<C: CwPrf>(
+    dst: &[u8],
+    seed: &[u8; 32],
+    items: &[Vec<u8>],
+) -> Result<Vec<u8>, ProtocolError> {
+    Ok(C::hash_eval_batch(
+        dst,
+        items,
+        &blind_pair::<C>(seed)?.blind,
+    ))
+}
+
+fn unblind_with<C: CwPrf>(seed: &[u8; 32], answer: &[u8]) -> Result<Vec<u8>, ProtocolError> {
+    C::eval_batch(answer, &blind_pair::<C>(seed)?.inverse)
+        .map_err(|e| PeerMisbehaved::Malformed(format!("unbalanced-PSI OPRF answer: {e}")).into())
+}
 
 /// An item after the OPRF.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -182,41 +379,6 @@ pub fn label_from_felts(preset: &Preset, parts: &[Vec<u64>], len: usize) -> Vec<
         }
     }
     out
-}
-
-/// The client's OPRF request: its items hashed to the group and blinded by one secret
-/// exponent `r` (returned), packed.
-pub fn oprf_blind(items: &[Vec<u8>], rng: &mut SessionRng) -> (Scalar, Vec<u8>) {
-    let r = Ristretto255::random_scalar(rng);
-    let packed = Ristretto255::hash_mul_encode_batch(OPRF_DST, items, &r);
-    (r, packed)
-}
-
-/// The server's OPRF answer: every requested element raised to its key.
-pub fn oprf_evaluate(key: &Scalar, request: &[u8]) -> Result<Vec<u8>, ProtocolError> {
-    Ristretto255::decode_mul_encode_batch(request, key)
-        .map_err(|e| PeerMisbehaved::Malformed(format!("unbalanced-PSI OPRF request: {e}")).into())
-}
-
-/// The client's items after the OPRF: the answer unblinded (`r^-1`) and hashed.
-pub fn oprf_finish(
-    r: &Scalar,
-    count: usize,
-    answer: &[u8],
-) -> Result<Vec<HashedItem>, ProtocolError> {
-    if answer.len() != count * ELEMENT_LEN {
-        return Err(PeerMisbehaved::Malformed(format!(
-            "unbalanced-PSI OPRF answer of {} bytes for {count} items",
-            answer.len()
-        ))
-        .into());
-    }
-    let unblinded = Ristretto255::decode_mul_encode_batch(answer, &Ristretto255::invert_scalar(r))
-        .map_err(|e| PeerMisbehaved::Malformed(format!("unbalanced-PSI OPRF answer: {e}")))?;
-    Ok(unblinded
-        .chunks_exact(ELEMENT_LEN)
-        .map(HashedItem::from_oprf)
-        .collect())
 }
 
 #[cfg(test)]

@@ -5,8 +5,8 @@
 //! set, and their labels; the server learns nothing about the client's items.
 //!
 //! * [`preset`]: parameters as data, checked when loaded;
-//! * [`item`]: the OPRF output split into the item's hash and label key; labels
-//!   encrypted under the label key;
+//! * [`item`]: the OPRF (X25519 or ristretto255) and its output split into the item's
+//!   hash and label key; labels encrypted under the label key;
 //! * [`db`]: the server's database (bins, bundles, precomputed polynomials; inserts and
 //!   removals without a rebuild);
 //! * [`query`]: the client's encrypted query and the server's answer;
@@ -21,5 +21,6 @@ mod records;
 pub mod store;
 
 pub use db::Database;
+pub use item::Oprf;
 pub use party::{Client, ClientOutput, Server, ServerOutput};
 pub use preset::Preset;

@@ -2,14 +2,16 @@
 //!
 //! ```text
 //! hello (client): version u8, role u8 (0), item count u32
-//! hello (server): version u8, role u8 (1), label length u32, preset TOML (u32 + bytes),
-//!                 bundle index count u32, then bin bundles per index (u32 each)
+//! hello (server): version u8, role u8 (1), OPRF group u8, label length u32,
+//!                 preset TOML (u32 + bytes), bundle index count u32, then bin
+//!                 bundles per index (u32 each)
 //! oprf request (kind 1, client -> server): the blinded items, 32 bytes each
-//! oprf answer  (kind 2, server -> client): each raised to the server's key
+//! oprf answer  (kind 2, server -> client): each under the server's OPRF key
 //! query        (kind 3, client -> server): see [`super::query`]
 //! answer       (kind 4, server -> client): see [`super::query`]
 //! ```
-//! The server's hello carries its preset, so the client needs no parameters of its own;
+//! The server's hello carries its OPRF group and preset, so the client needs no
+//! parameters of its own;
 //! the client checks the preset as strictly as a file (128-bit security, a table that
 //! takes its items) before it encrypts anything.
 
@@ -20,13 +22,14 @@ use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::wire::{self, PartyId, ProtocolId};
 
 use super::db::Database;
-use super::item::{self, ELEMENT_LEN, Scalar};
+use super::item::{self, Blinding, ELEMENT_LEN, Oprf};
 use super::preset::Preset;
 use super::query::{self, ClientQuery};
 
 const PROTOCOL: ProtocolId = ProtocolId::Upsi;
 /// 2: queries at the preset's query level, results shortened (2026-11-27).
-const VERSION: u8 = 2;
+/// 3: the server's hello names the OPRF group (X25519 or ristretto255).
+const VERSION: u8 = 3;
 /// Participant indices and names.
 pub const CLIENT: PartyId = 0;
 pub const SERVER: PartyId = 1;
@@ -79,7 +82,7 @@ pub struct ServerOutput {
 
 enum ClientState {
     Starting,
-    AwaitOprf { blinding: Scalar },
+    AwaitOprf { blinding: Blinding },
     AwaitAnswer { query: Box<ClientQuery> },
     Done,
 }
@@ -89,6 +92,7 @@ pub struct Client {
     items: Vec<Vec<u8>>,
     /// Set from the server's hello.
     preset: Option<Preset>,
+    oprf: Oprf,
     label_len: usize,
     bundle_counts: Vec<u32>,
     state: ClientState,
@@ -105,6 +109,7 @@ impl Client {
             Self {
                 items,
                 preset: None,
+                oprf: Oprf::X25519,
                 label_len: 0,
                 bundle_counts: Vec::new(),
                 state: ClientState::Starting,
@@ -148,6 +153,10 @@ impl Handshake for Client {
                 "the peer is not an unbalanced-PSI server of version {VERSION} (version {version}, role {role})"
             )));
         }
+        let code = r.u8()?;
+        let oprf = Oprf::from_code(code).ok_or_else(|| {
+            ProtocolError::Incompatible(format!("the server's OPRF group ({code}) is unknown"))
+        })?;
         let label_len = r.u32()? as usize;
         if label_len > item::MAX_LABEL_LEN {
             return Err(PeerMisbehaved::Malformed(format!("labels of {label_len} bytes")).into());
@@ -184,6 +193,7 @@ impl Handshake for Client {
             )));
         }
         self.preset = Some(preset);
+        self.oprf = oprf;
         self.label_len = label_len;
         self.bundle_counts = counts;
         Ok(())
@@ -199,7 +209,7 @@ impl Protocol for Client {
     }
 
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
-        let (blinding, request) = item::oprf_blind(&self.items, session.rng);
+        let (blinding, request) = self.oprf.blind(&self.items, session.rng)?;
         session.send(SERVER, kind::OPRF_REQUEST, &request);
         self.state = ClientState::AwaitOprf { blinding };
         Ok(())
@@ -213,7 +223,7 @@ impl Protocol for Client {
         match std::mem::replace(&mut self.state, ClientState::Done) {
             ClientState::AwaitOprf { blinding } => {
                 let answer = message.expect(kind::OPRF_ANSWER)?;
-                let hashed = item::oprf_finish(&blinding, self.items.len(), answer)?;
+                let hashed = blinding.finish(self.items.len(), answer)?;
                 let (query, bytes) = ClientQuery::new(self.preset()?.clone(), hashed, session.rng)?;
                 session.send(SERVER, kind::QUERY, &bytes);
                 self.state = ClientState::AwaitAnswer {
@@ -322,7 +332,7 @@ impl Handshake for Server {
     }
 
     fn settings(&self) -> Vec<u8> {
-        let mut out = vec![VERSION, 1];
+        let mut out = vec![VERSION, 1, self.db.oprf().code()];
         out.extend_from_slice(&(self.db.label_len() as u32).to_be_bytes());
         let preset = self.db.preset().to_toml();
         out.extend_from_slice(&(preset.len() as u32).to_be_bytes());
@@ -385,7 +395,7 @@ impl Protocol for Server {
                     request,
                     self.client_items as usize * ELEMENT_LEN,
                 )?;
-                let answer = item::oprf_evaluate(&self.db.oprf_key(), request)?;
+                let answer = self.db.oprf_key().evaluate(request)?;
                 session.send(CLIENT, kind::OPRF_ANSWER, &answer);
                 self.state = ServerState::AwaitQuery;
             }

@@ -4,8 +4,9 @@
 //! loading does no polynomial arithmetic.
 //!
 //! ```text
-//! magic "PRIVSET-UPSI-DB\n" (16 bytes), version u32 (2)
-//! preset TOML (u32 length + bytes), label length u32, OPRF key seed (32 bytes)
+//! magic "PRIVSET-UPSI-DB\n" (16 bytes), version u32 (3)
+//! preset TOML (u32 length + bytes), label length u32, OPRF key seed (32 bytes),
+//!     OPRF group u8 (`item::Oprf::code`: 1 ristretto255, 16 X25519)
 //! item count u64, then per item: item (u32 length + bytes), hash u128,
 //!     encrypted label (nonce + label length bytes; absent when unlabeled)
 //! per bin of the table: its bundle count u32, then per bundle: entry count u32 and
@@ -15,21 +16,23 @@
 //!     (u64 each, `bfv::packed::packed_words` of them)
 //! SHA-256 of everything above (32 bytes)
 //! ```
-//! Version 1 files (items only) still load: their polynomials are computed on load.
+//! Version 2 files (no OPRF group byte: ristretto255) and version 1 files (items only:
+//! their polynomials are computed on load) still load.
 //! Integers are big-endian.
 
 use std::io::{BufReader, BufWriter, Read, Write};
 
 use privset_crypto::bfv::{PackedPlaintext, PackedPolynomial, packed::packed_words};
 use sha2::{Digest, Sha256};
+use zeroize::Zeroizing;
 
 use super::db::{Database, PackedBundle, encrypted_label_len};
-use super::item::{self, MAX_LABEL_LEN};
+use super::item::{self, MAX_LABEL_LEN, Oprf, OprfKey};
 use super::preset::Preset;
 use crate::error::ProtocolError;
 
 const MAGIC: &[u8; 16] = b"PRIVSET-UPSI-DB\n";
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 /// Longest item a database stores.
 pub const MAX_ITEM_LEN: usize = 1 << 16;
 
@@ -71,7 +74,8 @@ pub fn save_to(db: &Database, out: impl Write) -> Result<(), ProtocolError> {
     w.u32(preset.len()).map_err(io)?;
     w.put(preset.as_bytes()).map_err(io)?;
     w.u32(db.label_len()).map_err(io)?;
-    w.put(&db.key_seed()).map_err(io)?;
+    w.put(db.oprf_key().seed.as_ref()).map_err(io)?;
+    w.put(&[db.oprf().code()]).map_err(io)?;
     w.put(&(db.len() as u64).to_be_bytes()).map_err(io)?;
     for (item, hash, label) in db.records() {
         w.u32(item.len()).map_err(io)?;
@@ -216,9 +220,9 @@ pub fn load_from(input: impl Read, len: u64) -> Result<Database, ProtocolError> 
 
 fn parse<R: Read>(r: &mut Body<R>) -> Result<Database, ProtocolError> {
     let version = r.u32()?;
-    if version != 1 && version != VERSION {
+    if !(1..=VERSION).contains(&version) {
         return Err(corrupt(format!(
-            "version {version}; this privset reads versions 1 and {VERSION}"
+            "version {version}; this privset reads versions 1 to {VERSION}"
         )));
     }
     let preset_text = r.bytes(1 << 16, "preset")?;
@@ -229,8 +233,14 @@ fn parse<R: Read>(r: &mut Body<R>) -> Result<Database, ProtocolError> {
     if label_len > MAX_LABEL_LEN {
         return Err(corrupt(format!("labels of {label_len} bytes")));
     }
-    let key_seed = r.array::<32>()?;
-    let mut db = Database::with_key(preset, label_len, key_seed)?;
+    let seed = Zeroizing::new(r.array::<32>()?);
+    let oprf = if version >= 3 {
+        let [code] = r.array::<1>()?;
+        Oprf::from_code(code).ok_or_else(|| corrupt(format!("OPRF group {code}")))?
+    } else {
+        Oprf::Ristretto255
+    };
+    let mut db = Database::with_key(preset, label_len, OprfKey { oprf, seed })?;
     let count = u64::from_be_bytes(r.array()?);
     let stride = encrypted_label_len(label_len);
     let count = r.check_count(count, 20 + stride as u64, "items")?;

@@ -12,7 +12,8 @@
 //! permutation there, inverted by `k^-1 mod l`; but that inverse is a key only when some
 //! clamped scalar (a multiple of 8 in `[2^254, 2^255)`) is congruent to it, which holds
 //! for about half of all keys. [`CwPrf::unblinding_key`] finds the clamped scalar for
-//! `key / blind` when there is one ([`clamped_key_for`]); private-ID draws blinds until
+//! `key / blind` when there is one ([`clamped_key_for`]), and [`CwPrf::invert_key`] the
+//! one for `1 / blind`; private-ID and unbalanced PSI's OPRF client draw blinds until
 //! there is, which conditions the blind on an event of probability about 1/2 (at most
 //! one bit of its 251). The permuted OPRF, which inverts fixed keys, stays on
 //! prime-order groups.
@@ -234,8 +235,9 @@ impl CwPrf for X25519 {
         X25519Key(k)
     }
 
-    fn invert_key(_key: &X25519Key) -> Option<X25519Key> {
-        None
+    fn invert_key(key: &X25519Key) -> Option<X25519Key> {
+        let acting = Zeroizing::new(key.clamped_scalar().invert());
+        clamped_key_for(&acting)
     }
 
     fn unblinding_key(blind: &X25519Key, key: &X25519Key) -> Option<X25519Key> {

@@ -105,6 +105,39 @@ fn the_unblinding_key_removes_the_blind() {
     assert!(found >= 4, "{found} of 24 blinds had an unblinding key");
 }
 
+/// `F_u(F_k(F_b(H(x)))) = F_k(H(x))` for the inverse key `u` of the blind `b`, on both
+/// backends: the identity unbalanced PSI's OPRF client rests on (it does not know `k`).
+/// A key without an inverse key is declined, about half of the time.
+#[test]
+fn the_inverse_key_removes_a_blind_under_an_unknown_key() {
+    let mut rng = SessionRng::from_seed([6; 32]);
+    let items = items(40);
+    let key = X25519::random_key(&mut rng);
+    let mut found = 0;
+    for _ in 0..24 {
+        let blind = X25519::random_key(&mut rng);
+        let Some(inverse) = X25519::invert_key(&blind) else {
+            continue;
+        };
+        found += 1;
+        assert_eq!(
+            inverse.clamped_scalar() * blind.clamped_scalar(),
+            Scalar::ONE
+        );
+        for backend in backends() {
+            let expected = X25519::hash_eval_with(backend, b"dst", &items, &key);
+            let blinded = X25519::hash_eval_with(backend, b"dst", &items, &blind);
+            let answered = X25519::eval_with(backend, &blinded, &key).unwrap();
+            let unblinded = X25519::eval_with(backend, &answered, &inverse).unwrap();
+            assert_eq!(unblinded, expected, "{backend:?}");
+        }
+    }
+    assert!(
+        (4..=20).contains(&found),
+        "{found} of 24 blinds had an inverse key"
+    );
+}
+
 #[test]
 fn backends_agree_on_every_batch_size() {
     let mut rng = SessionRng::from_seed([9; 32]);
