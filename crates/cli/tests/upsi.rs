@@ -77,6 +77,13 @@ fn write_db_csv(path: &str, range: std::ops::Range<u64>) -> BTreeMap<String, (St
     rows
 }
 
+/// What `privset upsi db info` prints about the database file `path`.
+fn db_info(path: &str) -> serde_json::Value {
+    let o = run(&["upsi", "db", "info", "--db", path]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
 fn write_contacts(path: &str, phones: &[String]) {
     let mut s = String::from("phone\n");
     for p in phones {
@@ -179,8 +186,7 @@ fn labeled_queries_match_the_plaintext_answer_and_see_updates() {
         &d.p("db.upsi"),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let info = run(&["upsi", "db", "info", "--db", &d.p("db.upsi")]);
-    let info: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    let info = db_info(&d.p("db.upsi"));
     assert_eq!(info["items"], 6000);
     assert_eq!(info["label_bytes"], 24);
     assert_eq!(info["oprf"], "ristretto255");
@@ -255,8 +261,7 @@ fn labeled_queries_match_the_plaintext_answer_and_see_updates() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("x25519 OPRF key"), "{}", stderr(&o));
-    let info = run(&["upsi", "db", "info", "--db", &d.p("db.upsi")]);
-    let info: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    let info = db_info(&d.p("db.upsi"));
     assert_eq!(info["oprf"], "x25519");
     let phones2: Vec<String> = (0..130).chain(19990..20060).map(phone).collect();
     write_contacts(&d.p("contacts2.csv"), &phones2);
@@ -315,8 +320,7 @@ fn bad_databases_and_oversized_queries_are_clear_errors() {
         stderr(&o)
     );
     assert_eq!(std::fs::read(d.p("db.upsi")).unwrap(), bytes);
-    let info = run(&["upsi", "db", "info", "--db", &d.p("db.upsi")]);
-    let own: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    let own = db_info(&d.p("db.upsi"));
     let own = own["preset"].as_str().unwrap().to_string();
     let o = set_preset(&own);
     assert!(o.status.success(), "{}", stderr(&o));

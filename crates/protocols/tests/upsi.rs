@@ -289,7 +289,7 @@ fn database_updates_save_and_load() {
     assert_eq!(run(&packed, &client, &mut rng), changed);
     assert_eq!(run(&loaded, &client, &mut rng), expected);
     // Truncated, flipped, wrong magic, an unknown OPRF group: clear errors.
-    let oprf_byte = 16 + 4 + 4 + db.preset().to_toml().len() + 4 + 32;
+    let oprf_byte = oprf_byte_at(&db);
     assert_eq!(bytes[oprf_byte], Oprf::X25519.code());
     for bad in [
         with_checksum({
@@ -326,21 +326,33 @@ fn version_2_file(db: &Database) -> Vec<u8> {
     assert_eq!(db.oprf(), Oprf::Ristretto255);
     let mut file = privset_protocols::upsi::store::save(db).unwrap();
     file[16..20].copy_from_slice(&2u32.to_be_bytes());
-    let oprf_byte = 16 + 4 + 4 + db.preset().to_toml().len() + 4 + 32;
-    file.remove(oprf_byte);
+    file.remove(oprf_byte_at(db));
     with_checksum(file)
+}
+
+/// Where the file of `db` holds its OPRF group: after the magic, version, preset
+/// (length and text), label length and key seed.
+fn oprf_byte_at(db: &Database) -> usize {
+    16 + 4 + 4 + db.preset().to_toml().len() + 4 + 32
+}
+
+/// A prepared ristretto255 database of `n` items with 8-byte labels, as files of
+/// versions 1 and 2 hold.
+fn ristretto255_database(n: u64, rng: &mut SessionRng) -> Database {
+    let preset = Preset::named("n4096-c1k").unwrap();
+    let mut db = Database::new(preset, 8, Oprf::Ristretto255, rng).unwrap();
+    let items: Vec<Vec<u8>> = (0..n).map(item).collect();
+    let labels: Vec<Vec<u8>> = (0..n).map(|i| label(i, 8)).collect();
+    db.insert(&items, &labels, rng).unwrap();
+    db.prepare().unwrap();
+    db
 }
 
 #[test]
 fn version_2_files_load_as_ristretto255() {
     use privset_protocols::upsi::store;
     let mut rng = SessionRng::from_seed([13; 32]);
-    let preset = Preset::named("n4096-c1k").unwrap();
-    let mut db = Database::new(preset, 8, Oprf::Ristretto255, &mut rng).unwrap();
-    let items: Vec<Vec<u8>> = (0..2000).map(item).collect();
-    let labels: Vec<Vec<u8>> = (0..2000).map(|i| label(i, 8)).collect();
-    db.insert(&items, &labels, &mut rng).unwrap();
-    db.prepare().unwrap();
+    let db = ristretto255_database(2000, &mut rng);
     let mut old = store::load(&version_2_file(&db)).unwrap();
     old.prepare().unwrap();
     assert_eq!(old.oprf(), Oprf::Ristretto255);
@@ -379,12 +391,7 @@ fn version_1_file(db: &Database) -> Vec<u8> {
 fn version_1_files_still_load() {
     use privset_protocols::upsi::store;
     let mut rng = SessionRng::from_seed([12; 32]);
-    let preset = Preset::named("n4096-c1k").unwrap();
-    let mut db = Database::new(preset, 8, Oprf::Ristretto255, &mut rng).unwrap();
-    let items: Vec<Vec<u8>> = (0..3000).map(item).collect();
-    let labels: Vec<Vec<u8>> = (0..3000).map(|i| label(i, 8)).collect();
-    db.insert(&items, &labels, &mut rng).unwrap();
-    db.prepare().unwrap();
+    let db = ristretto255_database(3000, &mut rng);
     let mut old = store::load(&version_1_file(&db)).unwrap();
     old.prepare().unwrap();
     assert_eq!(old.len(), 3000);

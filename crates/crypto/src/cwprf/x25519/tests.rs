@@ -74,6 +74,19 @@ fn clamped_key_for_is_clamped_and_acts_as_its_scalar() {
     assert!((60..=140).contains(&found), "{found} of 200");
 }
 
+/// `F_unblind(F_key(F_blind(H(x))))` for every item: a blinded OPRF's round trip.
+fn blinded_round_trip(
+    backend: Backend,
+    items: &[Vec<u8>],
+    blind: &X25519Key,
+    key: &X25519Key,
+    unblind: &X25519Key,
+) -> Vec<u8> {
+    let blinded = X25519::hash_eval_with(backend, b"dst", items, blind);
+    let answered = X25519::eval_with(backend, &blinded, key).unwrap();
+    X25519::eval_with(backend, &answered, unblind).unwrap()
+}
+
 /// `F_u(F_k2(F_b(H(x)))) = F_k2(F_k(H(x)))` for the unblinding key `u` of `(b, k)`, on
 /// both backends: the identity private-ID's distributed OPRF rests on.
 #[test]
@@ -96,9 +109,7 @@ fn the_unblinding_key_removes_the_blind() {
                 &other,
             )
             .unwrap();
-            let blinded = X25519::hash_eval_with(backend, b"dst", &items, &blind);
-            let answered = X25519::eval_with(backend, &blinded, &other).unwrap();
-            let unblinded = X25519::eval_with(backend, &answered, &unblind).unwrap();
+            let unblinded = blinded_round_trip(backend, &items, &blind, &other, &unblind);
             assert_eq!(unblinded, expected, "{backend:?}");
         }
     }
@@ -126,9 +137,7 @@ fn the_inverse_key_removes_a_blind_under_an_unknown_key() {
         );
         for backend in backends() {
             let expected = X25519::hash_eval_with(backend, b"dst", &items, &key);
-            let blinded = X25519::hash_eval_with(backend, b"dst", &items, &blind);
-            let answered = X25519::eval_with(backend, &blinded, &key).unwrap();
-            let unblinded = X25519::eval_with(backend, &answered, &inverse).unwrap();
+            let unblinded = blinded_round_trip(backend, &items, &blind, &key, &inverse);
             assert_eq!(unblinded, expected, "{backend:?}");
         }
     }
