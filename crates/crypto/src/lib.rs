@@ -14,6 +14,7 @@
 
 pub mod ahe;
 pub mod bfv;
+pub(crate) mod bignum;
 pub mod bls;
 pub mod cpu;
 pub mod cuckoo;

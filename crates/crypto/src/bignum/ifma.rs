@@ -1,0 +1,457 @@
+//! Montgomery arithmetic modulo one odd modulus on eight numbers at once (AVX-512 IFMA).
+//!
+//! # Representation
+//!
+//! A number modulo `N` is `L` limbs in radix 2^52, and eight numbers travel together as
+//! `L` vectors: limb `j` of every number in vector `j`, number `k` in lane `k`. Radix
+//! 2^52 because that is what `vpmadd52luq` / `vpmadd52huq` multiply: they take the low 52
+//! bits of each operand and add the low or the high 52 bits of the 104-bit product to a
+//! 64-bit accumulator. Every lane does the same thing to its own number, so the code is
+//! that of one number, written on vectors: no lane waits for another and no instruction
+//! depends on a lane's value.
+//!
+//! # Montgomery multiplication, lazily carried
+//!
+//! `R = 2^(52 L)` with `52 L >= bits(N) + 2`, so `4N <= R`. [`Montgomery::mul`] is the
+//! operand-scanning (CIOS) algorithm: for each limb `b_i` it adds `a * b_i` and
+//! `m * N`, with `m` chosen so that the lowest limb becomes divisible by 2^52, then
+//! drops that limb. Two things make it fast on vectors:
+//! * the limbs are not carried inside the loop: every accumulator gains at most four
+//!   52-bit terms (and a carry of at most 2^12) per outer step, so after `L <=`
+//!   [`MAX_LIMBS`] steps it is below `4 * 1000 * 2^52 + 2^22 < 2^64`; one carry pass at
+//!   the end normalizes the result (every limb below 2^52, as the next product's
+//!   operands must be: IFMA ignores the bits above 51, silently);
+//! * there is no final subtraction ("almost Montgomery"): for `a, b < 2N` the result
+//!   `(a b + m N) / R < (4 N^2 + R N) / R <= 2N`, so every value stays below `2N` and
+//!   only the final conversion to an integer subtracts `N` once if needed.
+//!
+//! Exponents are public (the Damgard-Jurik `n^s`): [`Montgomery::pow_each`] branches
+//! on their bits, not on any lane's value.
+
+use core::arch::x86_64::*;
+
+use rug::Integer;
+use rug::integer::Order;
+
+/// Numbers per vector.
+pub(super) const LANES: usize = 8;
+
+const RADIX: u32 = 52;
+const MASK52: u64 = (1 << RADIX) - 1;
+
+/// Most limbs of a modulus (52,000 bits): keeps every accumulator below 2^64 (module
+/// docs).
+pub(super) const MAX_LIMBS: usize = 1000;
+
+/// One modulus, with its Montgomery constants.
+#[derive(Clone)]
+pub(super) struct Montgomery {
+    modulus: Integer,
+    /// `N`'s limbs, radix 2^52.
+    n: Vec<u64>,
+    /// `-N^{-1} mod 2^52`.
+    k0: u64,
+    /// `R mod N`: 1 in Montgomery form.
+    r_mod: Vec<u64>,
+    /// `R^2 mod N`: multiplying by it enters Montgomery form.
+    r2: Vec<u64>,
+    /// `log2 R = 52 L`.
+    r_bits: u32,
+}
+
+impl Montgomery {
+    /// The constants for an odd `modulus > 1` of at most [`MAX_LIMBS`] limbs.
+    pub(super) fn new(modulus: &Integer) -> Option<Self> {
+        if modulus.is_even() || *modulus <= 1 {
+            return None;
+        }
+        let limbs = (modulus.significant_bits() + 2).div_ceil(RADIX) as usize;
+        if limbs > MAX_LIMBS {
+            return None;
+        }
+        let r_bits = RADIX * limbs as u32;
+        let n = to_limbs(modulus, limbs);
+        // N^{-1} mod 2^64 by Newton's iteration (each step doubles the correct bits;
+        // n0 is its own inverse modulo 8).
+        let n0 = n[0];
+        let mut inv = n0;
+        for _ in 0..5 {
+            inv = inv.wrapping_mul(2u64.wrapping_sub(n0.wrapping_mul(inv)));
+        }
+        debug_assert_eq!(n0.wrapping_mul(inv), 1);
+        let k0 = inv.wrapping_neg() & MASK52;
+        let r = Integer::from(1) << r_bits;
+        let r_mod = Integer::from(&r % modulus);
+        let r2 = Integer::from(&r_mod * &r_mod) % modulus;
+        Some(Montgomery {
+            modulus: modulus.clone(),
+            n,
+            k0,
+            r_mod: to_limbs(&r_mod, limbs),
+            r2: to_limbs(&r2, limbs),
+            r_bits,
+        })
+    }
+
+    fn limbs(&self) -> usize {
+        self.n.len()
+    }
+
+    /// `bases[k]^exponent mod N` for up to eight bases (any integers; reduced first).
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(super) fn pow_each(&self, bases: &[Integer], exponent: &Integer) -> Vec<Integer> {
+        assert!(bases.len() <= LANES, "at most {LANES} bases");
+        let l = self.limbs();
+        let rows: Vec<Vec<u64>> = bases.iter().map(|b| self.limbs_of(b)).collect();
+        let x = pack(&rows, &self.r_mod, l);
+        let result = self.pow(&x, exponent);
+        self.unpack(&result, bases.len())
+    }
+
+    /// For up to eight chains, the product of each chain's integers mod `N` (1 for an
+    /// empty chain). The chains may differ in length.
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(super) fn product_each(&self, chains: &[&[&Integer]]) -> Vec<Integer> {
+        assert!(chains.len() <= LANES, "at most {LANES} chains");
+        let l = self.limbs();
+        // acc starts at 1 in Montgomery form (R); multiplying by a raw x gives
+        // acc * x / R, so after k items acc = R * prod / R^k, and one product with
+        // R^k mod N (per lane) gives the plain product. Lanes past their chain's end
+        // multiply by R mod N, which leaves acc as it is.
+        let mut acc = pack(&[], &self.r_mod, l);
+        let mut tmp = vec![_mm512_setzero_si512(); l];
+        let steps = chains.iter().map(|c| c.len()).max().unwrap_or(0);
+        for step in 0..steps {
+            let rows: Vec<Vec<u64>> = chains
+                .iter()
+                .map(|c| match c.get(step) {
+                    Some(x) => self.limbs_of(x),
+                    None => self.r_mod.clone(),
+                })
+                .collect();
+            let x = pack(&rows, &self.r_mod, l);
+            self.mul(&acc, &x, &mut tmp);
+            std::mem::swap(&mut acc, &mut tmp);
+        }
+        let fix: Vec<Vec<u64>> = chains
+            .iter()
+            .map(|c| {
+                let e = Integer::from(self.r_bits) * c.len() as u64;
+                let r_k = Integer::from(2)
+                    .pow_mod(&e, &self.modulus)
+                    .expect("positive modulus");
+                to_limbs(&r_k, l)
+            })
+            .collect();
+        let fix = pack(&fix, &self.r_mod, l);
+        self.mul(&acc, &fix, &mut tmp);
+        self.unpack(&tmp, chains.len())
+    }
+
+    /// `x^e` for eight raw numbers `x` (below `2N`), raw out: fixed windows from the top.
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    fn pow(&self, x: &[__m512i], e: &Integer) -> Vec<__m512i> {
+        let l = self.limbs();
+        let bits = e.significant_bits();
+        let one = {
+            let mut one = vec![0u64; l];
+            one[0] = 1;
+            one
+        };
+        if bits == 0 {
+            return pack(&[], &one, l);
+        }
+        let w: u32 = match bits {
+            0..=64 => 2,
+            65..=512 => 4,
+            513..=2048 => 5,
+            _ => 6,
+        };
+        let digit = |i: u32| -> usize {
+            (0..w)
+                .filter(|&b| e.get_bit(i * w + b))
+                .fold(0, |d, b| d | 1 << b)
+        };
+        // table[d] = x^d in Montgomery form.
+        let r2 = pack(&[], &self.r2, l);
+        let mut table: Vec<Vec<__m512i>> = Vec::with_capacity(1 << w);
+        table.push(pack(&[], &self.r_mod, l));
+        let mut xm = vec![_mm512_setzero_si512(); l];
+        self.mul(x, &r2, &mut xm);
+        table.push(xm);
+        for d in 2..(1usize << w) {
+            let mut next = vec![_mm512_setzero_si512(); l];
+            self.mul(&table[d - 1], &table[1], &mut next);
+            table.push(next);
+        }
+        let windows = bits.div_ceil(w);
+        let mut acc = table[digit(windows - 1)].clone();
+        let mut tmp = vec![_mm512_setzero_si512(); l];
+        for i in (0..windows - 1).rev() {
+            for _ in 0..w {
+                self.mul(&acc, &acc, &mut tmp);
+                std::mem::swap(&mut acc, &mut tmp);
+            }
+            let d = digit(i);
+            if d != 0 {
+                self.mul(&acc, &table[d], &mut tmp);
+                std::mem::swap(&mut acc, &mut tmp);
+            }
+        }
+        // Leaving Montgomery form is a product with a raw 1.
+        self.mul(&acc, &pack(&[], &one, l), &mut tmp);
+        tmp
+    }
+
+    /// `out = a * b / R mod N`, below `2N`, normalized, for `a, b` below `2N` and
+    /// normalized (module docs). `out` is the accumulator, so it must not be `a` or `b`.
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    fn mul(&self, a: &[__m512i], b: &[__m512i], out: &mut [__m512i]) {
+        let l = self.limbs();
+        let (a, b, t, n) = (&a[..l], &b[..l], &mut out[..l], &self.n[..l]);
+        let zero = _mm512_setzero_si512();
+        let k0 = splat(self.k0);
+        t.fill(zero);
+        for &bi in b {
+            // The lowest limb decides m; it becomes divisible by 2^52 and is dropped,
+            // its carry going to the next limb.
+            let t0 = _mm512_madd52lo_epu64(t[0], a[0], bi);
+            let m = _mm512_madd52lo_epu64(zero, t0, k0);
+            let t0 = _mm512_madd52lo_epu64(t0, splat(n[0]), m);
+            let carry = _mm512_srli_epi64::<52>(t0);
+            // Limb j + 1's operands are limb j's in the next step: loaded once.
+            let (mut aj, mut nj) = (a[0], splat(n[0]));
+            for j in 0..l - 1 {
+                let (aj1, nj1) = (a[j + 1], splat(n[j + 1]));
+                let mut x = t[j + 1];
+                x = _mm512_madd52hi_epu64(x, aj, bi);
+                x = _mm512_madd52hi_epu64(x, nj, m);
+                x = _mm512_madd52lo_epu64(x, aj1, bi);
+                x = _mm512_madd52lo_epu64(x, nj1, m);
+                t[j] = x;
+                (aj, nj) = (aj1, nj1);
+            }
+            let x = _mm512_madd52hi_epu64(zero, aj, bi);
+            t[l - 1] = _mm512_madd52hi_epu64(x, nj, m);
+            t[0] = _mm512_add_epi64(t[0], carry);
+        }
+        normalize(t);
+    }
+
+    /// `x mod N` as limbs.
+    fn limbs_of(&self, x: &Integer) -> Vec<u64> {
+        if *x >= 0 && *x < self.modulus {
+            to_limbs(x, self.limbs())
+        } else {
+            to_limbs(&Integer::from(x.modulo_ref(&self.modulus)), self.limbs())
+        }
+    }
+
+    /// The first `count` lanes as integers below `N` (the values are below `2N`).
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    fn unpack(&self, v: &[__m512i], count: usize) -> Vec<Integer> {
+        let lanes: Vec<[u64; LANES]> = v.iter().map(|&x| to_u64s(x)).collect();
+        (0..count)
+            .map(|k| {
+                let limbs: Vec<u64> = lanes.iter().map(|x| x[k]).collect();
+                let mut x = from_limbs(&limbs);
+                if x >= self.modulus {
+                    x -= &self.modulus;
+                }
+                x
+            })
+            .collect()
+    }
+}
+
+/// Carries every limb into the next, leaving each below 2^52. The value must be below
+/// `2^(52 L)` (it is below `2N` in every use), so nothing carries out of the top.
+#[inline]
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn normalize(t: &mut [__m512i]) {
+    let mask = splat(MASK52);
+    let mut carry = _mm512_setzero_si512();
+    for x in t.iter_mut() {
+        let v = _mm512_add_epi64(*x, carry);
+        carry = _mm512_srli_epi64::<52>(v);
+        *x = _mm512_and_si512(v, mask);
+    }
+    debug_assert_eq!(to_u64s(carry), [0; LANES]);
+}
+
+/// `rows[k]` in lane `k` (each `l` limbs); lanes past `rows` hold `pad`.
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn pack(rows: &[Vec<u64>], pad: &[u64], l: usize) -> Vec<__m512i> {
+    (0..l)
+        .map(|j| {
+            let mut v = [pad[j]; LANES];
+            for (lane, row) in v.iter_mut().zip(rows) {
+                *lane = row[j];
+            }
+            from_u64s(v)
+        })
+        .collect()
+}
+
+#[inline]
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn splat(x: u64) -> __m512i {
+    _mm512_set1_epi64(x as i64)
+}
+
+#[inline]
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn to_u64s(v: __m512i) -> [u64; LANES] {
+    // SAFETY: both types are 64 bytes of plain integers; every bit pattern is valid.
+    unsafe { core::mem::transmute::<__m512i, [u64; LANES]>(v) }
+}
+
+#[inline]
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn from_u64s(v: [u64; LANES]) -> __m512i {
+    // SAFETY: as in `to_u64s`.
+    unsafe { core::mem::transmute::<[u64; LANES], __m512i>(v) }
+}
+
+/// The `l` radix-2^52 limbs of a non-negative `x < 2^(52 l)`.
+fn to_limbs(x: &Integer, l: usize) -> Vec<u64> {
+    let words: Vec<u64> = x.to_digits(Order::Lsf);
+    let word = |i: usize| words.get(i).copied().unwrap_or(0);
+    (0..l)
+        .map(|j| {
+            let bit = j * RADIX as usize;
+            let (i, shift) = (bit / 64, bit % 64);
+            let mut v = word(i) >> shift;
+            if shift > 64 - RADIX as usize {
+                v |= word(i + 1) << (64 - shift);
+            }
+            v & MASK52
+        })
+        .collect()
+}
+
+/// The integer of normalized radix-2^52 limbs.
+fn from_limbs(limbs: &[u64]) -> Integer {
+    let mut words = vec![0u64; (limbs.len() * RADIX as usize).div_ceil(64) + 1];
+    for (j, &limb) in limbs.iter().enumerate() {
+        let bit = j * RADIX as usize;
+        let (i, shift) = (bit / 64, bit % 64);
+        words[i] |= limb << shift;
+        if shift > 64 - RADIX as usize {
+            words[i + 1] |= limb >> (64 - shift);
+        }
+    }
+    Integer::from_digits(&words, Order::Lsf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::SessionRng;
+
+    fn random_below(rng: &mut SessionRng, bound: &Integer) -> Integer {
+        let bytes = bound.significant_bits().div_ceil(8) as usize + 16;
+        let mut buf = vec![0u8; bytes];
+        rng.fill(&mut buf);
+        Integer::from_digits(&buf, Order::Msf) % bound
+    }
+
+    fn random_odd(rng: &mut SessionRng, bits: u32) -> Integer {
+        let mut buf = vec![0u8; bits.div_ceil(8) as usize];
+        rng.fill(&mut buf);
+        let mut x = Integer::from_digits(&buf, Order::Msf);
+        x.keep_bits_mut(bits);
+        x.set_bit(bits - 1, true);
+        x.set_bit(0, true);
+        x
+    }
+
+    #[test]
+    fn limbs_round_trip() {
+        let mut rng = SessionRng::from_seed([1; 32]);
+        for bits in [1u32, 51, 52, 53, 64, 104, 1000, 6144] {
+            let x = random_odd(&mut rng, bits);
+            let l = (bits as usize).div_ceil(52);
+            let limbs = to_limbs(&x, l);
+            assert!(limbs.iter().all(|&v| v <= MASK52));
+            assert_eq!(from_limbs(&limbs), x, "{bits} bits");
+        }
+    }
+
+    #[test]
+    fn even_tiny_and_huge_moduli_are_refused() {
+        assert!(Montgomery::new(&Integer::from(1)).is_none());
+        assert!(Montgomery::new(&Integer::from(1u64 << 40)).is_none());
+        assert!(Montgomery::new(&((Integer::from(1) << 52_100u32) + 1)).is_none());
+        assert!(Montgomery::new(&Integer::from(3)).is_some());
+    }
+
+    /// Every lane against GMP, over moduli whose limbs sit at the edges (bits just
+    /// below and above a multiple of 52, all-ones limbs) and the sizes Paillier uses.
+    #[test]
+    fn products_and_powers_match_gmp() {
+        if !crate::cpu::has_avx512_ifma() {
+            eprintln!("no AVX-512 IFMA on this CPU: the GMP path is tested by its callers");
+            return;
+        }
+        let mut rng = SessionRng::from_seed([2; 32]);
+        let mut moduli: Vec<Integer> = [63u32, 102, 103, 104, 520, 1040, 3072, 6144, 9216]
+            .iter()
+            .map(|&b| random_odd(&mut rng, b))
+            .collect();
+        moduli.push((Integer::from(1) << 1038u32) - 1); // every limb all ones
+        moduli.push((Integer::from(1) << 1040u32) + 1);
+        for n in &moduli {
+            let m = Montgomery::new(n).expect("odd modulus");
+            let mut values: Vec<Integer> = (0..11).map(|_| random_below(&mut rng, n)).collect();
+            // Edges: 0, 1, N - 1, N (reduced to 0), and a value above N.
+            values[0] = Integer::from(0);
+            values[1] = Integer::from(1);
+            values[2] = Integer::from(n - 1u32);
+            values[3] = n.clone();
+            values[4] = Integer::from(n * 3u32) + 5u32;
+            let exponents = [
+                Integer::from(0),
+                Integer::from(1),
+                Integer::from(2),
+                Integer::from(65537),
+                random_below(&mut rng, &(Integer::from(1) << 700u32)),
+                Integer::from(n * n) - 1u32,
+            ];
+            for e in &exponents {
+                for chunk in values.chunks(LANES) {
+                    // SAFETY: the CPU has AVX-512 F and IFMA (checked above).
+                    let got = unsafe { m.pow_each(chunk, e) };
+                    for (x, g) in chunk.iter().zip(&got) {
+                        let want = Integer::from(x.pow_mod_ref(e, n).expect("positive"));
+                        assert_eq!(*g, want, "{} bits, e = {e}", n.significant_bits());
+                    }
+                }
+            }
+            // Chains of different lengths, empty ones included, and more than fit a
+            // lane's accumulator bound if limbs were not carried.
+            let lens = [0usize, 1, 2, 7, 40, 3, 0, 9];
+            let items: Vec<Vec<Integer>> = lens
+                .iter()
+                .map(|&k| (0..k).map(|_| random_below(&mut rng, n)).collect())
+                .collect();
+            let mut refs: Vec<Vec<&Integer>> = items.iter().map(|c| c.iter().collect()).collect();
+            refs[2] = vec![&values[2], &values[2]]; // (N-1)^2 = 1
+            refs[5] = vec![&values[4], &values[3], &values[2]]; // above N, then N (= 0)
+            let chains: Vec<&[&Integer]> = refs.iter().map(|c| c.as_slice()).collect();
+            // SAFETY: as above.
+            let got = unsafe { m.product_each(&chains) };
+            for (chain, g) in chains.iter().zip(&got) {
+                let want = chain.iter().fold(Integer::from(1), |acc, x| (acc * *x) % n);
+                let want = Integer::from(want.modulo_ref(n));
+                assert_eq!(
+                    *g,
+                    want,
+                    "{} bits, chain of {}",
+                    n.significant_bits(),
+                    chain.len()
+                );
+            }
+        }
+    }
+}
