@@ -29,6 +29,7 @@ fn version_lists_the_code_paths_and_the_portable_switch_works() {
         "blst",
         "Z_t",
         "BFV plaintext NTT",
+        "Paillier / Damgard-Jurik",
         "GMP",
     ] {
         assert!(fast.contains(line), "{line} missing: {fast}");
@@ -39,6 +40,10 @@ fn version_lists_the_code_paths_and_the_portable_switch_works() {
         "{portable}"
     );
     assert!(!portable.contains("AVX-512 IFMA, 8 lanes"), "{portable}");
+    assert!(
+        portable.contains("Paillier / Damgard-Jurik products and powers: GMP"),
+        "{portable}"
+    );
     assert!(
         portable.contains("polynomials over Z_t (unbalanced PSI database): portable"),
         "{portable}"

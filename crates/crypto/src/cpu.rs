@@ -6,6 +6,9 @@
 //! * privset's own AVX-512 IFMA code (the X25519 cwPRF in eight lanes, its SHA-512 in
 //!   eight lanes, `cwprf::x25519::ifma`) is made of `#[target_feature]` functions, called
 //!   only when [`x25519_ifma`] says the CPU has AVX-512 F, VL and IFMA;
+//! * privset's Montgomery arithmetic for Paillier / Damgard-Jurik (`bignum`: eight
+//!   independent products or powers at once, 52-bit limbs), when [`bignum_ifma`] says
+//!   so; GMP otherwise;
 //! * the polynomial arithmetic over Z_t (`bfv::zt`, the unbalanced PSI database's
 //!   quadratic loops) has an AVX2 copy, run when [`zt_avx2`] says the CPU has AVX2;
 //! * curve25519-dalek is built with its `avx512` backend (`--cfg
@@ -69,6 +72,12 @@ pub fn has_avx512_ifma() -> bool {
 
 /// True when privset's X25519 cwPRF runs on its eight-lane AVX-512 IFMA code.
 pub fn x25519_ifma() -> bool {
+    has_avx512_ifma() && !portable_forced()
+}
+
+/// True when the Paillier / Damgard-Jurik products and powers (`bignum`) run eight at
+/// a time on AVX-512 IFMA instead of one at a time on GMP.
+pub fn bignum_ifma() -> bool {
     has_avx512_ifma() && !portable_forced()
 }
 
@@ -149,6 +158,7 @@ pub fn report() -> String {
          BLS12-381 (blst): {}\n\
          polynomials over Z_t (unbalanced PSI database): {}\n\
          BFV plaintext NTT (unbalanced PSI server): {}\n\
+         Paillier / Damgard-Jurik products and powers: {}\n\
          big integers (GMP): fat build, chosen at start",
         dalek_backend(),
         blst_backend(),
@@ -158,6 +168,11 @@ pub fn report() -> String {
             "portable (SSE4.2)"
         },
         bfv_ntt_backend(),
+        if bignum_ifma() {
+            "AVX-512 IFMA, 8 lanes (privset)"
+        } else {
+            "GMP, one at a time"
+        },
     )
 }
 

@@ -57,7 +57,13 @@ pub(super) struct Montgomery {
     r2: Vec<u64>,
     /// `log2 R = 52 L`.
     r_bits: u32,
+    /// `R^k mod N` for `k = 0 ..= SHORT_CHAIN`: a product of `k` raw numbers is fixed
+    /// with it (longer chains compute theirs).
+    r_pows: Vec<Vec<u64>>,
 }
+
+/// Longest chain whose fixing power is kept (three-factor products are common).
+const SHORT_CHAIN: usize = 8;
 
 impl Montgomery {
     /// The constants for an odd `modulus > 1` of at most [`MAX_LIMBS`] limbs.
@@ -83,6 +89,12 @@ impl Montgomery {
         let r = Integer::from(1) << r_bits;
         let r_mod = Integer::from(&r % modulus);
         let r2 = Integer::from(&r_mod * &r_mod) % modulus;
+        let mut r_pows = vec![to_limbs(&Integer::from(1), limbs)];
+        let mut r_k = Integer::from(1);
+        for _ in 0..SHORT_CHAIN {
+            r_k = Integer::from(&r_k * &r_mod) % modulus;
+            r_pows.push(to_limbs(&r_k, limbs));
+        }
         Some(Montgomery {
             modulus: modulus.clone(),
             n,
@@ -90,6 +102,7 @@ impl Montgomery {
             r_mod: to_limbs(&r_mod, limbs),
             r2: to_limbs(&r2, limbs),
             r_bits,
+            r_pows,
         })
     }
 
@@ -135,17 +148,104 @@ impl Montgomery {
         }
         let fix: Vec<Vec<u64>> = chains
             .iter()
-            .map(|c| {
-                let e = Integer::from(self.r_bits) * c.len() as u64;
-                let r_k = Integer::from(2)
-                    .pow_mod(&e, &self.modulus)
-                    .expect("positive modulus");
-                to_limbs(&r_k, l)
+            .map(|c| match self.r_pows.get(c.len()) {
+                Some(r_k) => r_k.clone(),
+                None => {
+                    let e = Integer::from(self.r_bits) * c.len() as u64;
+                    let r_k = Integer::from(2)
+                        .pow_mod(&e, &self.modulus)
+                        .expect("positive modulus");
+                    to_limbs(&r_k, l)
+                }
             })
             .collect();
         let fix = pack(&fix, &self.r_mod, l);
         self.mul(&acc, &fix, &mut tmp);
         self.unpack(&tmp, chains.len())
+    }
+
+    /// Bytes of one number in the lanes' form (a fixed-base table entry).
+    pub(super) fn entry_bytes(&self) -> usize {
+        self.limbs() * 8
+    }
+
+    /// For up to eight bases, `base^0 ..= base^count` in Montgomery form (a fixed-base
+    /// table's rows): `(count + 1) * L` limbs per base, entry `d` at `d * L`.
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(super) fn powers_each(&self, bases: &[Integer], count: usize) -> Vec<Vec<u64>> {
+        assert!(bases.len() <= LANES, "at most {LANES} bases");
+        let l = self.limbs();
+        let rows: Vec<Vec<u64>> = bases.iter().map(|b| self.limbs_of(b)).collect();
+        let raw = pack(&rows, &self.r_mod, l);
+        let mut x = vec![_mm512_setzero_si512(); l];
+        self.mul(&raw, &pack(&[], &self.r2, l), &mut x);
+        let mut out: Vec<Vec<u64>> = vec![Vec::with_capacity((count + 1) * l); bases.len()];
+        for row in out.iter_mut() {
+            row.extend_from_slice(&self.r_mod);
+        }
+        let mut acc = x.clone();
+        let mut tmp = vec![_mm512_setzero_si512(); l];
+        for d in 1..=count {
+            if d > 1 {
+                self.mul(&acc, &x, &mut tmp);
+                std::mem::swap(&mut acc, &mut tmp);
+            }
+            let lanes: Vec<[u64; LANES]> = acc.iter().map(|&v| to_u64s(v)).collect();
+            for (k, row) in out.iter_mut().enumerate() {
+                row.extend(lanes.iter().map(|v| v[k]));
+            }
+        }
+        out
+    }
+
+    /// `h^e` for up to eight exponents from a fixed-base table in Montgomery form
+    /// (`table[(w 2^b + d) * L ..]` = `h^{d 2^{b w}}`, digit 0 included): one product per
+    /// window, a digit 0 multiplying by 1, so every lane does the same work whatever its
+    /// exponent (the table index does depend on it, as in GMP's form).
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(super) fn fixed_base_pow_each(
+        &self,
+        table: &[u64],
+        window_bits: u32,
+        exponents: &[&[u8]],
+    ) -> Vec<Integer> {
+        assert!(exponents.len() <= LANES, "at most {LANES} exponents");
+        let l = self.limbs();
+        let row = (1usize << window_bits) * l;
+        let windows = exponents
+            .iter()
+            .map(|e| (e.len() * 8).div_ceil(window_bits as usize))
+            .max()
+            .unwrap_or(0);
+        assert!(
+            windows * row <= table.len(),
+            "exponent longer than the table"
+        );
+        let mut acc = pack(&[], &self.r_mod, l);
+        let mut tmp = vec![_mm512_setzero_si512(); l];
+        let mut x = vec![_mm512_setzero_si512(); l];
+        let one = _mm512_set1_epi64(1);
+        for w in 0..windows {
+            // Each lane's entry for this window (lanes past `exponents` take digit 0).
+            let mut offsets = [(w * row) as i64; LANES];
+            for (o, e) in offsets.iter_mut().zip(exponents) {
+                *o += (super::window_digit(e, w, window_bits) * l) as i64;
+            }
+            let mut index = from_u64s(offsets.map(|o| o as u64));
+            for xj in x.iter_mut() {
+                // SAFETY: every lane's index is `(w 2^b + d) L + j` with `w < windows`,
+                // `d < 2^b` and `j < L`, below `windows 2^b L <= table.len()` (asserted
+                // above): the gather reads eight limbs inside `table`.
+                *xj = unsafe { _mm512_i64gather_epi64::<8>(index, table.as_ptr().cast()) };
+                index = _mm512_add_epi64(index, one);
+            }
+            self.mul(&acc, &x, &mut tmp);
+            std::mem::swap(&mut acc, &mut tmp);
+        }
+        let mut one = vec![0u64; l];
+        one[0] = 1;
+        self.mul(&acc, &pack(&[], &one, l), &mut tmp);
+        self.unpack(&tmp, exponents.len())
     }
 
     /// `x^e` for eight raw numbers `x` (below `2N`), raw out: fixed windows from the top.

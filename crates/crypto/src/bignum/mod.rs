@@ -136,6 +136,203 @@ impl BatchModulus {
     }
 }
 
+/// `h^e mod N` for one base `h` and many exponents: a table of `h^{d 2^{b w}}` for every
+/// `b`-bit window `w` and digit `d`, so `h^e` costs one product per window. Used for the
+/// Paillier key owner's short randomizers, the threshold scheme's, and the masking
+/// party's ([`crate::ahe::paillier`]). Made by [`BatchModulus::fixed_base`], which picks
+/// the lanes' form (Montgomery limbs) or GMP's; entries are overwritten on drop, as
+/// powers of a secret base may be among them.
+pub(crate) struct FixedBase {
+    window_bits: u32,
+    windows: usize,
+    form: TableForm,
+}
+
+enum TableForm {
+    /// `rows[w][d - 1] = h^{d 2^{b w}}`.
+    Gmp {
+        modulus: Integer,
+        rows: Vec<Vec<Integer>>,
+    },
+    /// The same entries in Montgomery form, `L` limbs each, row after row, each row
+    /// led by digit 0's entry (1) so that every lane's lookup is one gather.
+    #[cfg(target_arch = "x86_64")]
+    Lanes {
+        m: ifma::Montgomery,
+        entries: Vec<u64>,
+    },
+}
+
+impl BatchModulus {
+    /// Bytes one entry of a [`FixedBase`] takes in the form this CPU gets.
+    pub(crate) fn table_entry_bytes(&self) -> usize {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(m) = self.lanes() {
+            return m.entry_bytes();
+        }
+        self.modulus.significant_digits::<u8>()
+    }
+
+    /// The table of `h` for exponents of up to `exponent_bits` bits in `window_bits`-bit
+    /// windows (1 to 16); rows are filled in parallel.
+    pub(crate) fn fixed_base(
+        &self,
+        h: &Integer,
+        exponent_bits: u32,
+        window_bits: u32,
+    ) -> FixedBase {
+        assert!((1..=16).contains(&window_bits), "window of 1 to 16 bits");
+        let windows = exponent_bits.div_ceil(window_bits) as usize;
+        let digits = (1usize << window_bits) - 1;
+        // Row bases h^{2^{bw}}: window_bits squarings each, one after the other.
+        let mut bases = Vec::with_capacity(windows);
+        let mut base = Integer::from(h.modulo_ref(&self.modulus));
+        for _ in 0..windows {
+            bases.push(base.clone());
+            for _ in 0..window_bits {
+                base.square_mut();
+                base.modulo_mut(&self.modulus);
+            }
+        }
+        wipe(&mut base);
+        #[cfg(target_arch = "x86_64")]
+        if let Some(m) = self.lanes() {
+            // Rows of 2^b entries: digit 0 (1, in Montgomery form) included.
+            let row_len = (digits + 1) * m.entry_bytes() / 8;
+            let mut entries = vec![0u64; windows * row_len];
+            entries
+                .par_chunks_mut(ifma::LANES * row_len)
+                .zip(bases.par_chunks(ifma::LANES))
+                .for_each(|(dst, chunk)| {
+                    let rows = lanes_powers(m, chunk, digits);
+                    for (d, mut row) in dst.chunks_mut(row_len).zip(rows) {
+                        d.copy_from_slice(&row);
+                        zeroize::Zeroize::zeroize(&mut row);
+                    }
+                });
+            bases.iter_mut().for_each(wipe);
+            return FixedBase {
+                window_bits,
+                windows,
+                form: TableForm::Lanes {
+                    m: m.clone(),
+                    entries,
+                },
+            };
+        }
+        let rows = bases
+            .into_par_iter()
+            .map(|base| {
+                let mut row = Vec::with_capacity(digits);
+                row.push(base);
+                for d in 1..digits {
+                    let next = self.mul(&row[d - 1], &row[0]);
+                    row.push(next);
+                }
+                row
+            })
+            .collect();
+        FixedBase {
+            window_bits,
+            windows,
+            form: TableForm::Gmp {
+                modulus: self.modulus.clone(),
+                rows,
+            },
+        }
+    }
+}
+
+impl FixedBase {
+    #[cfg(test)]
+    /// The width of the table's windows.
+    pub(crate) fn window_bits(&self) -> u32 {
+        self.window_bits
+    }
+
+    /// `h^e` for every exponent (big-endian bytes, each of at most the table's bits),
+    /// on the calling thread: callers parallelize over chunks.
+    #[allow(unsafe_code)]
+    pub(crate) fn pow_each(&self, exponents: &[&[u8]]) -> Vec<Integer> {
+        for e in exponents {
+            assert!(
+                (e.len() * 8).div_ceil(self.window_bits as usize) <= self.windows,
+                "exponent longer than the table"
+            );
+        }
+        match &self.form {
+            TableForm::Gmp { modulus, rows } => exponents
+                .iter()
+                .map(|e| {
+                    let windows = (e.len() * 8).div_ceil(self.window_bits as usize);
+                    let mut acc = Integer::from(1);
+                    for (w, row) in rows.iter().enumerate().take(windows) {
+                        let digit = window_digit(e, w, self.window_bits);
+                        if digit != 0 {
+                            acc *= &row[digit - 1];
+                            acc.modulo_mut(modulus);
+                        }
+                    }
+                    acc
+                })
+                .collect(),
+            #[cfg(target_arch = "x86_64")]
+            TableForm::Lanes { m, entries } => exponents
+                .chunks(ifma::LANES)
+                // SAFETY: a `Montgomery` exists only when the CPU has AVX-512 F and IFMA.
+                .flat_map(|chunk| unsafe {
+                    m.fixed_base_pow_each(entries, self.window_bits, chunk)
+                })
+                .collect(),
+        }
+    }
+}
+
+impl Drop for FixedBase {
+    fn drop(&mut self) {
+        match &mut self.form {
+            TableForm::Gmp { rows, .. } => rows.iter_mut().flatten().for_each(wipe),
+            #[cfg(target_arch = "x86_64")]
+            TableForm::Lanes { entries, .. } => zeroize::Zeroize::zeroize(entries),
+        }
+    }
+}
+
+/// Digit `index` (from the least significant) of `bits` bits of the big-endian `e`.
+fn window_digit(e: &[u8], index: usize, bits: u32) -> usize {
+    let start = index * bits as usize;
+    (0..bits as usize)
+        .map(|b| start + b)
+        .take_while(|&bit| bit / 8 < e.len())
+        .filter(|&bit| (e[e.len() - 1 - bit / 8] >> (bit % 8)) & 1 == 1)
+        .fold(0, |d, bit| d | 1 << (bit - start))
+}
+
+/// Overwrites every limb GMP has allocated for `x` with zeros and leaves `x` at 0 (for
+/// secrets; GMP's temporaries are not reached).
+#[allow(unsafe_code)]
+pub(crate) fn wipe(x: &mut Integer) {
+    let raw = x.as_raw_mut();
+    // SAFETY: `raw` is `x`'s own initialized mpz_t. When `alloc > 0`, `d` points at
+    // `alloc` limbs GMP allocated for it (with `alloc == 0` it may point at a shared
+    // read-only dummy, so nothing is written). Zero limbs with size 0 are a valid 0.
+    unsafe {
+        let alloc = usize::try_from((*raw).alloc).unwrap_or(0);
+        if alloc > 0 {
+            std::ptr::write_bytes((*raw).d.as_ptr(), 0, alloc);
+        }
+        (*raw).size = 0;
+    }
+}
+
+/// A fixed-base table's rows for up to eight row bases.
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+fn lanes_powers(m: &ifma::Montgomery, bases: &[Integer], digits: usize) -> Vec<Vec<u64>> {
+    // SAFETY: a `Montgomery` exists only when the CPU has AVX-512 F and IFMA.
+    unsafe { m.powers_each(bases, digits) }
+}
+
 /// Eight bases at a time on the lanes.
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
@@ -198,6 +395,68 @@ mod tests {
                 assert_eq!(lanes_pow_each(m, &values[..20], &e), want_pow);
             }
             None => assert!(!crate::cpu::has_avx512_ifma()),
+        }
+    }
+
+    /// The limbs themselves are zero after a wipe, not only the value.
+    #[test]
+    #[allow(unsafe_code)]
+    fn wiped_integers_are_zero_and_usable() {
+        let mut x = (Integer::from(1) << 5000u32) - 12345u32;
+        wipe(&mut x);
+        assert_eq!(x, 0);
+        // SAFETY: reads the `alloc` limbs GMP allocated for `x` (5000 bits: alloc > 0).
+        let limbs = unsafe {
+            let raw = x.as_raw();
+            std::slice::from_raw_parts((*raw).d.as_ptr(), (*raw).alloc as usize)
+        };
+        assert!(limbs.len() >= 79 && limbs.iter().all(|&l| l == 0));
+        x += 7u32;
+        assert_eq!(x, 7);
+        let mut fresh = Integer::new();
+        wipe(&mut fresh);
+        assert_eq!(fresh, 0);
+        let mut negative = Integer::from(-99);
+        wipe(&mut negative);
+        assert_eq!(negative, 0);
+    }
+
+    /// A table in both forms against GMP's exponentiation: exponents shorter than the
+    /// table, empty, all zero, all ones, and of every window width's edge.
+    #[test]
+    fn fixed_base_tables_match_plain_powers() {
+        let mut rng = SessionRng::from_seed([4; 32]);
+        let mut buf = vec![0u8; 384];
+        rng.fill(&mut buf);
+        let mut n = Integer::from_digits(&buf, Order::Msf);
+        n.set_bit(0, true);
+        rng.fill(&mut buf);
+        let h = Integer::from_digits(&buf, Order::Msf) % &n;
+        let mut exponents: Vec<Vec<u8>> = vec![vec![], vec![0; 40], vec![0xff; 40], vec![1]];
+        for len in [1usize, 5, 17, 39, 40] {
+            let mut e = vec![0u8; len];
+            rng.fill(&mut e);
+            exponents.push(e);
+        }
+        let refs: Vec<&[u8]> = exponents.iter().map(|e| &e[..]).collect();
+        let want: Vec<Integer> = exponents
+            .iter()
+            .map(|e| {
+                let e = Integer::from_digits(e, Order::Msf);
+                Integer::from(h.pow_mod_ref(&e, &n).expect("positive"))
+            })
+            .collect();
+        let fast = BatchModulus::new(&n);
+        let gmp = BatchModulus {
+            modulus: n.clone(),
+            #[cfg(target_arch = "x86_64")]
+            lanes: None,
+        };
+        for window in [1u32, 3, 8, 11] {
+            for batch in [&fast, &gmp] {
+                let table = batch.fixed_base(&h, 320, window);
+                assert_eq!(table.pow_each(&refs), want, "window {window}");
+            }
         }
     }
 }

@@ -111,9 +111,10 @@ use std::sync::{Arc, OnceLock};
 
 pub use crate::ahe::paillier::safe_prime;
 use crate::ahe::paillier::{
-    self as single, FixedBase, SHORT_EXPONENT_BITS, dj_dlog, is_safe_prime, par_encoded,
-    random_below, random_bits, random_unit, wipe, write_be,
+    self as single, SHORT_EXPONENT_BITS, dj_dlog, is_safe_prime, par_encoded, random_below,
+    random_bits, random_unit, wipe, write_be,
 };
+use crate::bignum::FixedBase;
 use crate::group::xmd::expand_message_xmd;
 use crate::rng::SessionRng;
 
@@ -294,14 +295,22 @@ impl PublicKey {
     /// `h^α` for a fresh 256-bit `α`: the randomizer of every encryption and
     /// re-randomization (module docs, "Encryption randomness").
     fn short_randomizer(&self, rng: &mut SessionRng) -> Integer {
+        self.short_randomizers(rng, 1)
+            .pop()
+            .expect("one randomizer")
+    }
+    /// `count` of [`Self::short_randomizer`], their table products computed together
+    /// (eight at a time on AVX-512 IFMA).
+    fn short_randomizers(&self, rng: &mut SessionRng, count: usize) -> Vec<Integer> {
         let table = self
             .djn
-            .get_or_init(|| FixedBase::new(&djn_base(self), self.nn(), SHORT_EXPONENT_BITS));
-        let mut alpha = [0u8; 32];
-        rng.fill(&mut alpha);
-        let r = table.pow(&alpha, self.nn());
-        zeroize::Zeroize::zeroize(&mut alpha);
-        r
+            .get_or_init(|| self.inner.fixed_base(&djn_base(self), SHORT_EXPONENT_BITS));
+        let mut alphas = vec![[0u8; SHORT_EXPONENT_BITS as usize / 8]; count];
+        alphas.iter_mut().for_each(|a| rng.fill(a));
+        let refs: Vec<&[u8]> = alphas.iter().map(|a| &a[..]).collect();
+        let out = table.pow_each(&refs);
+        zeroize::Zeroize::zeroize(&mut alphas);
+        out
     }
     fn decode_ct(&self, bytes: &[u8], what: &'static str) -> Result<Integer, TaheError> {
         if bytes.len() != self.ct_len() {
@@ -769,13 +778,28 @@ impl ThresholdAhe for ThresholdPaillier {
     /// On all cores (`ahe::paillier::par_encoded`: the bytes do not depend on the thread
     /// count).
     fn encrypt_encoded(pk: &PublicKey, ms: &[Integer], rng: &mut SessionRng) -> Vec<u8> {
-        par_encoded(ms, pk.ct_len(), rng, |m, r| Self::encrypt(pk, m, r).0)
+        par_encoded(ms, pk.ct_len(), rng, |chunk, r| {
+            let randomizers = pk.short_randomizers(r, chunk.len());
+            chunk
+                .iter()
+                .zip(randomizers)
+                .map(|(m, h)| pk.inner.mul_mod(&pk.inner.one_plus_n_pow(m), &h))
+                .collect()
+        })
     }
     /// On all cores, as the default: `ReRand(k c)` with a fresh random unit `k`.
     fn randomize_encoded(pk: &PublicKey, cts: &[Ciphertext], rng: &mut SessionRng) -> Vec<u8> {
-        par_encoded(cts, pk.ct_len(), rng, |c, r| {
-            let k = Self::random_unit(pk, r);
-            Self::rerandomize(pk, &Self::mul_scalar(pk, c, &k), r).0
+        par_encoded(cts, pk.ct_len(), rng, |chunk, r| {
+            let scaled: Vec<Integer> = chunk
+                .iter()
+                .map(|c| Self::mul_scalar(pk, c, &Self::random_unit(pk, r)).0)
+                .collect();
+            let randomizers = pk.short_randomizers(r, chunk.len());
+            scaled
+                .iter()
+                .zip(randomizers)
+                .map(|(c, h)| pk.inner.mul_mod(c, &h))
+                .collect()
         })
     }
 
