@@ -340,6 +340,11 @@ impl PublicKey {
         self.ct_arith.mul(a, b)
     }
 
+    /// Batched products and powers modulo `n^{s+1}`.
+    pub(crate) fn arith(&self) -> &BatchModulus {
+        &self.ct_arith
+    }
+
     /// A fixed-base table for `h` modulo `n^{s+1}`, in 8-bit windows.
     pub(crate) fn fixed_base(&self, h: &Integer, exponent_bits: u32) -> FixedBase {
         self.ct_arith.fixed_base(h, exponent_bits, WINDOW_BITS)

@@ -261,12 +261,7 @@ impl Montgomery {
         if bits == 0 {
             return pack(&[], &one, l);
         }
-        let w: u32 = match bits {
-            0..=64 => 2,
-            65..=512 => 4,
-            513..=2048 => 5,
-            _ => 6,
-        };
+        let w = window_for(bits);
         let digit = |i: u32| -> usize {
             (0..w)
                 .filter(|&b| e.get_bit(i * w + b))
@@ -292,15 +287,77 @@ impl Montgomery {
                 self.mul(&acc, &acc, &mut tmp);
                 std::mem::swap(&mut acc, &mut tmp);
             }
-            let d = digit(i);
-            if d != 0 {
-                self.mul(&acc, &table[d], &mut tmp);
-                std::mem::swap(&mut acc, &mut tmp);
-            }
+            // A digit 0 multiplies by 1: the same work whatever the exponent's bits.
+            self.mul(&acc, &table[digit(i)], &mut tmp);
+            std::mem::swap(&mut acc, &mut tmp);
         }
         // Leaving Montgomery form is a product with a raw 1.
         self.mul(&acc, &pack(&[], &one, l), &mut tmp);
         tmp
+    }
+
+    /// `bases[k]^exponents[k] mod N` for up to eight pairs, each lane with its own
+    /// exponent (non-negative): one table of powers per lane, read with a gather.
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub(super) fn pow_each_own(&self, bases: &[Integer], exponents: &[Integer]) -> Vec<Integer> {
+        assert!(bases.len() <= LANES && bases.len() == exponents.len());
+        let l = self.limbs();
+        let bits = exponents
+            .iter()
+            .map(|e| e.significant_bits())
+            .max()
+            .unwrap_or(0);
+        let w = window_for(bits);
+        let windows = bits.div_ceil(w).max(1);
+        let rows: Vec<Vec<u64>> = bases.iter().map(|b| self.limbs_of(b)).collect();
+        let raw = pack(&rows, &self.r_mod, l);
+        // table[d * L + j]: limb j of every lane's base^d, in Montgomery form.
+        let entries = 1usize << w;
+        let mut table = Vec::with_capacity(entries * l);
+        table.extend(pack(&[], &self.r_mod, l));
+        let mut x = vec![_mm512_setzero_si512(); l];
+        self.mul(&raw, &pack(&[], &self.r2, l), &mut x);
+        table.extend_from_slice(&x);
+        for d in 2..entries {
+            let mut next = vec![_mm512_setzero_si512(); l];
+            self.mul(&table[(d - 1) * l..d * l], &x, &mut next);
+            table.extend(next);
+        }
+        let stride = _mm512_set1_epi64(LANES as i64);
+        let select = |i: u32, out: &mut [__m512i]| {
+            // Lane k reads u64 number (d_k L + j) 8 + k of the table.
+            let mut index = from_u64s(std::array::from_fn(|k| {
+                let d = exponents.get(k).map_or(0, |e| {
+                    (0..w)
+                        .filter(|&b| e.get_bit(i * w + b))
+                        .fold(0, |d, b| d | 1 << b)
+                });
+                (d * l * LANES + k) as u64
+            }));
+            for oj in out.iter_mut() {
+                // SAFETY: d_k < 2^w, j < L and k < 8, so every index is below
+                // 2^w L 8 = the table's length in u64s.
+                *oj = unsafe { _mm512_i64gather_epi64::<8>(index, table.as_ptr().cast()) };
+                index = _mm512_add_epi64(index, stride);
+            }
+        };
+        let mut acc = vec![_mm512_setzero_si512(); l];
+        let mut tmp = vec![_mm512_setzero_si512(); l];
+        let mut entry = vec![_mm512_setzero_si512(); l];
+        select(windows - 1, &mut acc);
+        for i in (0..windows - 1).rev() {
+            for _ in 0..w {
+                self.mul(&acc, &acc, &mut tmp);
+                std::mem::swap(&mut acc, &mut tmp);
+            }
+            select(i, &mut entry);
+            self.mul(&acc, &entry, &mut tmp);
+            std::mem::swap(&mut acc, &mut tmp);
+        }
+        let mut one = vec![0u64; l];
+        one[0] = 1;
+        self.mul(&acc, &pack(&[], &one, l), &mut tmp);
+        self.unpack(&tmp, bases.len())
     }
 
     /// `out = a * b / R mod N`, below `2N`, normalized, for `a, b` below `2N` and
@@ -361,6 +418,17 @@ impl Montgomery {
                 x
             })
             .collect()
+    }
+}
+
+/// The window of an exponentiation by `bits`-bit exponents: wider as the squarings
+/// dominate the table.
+fn window_for(bits: u32) -> u32 {
+    match bits {
+        0..=64 => 2,
+        65..=512 => 4,
+        513..=2048 => 5,
+        _ => 6,
     }
 }
 
@@ -526,6 +594,18 @@ mod tests {
                         let want = Integer::from(x.pow_mod_ref(e, n).expect("positive"));
                         assert_eq!(*g, want, "{} bits, e = {e}", n.significant_bits());
                     }
+                }
+            }
+            // Every lane its own exponent, of very different lengths.
+            for chunk in values.chunks(LANES) {
+                let own: Vec<Integer> = (0..chunk.len())
+                    .map(|k| exponents[k % exponents.len()].clone())
+                    .collect();
+                // SAFETY: as above.
+                let got = unsafe { m.pow_each_own(chunk, &own) };
+                for ((x, e), g) in chunk.iter().zip(&own).zip(&got) {
+                    let want = Integer::from(x.pow_mod_ref(e, n).expect("positive"));
+                    assert_eq!(*g, want, "{} bits, own e = {e}", n.significant_bits());
                 }
             }
             // Chains of different lengths, empty ones included, and more than fit a

@@ -8,8 +8,9 @@
 //! (`ifma`); elsewhere, or with the portable path forced ([`crate::cpu`]), it calls
 //! GMP for each number. Both return the same integers, reduced below the modulus.
 //!
-//! Not constant time in the exponent: exponents here are public (`n^s`). The lane code
-//! branches on nothing else; the GMP path is GMP's.
+//! Not constant time in the exponent, on either path: the lanes multiply by a table
+//! entry at every window (a digit 0 by 1), but which entry they read depends on the
+//! exponent, as in GMP's `mpz_powm`. Nothing else depends on the numbers' values.
 
 // Target-feature functions can only be called in `unsafe` blocks (after detection).
 #[cfg(target_arch = "x86_64")]
@@ -52,13 +53,41 @@ impl BatchModulus {
             .filter(|_| !crate::cpu::portable_forced())
     }
 
-    /// `base^exponent mod N` for every base, in parallel; `exponent` is public.
+    /// `base^exponent mod N` for every base, in parallel (`exponent >= 0`).
     pub(crate) fn pow_each(&self, bases: &[Integer], exponent: &Integer) -> Vec<Integer> {
+        assert!(*exponent >= 0, "a non-negative exponent");
         #[cfg(target_arch = "x86_64")]
         if let Some(m) = self.lanes() {
             return lanes_pow_each(m, bases, exponent);
         }
         self.gmp_pow_each(bases, exponent)
+    }
+
+    /// `bases[i]^exponents[i] mod N` for every pair, in parallel (exponents
+    /// non-negative, one per base).
+    #[allow(unsafe_code)]
+    pub(crate) fn pow_each_own(&self, bases: &[Integer], exponents: &[Integer]) -> Vec<Integer> {
+        assert_eq!(bases.len(), exponents.len(), "one exponent per base");
+        assert!(exponents.iter().all(|e| *e >= 0), "non-negative exponents");
+        #[cfg(target_arch = "x86_64")]
+        if let Some(m) = self.lanes() {
+            return bases
+                .par_chunks(ifma::LANES)
+                .zip(exponents.par_chunks(ifma::LANES))
+                // SAFETY: a `Montgomery` exists only when the CPU has AVX-512 F and IFMA.
+                .flat_map_iter(|(b, e)| unsafe { m.pow_each_own(b, e) })
+                .collect();
+        }
+        bases
+            .par_iter()
+            .zip(exponents)
+            .map(|(b, e)| {
+                Integer::from(
+                    b.pow_mod_ref(e, &self.modulus)
+                        .expect("positive modulus, non-negative exponent"),
+                )
+            })
+            .collect()
     }
 
     /// The product mod `N` of every group (1 for an empty one), in parallel.

@@ -531,14 +531,20 @@ fn batch_combination(
         h.update((j as u64).to_be_bytes());
         Integer::from_digits(&h.finalize()[..BATCH_WEIGHT_BITS / 8], Order::Msf)
     };
-    let nn = pk.nn();
-    let product = |xs: Vec<&Integer>| {
-        xs.into_par_iter()
-            .enumerate()
-            .map(|(j, x)| pow(x, &weight(j), nn))
-            .reduce(|| Integer::from(1), |a, b| pk.inner.mul_mod(&a, &b))
+    let weights: Vec<Integer> = (0..cts.len()).map(weight).collect();
+    let product = |xs: Vec<Integer>| {
+        let powered = pk.inner.arith().pow_each_own(&xs, &weights);
+        let all: Vec<&Integer> = powered.iter().collect();
+        pk.inner
+            .arith()
+            .product_each(&[all])
+            .pop()
+            .expect("one group")
     };
-    let (c, ci) = rayon::join(|| product(cts.to_vec()), || product(cis.iter().collect()));
+    let (c, ci) = rayon::join(
+        || product(cts.iter().map(|&c| c.clone()).collect()),
+        || product(cis.to_vec()),
+    );
     (c, ci)
 }
 
@@ -592,28 +598,72 @@ fn combine_int(
 
 /// Combines shares already checked (distinct parties, proofs verified).
 fn combine_verified(pk: &PublicKey, shares: &[DecryptionShare]) -> Result<Integer, TaheError> {
-    check_enough(shares.len(), pk.threshold)?;
-    let used = &shares[..pk.threshold as usize];
-    let nn = pk.nn();
-    let mut acc = Integer::from(1);
-    for s in used {
-        // μ_i = Δ Π_{j≠i} j / (j - i), an integer.
-        let mut num = pk.delta.clone();
-        let mut den = Integer::from(1);
-        for o in used {
-            if o.party != s.party {
-                num *= o.party;
-                den *= Integer::from(o.party) - s.party;
+    let by_party: Vec<Vec<Integer>> = shares.iter().map(|s| vec![s.ci.clone()]).collect();
+    let parties: Vec<u32> = shares.iter().map(|s| s.party).collect();
+    Ok(combine_verified_many(pk, &parties, &by_party)?
+        .pop()
+        .expect("one ciphertext"))
+}
+
+/// Combines the checked shares of many ciphertexts: `shares[i][k]` is party
+/// `parties[i]`'s share of ciphertext `k`. The first `threshold` parties are used;
+/// each one's Lagrange exponent is the same for every ciphertext, so its powers are
+/// taken together (eight at a time on AVX-512 IFMA).
+fn combine_verified_many(
+    pk: &PublicKey,
+    parties: &[u32],
+    shares: &[Vec<Integer>],
+) -> Result<Vec<Integer>, TaheError> {
+    check_enough(parties.len(), pk.threshold)?;
+    let used = &parties[..pk.threshold as usize];
+    let count = shares.first().map_or(0, Vec::len);
+    // (c_i^{|μ_i|} for every ciphertext, μ_i < 0).
+    let powered: Vec<(Vec<Integer>, bool)> = used
+        .iter()
+        .zip(shares)
+        .map(|(&i, cis)| {
+            // μ_i = Δ Π_{j≠i} j / (j - i), an integer.
+            let mut num = pk.delta.clone();
+            let mut den = Integer::from(1);
+            for &j in used {
+                if j != i {
+                    num *= j;
+                    den *= Integer::from(j) - i;
+                }
             }
-        }
-        let mu = num.div_exact(&den) * 2u32;
-        acc = pk.inner.mul_mod(&acc, &pow(&s.ci, &mu, nn));
-    }
+            let mu = num.div_exact(&den) * 2u32;
+            let negative = mu < 0;
+            (pk.inner.arith().pow_each(cis, &mu.abs()), negative)
+        })
+        .collect();
+    // Π_{μ_i > 0} c_i^{μ_i} / Π_{μ_i < 0} c_i^{-μ_i}: one inversion per ciphertext.
+    let side = |negative: bool| -> Vec<Integer> {
+        let groups: Vec<Vec<&Integer>> = (0..count)
+            .map(|k| {
+                powered
+                    .iter()
+                    .filter(|(_, n)| *n == negative)
+                    .map(|(p, _)| &p[k])
+                    .collect()
+            })
+            .collect();
+        pk.inner.arith().product_each(&groups)
+    };
+    let (above, below) = (side(false), side(true));
     let pows = &pk.inner.n_pows;
-    let m4d2 = dj_dlog(&acc, pk.s(), pows, &pk.inner.inv_fact);
-    let mut m = m4d2 * &pk.combine_inv;
-    m.modulo_mut(pk.plaintext_modulus());
-    Ok(m)
+    Ok(above
+        .par_iter()
+        .zip(below.par_iter())
+        .map(|(a, b)| {
+            // Every share is a unit (checked on decode), so their product is invertible.
+            let b_inv = pow(b, &Integer::from(-1), pk.nn());
+            let acc = pk.inner.mul_mod(a, &b_inv);
+            let m4d2 = dj_dlog(&acc, pk.s(), pows, &pk.inner.inv_fact);
+            let mut m = m4d2 * &pk.combine_inv;
+            m.modulo_mut(pk.plaintext_modulus());
+            m
+        })
+        .collect())
 }
 
 impl ThresholdPaillier {
@@ -790,10 +840,9 @@ impl ThresholdAhe for ThresholdPaillier {
     /// On all cores, as the default: `ReRand(k c)` with a fresh random unit `k`.
     fn randomize_encoded(pk: &PublicKey, cts: &[Ciphertext], rng: &mut SessionRng) -> Vec<u8> {
         par_encoded(cts, pk.ct_len(), rng, |chunk, r| {
-            let scaled: Vec<Integer> = chunk
-                .iter()
-                .map(|c| Self::mul_scalar(pk, c, &Self::random_unit(pk, r)).0)
-                .collect();
+            let bases: Vec<Integer> = chunk.iter().map(|c| c.0.clone()).collect();
+            let ks: Vec<Integer> = chunk.iter().map(|_| Self::random_unit(pk, r)).collect();
+            let scaled = pk.inner.arith().pow_each_own(&bases, &ks);
             let randomizers = pk.short_randomizers(r, chunk.len());
             scaled
                 .iter()
@@ -810,9 +859,9 @@ impl ThresholdAhe for ThresholdPaillier {
     /// Every ciphertext's share and one proof for the batch (module docs).
     fn share_batch(ks: &KeyShare, cts: &[Ciphertext], rng: &mut SessionRng) -> Vec<u8> {
         let pk = &ks.pk;
-        let nn = pk.nn();
         let mut exp = Integer::from(&pk.delta * &ks.si) * 2u32;
-        let cis: Vec<Integer> = cts.par_iter().map(|c| pow(&c.0, &exp, nn)).collect();
+        let bases: Vec<Integer> = cts.iter().map(|c| c.0.clone()).collect();
+        let cis = pk.inner.arith().pow_each(&bases, &exp);
         wipe(&mut exp);
         let bases: Vec<&Integer> = cts.iter().map(|c| &c.0).collect();
         let (c, ci) = batch_combination(pk, ks.index, &bases, &cis);
@@ -892,19 +941,20 @@ impl ThresholdAhe for ThresholdPaillier {
         test: Self::ZeroTest,
         cts: &[Ciphertext],
     ) -> Result<Vec<bool>, TaheError> {
+        let mut parties = Vec::with_capacity(test.len());
         let mut by_party = Vec::with_capacity(test.len());
         for (i, shares) in test.into_iter().enumerate() {
-            by_party.push(shares.ok_or(TaheError::MissingShares {
+            let shares = shares.ok_or(TaheError::MissingShares {
                 party: i as u32 + 1,
-            })?);
+            })?;
+            parties.push(i as u32 + 1);
+            by_party.push(shares.into_iter().map(|s| s.ci).collect::<Vec<_>>());
         }
-        (0..cts.len())
-            .into_par_iter()
-            .map(|k| {
-                let shares: Vec<DecryptionShare> = by_party.iter().map(|p| p[k].clone()).collect();
-                Ok(combine_verified(pk, &shares)? == 0)
-            })
-            .collect()
+        debug_assert!(by_party.iter().all(|p| p.len() == cts.len()));
+        Ok(combine_verified_many(pk, &parties, &by_party)?
+            .into_iter()
+            .map(|m| m == 0)
+            .collect())
     }
 
     fn encode_public_key(pk: &PublicKey) -> Vec<u8> {
