@@ -242,10 +242,7 @@ impl Montgomery {
             self.mul(&acc, &x, &mut tmp);
             std::mem::swap(&mut acc, &mut tmp);
         }
-        let mut one = vec![0u64; l];
-        one[0] = 1;
-        self.mul(&acc, &pack(&[], &one, l), &mut tmp);
-        self.unpack(&tmp, exponents.len())
+        self.unpack(&self.leave_montgomery(&acc), exponents.len())
     }
 
     /// `x^e` for eight raw numbers `x` (below `2N`), raw out: fixed windows from the top.
@@ -291,9 +288,18 @@ impl Montgomery {
             self.mul(&acc, &table[digit(i)], &mut tmp);
             std::mem::swap(&mut acc, &mut tmp);
         }
-        // Leaving Montgomery form is a product with a raw 1.
-        self.mul(&acc, &pack(&[], &one, l), &mut tmp);
-        tmp
+        self.leave_montgomery(&acc)
+    }
+
+    /// `x / R mod N` (below `2N`): a product with a raw 1 leaves Montgomery form.
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    fn leave_montgomery(&self, x: &[__m512i]) -> Vec<__m512i> {
+        let l = self.limbs();
+        let mut one = vec![0u64; l];
+        one[0] = 1;
+        let mut out = vec![_mm512_setzero_si512(); l];
+        self.mul(x, &pack(&[], &one, l), &mut out);
+        out
     }
 
     /// `bases[k]^exponents[k] mod N` for up to eight pairs, each lane with its own
@@ -354,10 +360,7 @@ impl Montgomery {
             self.mul(&acc, &entry, &mut tmp);
             std::mem::swap(&mut acc, &mut tmp);
         }
-        let mut one = vec![0u64; l];
-        one[0] = 1;
-        self.mul(&acc, &pack(&[], &one, l), &mut tmp);
-        self.unpack(&tmp, bases.len())
+        self.unpack(&self.leave_montgomery(&acc), bases.len())
     }
 
     /// `out = a * b / R mod N`, below `2N`, normalized, for `a, b` below `2N` and

@@ -379,6 +379,14 @@ mod tests {
     use crate::rng::SessionRng;
     use rug::integer::Order;
 
+    /// An odd modulus of `buf.len()` bytes (`buf` is left holding its bytes).
+    fn random_odd(rng: &mut SessionRng, buf: &mut [u8]) -> Integer {
+        rng.fill(buf);
+        let mut n = Integer::from_digits(buf, Order::Msf);
+        n.set_bit(0, true);
+        n
+    }
+
     /// Both paths against a plain fold, with groups that get split over lanes, empty
     /// groups, and more groups than lanes. The paths are called directly: forcing the
     /// portable path is process-wide and would race with other tests.
@@ -386,9 +394,7 @@ mod tests {
     fn both_paths_agree_with_plain_arithmetic() {
         let mut rng = SessionRng::from_seed([3; 32]);
         let mut buf = vec![0u8; 768];
-        rng.fill(&mut buf);
-        let mut n = Integer::from_digits(&buf, Order::Msf);
-        n.set_bit(0, true);
+        let n = random_odd(&mut rng, &mut buf);
         let batch = BatchModulus::new(&n);
         let values: Vec<Integer> = (0..300)
             .map(|_| {
@@ -456,9 +462,7 @@ mod tests {
     fn fixed_base_tables_match_plain_powers() {
         let mut rng = SessionRng::from_seed([4; 32]);
         let mut buf = vec![0u8; 384];
-        rng.fill(&mut buf);
-        let mut n = Integer::from_digits(&buf, Order::Msf);
-        n.set_bit(0, true);
+        let n = random_odd(&mut rng, &mut buf);
         rng.fill(&mut buf);
         let h = Integer::from_digits(&buf, Order::Msf) % &n;
         let mut exponents: Vec<Vec<u8>> = vec![vec![], vec![0; 40], vec![0xff; 40], vec![1]];
