@@ -434,11 +434,6 @@ impl PublicKey {
         Ok(cts)
     }
 
-    /// For every group of ciphertext integers, its product modulo `n^{s+1}`.
-    pub(crate) fn products(&self, groups: &[Vec<&Integer>]) -> Vec<Integer> {
-        self.ct_arith.product_each(groups)
-    }
-
     /// Ciphertexts packed back to back.
     fn write_packed(&self, cts: &[Integer]) -> Vec<u8> {
         let mut out = vec![0u8; cts.len() * self.ct_len];
@@ -1017,15 +1012,27 @@ fn owner_encrypt_int(sk: &SecretKey, m: &Integer, rng: &mut SessionRng) -> Integ
 /// computed together: eight at a time on AVX-512 IFMA).
 fn owner_encrypt_each(sk: &SecretKey, ms: &[Integer], rng: &mut SessionRng) -> Vec<Integer> {
     let pk = &sk.pk;
-    let mut alphas = vec![[0u8; SHORT_EXPONENT_BITS as usize / 8]; ms.len()];
-    alphas.iter_mut().for_each(|a| rng.fill(a));
-    let refs: Vec<&[u8]> = alphas.iter().map(|a| &a[..]).collect();
-    let randomizers = sk.table().pow_each(&refs);
-    zeroize::Zeroize::zeroize(&mut alphas);
+    let randomizers = short_randomizers(sk.table(), rng, ms.len());
     ms.iter()
         .zip(randomizers)
         .map(|(m, r)| pk.mul_mod(&pk.one_plus_n_pow(m), &r))
         .collect()
+}
+
+/// `h^α` for `count` fresh [`SHORT_EXPONENT_BITS`]-bit `α` from `h`'s table: the DJN
+/// short randomizers of the key owner and of the threshold scheme, computed together
+/// (eight at a time on AVX-512 IFMA).
+pub(crate) fn short_randomizers(
+    table: &FixedBase,
+    rng: &mut SessionRng,
+    count: usize,
+) -> Vec<Integer> {
+    let mut alphas = vec![[0u8; SHORT_EXPONENT_BITS as usize / 8]; count];
+    alphas.iter_mut().for_each(|a| rng.fill(a));
+    let refs: Vec<&[u8]> = alphas.iter().map(|a| &a[..]).collect();
+    let out = table.pow_each(&refs);
+    zeroize::Zeroize::zeroize(&mut alphas);
+    out
 }
 
 /// Checks `values` against `bounds` (count, per-value bound, total bound).
@@ -1342,7 +1349,7 @@ impl SubsetSum for Paillier {
                     .zip(&rhos)
                     .map(|((c, p), rho)| vec![c, p, rho])
                     .collect();
-                for (d, x) in dst.chunks_mut(ct_len).zip(pk.products(&groups)) {
+                for (d, x) in dst.chunks_mut(ct_len).zip(pk.arith().product_each(&groups)) {
                     write_be(&x, d);
                 }
                 rhos.iter_mut().chain(&mut plain).for_each(wipe);
@@ -1371,7 +1378,11 @@ impl SubsetSum for Paillier {
         let used = check_selection(selected, count)?;
         let cts = pk.decode_packed(masked, &used)?;
         let selected_cts: Vec<&Integer> = cts.iter().filter_map(|c| c.as_ref()).collect();
-        let prod = pk.products(&[selected_cts]).pop().expect("one group");
+        let prod = pk
+            .arith()
+            .product_each(&[selected_cts])
+            .pop()
+            .expect("one group");
         let m = sk.decrypt_int(&prod);
         let mut out = vec![0u8; pk.pt_len];
         write_be(&m, &mut out);
@@ -1451,7 +1462,7 @@ impl PartialSums for Paillier {
                     .collect()
             })
             .collect();
-        Ok(pk.write_packed(&pk.products(&groups)))
+        Ok(pk.write_packed(&pk.arith().product_each(&groups)))
     }
 
     fn add_partials(

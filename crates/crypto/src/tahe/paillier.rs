@@ -305,12 +305,7 @@ impl PublicKey {
         let table = self
             .djn
             .get_or_init(|| self.inner.fixed_base(&djn_base(self), SHORT_EXPONENT_BITS));
-        let mut alphas = vec![[0u8; SHORT_EXPONENT_BITS as usize / 8]; count];
-        alphas.iter_mut().for_each(|a| rng.fill(a));
-        let refs: Vec<&[u8]> = alphas.iter().map(|a| &a[..]).collect();
-        let out = table.pow_each(&refs);
-        zeroize::Zeroize::zeroize(&mut alphas);
-        out
+        single::short_randomizers(table, rng, count)
     }
     fn decode_ct(&self, bytes: &[u8], what: &'static str) -> Result<Integer, TaheError> {
         if bytes.len() != self.ct_len() {
