@@ -81,6 +81,13 @@ pub fn bignum_ifma() -> bool {
     has_avx512_ifma() && !portable_forced()
 }
 
+/// True when exponential ElGamal's bulk fixed-base products (ristretto255) run eight at
+/// a time on AVX-512 IFMA (`curve25519x8`) instead of one at a time in
+/// curve25519-dalek.
+pub fn ristretto_ifma() -> bool {
+    has_avx512_ifma() && !portable_forced()
+}
+
 /// True when the polynomial arithmetic over Z_t ([`crate::bfv::zt`]) runs its AVX2
 /// loops: the CPU has AVX2 and the portable path is not forced.
 pub fn zt_avx2() -> bool {

@@ -18,6 +18,11 @@ pub(crate) mod bignum;
 pub mod bls;
 pub mod cpu;
 pub mod cuckoo;
+// Eight-lane AVX-512 IFMA arithmetic: `#[target_feature]` functions, called only after
+// `cpu` detects the features.
+#[allow(unsafe_code)]
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod curve25519x8;
 pub mod cwprf;
 pub mod filter;
 pub mod group;

@@ -21,12 +21,16 @@
 //! scalar `r_j`; the owner opens the point `(S + R)G`; the non-owner subtracts `RG` and
 //! solves the discrete logarithm of `SG`.
 
+mod base_table;
 pub mod bulk;
+mod lanes;
+
+pub use base_table::BaseTable;
 
 use std::sync::OnceLock;
 
 use curve25519_dalek::constants::RISTRETTO_BASEPOINT_TABLE;
-use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoBasepointTable, RistrettoPoint};
+use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
 /// The scalars of ristretto255 (plaintexts and randomness of this scheme).
 pub use curve25519_dalek::scalar::Scalar;
 use curve25519_dalek::traits::Identity;
@@ -82,7 +86,7 @@ pub struct ElGamal;
 #[derive(Clone)]
 pub struct PublicKey {
     h: RistrettoPoint,
-    table: RistrettoBasepointTable,
+    table: BaseTable,
     /// Local decryption setting carried from [`Params`] (not encoded).
     max_table_bits: u32,
 }
@@ -100,7 +104,7 @@ impl std::fmt::Debug for PublicKey {
 impl PublicKey {
     fn new(h: RistrettoPoint, max_table_bits: u32) -> Self {
         PublicKey {
-            table: RistrettoBasepointTable::create(&h),
+            table: BaseTable::new(&h),
             h,
             max_table_bits,
         }
@@ -111,8 +115,8 @@ impl PublicKey {
         &self.h
     }
 
-    /// The fixed-base table of `h`, for the bulk operations of [`bulk`].
-    pub fn table(&self) -> &RistrettoBasepointTable {
+    /// The fixed-base tables of `h`, for the bulk operations of [`bulk`].
+    pub fn table(&self) -> &BaseTable {
         &self.table
     }
 
@@ -120,7 +124,7 @@ impl PublicKey {
     fn encrypt_scalar(&self, m: &Scalar, rng: &mut SessionRng) -> Ciphertext {
         let mut rho = random_nonzero_scalar(rng);
         let c1 = &rho * RISTRETTO_BASEPOINT_TABLE;
-        let c2 = m * RISTRETTO_BASEPOINT_TABLE + &rho * &self.table;
+        let c2 = m * RISTRETTO_BASEPOINT_TABLE + &rho * self.table.serial();
         rho.zeroize();
         Ciphertext { c1, c2 }
     }

@@ -66,10 +66,8 @@
 mod batch;
 pub mod joint;
 
-use std::sync::Arc;
-
 use curve25519_dalek::constants::{RISTRETTO_BASEPOINT_POINT, RISTRETTO_BASEPOINT_TABLE};
-use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoBasepointTable, RistrettoPoint};
+use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
 use curve25519_dalek::scalar::Scalar;
 use curve25519_dalek::traits::{Identity, IsIdentity, MultiscalarMul, VartimeMultiscalarMul};
 use sha2::{Digest, Sha512};
@@ -78,7 +76,7 @@ use zeroize::Zeroize;
 use super::{
     MAX_PARTIES, TaheError, ThresholdAhe, check_counts, check_enough, check_share_set, invalid,
 };
-use crate::ahe::elgamal::{self as single, random_nonzero_scalar, random_scalar};
+use crate::ahe::elgamal::{self as single, BaseTable, random_nonzero_scalar, random_scalar};
 use crate::rng::SessionRng;
 
 pub use crate::ahe::elgamal::Ciphertext;
@@ -102,7 +100,7 @@ pub struct PublicKey {
     parties: u32,
     threshold: u32,
     h: RistrettoPoint,
-    table: Arc<RistrettoBasepointTable>,
+    table: BaseTable,
     verification: Vec<RistrettoPoint>,
     /// Local decryption setting (not encoded).
     max_table_bits: u32,
@@ -132,7 +130,7 @@ impl PublicKey {
         let mut pk = PublicKey {
             parties,
             threshold,
-            table: Arc::new(RistrettoBasepointTable::create(&h)),
+            table: BaseTable::new(&h),
             h,
             verification,
             max_table_bits: DEFAULT_TABLE_BITS,
@@ -170,7 +168,7 @@ impl PublicKey {
     fn encrypt_scalar(&self, m: &Scalar, rng: &mut SessionRng) -> Ciphertext {
         let mut rho = random_nonzero_scalar(rng);
         let c1 = &rho * RISTRETTO_BASEPOINT_TABLE;
-        let c2 = m * RISTRETTO_BASEPOINT_TABLE + &rho * &*self.table;
+        let c2 = m * RISTRETTO_BASEPOINT_TABLE + &rho * self.table.serial();
         rho.zeroize();
         Ciphertext { c1, c2 }
     }

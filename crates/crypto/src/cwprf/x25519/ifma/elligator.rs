@@ -10,9 +10,9 @@
 //! Everything is straight-line: the items are the party's private data, so the choices
 //! of the map (which root, which candidate, the sign) are lane-mask selects.
 
-use super::exponent;
-use super::field::{Fe8, SQRT_M1};
 use super::ladder::double;
+use crate::curve25519x8::exponent;
+use crate::curve25519x8::field::{Fe8, SQRT_M1};
 
 /// The Montgomery coefficient `A` of `v^2 = u^3 + A u^2 + u` (RFC 9380's `J`).
 const A: u64 = 486_662;
@@ -148,9 +148,9 @@ mod tests {
     use curve25519_dalek::scalar::Scalar;
     use rug::Integer;
 
-    use super::super::lanes;
     use super::*;
-    use crate::cwprf::x25519::ifma::tests::{field_prime, ifma_or_skip, to_integer};
+    use crate::curve25519x8::lanes;
+    use crate::curve25519x8::test_support::{field_prime, ifma_or_skip, to_integer};
     use crate::rng::SessionRng;
 
     /// `(x : z)` as canonical bytes of `x / z` (0 for `z = 0`), lane by lane.

@@ -10,7 +10,7 @@ use core::arch::x86_64::*;
 
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
-use super::field::{Fe8, Fe8Unreduced};
+use crate::curve25519x8::field::{Fe8, Fe8Unreduced};
 
 /// `(A - 2) / 4` for Curve25519 (`A = 486662`), the constant of the doubling formula.
 const A24: u64 = 121_665;

@@ -15,18 +15,16 @@
 //! inversion costs about three multiplications per vector: affine it is.
 
 mod elligator;
-mod exponent;
-mod field;
 mod hash_to_field;
 mod ladder;
-mod lanes;
 mod sha512x8;
 #[cfg(test)]
 pub(super) mod tests;
 
-use field::Fe8;
+use crate::curve25519x8::field::Fe8;
+use crate::curve25519x8::lanes::LANES;
+use crate::curve25519x8::{exponent, lanes};
 pub(super) use ladder::ClampedScalar;
-use lanes::LANES;
 
 use crate::group::GroupError;
 

@@ -8,7 +8,7 @@
 
 use core::arch::x86_64::*;
 
-use super::field::{from_u64s, to_u64s};
+use crate::curve25519x8::field::{from_u64s, to_u64s};
 
 /// Bytes of a SHA-512 block.
 pub(super) const BLOCK: usize = 128;

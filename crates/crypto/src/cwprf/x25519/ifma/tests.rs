@@ -6,37 +6,10 @@ use rug::Integer;
 use sha2_011::Sha512;
 
 use super::*;
+use crate::curve25519x8::lanes;
+use crate::curve25519x8::test_support::{field_prime, ifma_or_skip};
 use crate::cwprf::x25519::scalar;
 use crate::rng::SessionRng;
-
-pub(super) fn field_prime() -> Integer {
-    (Integer::from(1) << 255u32) - 19u32
-}
-
-pub(super) fn to_integer(limbs: &[u64; 5]) -> Integer {
-    limbs
-        .iter()
-        .rev()
-        .fold(Integer::new(), |acc, &l| (acc << 52u32) + l)
-}
-
-/// Radix-2^52 limbs of a value below 2^256.
-pub(super) fn from_integer(x: &Integer) -> [u64; 5] {
-    let mut limbs = [0u64; 5];
-    for (i, limb) in limbs.iter_mut().enumerate() {
-        *limb = Integer::from(x >> (52 * i as u32)).to_u64_wrapping() & ((1 << 52) - 1);
-    }
-    limbs
-}
-
-/// False (and a note) on a CPU without the features, where these tests cannot run.
-pub(super) fn ifma_or_skip() -> bool {
-    let ok = crate::cpu::has_avx512_ifma();
-    if !ok {
-        eprintln!("skipped: this CPU has no AVX-512 IFMA");
-    }
-    ok
-}
 
 fn x25519_lanes(key: &[u8; 32], packed: &[u8]) -> Vec<u8> {
     let mut out = vec![0u8; packed.len()];

@@ -46,7 +46,7 @@ const FOUR_P: [u64; 5] = [
 ];
 
 /// `sqrt(-1) = 2^((p - 1) / 4) mod p`.
-pub(super) const SQRT_M1: [u64; 5] = [
+pub(crate) const SQRT_M1: [u64; 5] = [
     0xe1b274a0ea0b0,
     0x6ad2fe478c4e,
     0xdfbd7a72f4318,
@@ -56,12 +56,12 @@ pub(super) const SQRT_M1: [u64; 5] = [
 
 /// Eight field elements, one per lane, normalized (see the module documentation).
 #[derive(Clone, Copy)]
-pub(super) struct Fe8([__m512i; 5]);
+pub(crate) struct Fe8([__m512i; 5]);
 
 /// The eight 64-bit lanes of a vector.
 #[inline]
 #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-pub(super) fn to_u64s(v: __m512i) -> [u64; 8] {
+pub(crate) fn to_u64s(v: __m512i) -> [u64; 8] {
     // SAFETY: both types are 64 bytes of plain integers; every bit pattern is valid.
     unsafe { core::mem::transmute::<__m512i, [u64; 8]>(v) }
 }
@@ -69,7 +69,7 @@ pub(super) fn to_u64s(v: __m512i) -> [u64; 8] {
 /// A vector of eight 64-bit lanes.
 #[inline]
 #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-pub(super) fn from_u64s(v: [u64; 8]) -> __m512i {
+pub(crate) fn from_u64s(v: [u64; 8]) -> __m512i {
     // SAFETY: as in `to_u64s`.
     unsafe { core::mem::transmute::<[u64; 8], __m512i>(v) }
 }
@@ -142,12 +142,12 @@ const P_TIMES_1024: [u64; 5] = [
 /// ever added, subtracted or swapped (and those carry their result anyway), which
 /// saves eight of the eighteen carry passes of a ladder step.
 #[derive(Clone, Copy)]
-pub(super) struct Fe8Unreduced([__m512i; 5]);
+pub(crate) struct Fe8Unreduced([__m512i; 5]);
 
 impl Fe8Unreduced {
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn add(&self, b: &Fe8Unreduced) -> Fe8 {
+    pub(crate) fn add(&self, b: &Fe8Unreduced) -> Fe8 {
         let mut r = self.0;
         for (r, b) in r.iter_mut().zip(b.0) {
             *r = _mm512_add_epi64(*r, b);
@@ -158,7 +158,7 @@ impl Fe8Unreduced {
     /// `self - b` as `self + 2^10 p - b`.
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn sub(&self, b: &Fe8Unreduced) -> Fe8 {
+    pub(crate) fn sub(&self, b: &Fe8Unreduced) -> Fe8 {
         let mut r = self.0;
         for i in 0..5 {
             r[i] = _mm512_sub_epi64(_mm512_add_epi64(r[i], splat(P_TIMES_1024[i])), b.0[i]);
@@ -168,14 +168,14 @@ impl Fe8Unreduced {
 
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn normalize(&self) -> Fe8 {
+    pub(crate) fn normalize(&self) -> Fe8 {
         normalize(self.0)
     }
 
     /// Swaps `a` and `b` in the lanes where `swap` is all ones, with XOR masking.
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn conditional_swap(a: &mut Fe8Unreduced, b: &mut Fe8Unreduced, swap: __m512i) {
+    pub(crate) fn conditional_swap(a: &mut Fe8Unreduced, b: &mut Fe8Unreduced, swap: __m512i) {
         for (a, b) in a.0.iter_mut().zip(b.0.iter_mut()) {
             let t = _mm512_and_si512(_mm512_xor_si512(*a, *b), swap);
             *a = _mm512_xor_si512(*a, t);
@@ -188,7 +188,7 @@ impl Fe8 {
     /// The same element in all eight lanes, from its radix-2^52 limbs (normalized).
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn splat(limbs: [u64; 5]) -> Fe8 {
+    pub(crate) fn splat(limbs: [u64; 5]) -> Fe8 {
         Fe8([
             splat(limbs[0]),
             splat(limbs[1]),
@@ -198,15 +198,23 @@ impl Fe8 {
         ])
     }
 
+    /// Eight elements from their limb vectors (limb `i` of every lane in vector `i`),
+    /// which must be normalized.
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn zero() -> Fe8 {
+    pub(crate) fn from_vectors(limbs: [__m512i; 5]) -> Fe8 {
+        Fe8(limbs)
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+    pub(crate) fn zero() -> Fe8 {
         Fe8::splat([0; 5])
     }
 
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn one() -> Fe8 {
+    pub(crate) fn one() -> Fe8 {
         Fe8::splat([1, 0, 0, 0, 0])
     }
 
@@ -214,7 +222,7 @@ impl Fe8 {
     /// be normalized (limbs 0..=3 below 2^52, limb 4 below 2^48).
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn from_lanes(lanes: &[[u64; 5]; 8]) -> Fe8 {
+    pub(crate) fn from_lanes(lanes: &[[u64; 5]; 8]) -> Fe8 {
         let limb = |i: usize| {
             from_u64s([
                 lanes[0][i],
@@ -233,7 +241,7 @@ impl Fe8 {
     /// The limbs of each lane (as stored: normalized, not necessarily canonical).
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn to_lanes(self) -> [[u64; 5]; 8] {
+    pub(crate) fn to_lanes(self) -> [[u64; 5]; 8] {
         let limbs = [
             to_u64s(self.0[0]),
             to_u64s(self.0[1]),
@@ -252,7 +260,7 @@ impl Fe8 {
 
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn add(&self, b: &Fe8) -> Fe8 {
+    pub(crate) fn add(&self, b: &Fe8) -> Fe8 {
         let mut r = self.0;
         for (r, b) in r.iter_mut().zip(b.0) {
             *r = _mm512_add_epi64(*r, b);
@@ -263,7 +271,7 @@ impl Fe8 {
     /// `self - b`, computed as `self + 4p - b` so that no limb goes negative.
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn sub(&self, b: &Fe8) -> Fe8 {
+    pub(crate) fn sub(&self, b: &Fe8) -> Fe8 {
         let mut r = self.0;
         for i in 0..5 {
             r[i] = _mm512_sub_epi64(_mm512_add_epi64(r[i], splat(FOUR_P[i])), b.0[i]);
@@ -273,7 +281,7 @@ impl Fe8 {
 
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn neg(&self) -> Fe8 {
+    pub(crate) fn neg(&self) -> Fe8 {
         Fe8::zero().sub(self)
     }
 
@@ -281,13 +289,13 @@ impl Fe8 {
     /// `i + j + 1` the high halves. A column sums at most 9 terms below 2^52.
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn mul(&self, b: &Fe8) -> Fe8 {
+    pub(crate) fn mul(&self, b: &Fe8) -> Fe8 {
         self.mul_unreduced(b).normalize()
     }
 
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn mul_unreduced(&self, b: &Fe8) -> Fe8Unreduced {
+    pub(crate) fn mul_unreduced(&self, b: &Fe8) -> Fe8Unreduced {
         let (a, b) = (&self.0, &b.0);
         let mut t = [_mm512_setzero_si512(); 10];
         for i in 0..5 {
@@ -304,13 +312,13 @@ impl Fe8 {
     /// the five squares are added: 30 multiply-adds instead of 50.
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn square(&self) -> Fe8 {
+    pub(crate) fn square(&self) -> Fe8 {
         self.square_unreduced().normalize()
     }
 
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn square_unreduced(&self) -> Fe8Unreduced {
+    pub(crate) fn square_unreduced(&self) -> Fe8Unreduced {
         let a = &self.0;
         let mut t = [_mm512_setzero_si512(); 10];
         for i in 0..5 {
@@ -334,14 +342,14 @@ impl Fe8 {
     /// wraps around to limb 0 times 608.
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn mul_small(&self, c: u64) -> Fe8 {
+    pub(crate) fn mul_small(&self, c: u64) -> Fe8 {
         self.mul_small_unreduced(c).normalize()
     }
 
     /// As [`Fe8::mul_small`], before the carry (limbs below 2^53).
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn mul_small_unreduced(&self, c: u64) -> Fe8Unreduced {
+    pub(crate) fn mul_small_unreduced(&self, c: u64) -> Fe8Unreduced {
         debug_assert!(c < 1 << 20);
         let a = &self.0;
         let c = splat(c);
@@ -361,7 +369,7 @@ impl Fe8 {
     /// The same element as an [`Fe8Unreduced`] (a normalized limb is below 2^56).
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn unreduced(&self) -> Fe8Unreduced {
+    pub(crate) fn unreduced(&self) -> Fe8Unreduced {
         Fe8Unreduced(self.0)
     }
 
@@ -371,7 +379,7 @@ impl Fe8 {
     /// arithmetic on the 0/1 quotient, with no branch.
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn canonical(&self) -> Fe8 {
+    pub(crate) fn canonical(&self) -> Fe8 {
         let m52 = splat(MASK52);
         let m47 = splat(MASK47);
         let carry_through = |mut r: [__m512i; 5]| {
@@ -401,7 +409,7 @@ impl Fe8 {
     /// Lanes whose element is zero (mod p).
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn is_zero(&self) -> __mmask8 {
+    pub(crate) fn is_zero(&self) -> __mmask8 {
         let c = self.canonical().0;
         let any = _mm512_or_si512(
             _mm512_or_si512(c[0], c[1]),
@@ -413,14 +421,14 @@ impl Fe8 {
     /// Lanes where `self == b` (mod p).
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn equals(&self, b: &Fe8) -> __mmask8 {
+    pub(crate) fn equals(&self, b: &Fe8) -> __mmask8 {
         self.sub(b).is_zero()
     }
 
     /// Lanes whose canonical representative is odd (RFC 9380 `sgn0` for this field).
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn is_odd(&self) -> __mmask8 {
+    pub(crate) fn is_odd(&self) -> __mmask8 {
         let low = self.canonical().0[0];
         _mm512_test_epi64_mask(low, splat(1))
     }
@@ -428,7 +436,7 @@ impl Fe8 {
     /// Lane by lane: `if_true` where `mask` is set, `if_false` elsewhere.
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-    pub(super) fn select(mask: __mmask8, if_false: &Fe8, if_true: &Fe8) -> Fe8 {
+    pub(crate) fn select(mask: __mmask8, if_false: &Fe8, if_true: &Fe8) -> Fe8 {
         let mut r = if_false.0;
         for (r, t) in r.iter_mut().zip(if_true.0) {
             *r = _mm512_mask_blend_epi64(mask, *r, t);
@@ -442,8 +450,8 @@ mod tests {
     use rug::Integer;
 
     use super::*;
-    use crate::cwprf::x25519::ifma::exponent;
-    use crate::cwprf::x25519::ifma::tests::{field_prime, from_integer, ifma_or_skip, to_integer};
+    use crate::curve25519x8::exponent;
+    use crate::curve25519x8::test_support::{field_prime, from_integer, ifma_or_skip, to_integer};
 
     /// Lanes of random values below 2^256 (normalized limbs), with edge cases.
     fn sample(seed: u64) -> [[u64; 5]; 8] {

@@ -58,7 +58,7 @@ fn pow_2_250_minus_1<const N: usize>(z: &[Fe8; N]) -> ([Fe8; N], [Fe8; N]) {
 /// `z^(p - 2) = z^-1` (Fermat), lane by lane; zero maps to zero. The exponent is
 /// `(2^250 - 1) 2^5 + 11`. Called once per chunk (batched inversion), hence one vector.
 #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-pub(super) fn invert(z: &Fe8) -> Fe8 {
+pub(crate) fn invert(z: &Fe8) -> Fe8 {
     let (e250, z11) = pow_2_250_minus_1(&[*z]);
     mul(&square_times(&e250, 5), &z11)[0]
 }
@@ -66,7 +66,7 @@ pub(super) fn invert(z: &Fe8) -> Fe8 {
 /// `z^((p - 5) / 8) = z^((2^250 - 1) 4 + 1)`, the exponent of the square-root
 /// candidate in RFC 9380's Elligator 2 for this field.
 #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-pub(super) fn pow_p_minus_5_over_8<const N: usize>(z: &[Fe8; N]) -> [Fe8; N] {
+pub(crate) fn pow_p_minus_5_over_8<const N: usize>(z: &[Fe8; N]) -> [Fe8; N] {
     let (e250, _) = pow_2_250_minus_1(z);
     mul(&square_times(&e250, 2), z)
 }
@@ -74,7 +74,7 @@ pub(super) fn pow_p_minus_5_over_8<const N: usize>(z: &[Fe8; N]) -> [Fe8; N] {
 /// The lanes where the Legendre symbol `z^((p - 1) / 2) = z^((2^250 - 1) 16 + 6)` is
 /// 1 (non-zero squares; it is `p - 1` for non-squares and 0 for zero).
 #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-pub(super) fn is_nonzero_square<const N: usize>(z: &[Fe8; N]) -> [__mmask8; N] {
+pub(crate) fn is_nonzero_square<const N: usize>(z: &[Fe8; N]) -> [__mmask8; N] {
     let (e250, _) = pow_2_250_minus_1(z);
     let z3 = mul(&square_times(z, 1), z);
     let symbol = mul(&square_times(&e250, 4), &square_times(&z3, 1));

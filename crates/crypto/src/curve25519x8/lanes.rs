@@ -8,7 +8,7 @@ use core::arch::x86_64::*;
 use super::exponent;
 use super::field::Fe8;
 
-pub(super) const LANES: usize = 8;
+pub(crate) const LANES: usize = 8;
 
 const MASK52: u64 = (1 << 52) - 1;
 
@@ -23,7 +23,7 @@ fn words(bytes: &[u8; 32]) -> [u64; 4] {
 
 /// Radix-2^52 limbs of a 256-bit little-endian word array (limb 4 is below 2^48, so the
 /// limbs are normalized).
-pub(super) fn limbs_from_words(w: [u64; 4]) -> [u64; 5] {
+pub(crate) fn limbs_from_words(w: [u64; 4]) -> [u64; 5] {
     [
         w[0] & MASK52,
         ((w[0] >> 52) | (w[1] << 12)) & MASK52,
@@ -35,7 +35,7 @@ pub(super) fn limbs_from_words(w: [u64; 4]) -> [u64; 5] {
 
 /// RFC 7748 `decodeUCoordinate`: little-endian, bit 255 ignored. The value may be
 /// non-canonical (in `[p, 2^255)`); the arithmetic reduces it.
-pub(super) fn limbs_from_u_bytes(bytes: &[u8; 32]) -> [u64; 5] {
+pub(crate) fn limbs_from_u_bytes(bytes: &[u8; 32]) -> [u64; 5] {
     let mut w = words(bytes);
     w[3] &= u64::MAX >> 1;
     limbs_from_words(w)
@@ -58,7 +58,7 @@ fn bytes_from_limbs(l: &[u64; 5]) -> [u8; 32] {
 
 /// True when the 32 little-endian bytes are a canonical field element (below
 /// `p = 2^255 - 19`). Only for public data (received elements): it branches.
-pub(super) fn is_canonical(bytes: &[u8; 32]) -> bool {
+pub(crate) fn is_canonical(bytes: &[u8; 32]) -> bool {
     const P: [u64; 4] = [
         0xffff_ffff_ffff_ffed,
         u64::MAX,
@@ -76,7 +76,7 @@ pub(super) fn is_canonical(bytes: &[u8; 32]) -> bool {
 
 /// Packs per-element limbs into vectors, padding the last one with `pad`.
 #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-pub(super) fn pack(elements: &[[u64; 5]], pad: [u64; 5]) -> Vec<Fe8> {
+pub(crate) fn pack(elements: &[[u64; 5]], pad: [u64; 5]) -> Vec<Fe8> {
     let mut out = Vec::with_capacity(elements.len().div_ceil(LANES));
     for group in elements.chunks(LANES) {
         let mut lanes = [pad; LANES];
@@ -88,7 +88,7 @@ pub(super) fn pack(elements: &[[u64; 5]], pad: [u64; 5]) -> Vec<Fe8> {
 
 /// Writes the canonical encoding of the first `out.len() / 32` lanes.
 #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-pub(super) fn store(values: &[Fe8], out: &mut [u8]) {
+pub(crate) fn store(values: &[Fe8], out: &mut [u8]) {
     for (v, out) in values.iter().zip(out.chunks_mut(32 * LANES)) {
         let lanes = v.canonical().to_lanes();
         for (o, lane) in out.chunks_exact_mut(32).zip(&lanes) {
@@ -104,7 +104,7 @@ pub(super) fn store(values: &[Fe8], out: &mut [u8]) {
 /// Zero lanes are replaced by one before the products so that they cannot spoil the
 /// other elements, and set back to zero at the end.
 #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-pub(super) fn invert_all(values: &mut [Fe8]) {
+pub(crate) fn invert_all(values: &mut [Fe8]) {
     let one = Fe8::one();
     let mut zero_lanes: Vec<__mmask8> = Vec::with_capacity(values.len());
     let mut prefix: Vec<Fe8> = Vec::with_capacity(values.len());

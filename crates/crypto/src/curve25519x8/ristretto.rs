@@ -1,0 +1,113 @@
+//! ristretto255's encoding and decoding (RFC 9496, Sec. 4.3.1-4.3.2) on eight points at
+//! once. The encoding of a group element is unique, so these give exactly the bytes of
+//! curve25519-dalek's `compress` whatever representative of the element a lane holds.
+//!
+//! Straight-line on the lanes: every choice (the rotation, the signs) is a blend.
+
+use core::arch::x86_64::*;
+
+use super::edwards::{D, Point8};
+use super::exponent;
+use super::field::{Fe8, SQRT_M1};
+
+/// `1 / sqrt(a - d)` with `a = -1`, the non-negative root (RFC 9496 `INVSQRT_A_MINUS_D`).
+pub(crate) const INVSQRT_A_MINUS_D: [u64; 5] = [
+    0x8fdaa805d40ea,
+    0x175a4172be99c,
+    0xe01d8409d2f16,
+    0xfca216c27b91f,
+    0x786c8905cfaf,
+];
+
+/// `|x|`: `x` or `-x`, whichever is even (RFC 9496 `CT_ABS`, "non-negative").
+#[inline]
+#[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+fn abs(x: &Fe8) -> Fe8 {
+    Fe8::select(x.is_odd(), x, &x.neg())
+}
+
+/// RFC 9496 `SQRT_RATIO_M1(1, v)` for `N` vectors whose exponentiations interleave:
+/// `(was_square, |1 / sqrt(v)|)`, the root being `|sqrt(i / v)|` when `v` is not a
+/// square (and 0 for `v = 0`, with `was_square` false).
+#[inline]
+#[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+fn inv_sqrt<const N: usize>(v: &[Fe8; N]) -> ([__mmask8; N], [Fe8; N]) {
+    let mut v3 = *v;
+    let mut v7 = *v;
+    for i in 0..N {
+        v3[i] = v[i].square().mul(&v[i]);
+        v7[i] = v3[i].square().mul(&v[i]);
+    }
+    let pow = exponent::pow_p_minus_5_over_8(&v7);
+    let one = Fe8::one();
+    let minus_one = one.neg();
+    let sqrt_m1 = Fe8::splat(SQRT_M1);
+    let minus_sqrt_m1 = sqrt_m1.neg();
+    let mut was_square = [0; N];
+    let mut roots = pow;
+    for i in 0..N {
+        let r = v3[i].mul(&pow[i]);
+        let check = v[i].mul(&r.square());
+        let correct = check.equals(&one);
+        let flipped = check.equals(&minus_one);
+        let flipped_i = check.equals(&minus_sqrt_m1);
+        let r = Fe8::select(flipped | flipped_i, &r, &r.mul(&sqrt_m1));
+        roots[i] = abs(&r);
+        was_square[i] = correct | flipped;
+    }
+    (was_square, roots)
+}
+
+/// The canonical field element `s` encoding each point (RFC 9496 Sec. 4.3.2), for `N`
+/// vectors at once.
+#[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+pub(crate) fn encode<const N: usize>(points: &[Point8; N]) -> [Fe8; N] {
+    let mut u1 = [Fe8::zero(); N];
+    let mut u2 = [Fe8::zero(); N];
+    let mut radicand = [Fe8::zero(); N];
+    for (i, p) in points.iter().enumerate() {
+        u1[i] = p.z.add(&p.y).mul(&p.z.sub(&p.y));
+        u2[i] = p.x.mul(&p.y);
+        radicand[i] = u1[i].mul(&u2[i].square());
+    }
+    let (_, inv) = inv_sqrt(&radicand);
+    let sqrt_m1 = Fe8::splat(SQRT_M1);
+    let invsqrt_a_minus_d = Fe8::splat(INVSQRT_A_MINUS_D);
+    let mut out = [Fe8::zero(); N];
+    for (i, p) in points.iter().enumerate() {
+        let den1 = inv[i].mul(&u1[i]);
+        let den2 = inv[i].mul(&u2[i]);
+        let z_inv = den1.mul(&den2).mul(&p.t);
+        let ix0 = p.x.mul(&sqrt_m1);
+        let iy0 = p.y.mul(&sqrt_m1);
+        let enchanted_denominator = den1.mul(&invsqrt_a_minus_d);
+        let rotate = p.t.mul(&z_inv).is_odd();
+        let x = Fe8::select(rotate, &p.x, &iy0);
+        let y = Fe8::select(rotate, &p.y, &ix0);
+        let den_inv = Fe8::select(rotate, &den2, &enchanted_denominator);
+        let y = Fe8::select(x.mul(&z_inv).is_odd(), &y, &y.neg());
+        out[i] = abs(&den_inv.mul(&p.z.sub(&y))).canonical();
+    }
+    out
+}
+
+/// The affine point `(x, y)` that RFC 9496 Sec. 4.3.1 decodes from each `s`, and the
+/// lanes where the decoding succeeds. The caller has already checked that each `s` is
+/// canonical and even (non-negative): those checks are on the bytes.
+#[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+pub(crate) fn decode(s: &Fe8) -> (Fe8, Fe8, __mmask8) {
+    let one = Fe8::one();
+    let ss = s.square();
+    let u1 = one.sub(&ss);
+    let u2 = one.add(&ss);
+    let u2_sqr = u2.square();
+    let v = Fe8::splat(D).mul(&u1.square()).neg().sub(&u2_sqr);
+    let ([was_square], [inv]) = inv_sqrt(&[v.mul(&u2_sqr)]);
+    let den_x = inv.mul(&u2);
+    let den_y = inv.mul(&den_x).mul(&v);
+    let x = abs(&s.add(s).mul(&den_x));
+    let y = u1.mul(&den_y);
+    let t = x.mul(&y);
+    let valid = was_square & !t.is_odd() & !y.is_zero();
+    (x, y, valid)
+}

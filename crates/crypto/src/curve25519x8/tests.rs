@@ -1,0 +1,176 @@
+//! The lanes' fixed-base multiplication and ristretto255 encoding against
+//! curve25519-dalek, and the curve constants against their definitions.
+
+use curve25519_dalek::constants::RISTRETTO_BASEPOINT_POINT;
+use curve25519_dalek::ristretto::RistrettoPoint;
+use curve25519_dalek::scalar::Scalar;
+use rug::Integer;
+
+use super::test_support::{field_prime, ifma_or_skip, to_integer};
+use super::*;
+use crate::rng::SessionRng;
+
+#[test]
+fn curve_constants_match_their_definitions() {
+    let p = field_prime();
+    let d = to_integer(&edwards::D);
+    assert_eq!((Integer::from(&d * 121_666u32) + 121_665u32).modulo(&p), 0);
+    assert_eq!(
+        to_integer(&edwards::D2),
+        Integer::from(&d * 2u32).modulo(&p)
+    );
+    let invsqrt = to_integer(&ristretto::INVSQRT_A_MINUS_D);
+    // invsqrt^2 (a - d) = 1 with a = -1, and the root is the non-negative (even) one.
+    let check = Integer::from(&invsqrt * &invsqrt) * (Integer::from(-1) - &d);
+    assert_eq!(check.modulo(&p), 1);
+    assert!(invsqrt.is_even());
+}
+
+#[test]
+fn radix16_digits_recompose_the_scalar() {
+    let mut rng = SessionRng::from_seed([3; 32]);
+    let mut scalars = vec![Scalar::ZERO, Scalar::ONE, -Scalar::ONE, Scalar::from(8u8)];
+    scalars.push(Scalar::from_bytes_mod_order([0x88; 32]));
+    scalars.extend((0..200).map(|_| random(&mut rng)));
+    for s in scalars {
+        let digits = radix16(s.as_bytes());
+        assert!(digits.iter().all(|d| (-8..=8).contains(d)));
+        let back = digits.iter().rev().fold(Scalar::ZERO, |acc, &d| {
+            let d = if d < 0 {
+                -Scalar::from(d.unsigned_abs())
+            } else {
+                Scalar::from(d as u8)
+            };
+            acc * Scalar::from(16u8) + d
+        });
+        assert_eq!(back, s);
+    }
+}
+
+fn random(rng: &mut SessionRng) -> Scalar {
+    let mut wide = [0u8; 64];
+    rng.fill(&mut wide);
+    Scalar::from_bytes_mod_order_wide(&wide)
+}
+
+/// Scalars with the edges of the recoding: 0, 1, -1, all digits 8 before the carry, a
+/// power of 16, then random ones.
+fn scalars(n: usize, rng: &mut SessionRng) -> Vec<Scalar> {
+    let edges = [
+        Scalar::ZERO,
+        Scalar::ONE,
+        -Scalar::ONE,
+        Scalar::from_bytes_mod_order([0x88; 32]),
+        Scalar::from(1u128 << 124),
+        Scalar::from(7u8),
+        Scalar::from(8u8),
+    ];
+    let mut out: Vec<Scalar> = edges
+        .iter()
+        .copied()
+        .cycle()
+        .take(n.min(edges.len()))
+        .collect();
+    while out.len() < n {
+        out.push(random(rng));
+    }
+    out
+}
+
+fn encode_lanes(terms: &[(&FixedBase, &[Scalar], usize)]) -> Vec<u8> {
+    let digits: Vec<Vec<[i8; ROWS]>> = terms
+        .iter()
+        .map(|(_, s, _)| s.iter().map(|s| radix16(s.as_bytes())).collect())
+        .collect();
+    let terms: Vec<Term> = terms
+        .iter()
+        .zip(&digits)
+        .map(|((base, _, rows), digits)| Term {
+            base,
+            digits,
+            rows: *rows,
+        })
+        .collect();
+    let n = digits.first().map_or(0, Vec::len);
+    let mut out = vec![0u8; 32 * n];
+    mul_and_encode(&terms, &mut out);
+    out
+}
+
+#[test]
+fn fixed_base_products_match_dalek() {
+    if !ifma_or_skip() {
+        return;
+    }
+    let mut rng = SessionRng::from_seed([5; 32]);
+    let h = RISTRETTO_BASEPOINT_POINT * random(&mut rng);
+    let g_table = FixedBase::new(&RISTRETTO_BASEPOINT_POINT).unwrap();
+    let h_table = FixedBase::new(&h).unwrap();
+    for n in [0usize, 1, 7, 8, 9, 16, 17, 33, 100] {
+        let s = scalars(n, &mut rng);
+        let got = encode_lanes(&[(&h_table, &s, ROWS)]);
+        for (i, s) in s.iter().enumerate() {
+            assert_eq!(
+                &got[32 * i..32 * i + 32],
+                (h * s).compress().as_bytes(),
+                "n {n} i {i}"
+            );
+        }
+        // Two terms, the second with small scalars on one row: `s h + m G`.
+        let m: Vec<Scalar> = (0..n).map(|i| Scalar::from((i % 8) as u8)).collect();
+        let got = encode_lanes(&[(&h_table, &s, ROWS), (&g_table, &m, 1)]);
+        for i in 0..n {
+            let want = h * s[i] + RISTRETTO_BASEPOINT_POINT * m[i];
+            assert_eq!(
+                &got[32 * i..32 * i + 32],
+                want.compress().as_bytes(),
+                "n {n} i {i}"
+            );
+        }
+    }
+    assert!(encode_lanes(&[]).is_empty());
+}
+
+#[test]
+fn every_entry_of_the_table_is_its_multiple() {
+    if !ifma_or_skip() {
+        return;
+    }
+    // Scalars j 16^i, one per entry, and their negatives: each reads exactly one entry.
+    let g_table = FixedBase::new(&RISTRETTO_BASEPOINT_POINT).unwrap();
+    let mut s = Vec::new();
+    for i in 0..ROWS as u32 {
+        for j in 1..=8u8 {
+            let power = (0..i).fold(Scalar::ONE, |acc, _| acc * Scalar::from(16u8));
+            s.push(Scalar::from(j) * power);
+            s.push(-(Scalar::from(j) * power));
+        }
+    }
+    let got = encode_lanes(&[(&g_table, &s, ROWS)]);
+    for (i, s) in s.iter().enumerate() {
+        let want = RISTRETTO_BASEPOINT_POINT * s;
+        assert_eq!(&got[32 * i..32 * i + 32], want.compress().as_bytes(), "{i}");
+    }
+}
+
+#[test]
+fn encoding_is_dalek_compress_for_any_representative() {
+    if !ifma_or_skip() {
+        return;
+    }
+    // Identity and small multiples, whose encodings have the edge cases of the
+    // rotation; each is computed in lanes as a one-row product of the base table.
+    let g_table = FixedBase::new(&RISTRETTO_BASEPOINT_POINT).unwrap();
+    let small: Vec<Scalar> = (0..8u8).map(Scalar::from).collect();
+    let all: Vec<Scalar> = (0..=16u8)
+        .map(Scalar::from)
+        .chain((1..=16u8).map(|j| -Scalar::from(j)))
+        .collect();
+    for (s, rows) in [(&small, 1), (&all, ROWS)] {
+        let got = encode_lanes(&[(&g_table, s, rows)]);
+        for (i, s) in s.iter().enumerate() {
+            let want = RistrettoPoint::mul_base(s);
+            assert_eq!(&got[32 * i..32 * i + 32], want.compress().as_bytes(), "{i}");
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! Exponential ElGamal's bulk operations on both paths: with the portable path forced
+//! (`cpu::force_portable`, as `PRIVSET_PORTABLE=1` does), encryptions of filter bits,
+//! of counts and of full scalars, the key owner's encryptions and the doubled message
+//! points are the same bytes as on the eight-lane AVX-512 IFMA path
+//! (`curve25519x8`), from the same seeds, and decrypt to their messages. Its own
+//! binary: forcing is process-wide.
+
+use privset_crypto::ahe::AdditiveHe;
+use privset_crypto::ahe::elgamal::{ElGamal, Params, Scalar, bulk};
+use privset_crypto::cpu;
+use privset_crypto::rng::SessionRng;
+
+fn random_scalars(n: usize, rng: &mut SessionRng) -> Vec<Scalar> {
+    (0..n)
+        .map(|_| {
+            let mut wide = [0u8; 64];
+            rng.fill(&mut wide);
+            Scalar::from_bytes_mod_order_wide(&wide)
+        })
+        .collect()
+}
+
+/// Every bulk output on the path the CPU gets now, each checked by decryption.
+fn outputs(n: usize) -> Vec<Vec<u8>> {
+    let mut rng = SessionRng::from_seed([9; 32]);
+    let (pk, sk) = ElGamal::keygen(&Params::default(), &mut rng);
+    let bits: Vec<u64> = (0..n as u64).map(|i| u64::from(i % 3 == 0)).collect();
+    let counts: Vec<u64> = (0..n as u64).map(|i| i * 37 % 1001).collect();
+    let mut full = random_scalars(n, &mut rng);
+    if n > 3 {
+        full[0] = Scalar::ZERO;
+        full[1] = Scalar::ONE;
+        full[2] = -Scalar::ONE;
+    }
+    let as_scalars = |ms: &[u64]| -> Vec<Scalar> { ms.iter().map(|&m| Scalar::from(m)).collect() };
+    let mut out = Vec::new();
+    for (ms, encoded) in [
+        (
+            as_scalars(&bits),
+            bulk::encrypt_bits_encoded(pk.table(), &bits, &mut rng),
+        ),
+        (
+            as_scalars(&counts),
+            bulk::encrypt_bits_encoded(pk.table(), &counts, &mut rng),
+        ),
+        (
+            full.clone(),
+            bulk::encrypt_encoded(pk.table(), &full, &mut rng),
+        ),
+        (
+            full.clone(),
+            bulk::encrypt_owner_encoded(&sk, &full, &mut rng),
+        ),
+    ] {
+        let cts = bulk::decode_many(&encoded).expect("decodes");
+        assert_eq!(
+            bulk::decrypt_doubled_points(&sk, &cts),
+            bulk::doubled_base_points(&ms),
+            "a ciphertext does not decrypt to its message (n = {n})"
+        );
+        out.push(encoded);
+    }
+    out.push(bulk::doubled_base_points(&full).concat());
+    out
+}
+
+#[test]
+fn both_paths_give_the_same_bytes() {
+    // Empty, one item, a ragged lane group, and past one task (1,024) with ragged ends.
+    for n in [0, 1, 9, 2_500] {
+        cpu::force_portable(false);
+        let fast_is_ifma = cpu::ristretto_ifma();
+        let fast = outputs(n);
+        cpu::force_portable(true);
+        assert!(
+            !cpu::ristretto_ifma(),
+            "forcing must turn the IFMA path off"
+        );
+        let portable = outputs(n);
+        cpu::force_portable(false);
+        for (what, (f, p)) in ["bits", "counts", "scalars", "owner", "doubled points"]
+            .iter()
+            .zip(fast.iter().zip(&portable))
+        {
+            assert_eq!(f, p, "{what} differ between the paths (n = {n})");
+        }
+        if !fast_is_ifma {
+            eprintln!("this CPU has no AVX-512 IFMA: both runs took curve25519-dalek");
+        }
+    }
+}
