@@ -30,6 +30,7 @@ fn version_lists_the_code_paths_and_the_portable_switch_works() {
         "Z_t",
         "BFV plaintext NTT",
         "Paillier / Damgard-Jurik",
+        "ElGamal bulk encryptions",
         "GMP",
     ] {
         assert!(fast.contains(line), "{line} missing: {fast}");
@@ -42,6 +43,12 @@ fn version_lists_the_code_paths_and_the_portable_switch_works() {
     assert!(!portable.contains("AVX-512 IFMA, 8 lanes"), "{portable}");
     assert!(
         portable.contains("Paillier / Damgard-Jurik products and powers: GMP"),
+        "{portable}"
+    );
+    assert!(
+        portable.contains(
+            "ElGamal bulk encryptions (ristretto255 fixed-base products): curve25519-dalek tables"
+        ),
         "{portable}"
     );
     assert!(

@@ -9,6 +9,9 @@
 //! * privset's Montgomery arithmetic for Paillier / Damgard-Jurik (`bignum`: eight
 //!   independent products or powers at once, 52-bit limbs), when [`bignum_ifma`] says
 //!   so; GMP otherwise;
+//! * privset's ristretto255 fixed-base products for exponential ElGamal's bulk
+//!   encryptions (`curve25519x8`: eight products at once, with RFC 9496's encoding in
+//!   lanes), when [`ristretto_ifma`] says so; curve25519-dalek's tables otherwise;
 //! * the polynomial arithmetic over Z_t (`bfv::zt`, the unbalanced PSI database's
 //!   quadratic loops) has an AVX2 copy, run when [`zt_avx2`] says the CPU has AVX2;
 //! * curve25519-dalek is built with its `avx512` backend (`--cfg
@@ -166,6 +169,7 @@ pub fn report() -> String {
          polynomials over Z_t (unbalanced PSI database): {}\n\
          BFV plaintext NTT (unbalanced PSI server): {}\n\
          Paillier / Damgard-Jurik products and powers: {}\n\
+         ElGamal bulk encryptions (ristretto255 fixed-base products): {}\n\
          big integers (GMP): fat build, chosen at start",
         dalek_backend(),
         blst_backend(),
@@ -179,6 +183,11 @@ pub fn report() -> String {
             "AVX-512 IFMA, 8 lanes (privset)"
         } else {
             "GMP, one at a time"
+        },
+        if ristretto_ifma() {
+            "AVX-512 IFMA, 8 lanes (privset)"
+        } else {
+            "curve25519-dalek tables, one at a time"
         },
     )
 }
