@@ -42,9 +42,11 @@ mod tests;
 use core::arch::x86_64::*;
 
 use curve25519_dalek::ristretto::RistrettoPoint;
+use curve25519_dalek::scalar::Scalar;
 use edwards::{D2, Niels8, Point8};
 use field::Fe8;
 use lanes::LANES;
+use zeroize::Zeroize;
 
 /// Radix-16 digits of a scalar below 2^253.
 pub(crate) const ROWS: usize = 64;
@@ -111,30 +113,48 @@ pub(crate) fn radix16(bytes: &[u8; 32]) -> [i8; ROWS] {
 }
 
 /// One table and the digits of one scalar per output ([`radix16`]); `rows` is how many
-/// rows the scalars need (64 in general; 1 when every scalar is below 8, as filter bits
-/// are: higher digits are then zero and their rows would add the identity).
-pub(crate) struct Term<'a> {
-    pub(crate) base: &'a FixedBase,
-    pub(crate) digits: &'a [[i8; ROWS]],
-    pub(crate) rows: usize,
+/// rows the scalars need.
+struct Term<'a> {
+    base: &'a FixedBase,
+    digits: &'a [[i8; ROWS]],
+    rows: usize,
 }
 
-/// Writes to `out` (32 bytes per output) the ristretto255 encoding of `sum_t s_t B_t`
-/// for each output, `s_t` the scalar whose digits the term gives.
-pub(crate) fn mul_and_encode(terms: &[Term], out: &mut [u8]) {
-    let n = out.len() / 32;
-    assert_eq!(out.len(), 32 * n, "32 bytes per output");
-    for t in terms {
-        assert_eq!(t.digits.len(), n, "one scalar per output in every term");
-        assert!(t.rows <= ROWS);
-    }
+/// The ristretto255 encodings (32 bytes each) of `sum_t s_t B_t` for every output,
+/// each term a table `B_t`, one scalar per output, and the number of radix-16 rows its
+/// scalars need (64 in general; 1 when every scalar is below 8, as filter bits are:
+/// higher digits are then zero and their rows would add the identity).
+pub(crate) fn mul_and_encode(terms: &[(&FixedBase, &[Scalar], usize)]) -> Vec<u8> {
+    let n = terms.first().map_or(0, |t| t.1.len());
     if terms.is_empty() {
-        // Every output is the identity, whose encoding is all zeros.
-        out.fill(0);
-        return;
+        return Vec::new();
     }
+    let mut digits: Vec<Vec<[i8; ROWS]>> = terms
+        .iter()
+        .map(|(_, scalars, _)| {
+            assert_eq!(scalars.len(), n, "one scalar per output in every term");
+            scalars.iter().map(|s| radix16(s.as_bytes())).collect()
+        })
+        .collect();
+    let lane_terms: Vec<Term> = terms
+        .iter()
+        .zip(&digits)
+        .map(|((base, _, rows), digits)| {
+            assert!(*rows <= ROWS);
+            Term {
+                base,
+                digits,
+                rows: *rows,
+            }
+        })
+        .collect();
+    let mut out = vec![0u8; 32 * n];
     // SAFETY: a term holds a `FixedBase`, which exists only on a CPU with the features.
-    unsafe { mul_and_encode_lanes(terms, out) }
+    unsafe { mul_and_encode_lanes(&lane_terms, &mut out) };
+    for d in digits.iter_mut().flatten() {
+        d.zeroize();
+    }
+    out
 }
 
 /// The digit vectors of row `row` for outputs `first..first + 8` (zero past the end).

@@ -78,23 +78,7 @@ fn scalars(n: usize, rng: &mut SessionRng) -> Vec<Scalar> {
 }
 
 fn encode_lanes(terms: &[(&FixedBase, &[Scalar], usize)]) -> Vec<u8> {
-    let digits: Vec<Vec<[i8; ROWS]>> = terms
-        .iter()
-        .map(|(_, s, _)| s.iter().map(|s| radix16(s.as_bytes())).collect())
-        .collect();
-    let terms: Vec<Term> = terms
-        .iter()
-        .zip(&digits)
-        .map(|((base, _, rows), digits)| Term {
-            base,
-            digits,
-            rows: *rows,
-        })
-        .collect();
-    let n = digits.first().map_or(0, Vec::len);
-    let mut out = vec![0u8; 32 * n];
-    mul_and_encode(&terms, &mut out);
-    out
+    mul_and_encode(terms)
 }
 
 #[test]

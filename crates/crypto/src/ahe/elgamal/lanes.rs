@@ -37,27 +37,14 @@ impl Lanes {
     pub(crate) fn products(&self, terms: &[(&BaseTable, &[Scalar], usize)]) -> Vec<u8> {
         #[cfg(target_arch = "x86_64")]
         {
-            use crate::curve25519x8::{Term, mul_and_encode, radix16};
-            let n = terms.first().map_or(0, |t| t.1.len());
-            let mut digits: Vec<Vec<[i8; ROWS]>> = terms
+            let tables: Vec<_> = terms
                 .iter()
-                .map(|(_, scalars, _)| scalars.iter().map(|s| radix16(s.as_bytes())).collect())
-                .collect();
-            let lane_terms: Vec<Term> = terms
-                .iter()
-                .zip(&digits)
-                .map(|((table, _, rows), digits)| Term {
-                    base: table.fixed_base().expect("a CPU with IFMA has lane tables"),
-                    digits,
-                    rows: *rows,
+                .map(|(table, scalars, rows)| {
+                    let base = table.fixed_base().expect("a CPU with IFMA has lane tables");
+                    (base, *scalars, *rows)
                 })
                 .collect();
-            let mut out = vec![0u8; 32 * n];
-            mul_and_encode(&lane_terms, &mut out);
-            for d in digits.iter_mut().flatten() {
-                d.zeroize();
-            }
-            out
+            crate::curve25519x8::mul_and_encode(&tables)
         }
         #[cfg(not(target_arch = "x86_64"))]
         match self.0 {}
