@@ -69,7 +69,7 @@ impl std::fmt::Debug for FixedBase {
 
 impl FixedBase {
     /// The table of `base`; `None` on a CPU without AVX-512 F, VL and IFMA. The 512
-    /// multiples are computed with curve25519-dalek (about 5 ms), encoded, and decoded
+    /// multiples are computed with curve25519-dalek, encoded, and decoded
     /// into lanes: a decoded point may differ from dalek's representative by a point of
     /// order 4, which changes no sum's encoding.
     pub(crate) fn new(base: &RistrettoPoint) -> Option<FixedBase> {

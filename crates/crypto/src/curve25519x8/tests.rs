@@ -77,10 +77,6 @@ fn scalars(n: usize, rng: &mut SessionRng) -> Vec<Scalar> {
     out
 }
 
-fn encode_lanes(terms: &[(&FixedBase, &[Scalar], usize)]) -> Vec<u8> {
-    mul_and_encode(terms)
-}
-
 #[test]
 fn fixed_base_products_match_dalek() {
     if !ifma_or_skip() {
@@ -92,7 +88,7 @@ fn fixed_base_products_match_dalek() {
     let h_table = FixedBase::new(&h).unwrap();
     for n in [0usize, 1, 7, 8, 9, 16, 17, 33, 100] {
         let s = scalars(n, &mut rng);
-        let got = encode_lanes(&[(&h_table, &s, ROWS)]);
+        let got = mul_and_encode(&[(&h_table, &s, ROWS)]);
         for (i, s) in s.iter().enumerate() {
             assert_eq!(
                 &got[32 * i..32 * i + 32],
@@ -102,7 +98,7 @@ fn fixed_base_products_match_dalek() {
         }
         // Two terms, the second with small scalars on one row: `s h + m G`.
         let m: Vec<Scalar> = (0..n).map(|i| Scalar::from((i % 8) as u8)).collect();
-        let got = encode_lanes(&[(&h_table, &s, ROWS), (&g_table, &m, 1)]);
+        let got = mul_and_encode(&[(&h_table, &s, ROWS), (&g_table, &m, 1)]);
         for i in 0..n {
             let want = h * s[i] + RISTRETTO_BASEPOINT_POINT * m[i];
             assert_eq!(
@@ -112,7 +108,7 @@ fn fixed_base_products_match_dalek() {
             );
         }
     }
-    assert!(encode_lanes(&[]).is_empty());
+    assert!(mul_and_encode(&[]).is_empty());
 }
 
 #[test]
@@ -130,7 +126,7 @@ fn every_entry_of_the_table_is_its_multiple() {
             s.push(-(Scalar::from(j) * power));
         }
     }
-    let got = encode_lanes(&[(&g_table, &s, ROWS)]);
+    let got = mul_and_encode(&[(&g_table, &s, ROWS)]);
     for (i, s) in s.iter().enumerate() {
         let want = RISTRETTO_BASEPOINT_POINT * s;
         assert_eq!(&got[32 * i..32 * i + 32], want.compress().as_bytes(), "{i}");
@@ -151,7 +147,7 @@ fn encoding_is_dalek_compress_for_any_representative() {
         .chain((1..=16u8).map(|j| -Scalar::from(j)))
         .collect();
     for (s, rows) in [(&small, 1), (&all, ROWS)] {
-        let got = encode_lanes(&[(&g_table, s, rows)]);
+        let got = mul_and_encode(&[(&g_table, s, rows)]);
         for (i, s) in s.iter().enumerate() {
             let want = RistrettoPoint::mul_base(s);
             assert_eq!(&got[32 * i..32 * i + 32], want.compress().as_bytes(), "{i}");

@@ -1,7 +1,7 @@
 //! The fixed-base tables of one point (`G`, or a key `h`): curve25519-dalek's, for one
 //! product at a time, and, on a CPU with AVX-512 IFMA, privset's eight-lane table
 //! (`crate::curve25519x8`), for the bulk operations of [`super::bulk`]. The lane table
-//! is built on first bulk use (512 encodings, about 10 ms), so keys that only ever
+//! is built on first bulk use (512 multiples encoded and decoded), so keys that only ever
 //! encrypt one value at a time never pay for it.
 
 use std::sync::{Arc, OnceLock};
