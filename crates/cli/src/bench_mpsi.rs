@@ -152,13 +152,13 @@ fn port() -> Result<String, Failure> {
     Ok(format!("127.0.0.1:{}", l.local_addr()?.port()))
 }
 
-/// Runs one protocol with `parties` participants of `items` items each.
 /// A run's figures, or how long it ran before it was stopped at `--max-seconds`.
 enum Run {
     Finished(Outcome),
     Stopped(f64),
 }
 
+/// Runs one protocol with `parties` participants of `items` items each.
 fn run_one(
     exe: &Path,
     dir: &Path,
@@ -236,16 +236,19 @@ fn run_one(
         children.push(cmd.spawn()?);
     }
     let deadline = std::time::Duration::from_secs(args.max_seconds);
-    while started.elapsed() < deadline {
+    let finished = loop {
         if children
             .iter_mut()
             .all(|c| matches!(c.try_wait(), Ok(Some(_))))
         {
-            break;
+            break true;
+        }
+        if started.elapsed() >= deadline {
+            break false;
         }
         std::thread::sleep(std::time::Duration::from_millis(200));
-    }
-    if started.elapsed() >= deadline {
+    };
+    if !finished {
         for c in &mut children {
             let _ = c.kill();
             let _ = c.wait();
@@ -393,6 +396,8 @@ pub fn run(args: &MpsiBenchArgs, dir: &Path) -> Result<(), Failure> {
         args.max_seconds,
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
+    // (protocol, parties, items, seconds) of every run stopped at `--max-seconds`.
+    let mut stopped: Vec<(String, usize, usize, f64)> = Vec::new();
     for (test, parties, items) in runs {
         println!();
         match test {
@@ -425,6 +430,18 @@ pub fn run(args: &MpsiBenchArgs, dir: &Path) -> Result<(), Failure> {
         };
         let mut outcomes = Vec::new();
         for p in &args.protocols {
+            // A protocol stopped at a size is not run at one at least as large in both
+            // parties and items: it has at least as much work.
+            if let Some((sp, si, secs)) = stopped
+                .iter()
+                .find(|(q, sp, si, _)| q == p && *sp <= parties && *si <= items)
+                .map(|(_, sp, si, secs)| (sp, si, secs))
+            {
+                println!(
+                    "  {p:<15} not run: stopped at {sp} x {si} after {secs:.0} s, and this size is larger"
+                );
+                continue;
+            }
             match run_one(&exe, dir, p, parties, items, args, keys.as_ref())? {
                 Run::Finished(o) => {
                     print_outcome(p, parties, items, &o);
@@ -432,6 +449,7 @@ pub fn run(args: &MpsiBenchArgs, dir: &Path) -> Result<(), Failure> {
                 }
                 Run::Stopped(secs) => {
                     println!("  {p:<15} not finished after {secs:.0} s: stopped");
+                    stopped.push((p.clone(), parties, items, secs));
                 }
             }
         }

@@ -324,3 +324,48 @@ fn a_participant_that_drops_out_is_named() {
         stderr(&o)
     );
 }
+
+/// `privset bench mpsi`: a small run finishes with the right intersection; a run past
+/// `--max-seconds` is stopped and reported, and the same protocol is then not run at a
+/// size at least as large (but still at a smaller one).
+#[test]
+fn bench_reports_finished_stopped_and_skipped_runs() {
+    let dir = scratch("bench");
+    let bench = |sizes: &str, max_seconds: &str| {
+        let out = Command::new(BIN)
+            .args(["bench", "mpsi", "--tests", "--sizes", sizes])
+            .args(["--protocols", "bay", "--progress", "none"])
+            .args(["--max-seconds", max_seconds])
+            .arg("--dir")
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let finished = bench("3x20", "600");
+    let row = finished
+        .lines()
+        .find(|l| l.starts_with("bay") && l.contains("3 x 20"))
+        .unwrap_or_else(|| panic!("no row: {finished}"));
+    assert!(row.contains("intersection 3"), "{finished}");
+    let stopped = bench("3x20,4x20,3x10", "0");
+    let lines: Vec<&str> = stopped
+        .lines()
+        .filter(|l| l.trim_start().starts_with("bay"))
+        .collect();
+    assert_eq!(lines.len(), 3, "{stopped}");
+    assert!(
+        lines[0].contains("not finished after 0 s: stopped"),
+        "{stopped}"
+    );
+    assert!(
+        lines[1].contains("not run: stopped at 3 x 20 after 0 s"),
+        "{stopped}"
+    );
+    assert!(
+        lines[2].contains("not finished after 0 s: stopped"),
+        "{stopped}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -6,7 +6,7 @@
 //! binary: forcing is process-wide.
 
 use privset_crypto::ahe::AdditiveHe;
-use privset_crypto::ahe::elgamal::{ElGamal, Params, Scalar, bulk};
+use privset_crypto::ahe::elgamal::{CiphertextSums, ElGamal, Params, Scalar, bulk};
 use privset_crypto::cpu;
 use privset_crypto::rng::SessionRng;
 
@@ -61,6 +61,48 @@ fn outputs(n: usize) -> Vec<Vec<u8>> {
         out.push(encoded);
     }
     out.push(bulk::doubled_base_points(&full).concat());
+    // Running sums over two chunks of the bit encryptions, hits in any order and
+    // repeated, one item with no hit: the sums decrypt to the sums of the bits.
+    let encoded = bulk::encrypt_bits_encoded(pk.table(), &bits, &mut rng);
+    let items = 7;
+    let half = n / 2 * 64;
+    let mut sums = CiphertextSums::new(items);
+    let mut want = vec![0u64; items];
+    for (part, (bytes, first)) in [(&encoded[..half], 0), (&encoded[half..], n / 2)]
+        .into_iter()
+        .enumerate()
+    {
+        let count = bytes.len() / 64;
+        let hits: Vec<(u32, u32)> = (0..count as u32 * 3)
+            .map(|h| {
+                (
+                    (h * 5 + part as u32) % (items as u32 - 1),
+                    h * 7 % count.max(1) as u32,
+                )
+            })
+            .filter(|_| count > 0)
+            .collect();
+        for &(item, i) in &hits {
+            want[item as usize] += bits[first + i as usize];
+        }
+        sums.add(bytes, &hits).expect("valid ciphertexts");
+    }
+    let sums = sums.into_ciphertexts();
+    let want: Vec<Scalar> = want.iter().map(|&w| Scalar::from(w)).collect();
+    assert_eq!(
+        bulk::decrypt_doubled_points(&sk, &sums),
+        bulk::doubled_base_points(&want),
+        "running sums (n = {n})"
+    );
+    // A bad entry is named by its index in the chunk.
+    if n > 5 {
+        let mut bad = encoded[..6 * 64].to_vec();
+        bad[4 * 64] |= 1;
+        let e = CiphertextSums::new(1)
+            .add(&bad, &[(0, 1), (0, 4)])
+            .unwrap_err();
+        assert!(format!("{e}").contains('4'), "{e}");
+    }
     out
 }
 

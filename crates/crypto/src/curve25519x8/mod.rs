@@ -34,6 +34,7 @@ pub(crate) mod exponent;
 pub(crate) mod field;
 pub(crate) mod lanes;
 pub(crate) mod ristretto;
+pub(crate) mod sums;
 #[cfg(test)]
 pub(crate) mod test_support;
 #[cfg(test)]

@@ -21,6 +21,9 @@
 //!   adds an encryption of zero with fresh randomness, so the output is distributed as a
 //!   fresh encryption of the plaintext (exactly for ElGamal; for Paillier under the DJN
 //!   short-exponent assumption, `tahe::paillier`'s "Encryption randomness");
+//! * running sums (`sums_add`): hits in any order, entries hit more than once, two
+//!   messages and an untouched sum, against plaintext sums; an invalid entry is an error
+//!   naming it, but only when a hit touches it;
 //! * encodings: ciphertexts, shares and public keys round-trip; wrong lengths, all-zero,
 //!   all-`0xff`, truncated, extended and random byte strings are rejected or decoded
 //!   without panics.
@@ -57,6 +60,7 @@ pub fn run_all<S: ThresholdAhe>(shares: &[S::KeyShare]) {
     rerandomization::<S>(&pk, shares);
     encodings::<S>(&pk, shares);
     bulk::<S>(&pk, shares);
+    sums::<S>(&pk, shares);
 }
 
 /// Shares of `c` from the parties in `set` (1-based).
@@ -619,4 +623,63 @@ pub fn bulk<S: ThresholdAhe>(pk: &S::PublicKey, shares: &[S::KeyShare]) {
         garbage[0] = vec![0xA5; garbage_len];
         assert!(run(&all, &garbage).is_err());
     }
+}
+
+pub fn sums<S: ThresholdAhe>(pk: &S::PublicKey, shares: &[S::KeyShare]) {
+    let mut rng = seeded(70);
+    let ct_len = S::ciphertext_len(pk);
+    // Enough entries for several lane batches of ElGamal; fewer of Paillier's.
+    let entries: u32 = if ct_len <= 64 { 45 } else { 12 };
+    let items = 6u32;
+    let message = |offset: u64, rng: &mut SessionRng| {
+        let ms: Vec<S::Scalar> = (0..entries)
+            .map(|e| S::scalar_from_u64(pk, offset + u64::from(e)))
+            .collect();
+        S::encrypt_encoded(pk, &ms, rng)
+    };
+    // Item `j < items - 1` hits entries `(7j + 3d) mod entries` for d < 5, listed in a
+    // scrambled order and with entry 0 hit by several items; the last item is never hit.
+    let mut hits: Vec<(u32, u32)> = (0..items - 1)
+        .flat_map(|j| (0..5).map(move |d| (j, (7 * j + 3 * d) % entries)))
+        .collect();
+    hits.push((2, 0));
+    hits.push((2, 0));
+    hits.reverse();
+    hits.swap(1, 7);
+    let mut want = vec![0u64; items as usize];
+    let mut sums = S::sums_new(pk, items as usize);
+    for offset in [1u64, 1000] {
+        let encoded = message(offset, &mut rng);
+        S::sums_add(pk, &mut sums, &encoded, &hits).expect("valid entries");
+        for &(j, e) in &hits {
+            want[j as usize] += offset + u64::from(e);
+        }
+    }
+    let got = S::sums_finish(pk, sums);
+    assert_eq!(got.len(), items as usize);
+    for (j, c) in got.iter().enumerate() {
+        // An untouched sum has no randomness (ElGamal's `c1` is the identity, which no
+        // share is made for): add a fresh encryption of 5 before decrypting.
+        let (c, want) = match want[j] {
+            0 => (
+                S::add(pk, c, &S::encrypt(pk, &S::scalar_from_u64(pk, 5), &mut rng)),
+                5,
+            ),
+            w => (c.clone(), w),
+        };
+        assert_eq!(
+            dec::<S>(pk, shares, &c, &mut rng),
+            Ok(want),
+            "sum {j} of {hits:?}"
+        );
+    }
+    // An invalid entry: an error naming it when touched, nothing when not.
+    let mut bad = message(0, &mut rng);
+    bad[5 * ct_len..6 * ct_len].fill(0xff);
+    let mut sums = S::sums_new(pk, items as usize);
+    let err = S::sums_add(pk, &mut sums, &bad, &[(0, 4), (1, 5), (2, 9)])
+        .expect_err("entry 5 is invalid");
+    assert!(err.to_string().contains("entry 5"), "{err}");
+    S::sums_add(pk, &mut sums, &bad, &[(0, 4), (1, 6)]).expect("entry 5 untouched");
+    assert!(S::sums_add(pk, &mut sums, &bad[1..], &[(0, 4)]).is_err());
 }

@@ -311,10 +311,89 @@ pub trait ThresholdAhe: Send + Sync + 'static {
         cts: &[Self::Ciphertext],
     ) -> Result<Vec<bool>, TaheError>;
 
+    /// Running sums of received ciphertexts, one per item: what a server adds its
+    /// clients' encrypted filter entries into (Bay et al.). ElGamal decodes and adds them
+    /// eight at a time on a CPU with AVX-512 IFMA; Paillier keeps [`SerialSums`].
+    type Sums: Send;
+    /// `count` sums, each the encryption of zero with no randomness.
+    fn sums_new(pk: &Self::PublicKey, count: usize) -> Self::Sums;
+    /// For every hit `(sum, index)`, adds the `index`-th ciphertext of `encoded`
+    /// (back-to-back encodings) to sum `sum`. Only the touched ciphertexts are decoded,
+    /// each once, and validated; an error names the first invalid one by its index in
+    /// `encoded`. Every hit's `sum` and `index` must be in range (the caller computes
+    /// them; they are not peer data).
+    fn sums_add(
+        pk: &Self::PublicKey,
+        sums: &mut Self::Sums,
+        encoded: &[u8],
+        hits: &[(u32, u32)],
+    ) -> Result<(), TaheError>;
+    /// The sums (one no hit touched is still the encryption of zero with no randomness).
+    fn sums_finish(pk: &Self::PublicKey, sums: Self::Sums) -> Vec<Self::Ciphertext>;
+
     fn encode_public_key(pk: &Self::PublicKey) -> Vec<u8>;
     /// Validates a public key received from a peer. `max_parties` bounds the
     /// allocation (the key holds one verification key per party).
     fn decode_public_key(bytes: &[u8], max_parties: u32) -> Result<Self::PublicKey, TaheError>;
+}
+
+/// [`ThresholdAhe::Sums`] one ciphertext at a time: the touched entries decoded in
+/// parallel, then added in the hits' order.
+pub struct SerialSums<C>(Vec<Option<C>>);
+
+impl<C: Clone + Send + Sync> SerialSums<C> {
+    pub fn new(count: usize) -> Self {
+        SerialSums(vec![None; count])
+    }
+
+    /// [`ThresholdAhe::sums_add`] with the scheme's `decode` and `add`.
+    pub fn add(
+        &mut self,
+        encoded: &[u8],
+        ct_len: usize,
+        hits: &[(u32, u32)],
+        decode: impl Fn(&[u8]) -> Result<C, TaheError> + Sync,
+        add: impl Fn(&C, &C) -> C,
+    ) -> Result<(), TaheError> {
+        use rayon::prelude::*;
+        if !encoded.len().is_multiple_of(ct_len) {
+            return Err(invalid(
+                "ciphertexts",
+                "length is not a multiple of a ciphertext",
+            ));
+        }
+        let mut touched: Vec<u32> = hits.iter().map(|&(_, i)| i).collect();
+        touched.par_sort_unstable();
+        touched.dedup();
+        let decoded: Vec<C> = touched
+            .par_iter()
+            .map(|&i| {
+                decode(&encoded[i as usize * ct_len..][..ct_len]).map_err(|e| match e {
+                    TaheError::Invalid { what, reason } => {
+                        invalid(what, format!("entry {i}: {reason}"))
+                    }
+                    other => other,
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        for &(sum, i) in hits {
+            let c = &decoded[touched.binary_search(&i).expect("touched")];
+            let s = &mut self.0[sum as usize];
+            *s = Some(match s.take() {
+                Some(a) => add(&a, c),
+                None => c.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The sums, `zero` (the encryption of zero with no randomness) where none was added.
+    pub fn finish(self, zero: &C) -> Vec<C> {
+        self.0
+            .into_iter()
+            .map(|s| s.unwrap_or_else(|| zero.clone()))
+            .collect()
+    }
 }
 
 /// The most parties any key supports (the protocols target 3 to 100 organisations).

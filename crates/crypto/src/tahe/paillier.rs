@@ -105,7 +105,8 @@ use rug::{Complete, Integer};
 use sha2::{Digest, Sha256};
 
 use super::{
-    MAX_PARTIES, TaheError, ThresholdAhe, check_counts, check_enough, check_share_set, invalid,
+    MAX_PARTIES, SerialSums, TaheError, ThresholdAhe, check_counts, check_enough, check_share_set,
+    invalid,
 };
 use std::sync::{Arc, OnceLock};
 
@@ -873,6 +874,27 @@ impl ThresholdAhe for ThresholdPaillier {
         out
     }
     /// Every party's verified shares, by party.
+    type Sums = SerialSums<Ciphertext>;
+    fn sums_new(_pk: &PublicKey, count: usize) -> Self::Sums {
+        SerialSums::new(count)
+    }
+    fn sums_add(
+        pk: &PublicKey,
+        sums: &mut Self::Sums,
+        encoded: &[u8],
+        hits: &[(u32, u32)],
+    ) -> Result<(), TaheError> {
+        sums.add(
+            encoded,
+            pk.ct_len(),
+            hits,
+            |c| Self::decode_ciphertext(pk, c),
+            |a, b| Self::add(pk, a, b),
+        )
+    }
+    fn sums_finish(_pk: &PublicKey, sums: Self::Sums) -> Vec<Ciphertext> {
+        sums.finish(&Ciphertext(Integer::from(1)))
+    }
     type ZeroTest = Vec<Option<Vec<DecryptionShare>>>;
     fn zero_test_new(pk: &PublicKey, _count: usize) -> Self::ZeroTest {
         vec![None; pk.parties as usize]

@@ -24,12 +24,12 @@ use privset_crypto::filter::bloom::{BloomParams, element_words};
 use privset_crypto::tahe::elgamal::joint::CONTRIBUTION_LEN;
 use rayon::prelude::*;
 
-use super::decrypt::{ServerDecryption, accumulate, on_shares, send_shares};
+use super::decrypt::{ServerDecryption, on_shares, send_shares};
 use super::scheme::Scheme;
 use super::setup::{Expected, JointKey, Setup, blame, bloom_bits};
 use super::{
     HUB, KIND_COMBINED, KIND_FILTER, KIND_KEY, KIND_KEYS, KIND_QUERY, KIND_RANDOMIZED, MpsiConfig,
-    MpsiOutput, Role, chunk, chunks,
+    MpsiOutput, Role, chunk, chunks, diagonal,
 };
 use crate::engine::{Message, Protocol, Session};
 use crate::error::ProtocolError;
@@ -68,7 +68,9 @@ pub(super) struct Server<S: Scheme> {
     /// `k` hash words per server item.
     words: Vec<u64>,
     k: u32,
-    acc: Vec<Option<S::Ciphertext>>,
+    /// One running sum per server item: of the filter entries at its positions, then
+    /// of the clients' randomized values.
+    sums: Option<S::Sums>,
     intake: Option<Intake>,
     decryption: Option<ServerDecryption<S>>,
     output: Option<Vec<Vec<u8>>>,
@@ -84,7 +86,7 @@ impl<S: Scheme> Server<S> {
             pk: None,
             words: Vec::new(),
             k: 0,
-            acc: Vec::new(),
+            sums: None,
             intake: None,
             decryption: None,
             output: None,
@@ -121,6 +123,7 @@ impl<S: Scheme> Server<S> {
     /// The key is known (agreed or dealt): expect the clients' filters.
     fn on_key(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
         let n = self.items().len();
+        let mut sums = S::sums_new(self.pk(), n);
         let ct_len = S::ciphertext_len(self.pk());
         for c in self.clients() {
             let bits = self.client_bits(c);
@@ -133,13 +136,10 @@ impl<S: Scheme> Server<S> {
                 // non-zero encryption for every server item.
                 let one = S::scalar_from_u64(self.pk(), 1);
                 let ones = S::encrypt_encoded(self.pk(), &vec![one; n], session.rng);
-                let ones = S::decode_ciphertexts(self.pk(), &ones).expect("own encoding");
-                let pk = self.pk.clone().expect("key");
-                for (a, c) in self.acc.iter_mut().zip(&ones) {
-                    accumulate::<S>(a, c, &pk);
-                }
+                S::sums_add(self.pk(), &mut sums, &ones, &diagonal(n)).expect("own encoding");
             }
         }
+        self.sums = Some(sums);
         self.phase = ServerPhase::Filters;
         let entries: usize = self.clients().map(|c| self.client_bits(c)).sum();
         session
@@ -178,26 +178,12 @@ impl<S: Scheme> Server<S> {
         while intake.cursor < intake.pairs.len() && intake.pairs[intake.cursor].0 < end {
             intake.cursor += 1;
         }
-        let pairs = &intake.pairs[first..intake.cursor];
-        // Decode each touched entry once (positions are sorted, so repeats are adjacent).
-        let mut positions: Vec<u64> = pairs.iter().map(|p| p.0).collect();
-        positions.dedup();
-        let ct_len = S::ciphertext_len(&pk);
-        let entries: Vec<S::Ciphertext> = positions
-            .par_iter()
-            .map(|&p| {
-                let off = (p as usize - start) * ct_len;
-                S::decode_ciphertext(&pk, &body[off..off + ct_len])
-            })
-            .collect::<Result<_, _>>()
-            .map_err(blame(name, "encrypted Bloom filter"))?;
-        let mut e = 0;
-        for &(pos, item) in pairs {
-            while positions[e] != pos {
-                e += 1;
-            }
-            accumulate::<S>(&mut self.acc[item as usize], &entries[e], &pk);
-        }
+        let hits: Vec<(u32, u32)> = intake.pairs[first..intake.cursor]
+            .iter()
+            .map(|&(pos, item)| (item, (pos as usize - start) as u32))
+            .collect();
+        let sums = self.sums.as_mut().expect("key known");
+        S::sums_add(&pk, sums, body, &hits).map_err(blame(name, "encrypted Bloom filter"))?;
         intake.chunk += 1;
         if intake.chunk == chunks(intake.bits) {
             self.intake = None;
@@ -207,38 +193,27 @@ impl<S: Scheme> Server<S> {
 
     fn on_filters_complete(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
         let pk = self.pk.clone().expect("key");
-        let sums: Vec<S::Ciphertext> = self
-            .acc
-            .drain(..)
-            .map(|a| a.expect("every item summed"))
-            .collect();
+        let sums = S::sums_finish(&pk, self.sums.take().expect("summing"));
         let query = S::randomize_encoded(&pk, &sums, session.rng);
         for c in self.clients() {
             session.send(c, KIND_QUERY, &query);
             self.expected.push(c, KIND_RANDOMIZED, query.len());
         }
-        self.acc = vec![None; sums.len()];
+        self.sums = Some(S::sums_new(&pk, sums.len()));
         self.phase = ServerPhase::Randomized;
         Ok(())
     }
 
     fn on_randomized(&mut self, from: PartyId, body: &[u8]) -> Result<(), ProtocolError> {
         let pk = self.pk.clone().expect("key");
-        let cts = S::decode_ciphertexts(&pk, body)
-            .map_err(blame(self.setup.name(from), "randomized entries"))?;
-        self.acc
-            .par_iter_mut()
-            .zip(cts.par_iter())
-            .for_each(|(a, c)| accumulate::<S>(a, c, &pk));
-        Ok(())
+        let sums = self.sums.as_mut().expect("summing");
+        S::sums_add(&pk, sums, body, &diagonal(self.setup.config.items.len()))
+            .map_err(blame(self.setup.name(from), "randomized entries"))
     }
 
     fn on_randomized_complete(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
-        let sums: Vec<S::Ciphertext> = self
-            .acc
-            .drain(..)
-            .map(|a| a.expect("every item summed"))
-            .collect();
+        let pk = self.pk.clone().expect("key");
+        let sums = S::sums_finish(&pk, self.sums.take().expect("summing"));
         let clients = self.clients();
         self.decryption = Some(ServerDecryption::start(
             self.pk.as_ref().expect("key"),
@@ -265,7 +240,6 @@ impl<S: Scheme> Protocol for Server<S> {
         self.k = filter_params(1, n as u64).k;
         let items: Vec<&[u8]> = self.items().iter().map(Vec::as_slice).collect();
         self.words = element_words(self.k, &session.ctx.derive_key("mpsi/bloom"), &items);
-        self.acc = vec![None; n];
         if let Some((pk, _)) = S::given(&self.setup.config) {
             self.pk = Some(pk);
             return self.on_key(session);

@@ -24,14 +24,12 @@ use std::sync::Arc;
 
 use privset_crypto::filter::bloom::{BloomParams, element_words};
 use privset_crypto::tahe::elgamal::joint::CONTRIBUTION_LEN;
-use rayon::prelude::*;
 
-use super::decrypt::accumulate;
 use super::scheme::Scheme;
 use super::setup::{Expected, JointKey, Setup, blame, bloom_bits};
 use super::{
     HUB, KIND_FILTER, KIND_KEY, KIND_MASKED, KIND_SHARES, MpsiConfig, MpsiOutput, Role, chunk,
-    chunks,
+    chunks, diagonal,
 };
 use crate::engine::{Message, Protocol, Session};
 use crate::error::ProtocolError;
@@ -290,7 +288,8 @@ pub(super) struct Dealer<S: Scheme> {
     pk: Option<S::PublicKey>,
     bits: usize,
     chunk: usize,
-    sums: Vec<Option<S::Ciphertext>>,
+    /// The chunk's entries summed over the parties so far.
+    sums: Option<S::Sums>,
     done: bool,
 }
 
@@ -303,18 +302,19 @@ impl<S: Scheme> Dealer<S> {
             pk: None,
             bits: 0,
             chunk: 0,
-            sums: Vec::new(),
+            sums: None,
             done: false,
         }
     }
 
     fn expect_filters(&mut self) {
         let len = chunk(self.bits, self.chunk).1;
-        let ct_len = S::ciphertext_len(self.pk.as_ref().expect("key"));
+        let pk = self.pk.as_ref().expect("key");
+        let ct_len = S::ciphertext_len(pk);
         for p in 1..=self.setup.holders() as PartyId {
             self.expected.push(p, KIND_FILTER, len * ct_len);
         }
-        self.sums = vec![None; len];
+        self.sums = Some(S::sums_new(pk, len));
     }
 
     /// `ReRand(r_j (Σ_i BF_i[j] − t))` for every position of the chunk, to every party.
@@ -325,10 +325,9 @@ impl<S: Scheme> Dealer<S> {
             &S::scalar_from_u64(&pk, u64::from(self.setup.holders())),
         );
         let shift = S::encrypt(&pk, &minus_t, session.rng);
-        let shifted: Vec<S::Ciphertext> = self
-            .sums
-            .drain(..)
-            .map(|s| S::add(&pk, &s.expect("every party's chunk"), &shift))
+        let shifted: Vec<S::Ciphertext> = S::sums_finish(&pk, self.sums.take().expect("summing"))
+            .iter()
+            .map(|s| S::add(&pk, s, &shift))
             .collect();
         let masked = S::randomize_encoded(&pk, &shifted, session.rng);
         for p in 1..=self.setup.holders() as PartyId {
@@ -385,12 +384,10 @@ impl<S: Scheme> Protocol for Dealer<S> {
             return Ok(());
         }
         let pk = self.pk.clone().expect("key");
-        let cts =
-            S::decode_ciphertexts(&pk, body).map_err(blame(name, "encrypted Bloom filter"))?;
-        self.sums
-            .par_iter_mut()
-            .zip(cts.par_iter())
-            .for_each(|(s, c)| accumulate::<S>(s, c, &pk));
+        let entries = body.len() / S::ciphertext_len(&pk);
+        let sums = self.sums.as_mut().expect("summing");
+        S::sums_add(&pk, sums, body, &diagonal(entries))
+            .map_err(blame(name, "encrypted Bloom filter"))?;
         if self.expected.is_empty() {
             self.answer(session);
         }

@@ -304,6 +304,12 @@ fn party_on<S: scheme::Scheme>(
     })
 }
 
+/// Hits (`Scheme::sums_add`) that add the `j`-th ciphertext of a message to sum `j`,
+/// for every `j < n`: one message summed position by position.
+pub(crate) fn diagonal(n: usize) -> Vec<(u32, u32)> {
+    (0..n as u32).map(|j| (j, j)).collect()
+}
+
 /// The chunks of a stream of `total` ciphertexts: `(start, len)` of chunk `c`.
 pub(crate) fn chunk(total: usize, c: usize) -> (usize, usize) {
     let start = c * CHUNK;

@@ -45,7 +45,7 @@
 //! of squares too (they only change what P2 encrypts). The reverse variant and segmented
 //! input are the DDH protocol's (docs/pi-sum.md).
 
-use privset_crypto::ahe::elgamal::{self, ElGamal, PublicKey, SecretKey, bulk};
+use privset_crypto::ahe::elgamal::{self, CiphertextSums, ElGamal, PublicKey, SecretKey, bulk};
 use privset_crypto::ahe::{AdditiveHe, HeError};
 use privset_crypto::filter::bloom::{BloomParams, element_words};
 use rayon::prelude::*;
@@ -364,7 +364,7 @@ struct P2Prepared<H: HeChoice> {
 struct P2Filter<H: HeChoice> {
     prep: P2Prepared<H>,
     pk1: PublicKey,
-    sums: Vec<elgamal::Ciphertext>,
+    sums: CiphertextSums,
     cursors: Vec<u32>,
     next_chunk: usize,
 }
@@ -414,36 +414,29 @@ impl<H: HeChoice> P2<H> {
                 hits
             })
             .collect();
-        let mut touched = vec![false; len];
-        for &(_, offset) in hits.iter().flatten() {
-            touched[offset as usize] = true;
-        }
-        let decoded: Vec<Option<elgamal::Ciphertext>> = touched
-            .par_iter()
+        let hits: Vec<(u32, u32)> = hits
+            .iter()
             .enumerate()
-            .map(|(offset, &t)| {
-                t.then(|| {
-                    let at = offset * elgamal::CIPHERTEXT_LEN;
-                    ElGamal::decode_ciphertext(&filter.pk1, &body[at..at + elgamal::CIPHERTEXT_LEN])
-                        .map_err(|e| at_position(e, start + offset as u64))
-                })
-                .transpose()
+            .flat_map(|(block, hits)| {
+                let base = (block * ITEM_BLOCK) as u32;
+                hits.iter().map(move |&(j, offset)| (base + j, offset))
             })
-            .collect::<Result<_, _>>()
+            .collect();
+        filter
+            .sums
+            .add(body, &hits)
+            .map_err(|e| {
+                // `add` names the entry within this chunk; report it in the whole filter.
+                let index = match &e {
+                    HeError::InvalidCiphertext { index, .. } => *index as u64,
+                    _ => 0,
+                };
+                at_position(e, start + index)
+            })
             .map_err(|e| PeerMisbehaved::InvalidCiphertext {
                 what: "Bloom filter chunk",
                 source: e,
             })?;
-        filter
-            .sums
-            .par_chunks_mut(ITEM_BLOCK)
-            .zip(hits.par_iter())
-            .for_each(|(sums, hits)| {
-                for &(j, offset) in hits {
-                    let c = decoded[offset as usize].expect("touched positions are decoded");
-                    sums[j as usize] = sums[j as usize] + c;
-                }
-            });
         filter.next_chunk += 1;
         Ok(())
     }
@@ -451,14 +444,15 @@ impl<H: HeChoice> P2<H> {
     /// Step 4b-5: every item's membership ciphertext, refreshed and in the shuffled
     /// order, then P2's key and encrypted values.
     fn send_membership(session: &mut Session<'_>, filter: P2Filter<H>) -> P2Prepared<H> {
-        let n2 = filter.sums.len();
+        let sums = filter.sums.into_ciphertexts();
+        let n2 = sums.len();
         session
             .meter
             .begin("step 4: refreshing our membership ciphertexts", n2);
         // Every item has exactly k distinct positions (one per partition).
         let membership = bulk::randomize_difference_encoded(
             filter.pk1.table(),
-            &filter.sums,
+            &sums,
             filter.prep.params.k as u64,
             session.rng,
         );
@@ -477,7 +471,7 @@ impl<H: HeChoice> P2<H> {
         P2Filter {
             prep,
             pk1,
-            sums: vec![elgamal::Ciphertext::zero(); n2],
+            sums: CiphertextSums::new(n2),
             cursors: vec![0; n2],
             next_chunk: 0,
         }

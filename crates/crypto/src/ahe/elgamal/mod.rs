@@ -24,8 +24,10 @@
 mod base_table;
 pub mod bulk;
 mod lanes;
+mod sums;
 
 pub use base_table::BaseTable;
+pub use sums::CiphertextSums;
 
 use std::sync::OnceLock;
 

@@ -76,6 +76,7 @@ use zeroize::Zeroize;
 use super::{
     MAX_PARTIES, TaheError, ThresholdAhe, check_counts, check_enough, check_share_set, invalid,
 };
+use crate::ahe::HeError;
 use crate::ahe::elgamal::{self as single, BaseTable, random_nonzero_scalar, random_scalar};
 use crate::rng::SessionRng;
 
@@ -578,6 +579,26 @@ impl ThresholdAhe for ThresholdElGamal {
     }
     fn share_batch(ks: &KeyShare, cts: &[Ciphertext], rng: &mut SessionRng) -> Vec<u8> {
         batch::share_batch(ks, cts, rng)
+    }
+    type Sums = single::CiphertextSums;
+    fn sums_new(_pk: &PublicKey, count: usize) -> Self::Sums {
+        single::CiphertextSums::new(count)
+    }
+    fn sums_add(
+        _pk: &PublicKey,
+        sums: &mut Self::Sums,
+        encoded: &[u8],
+        hits: &[(u32, u32)],
+    ) -> Result<(), TaheError> {
+        sums.add(encoded, hits).map_err(|e| match e {
+            HeError::InvalidCiphertext { index, reason } => {
+                invalid("ciphertext", format!("entry {index}: {reason}"))
+            }
+            other => invalid("ciphertexts", other.to_string()),
+        })
+    }
+    fn sums_finish(_pk: &PublicKey, sums: Self::Sums) -> Vec<Ciphertext> {
+        sums.into_ciphertexts()
     }
     type ZeroTest = batch::ZeroTest;
     fn zero_test_new(pk: &PublicKey, count: usize) -> batch::ZeroTest {
