@@ -21,6 +21,8 @@
 //!   adds an encryption of zero with fresh randomness, so the output is distributed as a
 //!   fresh encryption of the plaintext (exactly for ElGamal; for Paillier under the DJN
 //!   short-exponent assumption, `tahe::paillier`'s "Encryption randomness");
+//! * polynomials: `eval_polynomial` against plaintext arithmetic, and
+//!   `eval_polynomials` equal to it job by job;
 //! * running sums (`sums_add`): hits in any order, entries hit more than once, two
 //!   messages and an untouched sum, against plaintext sums; an invalid entry is an error
 //!   naming it, but only when a hit touches it;
@@ -556,6 +558,30 @@ pub fn bulk<S: ThresholdAhe>(pk: &S::PublicKey, shares: &[S::KeyShare]) {
         );
     }
     assert!(S::eval_polynomial(pk, &[], &u(1)).is_none());
+    // Many at once: the same ciphertexts as one at a time, for polynomials of different
+    // lengths (none among them) at small and full-size points, over more than one
+    // group of eight.
+    let coeffs: Vec<S::Ciphertext> = (0..5u64).map(|v| enc(&u(v + 2), &mut rng)).collect();
+    let points: Vec<S::Scalar> = (0..11u8)
+        .map(|i| match i % 3 {
+            0 => u(u64::from(i)),
+            _ => S::scalar_from_wide(pk, &[i; 64]),
+        })
+        .collect();
+    let jobs: Vec<(&[S::Ciphertext], &S::Scalar)> = points
+        .iter()
+        .enumerate()
+        .map(|(i, x)| (&coeffs[..i % 6], x))
+        .collect();
+    let many = S::eval_polynomials(pk, &jobs);
+    assert_eq!(many.len(), jobs.len());
+    for (i, ((c, x), got)) in jobs.iter().zip(&many).enumerate() {
+        assert!(
+            *got == S::eval_polynomial(pk, c, x),
+            "eval_polynomials job {i} (degree {})",
+            c.len() as i64 - 1
+        );
+    }
     assert!(S::scalar_from_wide(pk, &[7; 64]) != S::scalar_from_wide(pk, &[8; 64]));
     let randomized =
         S::decode_ciphertexts(pk, &S::randomize_encoded(pk, &cts, &mut rng)).expect("decode");

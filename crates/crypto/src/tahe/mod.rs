@@ -283,6 +283,19 @@ pub trait ThresholdAhe: Send + Sync + 'static {
         Some(acc)
     }
 
+    /// [`Self::eval_polynomial`] of every `(coefficients, x)` pair, in parallel. The
+    /// default evaluates each on its own; Paillier runs eight Horner chains at once on a
+    /// CPU with AVX-512 IFMA.
+    fn eval_polynomials(
+        pk: &Self::PublicKey,
+        jobs: &[(&[Self::Ciphertext], &Self::Scalar)],
+    ) -> Vec<Option<Self::Ciphertext>> {
+        use rayon::prelude::*;
+        jobs.par_iter()
+            .map(|(coeffs, x)| Self::eval_polynomial(pk, coeffs, x))
+            .collect()
+    }
+
     /// Bytes of one party's batch of decryption shares of `count` ciphertexts.
     fn share_batch_len(pk: &Self::PublicKey, count: usize) -> usize;
     /// This party's decryption shares of every ciphertext of `cts`, with proofs of

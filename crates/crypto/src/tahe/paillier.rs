@@ -874,6 +874,45 @@ impl ThresholdAhe for ThresholdPaillier {
         out
     }
     /// Every party's verified shares, by party.
+    /// Horner's rule for all the chains together: at each step every accumulator is
+    /// raised to its own point (`BatchModulus::pow_each_own`, eight lanes at a time on a
+    /// CPU with AVX-512 IFMA) and multiplied by its next coefficient. A shorter
+    /// polynomial is padded at the top with the trivial encryption of zero (1), which
+    /// changes nothing: `1^x c = c`.
+    fn eval_polynomials(
+        pk: &PublicKey,
+        jobs: &[(&[Ciphertext], &Integer)],
+    ) -> Vec<Option<Ciphertext>> {
+        let arith = pk.inner.arith();
+        let width = jobs.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
+        let one = Integer::from(1);
+        let coefficient = |job: &(&[Ciphertext], &Integer), k: usize| -> Integer {
+            job.0.get(k).map_or_else(|| one.clone(), |c| c.0.clone())
+        };
+        let xs: Vec<Integer> = jobs
+            .iter()
+            .map(|(_, x)| x.modulo_ref(pk.plaintext_modulus()).complete())
+            .collect();
+        let mut acc: Vec<Integer> = jobs
+            .iter()
+            .map(|j| coefficient(j, width.max(1) - 1))
+            .collect();
+        for k in (0..width.saturating_sub(1)).rev() {
+            acc = arith.pow_each_own(&acc, &xs);
+            acc.par_iter_mut()
+                .zip(jobs.par_iter())
+                .for_each(|(a, job)| {
+                    if let Some(c) = job.0.get(k) {
+                        *a = arith.mul(a, &c.0);
+                    }
+                });
+        }
+        jobs.iter()
+            .zip(acc)
+            .map(|((coeffs, _), a)| (!coeffs.is_empty()).then_some(Ciphertext(a)))
+            .collect()
+    }
+
     type Sums = SerialSums<Ciphertext>;
     fn sums_new(_pk: &PublicKey, count: usize) -> Self::Sums {
         SerialSums::new(count)

@@ -211,17 +211,17 @@ impl<S: Scheme> Server<S> {
             intake.cursor += 1;
         }
         let scalars = &self.scalars;
-        let values: Vec<(u32, S::Ciphertext)> = intake.pairs[start..intake.cursor]
-            .par_iter()
+        let pairs = &intake.pairs[start..intake.cursor];
+        let jobs: Vec<(&[S::Ciphertext], &S::Scalar)> = pairs
+            .iter()
             .map(|&(bin, item)| {
                 let at = (bin as usize - first) * width;
-                let poly = &coefficients[at..at + width];
-                let v = S::eval_polynomial(&pk, poly, &scalars[item as usize]).expect("width >= 1");
-                (item, v)
+                (&coefficients[at..at + width], &scalars[item as usize])
             })
             .collect();
-        for (item, v) in values {
-            accumulate::<S>(&mut self.acc[item as usize], &v, &pk);
+        let values = S::eval_polynomials(&pk, &jobs);
+        for (&(_, item), v) in pairs.iter().zip(values) {
+            accumulate::<S>(&mut self.acc[item as usize], &v.expect("width >= 1"), &pk);
         }
         intake.chunk += 1;
         if intake.chunk == intake.bins.chunks() {
