@@ -82,7 +82,15 @@ impl Point8 {
         let b = self.y.add(&self.x).mul(&q.y_plus_x);
         let c = self.t.mul(&q.xy2d);
         let d = self.z.add(&self.z);
-        let (e, f, g, h) = (b.sub(&a), d.sub(&c), d.add(&c), b.add(&a));
+        Point8::from_abcd(&a, &b, &c, &d)
+    }
+
+    /// The last step both additions share: `E = B - A`, `F = D - C`, `G = D + C`,
+    /// `H = B + A`, and the sum `(EF : GH : FG : EH)`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+    fn from_abcd(a: &Fe8, b: &Fe8, c: &Fe8, d: &Fe8) -> Point8 {
+        let (e, f, g, h) = (b.sub(a), d.sub(c), d.add(c), b.add(a));
         Point8 {
             x: e.mul(&f),
             y: g.mul(&h),
@@ -101,12 +109,6 @@ impl Point8 {
         let c = self.t.mul(&q.t).mul(&Fe8::splat(D2));
         let zz = self.z.mul(&q.z);
         let d = zz.add(&zz);
-        let (e, f, g, h) = (b.sub(&a), d.sub(&c), d.add(&c), b.add(&a));
-        Point8 {
-            x: e.mul(&f),
-            y: g.mul(&h),
-            z: f.mul(&g),
-            t: e.mul(&h),
-        }
+        Point8::from_abcd(&a, &b, &c, &d)
     }
 }
