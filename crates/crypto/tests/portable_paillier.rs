@@ -13,7 +13,7 @@ use privset_crypto::rng::SessionRng;
 /// the CPU gets now.
 fn outputs(params: &Params, items: usize) -> Vec<Vec<u8>> {
     let mut rng = SessionRng::from_seed([5; 32]);
-    let (pk, sk) = Paillier::keygen_for_masking(params, &mut rng);
+    let (pk, sk) = Paillier::keygen(params, &mut rng);
     let bounds = ColumnBounds {
         items,
         max_value: 1000,

@@ -94,15 +94,6 @@ pub trait AdditiveHe: Send + Sync + 'static {
     type Ciphertext: Clone + Send + Sync;
 
     fn keygen(params: &Self::Params, rng: &mut SessionRng) -> (Self::PublicKey, Self::SecretKey);
-    /// The key owner's key pair when the other party will [`SubsetSum::mask_each`]
-    /// (Ion et al. 2020's reverse variant): a scheme whose masking needs a special key
-    /// to be fast and hiding makes it here (Paillier: safe primes). Default: `keygen`.
-    fn keygen_for_masking(
-        params: &Self::Params,
-        rng: &mut SessionRng,
-    ) -> (Self::PublicKey, Self::SecretKey) {
-        Self::keygen(params, rng)
-    }
     fn encrypt(pk: &Self::PublicKey, m: u64, rng: &mut SessionRng) -> Self::Ciphertext;
     fn add(pk: &Self::PublicKey, a: &Self::Ciphertext, b: &Self::Ciphertext) -> Self::Ciphertext;
     /// `k * m` for the plaintext `m` of `c`.

@@ -12,7 +12,7 @@
 //! exponentiation), decryption is the recursive extraction of Damgard-Jurik Sec. 4.2,
 //! run modulo `p^{s+1}` and `q^{s+1}` separately and recombined (CRT).
 //!
-//! ## Two kinds of randomness
+//! ## Three kinds of randomness
 //!
 //! * **Key owner** (`encrypt_column`, `encrypt_each`, [`Paillier::encrypt_owner`]): the
 //!   public key carries `h = x^{n^s} mod n^{s+1}` for a random `x` (Damgard-Jurik-Nielsen
@@ -21,42 +21,38 @@
 //!   encryption). Hiding then rests on the DJN *short-exponent assumption*: `h^alpha`
 //!   with a 256-bit `alpha` is indistinguishable from a uniform `n^s`-th residue (for
 //!   parties that cannot factor `n`), in addition to DCR.
-//! * **Party without the key** (`rerandomize`, [`AdditiveHe::encrypt`], the masks of
-//!   `sum_selected`): a full-size `r` uniform in `Z*_n` and the factor
-//!   `r^{n^s} mod n^{s+1}`. A short exponent would not do here: the key owner can take
-//!   `n^s`-th roots, so it can recover `x` and `h^alpha`'s exponent structure, and hiding
-//!   a ciphertext from the owner would reduce to a 256-bit discrete logarithm the owner
-//!   may well be able to solve; with a full-size `r` the re-randomizer is a uniformly
-//!   random `n^s`-th residue and hides the previous randomness information-theoretically.
-//!   [`AdditiveHe::encrypt`] cannot tell who calls it, so it uses full-size randomness too.
-//! * **Masking party** (`mask_each`, the reverse variant, one randomizer per item): the
-//!   same statistical hiding from the owner at a fraction of the cost, on a key from
-//!   [`AdditiveHe::keygen_for_masking`] (safe primes `p = 2p'+1`, `q = 2q'+1`). Once per
-//!   decoded key the masking party draws its **own secret base** `h' = y^{n^s}`, `y` a
-//!   random square modulo `n`, with a fixed-base table, and a `w` of Jacobi symbol −1.
-//!   Each randomizer is `ρ = (−1)^{b_0} (w^{n^s})^{b_1} h'^β` with two uniform bits and
-//!   `β` uniform in `[0, 2^{|n|+128})` (at most `(|n|+128)/8` table multiplications:
-//!   208 at the deployed 1536-bit `n` instead of a 4,608-bit exponentiation).
-//!   `(−1)^{n^s} = −1` as `n^s` is odd, so `ρ` is an `n^s`-th residue (it encrypts 0).
-//!   *Why it hides from the owner*, who can take `n^s`-th roots: for an output `C · ρ` it
-//!   learns the root `a · (−1)^{b_0} w^{b_1} y^β mod n` with `a` known to it, so `ρ`'s
-//!   root must be uniform in `Z*_n`. With safe primes `Z*_n = QR_n × {1, −1, w, −w}`:
-//!   the squares `QR_n` are cyclic of order `p'q'` and `1, −1, w, −w` represent the four
-//!   cosets (`−1` is a non-residue modulo both primes as `p ≡ q ≡ 3 mod 4`, `w` modulo
-//!   exactly one). The two bits pick a uniform coset, exactly; `y` generates `QR_n`
-//!   unless `y ≡ 1` modulo `p` or `q` (probability below `2^{2−|n|/2}`), and then `y^β`
-//!   with `β` uniform over `2^{|n|+128} > 2^{128} p'q'` values is within `2^-128` of
-//!   uniform in `QR_n`. So every root is within `2^-128` of uniform and independent of
-//!   the others: no assumption, and nothing the owner's factorisation helps with.
-//!   *Why safe primes*: with random primes a random base is an `ℓ`-th power modulo `p`
-//!   with probability `1/ℓ` for every small `ℓ | p − 1` (for `ℓ = 2`, 3/4 over the
-//!   base), and the owner could then match outputs to inputs by residue symbols. The
-//!   masking party cannot check that `n` is a product of two safe primes (that takes a
-//!   zero-knowledge proof): a semi-honest owner is assumed, as everywhere in privset;
-//!   decoding rejects a square `n`, for which no `w` exists. A *short* `β` (Damgard-
-//!   Jurik-Nielsen style, about 40 multiplications) was measured and rejected: the owner
-//!   can compute discrete logarithms modulo its `|n|/2`-bit primes, which caps that
-//!   hiding at about 96 bits at `|n| = 3072` and 70 bits at 1536.
+//! * **Party without the key, in general** (`rerandomize`, [`AdditiveHe::encrypt`]): a
+//!   full-size `r` uniform in `Z*_n` and the factor `r^{n^s} mod n^{s+1}`, a uniformly
+//!   random `n^s`-th residue that hides the previous randomness information-theoretically.
+//!   A short exponent *alone* would not do: the key owner can take `n^s`-th roots and
+//!   discrete logarithms modulo its primes. These functions cannot tell where their
+//!   input came from, so they pay for the full size.
+//! * **Party without the key, on the owner's ciphertexts** (`mask_each`'s randomizers,
+//!   one per item, and `sum_selected`'s outputs): the same statistical hiding by
+//!   *smudging the owner's own exponent*, at a fraction of the cost. The randomizer is
+//!   `h^β` on the owner's published base, `β` uniform below `2^{256+128}` for one owner
+//!   ciphertext and below `2^{256+64+128}` for a product of up to `2^64` of them.
+//!   `mask_each` draws them from a fixed-base table (35 multiplications a randomizer
+//!   with 11-bit windows at 100,000 items). *Why it hides from the owner*, for
+//!   `mask_each` (a product of `K` owner ciphertexts has an exponent below `K · 2^256`,
+//!   and the same argument holds with the longer `β`): the owner encrypted item `j` as `(1+n)^{t_j} h^{α_j}` with `α_j < 2^256`, so the masked item
+//!   is `(1+n)^{t_j + r_j} h^{α_j + β_j}`, a function of `t_j + r_j mod n^s` (uniform:
+//!   `r_j` is uniform and fresh) and of the integer `α_j + β_j`. Whatever `α_j` is,
+//!   `α_j + β_j` is within statistical distance `α_j / 2^384 < 2^-128` of `β_j` alone (a
+//!   uniform interval shifted by less than `2^256`). Replacing the `α_j` by 0 one item
+//!   at a time therefore moves the owner's view of all `N` shuffled items by at most
+//!   `N · 2^-128`, and afterwards that view no longer depends on the shuffle. No
+//!   assumption is involved: `n^s`-th roots and discrete logarithms modulo `p` and `q`,
+//!   which the owner can compute, tell it nothing more than `α_j + β_j`, and that hides
+//!   `α_j`. Like every privset protocol it assumes a semi-honest owner, here one that
+//!   encrypted as specified (a 256-bit `α` on the `h` it published): an owner that
+//!   deviates, for example by publishing an `h` of small order, could match masked
+//!   items to its own. Any Paillier key serves (no safe primes), and nothing in the
+//!   table is secret.
+//!
+//!   Until 2026-11-28 `mask_each` used its own secret base with an `|n|+128`-bit exponent
+//!   on a safe-prime key (152 multiplications an item at 100,000 items) and
+//!   `sum_selected` a full-size `r^{n^s}`.
 
 //! # Subset sums: multi-output slot packing
 //!
@@ -72,7 +68,7 @@
 //!   the ciphertexts whose slot `j` holds a selected item (`1` if none). Slot `j` of `P_j`
 //!   holds `S_j`, the sum of the selected items at position `j`; its other slots hold
 //!   *junk* (sums of unselected items sharing those ciphertexts). Output `j` is
-//!   `P_j * Enc(mask_j)` with fresh full-size randomness, where
+//!   `P_j * (1+n)^{mask_j} * h^β` with a smudging `β` (above), where
 //!   `mask_j = sum_{j' != j} ρ_{j,j'} 2^{kj'} + ρ'_j 2^{kj}`, every junk mask `ρ` uniform in
 //!   `[0, 2^k − 2^u)`, and the target masks `ρ'_0..ρ'_{L-1}` uniform in `[0, 2^{k-1})`
 //!   subject to `sum_j ρ'_j ≡ 0 (mod 2^{k-1})`. Every slot content is at most
@@ -82,8 +78,9 @@
 //! * `decrypt_sum` (owner): `y_j` = bits `[kj, kj+k)` of output `j`;
 //!   `S = (sum_j y_j) mod 2^{k-1}`, which equals `sum_j S_j` because the `ρ'` cancel.
 //!
-//! **What the owner learns.** Outputs are fresh encryptions, so only their plaintexts
-//! matter. Adding a uniform `ρ ∈ [0, N)` to a value `J` gives a distribution at
+//! **What the owner learns.** The outputs' randomness is within `2^-128` each of
+//! independent of which ciphertexts were combined (smudging, above), so only their
+//! plaintexts matter. Adding a uniform `ρ ∈ [0, N)` to a value `J` gives a distribution at
 //! statistical distance `J / N` from uniform on `[0, N)`.
 //! *Junk* (`N = 2^k − 2^u`): within one output the junk slots hold sums of distinct
 //! items, so their total is at most `max_sum`; over the `L` outputs the junk contributes
@@ -102,13 +99,13 @@
 //!
 //! **Reverse variant** (Ion et al. 2020, App. G): `encrypt_each` is one unpacked ciphertext per
 //! item; `mask_each` adds a uniform `r_j ∈ Z_{n^s}` to every item and re-randomizes with
-//! the masking party's randomizer (above: `(|n|+128)/8` table multiplications per item);
+//! a smudging randomizer (above: 35 table multiplications per item at 100,000 items);
 //! the owner opens `(S + R) mod n^s`; the non-owner subtracts `R`.
 //!
 //! # Arithmetic
 //! Work on many independent ciphertexts is batched through [`crate::bignum`]: the
 //! products of `sum_selected` (one chain per slot, split over lanes), the outputs'
-//! full-size randomizers (one exponent `n^s` for all), and the fixed-base tables of the
+//! smudging randomizers, and the fixed-base tables of the
 //! owner's, the masking party's and the threshold scheme's randomizers run eight at a
 //! time in Montgomery form on AVX-512 IFMA, and on GMP one at a time elsewhere, with
 //! the same results byte for byte (`tests/portable_paillier.rs`). Ciphertexts received
@@ -135,12 +132,16 @@ pub const STAT_SECURITY: u32 = 40;
 pub const SHORT_EXPONENT_BITS: u32 = 256;
 /// Window width of the fixed-base tables.
 const WINDOW_BITS: u32 = 8;
-/// Bits beyond `|n|` of the masking party's exponent: its randomizers' roots are then
-/// within `2^-128` of uniform (module docs, "Two kinds of randomness").
+/// Bits beyond [`SHORT_EXPONENT_BITS`] of the masking party's exponent: each masked
+/// item's randomness is then within `2^-128` of independent of the owner's (module
+/// docs, "Three kinds of randomness").
 const MASKING_SLACK_BITS: u32 = 128;
-/// Most bytes the masking party's table may hold: wider windows mean fewer
-/// multiplications per randomizer but tables twice as large per extra bit.
-const MASKING_TABLE_BUDGET: usize = 256 << 20;
+/// Bits for the number of the owner's ciphertexts multiplied into one `sum_selected`
+/// output (partial sums of many columns included): `2^64` is beyond any input.
+const PRODUCT_BITS: u32 = 64;
+/// Most bytes a fixed-base table may hold: wider windows mean fewer multiplications
+/// per exponentiation but tables twice as large per extra bit.
+const TABLE_BUDGET: usize = 256 << 20;
 /// Items per forked rng in `encrypt_each` / `mask_each` (fixed so output is
 /// independent of the thread count).
 const RNG_CHUNK: usize = 16;
@@ -207,8 +208,8 @@ pub struct PublicKey {
     h: Integer,
     ct_len: usize,
     pt_len: usize,
-    /// The masking party's randomizers, made on first use from the caller's rng (so
-    /// once per decoded key, i.e. per session) and shared by clones of this key.
+    /// The masking party's randomizer table, made on first use (so once per decoded key,
+    /// i.e. per session) and shared by clones of this key.
     masking: OnceLock<Arc<MaskingRandomizer>>,
     /// Batched products and powers modulo `n^{s+1}` (eight at once on AVX-512 IFMA).
     ct_arith: BatchModulus,
@@ -281,6 +282,10 @@ impl PublicKey {
         let n_s = &self.n_pows[s];
         let big = &self.n_pows[s + 1];
         let m = Integer::from(m.modulo_ref(n_s));
+        if s == 1 {
+            // Plain Paillier (the reverse variant's key): 1 + m n < n^2.
+            return Integer::from(&m * &self.n) + 1u32;
+        }
         let mut result = Integer::from(1);
         let mut falling = Integer::from(1);
         for i in 1..=s {
@@ -314,18 +319,24 @@ impl PublicKey {
         out
     }
 
+    /// One encryption of 0 `h^β` from each rng, `β` uniform below
+    /// `2^{256 + 64 + 128}`: the randomizers of `sum_selected`'s outputs, each a product
+    /// of at most `2^64` of the owner's ciphertexts, whose randomness they smudge (module
+    /// docs, "Three kinds of randomness"). Computed together, eight at a time on IFMA.
+    pub(crate) fn smudging_randomizers(&self, rngs: &mut [SessionRng]) -> Vec<Integer> {
+        let bits = SHORT_EXPONENT_BITS + PRODUCT_BITS + MASKING_SLACK_BITS;
+        let mut betas: Vec<Integer> = rngs.iter_mut().map(|r| random_bits(r, bits)).collect();
+        let bases = vec![self.h.clone(); betas.len()];
+        let out = self.ct_arith.pow_each_own(&bases, &betas);
+        betas.iter_mut().for_each(wipe);
+        out
+    }
+
     /// The masking party's randomizer source, made on first use with a table sized for
-    /// `items` randomizers ([`MaskingRandomizer::window_bits`]). `rng` is forked on
-    /// every call, whether or not the source is made here, so what the caller draws
-    /// next does not depend on earlier calls.
-    pub(crate) fn masking_randomizer(
-        &self,
-        rng: &mut SessionRng,
-        items: usize,
-    ) -> &MaskingRandomizer {
-        let mut init = rng.fork();
+    /// `items` randomizers ([`table_window_bits`]).
+    pub(crate) fn masking_randomizer(&self, items: usize) -> &MaskingRandomizer {
         self.masking
-            .get_or_init(|| Arc::new(MaskingRandomizer::new(self, &mut init, items)))
+            .get_or_init(|| Arc::new(MaskingRandomizer::new(self, items)))
     }
 
     /// `Enc(m)` with full-size randomness.
@@ -531,21 +542,17 @@ pub(crate) fn random_unit(rng: &mut SessionRng, n: &Integer) -> Integer {
     }
 }
 
-/// A key pair on two distinct primes of `modulus_bits / 2` bits from `prime`.
+/// A key pair on two distinct random primes of `modulus_bits / 2` bits.
 ///
 /// # Panics
 /// If `params` fail [`Params::validate`] (a local configuration error).
-fn keygen_with(
-    params: &Params,
-    rng: &mut SessionRng,
-    prime: impl Fn(&mut SessionRng, u32) -> Integer,
-) -> (PublicKey, SecretKey) {
+fn keygen_random_primes(params: &Params, rng: &mut SessionRng) -> (PublicKey, SecretKey) {
     params.validate().expect("invalid Paillier parameters");
     let half = params.modulus_bits / 2;
     let s = params.s;
     loop {
-        let p = prime(rng, half);
-        let q = prime(rng, half);
+        let p = random_prime(rng, half);
+        let q = random_prime(rng, half);
 
         if p == q {
             continue;
@@ -694,111 +701,64 @@ pub fn safe_prime(bits: u32, rng: &mut SessionRng) -> Integer {
 }
 
 /// The masking party's randomizers (the reverse variant's `mask_each`; module docs,
-/// "Two kinds of randomness"): its own secret base `h' = y^{n^s}` for a random square
-/// `y`, with a fixed-base table, and `w^{n^s}` for a `w` of Jacobi symbol −1. A
-/// randomizer is `(−1)^{b_0} (w^{n^s})^{b_1} h'^β` with `β` uniform in
-/// `[0, 2^{|n| + 128})` and two uniform bits; its `n^s`-th root
-/// `(−1)^{b_0} w^{b_1} y^β` is within `2^-128` of uniform in `Z*_n` when `n` is a
-/// product of two safe primes.
+/// "Three kinds of randomness"): `h^β` on the owner's published base `h`, with `β`
+/// uniform in `[0, 2^{256 + 128})` (128 bits longer than the owner's exponents), from a
+/// fixed-base table.
 pub(crate) struct MaskingRandomizer {
     table: FixedBase,
-    w_ns: Integer,
     exponent_bytes: usize,
 }
 
 impl MaskingRandomizer {
     /// A source for about `items` randomizers (the table's window follows from it).
-    pub(crate) fn new(pk: &PublicKey, rng: &mut SessionRng, items: usize) -> Self {
-        let n = &pk.n;
-        let (ns, big) = (pk.plaintext_modulus(), pk.ciphertext_modulus());
-        let exponent_bits = (n.significant_bits() + MASKING_SLACK_BITS).next_multiple_of(8);
-        let mut y = random_unit(rng, n);
-        y.square_mut();
-        y.modulo_mut(n);
-        let mut h = Integer::from(y.pow_mod_ref(ns, big).expect("positive modulus"));
-        let window = Self::window_bits(exponent_bits, pk.ct_arith.table_entry_bytes(), items);
-        let table = pk.ct_arith.fixed_base(&h, exponent_bits, window);
-        wipe(&mut y);
-        wipe(&mut h);
-        // Half of Z*_n has Jacobi symbol −1 (n is odd and not a square, checked on
-        // decode): 256 failed draws happen with probability 2^-256.
-        let w = (0..256)
-            .map(|_| random_unit(rng, n))
-            .find(|w| w.jacobi(n) == -1)
-            .expect("n is not a perfect square, so a unit of Jacobi symbol -1 exists");
-        let w_ns = Integer::from(w.pow_mod_ref(ns, big).expect("positive modulus"));
+    pub(crate) fn new(pk: &PublicKey, items: usize) -> Self {
+        let exponent_bits = SHORT_EXPONENT_BITS + MASKING_SLACK_BITS;
+        let window = table_window_bits(exponent_bits, pk.ct_arith.table_entry_bytes(), items);
         MaskingRandomizer {
-            table,
-            w_ns,
-            exponent_bytes: exponent_bits as usize / 8,
+            table: pk.ct_arith.fixed_base(&pk.h, exponent_bits, window),
+            exponent_bytes: exponent_bits.div_ceil(8) as usize,
         }
     }
 
-    /// The table's window for `items` randomizers. Building the table and drawing them
-    /// costs `⌈E/b⌉ · (2^b + items)` multiplications for `E` exponent bits and `b`-bit
-    /// windows; each extra bit doubles the table, so a wider window is taken only when
-    /// it saves a tenth of the best cost so far, and only within
-    /// [`MASKING_TABLE_BUDGET`]. At a 1536-bit `n` and `s = 1`: 8 bits (19 MiB) for a
-    /// thousand items, 11 bits (119 MiB) at 100,000 (152 multiplications a randomizer
-    /// instead of 208).
-    fn window_bits(exponent_bits: u32, entry_bytes: usize, items: usize) -> u32 {
-        let windows = |bits: u32| exponent_bits.div_ceil(bits) as usize;
-        let cost = |bits: u32| windows(bits) * ((1usize << bits) + items);
-        let bytes = |bits: u32| windows(bits) * ((1usize << bits) - 1) * entry_bytes;
-        let mut best = (WINDOW_BITS, cost(WINDOW_BITS));
-        for bits in WINDOW_BITS + 1..=16 {
-            if bytes(bits) > MASKING_TABLE_BUDGET {
-                break;
-            }
-            if cost(bits) * 10 < best.1 * 9 {
-                best = (bits, cost(bits));
-            }
-        }
-        best.0
-    }
-
-    /// `count` fresh randomizers, `n^s`-th residues modulo `n^{s+1}` (their table
+    /// `count` fresh randomizers `h^β`, encryptions of 0 modulo `n^{s+1}` (their table
     /// products computed together: eight at a time on AVX-512 IFMA).
-    pub(crate) fn draw_each(
-        &self,
-        pk: &PublicKey,
-        rng: &mut SessionRng,
-        count: usize,
-    ) -> Vec<Integer> {
-        let big = pk.ciphertext_modulus();
-        let len = self.exponent_bytes;
-        // β's bytes, then one byte whose two low bits pick the coset.
-        let mut draws: Vec<Vec<u8>> = (0..count)
+    pub(crate) fn draw_each(&self, rng: &mut SessionRng, count: usize) -> Vec<Integer> {
+        let mut betas: Vec<Vec<u8>> = (0..count)
             .map(|_| {
-                let mut d = vec![0u8; len + 1];
-                rng.fill(&mut d);
-                d
+                let mut beta = vec![0u8; self.exponent_bytes];
+                rng.fill(&mut beta);
+                beta
             })
             .collect();
-        let betas: Vec<&[u8]> = draws.iter().map(|d| &d[..len]).collect();
-        let powers = self.table.pow_each(&betas);
-        let out = powers
-            .into_iter()
-            .zip(&draws)
-            .map(|(mut r, d)| {
-                if d[len] & 1 == 1 {
-                    r = pk.mul_mod(&r, &self.w_ns);
-                }
-                if d[len] & 2 == 2 {
-                    r = big - r;
-                }
-                r
-            })
-            .collect();
-        draws.iter_mut().for_each(zeroize::Zeroize::zeroize);
-        out
+        let powers = self
+            .table
+            .pow_each(&betas.iter().map(Vec::as_slice).collect::<Vec<_>>());
+        betas.iter_mut().for_each(zeroize::Zeroize::zeroize);
+        powers
     }
 }
 
-impl Drop for MaskingRandomizer {
-    fn drop(&mut self) {
-        wipe(&mut self.w_ns);
+/// The window of a fixed-base table for `items` exponentiations. Building the table and
+/// using it costs `⌈E/b⌉ · (2^b + items)` multiplications for `E` exponent bits and
+/// `b`-bit windows; each extra bit doubles the table, so a wider window is taken only
+/// when it saves a tenth of the best cost so far, and only within [`TABLE_BUDGET`].
+/// At 100,000 items: 12 bits for the owner's 256-bit exponents (22 multiplications
+/// instead of 32), 11 bits for the masking party's 384-bit ones (35 instead of 48); 8
+/// bits for a few thousand.
+fn table_window_bits(exponent_bits: u32, entry_bytes: usize, items: usize) -> u32 {
+    let windows = |bits: u32| exponent_bits.div_ceil(bits) as usize;
+    let cost = |bits: u32| windows(bits) * ((1usize << bits) + items);
+    let bytes = |bits: u32| windows(bits) * ((1usize << bits) - 1) * entry_bytes;
+    let mut best = (WINDOW_BITS, cost(WINDOW_BITS));
+    for bits in WINDOW_BITS + 1..=16 {
+        if bytes(bits) > TABLE_BUDGET {
+            break;
+        }
+        if cost(bits) * 10 < best.1 * 9 {
+            best = (bits, cost(bits));
+        }
     }
+    best.0
 }
 
 /// One prime's half of the CRT decryption.
@@ -868,6 +828,7 @@ pub struct SecretKey {
     crt_q: CrtHalf,
     /// `(q^s)^{-1} mod p^s`.
     q_s_inv: Integer,
+    /// `h`'s table for the owner's encryptions ([`SecretKey::table`]).
     table: OnceLock<FixedBase>,
 }
 
@@ -892,9 +853,16 @@ impl SecretKey {
         &self.pk
     }
 
-    fn table(&self) -> &FixedBase {
-        self.table
-            .get_or_init(|| self.pk.fixed_base(&self.pk.h, SHORT_EXPONENT_BITS))
+    /// The table of `h` for the owner's short randomizers, made on first use with its
+    /// window sized for `items` encryptions ([`table_window_bits`]): one call site
+    /// per key decides (a reverse run's `encrypt_each` of every item, a forward run's
+    /// packed column).
+    fn table(&self, items: usize) -> &FixedBase {
+        self.table.get_or_init(|| {
+            let arith = &self.pk.ct_arith;
+            let window = table_window_bits(SHORT_EXPONENT_BITS, arith.table_entry_bytes(), items);
+            arith.fixed_base(&self.pk.h, SHORT_EXPONENT_BITS, window)
+        })
     }
 
     /// Decrypts to `m ∈ Z_{n^s}` (CRT over `p^{s+1}`, `q^{s+1}`).
@@ -1008,15 +976,19 @@ fn owner_encrypt_int(sk: &SecretKey, m: &Integer, rng: &mut SessionRng) -> Integ
         .expect("one plaintext, one ciphertext")
 }
 
-/// The key owner's encryptions of `ms` (their short randomizers' table products
-/// computed together: eight at a time on AVX-512 IFMA).
+/// The key owner's encryptions of `ms` (their short randomizers' table products, and
+/// then the products with `(1+n)^m`, computed together: eight at a time on AVX-512
+/// IFMA).
 fn owner_encrypt_each(sk: &SecretKey, ms: &[Integer], rng: &mut SessionRng) -> Vec<Integer> {
     let pk = &sk.pk;
-    let randomizers = short_randomizers(sk.table(), rng, ms.len());
-    ms.iter()
-        .zip(randomizers)
-        .map(|(m, r)| pk.mul_mod(&pk.one_plus_n_pow(m), &r))
-        .collect()
+    let randomizers = short_randomizers(sk.table(ms.len()), rng, ms.len());
+    let plain: Vec<Integer> = ms.iter().map(|m| pk.one_plus_n_pow(m)).collect();
+    let pairs: Vec<Vec<&Integer>> = plain
+        .iter()
+        .zip(&randomizers)
+        .map(|(p, r)| vec![p, r])
+        .collect();
+    pk.arith().product_each(&pairs)
 }
 
 /// `h^α` for `count` fresh [`SHORT_EXPONENT_BITS`]-bit `α` from `h`'s table: the DJN
@@ -1096,7 +1068,8 @@ pub(crate) fn packed_count(
 /// Owner-encrypts every plaintext into a packed array, in parallel, with one forked rng
 /// per fixed-size chunk (deterministic given `rng`).
 fn par_owner_encrypt(sk: &SecretKey, plaintexts: &[Integer], rng: &mut SessionRng) -> Vec<u8> {
-    let _ = sk.table();
+    // The table first, sized for all of them (the chunks below are small).
+    let _ = sk.table(plaintexts.len());
     par_encoded(plaintexts, sk.pk.ct_len, rng, |ms, r| {
         owner_encrypt_each(sk, ms, r)
     })
@@ -1134,13 +1107,7 @@ impl AdditiveHe for Paillier {
     /// # Panics
     /// If `params` fail [`Params::validate`] (a local configuration error).
     fn keygen(params: &Params, rng: &mut SessionRng) -> (PublicKey, SecretKey) {
-        keygen_with(params, rng, random_prime)
-    }
-
-    /// Safe primes, which the masking party's fast randomizers need (module docs, "Two
-    /// kinds of randomness").
-    fn keygen_for_masking(params: &Params, rng: &mut SessionRng) -> (PublicKey, SecretKey) {
-        keygen_with(params, rng, |rng, bits| safe_prime(bits, rng))
+        keygen_random_primes(params, rng)
     }
 
     /// Full-size randomness: any party may call this (module docs).
@@ -1213,6 +1180,11 @@ impl AdditiveHe for Paillier {
         if pk.h == 0 || &pk.h >= pk.ciphertext_modulus() || Integer::from(pk.h.gcd_ref(&pk.n)) != 1
         {
             return Err(bad("h is not a unit modulo n^(s+1)"));
+        }
+        // The owner's randomizers and the masking party's are powers of h: an h of order
+        // 1 or 2 would leave them all but constant.
+        if pk.mul_mod(&pk.h, &pk.h) == 1 {
+            return Err(bad("h has order at most 2"));
         }
         Ok(pk)
     }
@@ -1319,7 +1291,7 @@ impl SubsetSum for Paillier {
     ) -> Result<(Vec<u8>, Vec<Mask>), HeError> {
         let ct_len = pk.ct_len;
         let count = packed_count(column.len(), ct_len, None)?;
-        let source = pk.masking_randomizer(rng, count);
+        let source = pk.masking_randomizer(count);
         let forks = rng.fork_many(count.div_ceil(RNG_CHUNK));
         let mut out = vec![0u8; column.len()];
         let masks: Vec<Vec<Mask>> = out
@@ -1340,7 +1312,7 @@ impl SubsetSum for Paillier {
                     .iter()
                     .map(|_| random_below(&mut r, pk.plaintext_modulus()))
                     .collect();
-                let mut rhos = source.draw_each(pk, &mut r, cts.len());
+                let mut rhos = source.draw_each(&mut r, cts.len());
                 // C · (1+n)^{r_j} · ρ_j, the three products of each item together.
                 let mut plain: Vec<Integer> = rs.iter().map(|rj| pk.one_plus_n_pow(rj)).collect();
                 let groups: Vec<Vec<&Integer>> = cts
@@ -1499,8 +1471,8 @@ impl PartialSums for Paillier {
         last.keep_bits_mut(half);
         targets.push(last);
         let mut forks = rng.fork_many(l);
-        // The outputs' randomizers first, all together (they share the exponent n^s).
-        let randomizers = pk.full_randomizers(&mut forks);
+        // The outputs' randomizers first, all together (eight at a time on IFMA).
+        let randomizers = pk.smudging_randomizers(&mut forks);
 
         let outputs: Vec<Integer> = products
             .par_iter()
@@ -1622,49 +1594,90 @@ mod tests {
             alpha[5] = 0;
             let a = Integer::from_digits(&alpha, Order::Msf);
             let want = Integer::from(pk.h.pow_mod_ref(&a, pk.ciphertext_modulus()).unwrap());
-            assert_eq!(sk.table().pow_each(&[&alpha]), [want]);
+            assert_eq!(sk.table(1).pow_each(&[&alpha]), [want]);
         }
-        assert_eq!(sk.table().pow_each(&[&[0; 32]]), [1]);
+        assert_eq!(sk.table(1).pow_each(&[&[0; 32]]), [1]);
     }
 
-    /// The masking party's randomizers on a safe-prime key: encryptions of 0, built
-    /// from a table that matches plain exponentiation at the full exponent length, and
-    /// roots spread over all four cosets of the squares (the owner, who knows p and q,
-    /// cannot tell a randomizer's coset in advance).
+    /// The masking party's randomizers: `h^β` on the owner's base with `β` of exactly
+    /// `256 + 128` bits from the caller's rng (a shorter `β` would no longer smudge the
+    /// owner's 256-bit exponents), encryptions of 0, from one table per key.
     #[test]
-    fn masking_randomizers_are_zero_and_cover_every_coset() {
+    fn masking_randomizers_smudge_the_owners_exponent() {
         let mut rng = SessionRng::from_seed([6; 32]);
         for s in [1, 3] {
             let params = Params {
                 modulus_bits: 1024,
                 s,
             };
-            let (pk, sk) = Paillier::keygen_for_masking(&params, &mut rng);
-            assert!(is_safe_prime(&sk.p) && is_safe_prime(&sk.q), "safe primes");
-            let source = pk.masking_randomizer(&mut rng, 20_000);
+            let (pk, sk) = Paillier::keygen(&params, &mut rng);
+            let source = pk.masking_randomizer(20_000);
             assert_eq!(
                 source.table.window_bits(),
                 10,
                 "a wide window for many items"
             );
-            let big = pk.ciphertext_modulus();
-            let mut e = vec![0u8; source.exponent_bytes];
-            rng.fill(&mut e);
-            let base = source.table.pow_each(&[&[1]]).pop().unwrap();
-            let want = Integer::from(
-                base.pow_mod_ref(&Integer::from_digits(&e, Order::Msf), big)
-                    .unwrap(),
-            );
-            assert_eq!(source.table.pow_each(&[&e]), [want], "table at full length");
-            let mut cosets = std::collections::HashSet::new();
-            for r in source.draw_each(&pk, &mut rng, 64) {
+            let seed = [s as u8; 32];
+            let drawn = source.draw_each(&mut SessionRng::from_seed(seed), 20);
+            let mut replay = SessionRng::from_seed(seed);
+            for r in drawn {
+                let mut beta = [0u8; (SHORT_EXPONENT_BITS + MASKING_SLACK_BITS) as usize / 8];
+                replay.fill(&mut beta);
+                let beta = Integer::from_digits(&beta, Order::Msf);
+                let want = pk.h.pow_mod_ref(&beta, pk.ciphertext_modulus()).unwrap();
+                assert_eq!(r, Integer::from(want), "h^β with β of 384 bits");
                 assert_eq!(sk.decrypt_int(&r), 0, "an encryption of 0");
-                let legendre = |p: &Integer| Integer::from(&r % p).legendre(p);
-                cosets.insert((legendre(&sk.p), legendre(&sk.q)));
             }
-            assert_eq!(cosets.len(), 4, "roots in every coset: {cosets:?}");
             // One source per key: a second call reuses it.
-            assert!(std::ptr::eq(source, pk.masking_randomizer(&mut rng, 1)));
+            assert!(std::ptr::eq(source, pk.masking_randomizer(1)));
+        }
+    }
+
+    /// `sum_selected`'s output randomizers: `h^β` with `β` of exactly `256 + 64 + 128`
+    /// bits from each rng, encryptions of 0.
+    #[test]
+    fn output_randomizers_smudge_products() {
+        let params = Params {
+            modulus_bits: 1024,
+            s: 2,
+        };
+        let (pk, sk) = Paillier::keygen(&params, &mut SessionRng::from_seed([10; 32]));
+        let seeds: Vec<[u8; 32]> = (0..9u8).map(|i| [i; 32]).collect();
+        let mut rngs: Vec<SessionRng> = seeds.iter().map(|&s| SessionRng::from_seed(s)).collect();
+        let drawn = pk.smudging_randomizers(&mut rngs);
+        for (r, seed) in drawn.iter().zip(&seeds) {
+            let mut beta =
+                [0u8; (SHORT_EXPONENT_BITS + PRODUCT_BITS + MASKING_SLACK_BITS) as usize / 8];
+            SessionRng::from_seed(*seed).fill(&mut beta);
+            let beta = Integer::from_digits(&beta, Order::Msf);
+            let want = pk.h.pow_mod_ref(&beta, pk.ciphertext_modulus()).unwrap();
+            assert_eq!(*r, Integer::from(want), "h^β with β of 448 bits");
+            assert_eq!(sk.decrypt_int(r), 0, "an encryption of 0");
+        }
+    }
+
+    /// The owner's table takes a wide window when it is made for many encryptions, and
+    /// its encryptions still decrypt.
+    #[test]
+    fn the_owners_table_widens_for_many_items() {
+        let params = Params {
+            modulus_bits: 1024,
+            s: 1,
+        };
+        let mut rng = SessionRng::from_seed([11; 32]);
+        let (_, few) = Paillier::keygen(&params, &mut rng);
+        assert_eq!(few.table(2000).window_bits(), 8);
+        let (pk, many) = Paillier::keygen(&params, &mut rng);
+        assert_eq!(many.table(100_000).window_bits(), 12);
+        let values: Vec<u64> = (0..40).map(|i| i * 1_000_003).collect();
+        let bounds = ColumnBounds {
+            items: values.len(),
+            max_value: 1 << 40,
+            max_sum: 1 << 50,
+        };
+        let each = Paillier::encrypt_each(&pk, &many, &bounds, &values, &mut rng).unwrap();
+        for (c, &v) in each.chunks(pk.ct_len).zip(&values) {
+            assert_eq!(many.decrypt_int(&pk.decode_ct_int(c, 0).unwrap()), v);
         }
     }
 
@@ -1700,6 +1713,26 @@ mod tests {
         // The untouched column passes both.
         let (masked, _) = Paillier::mask_each(&pk, &column, &mut rng).unwrap();
         assert!(Paillier::open_masked_sum(&sk, &masked, &all).is_ok());
+    }
+
+    /// A published `h` of order 1 or 2 (`1`, `−1`) is refused on decode: every
+    /// randomizer would be `±1`.
+    #[test]
+    fn bases_of_order_at_most_two_are_refused() {
+        let params = Params {
+            modulus_bits: 1024,
+            s: 1,
+        };
+        let (pk, _) = Paillier::keygen(&params, &mut SessionRng::from_seed([9; 32]));
+        let good = Paillier::encode_public_key(&pk);
+        assert!(Paillier::decode_public_key(&good, &params).is_ok());
+        let minus_one = Integer::from(pk.ciphertext_modulus() - 1u32);
+        for h in [Integer::from(1), minus_one] {
+            let mut bytes = good.clone();
+            write_be(&h, &mut bytes[4 + 128..]);
+            let err = Paillier::decode_public_key(&bytes, &params).unwrap_err();
+            assert!(err.to_string().contains("order at most 2"), "{err}");
+        }
     }
 
     #[test]

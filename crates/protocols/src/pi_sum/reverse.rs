@@ -372,9 +372,7 @@ impl<C: CwPrf, H: HeChoice> Protocol for P2<C, H> {
     fn start(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
         let peer = common::take_peer(&mut self.setup.peer)?;
         let key = C::random_key(session.rng);
-        // P1 masks and re-randomizes every item: a key made for that (Paillier: safe
-        // primes, for P1's fast randomizers).
-        let (pk, sk) = H::keygen_for_masking(
+        let (pk, sk) = H::keygen(
             &H::params(&self.setup.config, &self.setup.hello),
             session.rng,
         );
