@@ -410,7 +410,24 @@ pub fn run(args: &MpsiBenchArgs, dir: &Path) -> Result<(), Failure> {
                 args.common
             ),
         }
-        let keys = match paillier {
+        // A protocol stopped at a size is not run at one at least as large in both
+        // parties and items: it has at least as much work.
+        let skip: Vec<Option<String>> = args
+            .protocols
+            .iter()
+            .map(|p| {
+                stopped
+                    .iter()
+                    .find(|(q, sp, si, _)| q == p && *sp <= parties && *si <= items)
+                    .map(|(_, sp, si, secs)| {
+                        format!(
+                            "  {p:<15} not run: stopped at {sp} x {si} after {secs:.0} s, and this size is larger"
+                        )
+                    })
+            })
+            .collect();
+        // The key is dealt only when some protocol runs at this size.
+        let keys = match paillier && skip.iter().any(Option::is_none) {
             false => None,
             true => {
                 let holders: Vec<String> = (1..parties).map(|i| format!("org{i}")).collect();
@@ -429,17 +446,9 @@ pub fn run(args: &MpsiBenchArgs, dir: &Path) -> Result<(), Failure> {
             }
         };
         let mut outcomes = Vec::new();
-        for p in &args.protocols {
-            // A protocol stopped at a size is not run at one at least as large in both
-            // parties and items: it has at least as much work.
-            if let Some((sp, si, secs)) = stopped
-                .iter()
-                .find(|(q, sp, si, _)| q == p && *sp <= parties && *si <= items)
-                .map(|(_, sp, si, secs)| (sp, si, secs))
-            {
-                println!(
-                    "  {p:<15} not run: stopped at {sp} x {si} after {secs:.0} s, and this size is larger"
-                );
+        for (p, skip) in args.protocols.iter().zip(skip) {
+            if let Some(message) = skip {
+                println!("{message}");
                 continue;
             }
             match run_one(&exe, dir, p, parties, items, args, keys.as_ref())? {

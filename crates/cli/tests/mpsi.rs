@@ -331,11 +331,12 @@ fn a_participant_that_drops_out_is_named() {
 #[test]
 fn bench_reports_finished_stopped_and_skipped_runs() {
     let dir = scratch("bench");
-    let bench = |sizes: &str, max_seconds: &str| {
+    let bench_with = |sizes: &str, max_seconds: &str, extra: &[&str]| {
         let out = Command::new(BIN)
             .args(["bench", "mpsi", "--tests", "--sizes", sizes])
             .args(["--protocols", "bay", "--progress", "none"])
             .args(["--max-seconds", max_seconds])
+            .args(extra)
             .arg("--dir")
             .arg(&dir)
             .output()
@@ -343,6 +344,7 @@ fn bench_reports_finished_stopped_and_skipped_runs() {
         assert!(out.status.success(), "{}", stderr(&out));
         String::from_utf8(out.stdout).unwrap()
     };
+    let bench = |sizes: &str, max_seconds: &str| bench_with(sizes, max_seconds, &[]);
     let finished = bench("3x20", "600");
     let row = finished
         .lines()
@@ -367,5 +369,10 @@ fn bench_reports_finished_stopped_and_skipped_runs() {
         lines[2].contains("not finished after 0 s: stopped"),
         "{stopped}"
     );
+    // With Paillier, no key is dealt for a size where every protocol is skipped.
+    let paillier = ["--scheme", "paillier", "--modulus-bits", "1024"];
+    let dealt = bench_with("3x20,4x20", "0", &paillier);
+    assert_eq!(dealt.matches("Paillier key dealt").count(), 1, "{dealt}");
+    assert!(dealt.contains("not run: stopped at 3 x 20"), "{dealt}");
     let _ = std::fs::remove_dir_all(&dir);
 }

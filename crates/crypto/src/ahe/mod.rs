@@ -251,3 +251,19 @@ impl std::fmt::Debug for Mask {
         f.write_str("Mask(..)")
     }
 }
+
+/// For running sums fed by hits `(sum, entry)` into a received array: the distinct
+/// entries the hits touch, sorted (each is decoded once), and every hit as
+/// `(sum, position of its entry in that list)`. Used by ElGamal's
+/// [`elgamal::CiphertextSums`] and the threshold schemes' `SerialSums`.
+pub(crate) fn touched_entries(hits: &[(u32, u32)]) -> (Vec<u32>, Vec<(u32, u32)>) {
+    use rayon::prelude::*;
+    let mut touched: Vec<u32> = hits.iter().map(|&(_, i)| i).collect();
+    touched.par_sort_unstable();
+    touched.dedup();
+    let slots = hits
+        .iter()
+        .map(|&(sum, i)| (sum, touched.binary_search(&i).expect("touched") as u32))
+        .collect();
+    (touched, slots)
+}

@@ -375,9 +375,7 @@ impl<C: Clone + Send + Sync> SerialSums<C> {
                 "length is not a multiple of a ciphertext",
             ));
         }
-        let mut touched: Vec<u32> = hits.iter().map(|&(_, i)| i).collect();
-        touched.par_sort_unstable();
-        touched.dedup();
+        let (touched, slots) = crate::ahe::touched_entries(hits);
         let decoded: Vec<C> = touched
             .par_iter()
             .map(|&i| {
@@ -389,8 +387,8 @@ impl<C: Clone + Send + Sync> SerialSums<C> {
                 })
             })
             .collect::<Result<_, _>>()?;
-        for &(sum, i) in hits {
-            let c = &decoded[touched.binary_search(&i).expect("touched")];
+        for (sum, slot) in slots {
+            let c = &decoded[slot as usize];
             let s = &mut self.0[sum as usize];
             *s = Some(match s.take() {
                 Some(a) => add(&a, c),

@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use super::lanes::lanes_or;
 use super::{CIPHERTEXT_LEN, Ciphertext, decode};
-use crate::ahe::HeError;
+use crate::ahe::{HeError, touched_entries};
 #[cfg(target_arch = "x86_64")]
 use crate::curve25519x8::sums::{self as lane_sums, IDENTITY, StoredPoint};
 
@@ -63,18 +63,11 @@ impl CiphertextSums {
             });
         }
         let count = encoded.len() / CIPHERTEXT_LEN;
-        let mut touched: Vec<u32> = hits.iter().map(|&(_, i)| i).collect();
-        touched.par_sort_unstable();
-        touched.dedup();
+        let (touched, slots) = touched_entries(hits);
         if let Some(&last) = touched.last() {
             assert!((last as usize) < count, "a hit past the chunk");
         }
         let entry = |i: u32| &encoded[i as usize * CIPHERTEXT_LEN..][..CIPHERTEXT_LEN];
-        // Each hit's entry as an index into `touched`.
-        let slots: Vec<(u32, u32)> = hits
-            .iter()
-            .map(|&(item, i)| (item, touched.binary_search(&i).expect("touched") as u32))
-            .collect();
         match &mut self.inner {
             Inner::Serial(sums) => {
                 let decoded: Vec<Ciphertext> = touched
