@@ -350,3 +350,37 @@ fn joint_key_in_one_round() {
         }
     }
 }
+
+/// A zero test keeps the ciphertexts' encodings from its first batch for the next ones:
+/// batches made on other ciphertexts of the same count still verify (and match their
+/// own ciphertexts, not the cached ones), and a batch checked against the wrong
+/// ciphertexts fails.
+#[test]
+fn zero_test_batches_on_other_ciphertexts_verify_against_their_own() {
+    let ks = keys(3, 3, 20);
+    let pk = ks[0].public_key();
+    let mut rng = SessionRng::from_seed([21; 32]);
+    let zero = curve25519_dalek::scalar::Scalar::ZERO;
+    let mut cts = || -> Vec<_> {
+        (0..40)
+            .map(|_| ThresholdElGamal::encrypt(pk, &zero, &mut rng))
+            .collect()
+    };
+    let (a, b) = (cts(), cts());
+    let mut rng = SessionRng::from_seed([22; 32]);
+    let batch =
+        |p: usize, cts: &[_], rng: &mut SessionRng| ThresholdElGamal::share_batch(&ks[p], cts, rng);
+    let (a1, b2, a3) = (
+        batch(0, &a, &mut rng),
+        batch(1, &b, &mut rng),
+        batch(2, &a, &mut rng),
+    );
+    let mut test = ThresholdElGamal::zero_test_new(pk, a.len());
+    ThresholdElGamal::zero_test_absorb(pk, &mut test, &a, 1, &a1).expect("party 1 on a");
+    ThresholdElGamal::zero_test_absorb(pk, &mut test, &b, 2, &b2).expect("party 2 on b");
+    ThresholdElGamal::zero_test_absorb(pk, &mut test, &a, 3, &a3).expect("party 3 on a");
+    let mut other = ThresholdElGamal::zero_test_new(pk, a.len());
+    ThresholdElGamal::zero_test_absorb(pk, &mut other, &a, 1, &a1).expect("party 1 on a");
+    let err = ThresholdElGamal::zero_test_absorb(pk, &mut other, &a, 2, &b2).unwrap_err();
+    assert!(matches!(err, TaheError::BadShare { party: 2, .. }), "{err}");
+}

@@ -75,23 +75,32 @@ fn weight(parties: u32, party: u32) -> Scalar {
     lagrange_at_zero(&all)[party as usize - 1]
 }
 
-/// The coefficients `ρ_k` and the hash they come from.
-fn coefficients(pk: &PublicKey, party: u32, c1s: &[RistrettoPoint], ds: &[u8]) -> Vec<Scalar> {
+/// The doubles of the `c1_k`, compressed: what the batch coefficients hash of the
+/// ciphertexts. Binding `2 c1` is binding `c1` (doubling is a bijection in a group of
+/// odd order), and the batch compression is four times cheaper. A zero test keeps them
+/// for every party's batch ([`ZeroTest`]).
+fn c1_encodings(c1s: &[RistrettoPoint]) -> Vec<u8> {
+    c1s.par_chunks(TASK)
+        .flat_map_iter(|chunk| {
+            RistrettoPoint::double_and_compress_batch(chunk)
+                .into_iter()
+                .flat_map(|c| c.to_bytes())
+        })
+        .collect()
+}
+
+/// The coefficients `ρ_k` for `c1_encoded` ([`c1_encodings`]) and the shares `ds`.
+fn coefficients(pk: &PublicKey, party: u32, c1_encoded: &[u8], ds: &[u8]) -> Vec<Scalar> {
+    let count = c1_encoded.len() / 32;
     let mut h = Sha512::new();
     h.update(b"privset/tahe/elgamal/batch/v1");
     h.update(pk.digest);
     h.update(party.to_be_bytes());
-    h.update((c1s.len() as u64).to_be_bytes());
-    // Binding 2 c1 is binding c1 (doubling is a bijection in a group of odd order), and
-    // the batch compression is four times cheaper.
-    for chunk in c1s.chunks(TASK) {
-        for c in RistrettoPoint::double_and_compress_batch(chunk) {
-            h.update(c.as_bytes());
-        }
-    }
+    h.update((count as u64).to_be_bytes());
+    h.update(c1_encoded);
     h.update(ds);
     let seed: [u8; 64] = h.finalize().into();
-    (0..c1s.len() as u64)
+    (0..count as u64)
         .into_par_iter()
         .map(|k| {
             let mut h = Sha512::new();
@@ -141,7 +150,7 @@ pub(super) fn share_batch(ks: &KeyShare, cts: &[Ciphertext], rng: &mut SessionRn
         .concat();
     w_half.zeroize();
     let c1s: Vec<RistrettoPoint> = cts.iter().map(|c| c.c1).collect();
-    let rho = coefficients(pk, ks.index, &c1s, &out);
+    let rho = coefficients(pk, ks.index, &c1_encodings(&c1s), &out);
     let a_star = RistrettoPoint::vartime_multiscalar_mul(&rho, &c1s);
     let d_star = a_star * w;
     let mut k = random_nonzero_scalar(rng);
@@ -156,17 +165,31 @@ pub(super) fn share_batch(ks: &KeyShare, cts: &[Ciphertext], rng: &mut SessionRn
     out
 }
 
-/// The running sums `Σ_i D_{i,k}` and which parties' batches are in them.
+/// The running sums `Σ_i D_{i,k}` and which parties' batches are in them, with the
+/// tested ciphertexts' [`c1_encodings`] from the first batch, kept for the others.
 pub struct ZeroTest {
     sums: Vec<RistrettoPoint>,
     absorbed: Vec<bool>,
+    c1: Option<(Vec<RistrettoPoint>, Vec<u8>)>,
 }
 
 pub(super) fn zero_test_new(pk: &PublicKey, count: usize) -> ZeroTest {
     ZeroTest {
         sums: vec![RistrettoPoint::identity(); count],
         absorbed: vec![false; pk.parties as usize],
+        c1: None,
     }
+}
+
+/// `c1s`' encodings from the test's cache when the test saw the same points before
+/// (comparing points costs a few multiplications, encoding an inverse square root).
+fn cached_c1_encodings<'a>(test: &'a mut ZeroTest, c1s: Vec<RistrettoPoint>) -> &'a [u8] {
+    let same = matches!(&test.c1, Some((seen, _)) if *seen == c1s);
+    if !same {
+        let encoded = c1_encodings(&c1s);
+        test.c1 = Some((c1s, encoded));
+    }
+    &test.c1.as_ref().expect("set above").1
 }
 
 pub(super) fn zero_test_absorb(
@@ -222,9 +245,10 @@ pub(super) fn zero_test_absorb(
         })
         .collect::<Result<_, _>>()?;
     let c1s: Vec<RistrettoPoint> = cts.iter().map(|c| c.c1).collect();
-    let rho = coefficients(pk, party, &c1s, ds_bytes);
+    let rho = coefficients(pk, party, cached_c1_encodings(test, c1s), ds_bytes);
+    let c1s = &test.c1.as_ref().expect("cached above").0;
     let (a_star, d_star) = rayon::join(
-        || RistrettoPoint::vartime_multiscalar_mul(&rho, &c1s),
+        || RistrettoPoint::vartime_multiscalar_mul(&rho, c1s),
         || RistrettoPoint::vartime_multiscalar_mul(&rho, &ds),
     );
     let weighted_key = pk.verification[party as usize - 1] * weight(pk.parties, party);
