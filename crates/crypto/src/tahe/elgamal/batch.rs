@@ -183,7 +183,7 @@ pub(super) fn zero_test_new(pk: &PublicKey, count: usize) -> ZeroTest {
 
 /// `c1s`' encodings from the test's cache when the test saw the same points before
 /// (comparing points costs a few multiplications, encoding an inverse square root).
-fn cached_c1_encodings<'a>(test: &'a mut ZeroTest, c1s: Vec<RistrettoPoint>) -> &'a [u8] {
+fn cached_c1_encodings(test: &mut ZeroTest, c1s: Vec<RistrettoPoint>) -> &[u8] {
     let same = matches!(&test.c1, Some((seen, _)) if *seen == c1s);
     if !same {
         let encoded = c1_encodings(&c1s);
