@@ -10,6 +10,10 @@ use privset_crypto::ahe::elgamal::{CiphertextSums, ElGamal, Params, Scalar, bulk
 use privset_crypto::cpu;
 use privset_crypto::rng::SessionRng;
 
+/// Held by each test while it switches paths: forcing is process-wide and the tests of
+/// one binary run in parallel.
+static PATHS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn random_scalars(n: usize, rng: &mut SessionRng) -> Vec<Scalar> {
     (0..n)
         .map(|_| {
@@ -108,6 +112,7 @@ fn outputs(n: usize) -> Vec<Vec<u8>> {
 
 #[test]
 fn both_paths_give_the_same_bytes() {
+    let _paths = PATHS.lock().unwrap_or_else(|e| e.into_inner());
     // Empty, one item, a ragged lane group, and past one task (1,024) with ragged ends.
     for n in [0, 1, 9, 2_500] {
         cpu::force_portable(false);
@@ -129,5 +134,61 @@ fn both_paths_give_the_same_bytes() {
         if !fast_is_ifma {
             eprintln!("this CPU has no AVX-512 IFMA: both runs took curve25519-dalek");
         }
+    }
+}
+
+/// A threshold zero test on the path the CPU gets now: the verdicts for ciphertexts of
+/// zero and non-zero plaintexts, then the errors for a share that is not an encoding
+/// and for a batch whose proof does not verify, as text.
+fn zero_test_outcomes(n: usize) -> Vec<String> {
+    use privset_crypto::tahe::ThresholdAhe;
+    use privset_crypto::tahe::elgamal::{DkgParams, ThresholdElGamal, dkg_local};
+    let mut rng = SessionRng::from_seed([12; 32]);
+    let params = DkgParams {
+        parties: 3,
+        threshold: 2,
+    };
+    let ks = dkg_local(&params, &mut rng).expect("dkg");
+    let pk = ks[0].public_key();
+    let cts: Vec<_> = (0..n)
+        .map(|k| ThresholdElGamal::encrypt(pk, &Scalar::from((k % 3 == 0) as u64), &mut rng))
+        .collect();
+    let batches: Vec<Vec<u8>> = ks
+        .iter()
+        .map(|k| ThresholdElGamal::share_batch(k, &cts, &mut rng))
+        .collect();
+    let mut test = ThresholdElGamal::zero_test_new(pk, n);
+    for (p, b) in batches.iter().enumerate() {
+        ThresholdElGamal::zero_test_absorb(pk, &mut test, &cts, p as u32 + 1, b).expect("valid");
+    }
+    let verdicts = ThresholdElGamal::zero_test_finish(pk, test, &cts).expect("all batches");
+    let want: Vec<bool> = (0..n).map(|k| k % 3 != 0).collect();
+    assert_eq!(verdicts, want, "zero iff the plaintext is 0 (n = {n})");
+    let mut out = vec![format!("{verdicts:?}")];
+    if n > 2 {
+        let mut not_point = batches[1].clone();
+        not_point[2 * 32] |= 1;
+        let mut wrong = batches[1].clone();
+        wrong[..32].copy_from_slice(&batches[1][32..64]);
+        for bad in [not_point, wrong] {
+            let mut test = ThresholdElGamal::zero_test_new(pk, n);
+            let e = ThresholdElGamal::zero_test_absorb(pk, &mut test, &cts, 2, &bad).unwrap_err();
+            out.push(e.to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn zero_tests_agree_on_both_paths() {
+    let _paths = PATHS.lock().unwrap_or_else(|e| e.into_inner());
+    // One ciphertext, a ragged lane group, and past one decoding task (1,024).
+    for n in [1, 9, 1_500] {
+        cpu::force_portable(false);
+        let fast = zero_test_outcomes(n);
+        cpu::force_portable(true);
+        let portable = zero_test_outcomes(n);
+        cpu::force_portable(false);
+        assert_eq!(fast, portable, "n = {n}");
     }
 }

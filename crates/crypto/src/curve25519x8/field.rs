@@ -206,6 +206,13 @@ impl Fe8 {
         Fe8(limbs)
     }
 
+    /// The limb vectors (limb `i` of every lane in vector `i`).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+    pub(crate) fn vectors(&self) -> [__m512i; 5] {
+        self.0
+    }
+
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
     pub(crate) fn zero() -> Fe8 {

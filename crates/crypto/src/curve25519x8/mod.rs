@@ -33,6 +33,7 @@ pub(crate) mod edwards;
 pub(crate) mod exponent;
 pub(crate) mod field;
 pub(crate) mod lanes;
+pub(crate) mod msm;
 pub(crate) mod ristretto;
 pub(crate) mod sums;
 #[cfg(test)]

@@ -129,7 +129,7 @@ unsafe fn encode_lanes(points: &[StoredPoint]) -> Vec<u8> {
 
 #[inline]
 #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-fn to_lanes(points: &[StoredPoint; LANES]) -> Point8 {
+pub(super) fn to_lanes(points: &[StoredPoint; LANES]) -> Point8 {
     let coordinate = |c: usize| Fe8::from_lanes(&core::array::from_fn(|j| points[j][c]));
     Point8 {
         x: coordinate(0),
@@ -141,7 +141,7 @@ fn to_lanes(points: &[StoredPoint; LANES]) -> Point8 {
 
 #[inline]
 #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-fn from_lanes(p: &Point8) -> [StoredPoint; LANES] {
+pub(super) fn from_lanes(p: &Point8) -> [StoredPoint; LANES] {
     let (x, y, z, t) = (
         p.x.to_lanes(),
         p.y.to_lanes(),

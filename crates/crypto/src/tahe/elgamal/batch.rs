@@ -29,9 +29,9 @@
 //! Encryption, re-randomisation and decoding in bulk are [`crate::ahe::elgamal::bulk`]'s.
 
 use curve25519_dalek::constants::RISTRETTO_BASEPOINT_TABLE;
-use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
+use curve25519_dalek::ristretto::RistrettoPoint;
 use curve25519_dalek::scalar::Scalar;
-use curve25519_dalek::traits::{Identity, IsIdentity, VartimeMultiscalarMul};
+use curve25519_dalek::traits::VartimeMultiscalarMul;
 use rayon::prelude::*;
 use sha2::{Digest, Sha512};
 use zeroize::Zeroize;
@@ -67,10 +67,10 @@ pub(super) fn decode_many(bytes: &[u8]) -> Result<Vec<Ciphertext>, TaheError> {
 }
 
 /// Ciphertexts hashed per step of the batch coefficients.
-const TASK: usize = 1024;
+pub(super) const TASK: usize = 1024;
 
 /// `λ_i` over all parties `1..=n`.
-fn weight(parties: u32, party: u32) -> Scalar {
+pub(super) fn weight(parties: u32, party: u32) -> Scalar {
     let all: Vec<u32> = (1..=parties).collect();
     lagrange_at_zero(&all)[party as usize - 1]
 }
@@ -78,8 +78,8 @@ fn weight(parties: u32, party: u32) -> Scalar {
 /// The doubles of the `c1_k`, compressed: what the batch coefficients hash of the
 /// ciphertexts. Binding `2 c1` is binding `c1` (doubling is a bijection in a group of
 /// odd order), and the batch compression is four times cheaper. A zero test keeps them
-/// for every party's batch ([`ZeroTest`]).
-fn c1_encodings(c1s: &[RistrettoPoint]) -> Vec<u8> {
+/// for every party's batch (`zero_test::ZeroTest`).
+pub(super) fn c1_encodings(c1s: &[RistrettoPoint]) -> Vec<u8> {
     c1s.par_chunks(TASK)
         .flat_map_iter(|chunk| {
             RistrettoPoint::double_and_compress_batch(chunk)
@@ -89,8 +89,9 @@ fn c1_encodings(c1s: &[RistrettoPoint]) -> Vec<u8> {
         .collect()
 }
 
-/// The coefficients `ρ_k` for `c1_encoded` ([`c1_encodings`]) and the shares `ds`.
-fn coefficients(pk: &PublicKey, party: u32, c1_encoded: &[u8], ds: &[u8]) -> Vec<Scalar> {
+/// The coefficients `ρ_k` (below `2^128`) for `c1_encoded` ([`c1_encodings`]) and the
+/// shares `ds`.
+pub(super) fn coefficients(pk: &PublicKey, party: u32, c1_encoded: &[u8], ds: &[u8]) -> Vec<u128> {
     let count = c1_encoded.len() / 32;
     let mut h = Sha512::new();
     h.update(b"privset/tahe/elgamal/batch/v1");
@@ -107,14 +108,19 @@ fn coefficients(pk: &PublicKey, party: u32, c1_encoded: &[u8], ds: &[u8]) -> Vec
             h.update(seed);
             h.update(k.to_be_bytes());
             let d = h.finalize();
-            let mut b = [0u8; 32];
-            b[..16].copy_from_slice(&d[..16]);
-            Scalar::from_bytes_mod_order(b)
+            u128::from_le_bytes(d[..16].try_into().expect("16 bytes"))
         })
         .collect()
 }
 
-fn challenge(
+/// A coefficient as a scalar.
+pub(super) fn scalar_of(rho: u128) -> Scalar {
+    let mut b = [0u8; 32];
+    b[..16].copy_from_slice(&rho.to_le_bytes());
+    Scalar::from_bytes_mod_order(b)
+}
+
+pub(super) fn challenge(
     pk: &PublicKey,
     party: u32,
     a_star: &RistrettoPoint,
@@ -150,7 +156,10 @@ pub(super) fn share_batch(ks: &KeyShare, cts: &[Ciphertext], rng: &mut SessionRn
         .concat();
     w_half.zeroize();
     let c1s: Vec<RistrettoPoint> = cts.iter().map(|c| c.c1).collect();
-    let rho = coefficients(pk, ks.index, &c1_encodings(&c1s), &out);
+    let rho: Vec<Scalar> = coefficients(pk, ks.index, &c1_encodings(&c1s), &out)
+        .into_iter()
+        .map(scalar_of)
+        .collect();
     let a_star = RistrettoPoint::vartime_multiscalar_mul(&rho, &c1s);
     let d_star = a_star * w;
     let mut k = random_nonzero_scalar(rng);
@@ -163,126 +172,4 @@ pub(super) fn share_batch(ks: &KeyShare, cts: &[Ciphertext], rng: &mut SessionRn
     out.extend_from_slice(e.as_bytes());
     out.extend_from_slice(z.as_bytes());
     out
-}
-
-/// The running sums `Σ_i D_{i,k}` and which parties' batches are in them, with the
-/// tested ciphertexts' [`c1_encodings`] from the first batch, kept for the others.
-pub struct ZeroTest {
-    sums: Vec<RistrettoPoint>,
-    absorbed: Vec<bool>,
-    c1: Option<(Vec<RistrettoPoint>, Vec<u8>)>,
-}
-
-pub(super) fn zero_test_new(pk: &PublicKey, count: usize) -> ZeroTest {
-    ZeroTest {
-        sums: vec![RistrettoPoint::identity(); count],
-        absorbed: vec![false; pk.parties as usize],
-        c1: None,
-    }
-}
-
-/// `c1s`' encodings from the test's cache when the test saw the same points before
-/// (comparing points costs a few multiplications, encoding an inverse square root).
-fn cached_c1_encodings(test: &mut ZeroTest, c1s: Vec<RistrettoPoint>) -> &[u8] {
-    let same = matches!(&test.c1, Some((seen, _)) if *seen == c1s);
-    if !same {
-        let encoded = c1_encodings(&c1s);
-        test.c1 = Some((c1s, encoded));
-    }
-    &test.c1.as_ref().expect("set above").1
-}
-
-pub(super) fn zero_test_absorb(
-    pk: &PublicKey,
-    test: &mut ZeroTest,
-    cts: &[Ciphertext],
-    party: u32,
-    batch: &[u8],
-) -> Result<(), TaheError> {
-    let bad = |reason: String| TaheError::BadShare { party, reason };
-    if party == 0 || party > pk.parties {
-        return Err(TaheError::UnknownParty {
-            party,
-            parties: pk.parties,
-        });
-    }
-    if test.absorbed[party as usize - 1] {
-        return Err(TaheError::DuplicateShare { party });
-    }
-    if test.sums.len() != cts.len() {
-        return Err(TaheError::Parameters(format!(
-            "a zero test of {} ciphertexts given {}",
-            test.sums.len(),
-            cts.len()
-        )));
-    }
-    if batch.len() != batch_len(cts.len()) {
-        return Err(bad(format!(
-            "a batch of {} bytes for {} ciphertexts ({} expected)",
-            batch.len(),
-            cts.len(),
-            batch_len(cts.len())
-        )));
-    }
-    let (ds_bytes, proof) = batch.split_at(32 * cts.len());
-    let scalar = |b: &[u8]| -> Option<Scalar> {
-        Option::from(Scalar::from_canonical_bytes(b.try_into().ok()?))
-    };
-    let e = scalar(&proof[..32]).ok_or_else(|| bad("e is not canonical".into()))?;
-    let z = scalar(&proof[32..]).ok_or_else(|| bad("z is not canonical".into()))?;
-    let ds: Vec<RistrettoPoint> = ds_bytes
-        .par_chunks_exact(32)
-        .enumerate()
-        .map(|(k, b)| {
-            CompressedRistretto::from_slice(b)
-                .ok()
-                .and_then(|c| c.decompress())
-                .ok_or_else(|| {
-                    bad(format!(
-                        "share {k} is not a canonical ristretto255 encoding"
-                    ))
-                })
-        })
-        .collect::<Result<_, _>>()?;
-    let c1s: Vec<RistrettoPoint> = cts.iter().map(|c| c.c1).collect();
-    let rho = coefficients(pk, party, cached_c1_encodings(test, c1s), ds_bytes);
-    let c1s = &test.c1.as_ref().expect("cached above").0;
-    let (a_star, d_star) = rayon::join(
-        || RistrettoPoint::vartime_multiscalar_mul(&rho, c1s),
-        || RistrettoPoint::vartime_multiscalar_mul(&rho, &ds),
-    );
-    let weighted_key = pk.verification[party as usize - 1] * weight(pk.parties, party);
-    let a = RistrettoPoint::vartime_double_scalar_mul_basepoint(&-e, &weighted_key, &z);
-    let b = RistrettoPoint::vartime_multiscalar_mul([z, -e], [a_star, d_star]);
-    if challenge(pk, party, &a_star, &d_star, &a, &b) != e {
-        return Err(bad(
-            "the proof of correct decryption of the batch does not verify".into(),
-        ));
-    }
-    test.sums
-        .par_iter_mut()
-        .zip(ds.par_iter())
-        .for_each(|(s, d)| *s += d);
-    test.absorbed[party as usize - 1] = true;
-    Ok(())
-}
-
-pub(super) fn zero_test_finish(test: ZeroTest, cts: &[Ciphertext]) -> Result<Vec<bool>, TaheError> {
-    if let Some(i) = test.absorbed.iter().position(|a| !a) {
-        return Err(TaheError::MissingShares {
-            party: i as u32 + 1,
-        });
-    }
-    if test.sums.len() != cts.len() {
-        return Err(TaheError::Parameters(format!(
-            "a zero test of {} ciphertexts given {}",
-            test.sums.len(),
-            cts.len()
-        )));
-    }
-    Ok(cts
-        .par_iter()
-        .zip(test.sums.par_iter())
-        .map(|(c, s)| (c.c2 - s).is_identity())
-        .collect())
 }

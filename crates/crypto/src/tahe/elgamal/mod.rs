@@ -65,6 +65,7 @@
 
 mod batch;
 pub mod joint;
+mod zero_test;
 
 use curve25519_dalek::constants::{RISTRETTO_BASEPOINT_POINT, RISTRETTO_BASEPOINT_TABLE};
 use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
@@ -600,25 +601,25 @@ impl ThresholdAhe for ThresholdElGamal {
     fn sums_finish(_pk: &PublicKey, sums: Self::Sums) -> Vec<Ciphertext> {
         sums.into_ciphertexts()
     }
-    type ZeroTest = batch::ZeroTest;
-    fn zero_test_new(pk: &PublicKey, count: usize) -> batch::ZeroTest {
-        batch::zero_test_new(pk, count)
+    type ZeroTest = zero_test::ZeroTest;
+    fn zero_test_new(pk: &PublicKey, count: usize) -> zero_test::ZeroTest {
+        zero_test::zero_test_new(pk, count)
     }
     fn zero_test_absorb(
         pk: &PublicKey,
-        test: &mut batch::ZeroTest,
+        test: &mut zero_test::ZeroTest,
         cts: &[Ciphertext],
         party: u32,
         shares: &[u8],
     ) -> Result<(), TaheError> {
-        batch::zero_test_absorb(pk, test, cts, party, shares)
+        zero_test::zero_test_absorb(pk, test, cts, party, shares)
     }
     fn zero_test_finish(
         _pk: &PublicKey,
-        test: batch::ZeroTest,
+        test: zero_test::ZeroTest,
         cts: &[Ciphertext],
     ) -> Result<Vec<bool>, TaheError> {
-        batch::zero_test_finish(test, cts)
+        zero_test::zero_test_finish(test, cts)
     }
 
     fn encode_public_key(pk: &PublicKey) -> Vec<u8> {
