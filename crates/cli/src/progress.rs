@@ -116,31 +116,41 @@ impl Seen {
 /// Decides which JSON lines are due and builds them: on a new status, a new phase, a
 /// finished phase, or every [`JSON_EVERY`] while the phase advances. A phase that ended
 /// and was followed by the next between two ticks is reported finished first (phases
-/// run one after another, so a new phase means the last one is complete).
+/// run one after another, so a new phase means the last one is complete), and so is
+/// every phase in `unseen` (`(name, total)`: phases that began and ended between two
+/// ticks, [`Meter::ended_between`]).
 fn json_updates<'a>(
     seen: &mut Seen,
     party: &'a str,
     status: &'a str,
     r: &Reading,
+    unseen: &[(&'a str, u64)],
     now: Instant,
 ) -> Vec<Update<'a>> {
     let mut out = Vec::new();
     let elapsed_seconds = now.duration_since(seen.started).as_secs_f64();
     let new_phase = r.phase_number != seen.phase_number;
     if new_phase {
+        let finished = |phase: &'a str, total: u64, rate: Option<f64>| Update {
+            party,
+            status,
+            phase: Some(phase),
+            done: Some(total),
+            total: Some(total),
+            rate,
+            eta_seconds: Some(0.0),
+            elapsed_seconds,
+        };
         if seen.phase_number > 0 && !seen.finished {
             let secs = now.duration_since(seen.phase_started).as_secs_f64();
-            out.push(Update {
-                party,
-                status,
-                phase: Some(seen.phase),
-                done: Some(seen.total),
-                total: Some(seen.total),
-                rate: (secs > 0.0).then(|| seen.total as f64 / secs),
-                eta_seconds: Some(0.0),
-                elapsed_seconds,
-            });
+            let rate = (secs > 0.0).then(|| seen.total as f64 / secs);
+            out.push(finished(seen.phase, seen.total, rate));
         }
+        out.extend(
+            unseen
+                .iter()
+                .map(|&(phase, total)| finished(phase, total, None)),
+        );
         seen.phase_number = r.phase_number;
         seen.phase = r.phase;
         seen.total = r.total;
@@ -199,6 +209,14 @@ impl Shared {
             },
             |m| m.read(),
         )
+    }
+
+    /// The phases that began and ended after phase `seen` and before `r`'s.
+    fn unseen(&self, seen: u64, r: &Reading) -> Vec<(&'static str, u64)> {
+        match &self.meter {
+            Some(m) if r.phase_number > seen + 1 => m.ended_between(seen, r.phase_number),
+            _ => Vec::new(),
+        }
     }
 
     fn status(&self) -> String {
@@ -290,7 +308,16 @@ fn tick_json(shared: &Shared) {
         let going = keep_ticking(shared);
         let status = shared.status();
         let reading = shared.reading();
-        for update in json_updates(&mut seen, &shared.label, &status, &reading, Instant::now()) {
+        let unseen = shared.unseen(seen.phase_number, &reading);
+        let updates = json_updates(
+            &mut seen,
+            &shared.label,
+            &status,
+            &reading,
+            &unseen,
+            Instant::now(),
+        );
+        for update in updates {
             if let Ok(line) = serde_json::to_string(&update) {
                 // A closed stderr is not a reason to stop the party.
                 let _ = writeln!(err, "{line}");
@@ -350,6 +377,9 @@ fn tick_bar(shared: &Shared) {
             if seen.phase_number > 0 && !seen.finished {
                 // It ended between two ticks (phases run one after another).
                 print_finished(&bar, &shared.label, seen.phase, seen.total, &seen, now);
+            }
+            for (phase, total) in shared.unseen(seen.phase_number, &r) {
+                bar.println(format!("{}: {phase}: {total} items", shared.label));
             }
             // A new phase: the bar starts again (rate and time left are per phase).
             seen.phase_number = r.phase_number;
@@ -413,28 +443,29 @@ mod tests {
             party,
             "starting",
             &reading(0, 0, 0),
+            &[],
             ms(0),
         ))
         .expect("first status");
         assert_eq!((u.phase, u.done, u.total), (None, None, None));
         // A phase starts: a line at once.
         let r = reading(1, 0, 100);
-        let u = one(json_updates(&mut seen, party, "starting", &r, ms(100))).expect("phase");
+        let u = one(json_updates(&mut seen, party, "starting", &r, &[], ms(100))).expect("phase");
         assert_eq!((u.done, u.total), (Some(0), Some(100)));
         // Progress within JSON_EVERY of the last line: throttled.
         let r = reading(1, 10, 100);
-        assert!(json_updates(&mut seen, party, "starting", &r, ms(200)).is_empty());
+        assert!(json_updates(&mut seen, party, "starting", &r, &[], ms(200)).is_empty());
         // After JSON_EVERY: reported, with a rate (20 items in 0.5 s) and time left.
         let r = reading(1, 20, 100);
-        let u = one(json_updates(&mut seen, party, "starting", &r, ms(600))).expect("due");
+        let u = one(json_updates(&mut seen, party, "starting", &r, &[], ms(600))).expect("due");
         assert_eq!(u.rate, Some(40.0));
         assert_eq!(u.eta_seconds, Some(2.0));
         // The end of a phase is always reported, once.
         let r = reading(1, 100, 100);
-        assert!(one(json_updates(&mut seen, party, "starting", &r, ms(700))).is_some());
-        assert!(json_updates(&mut seen, party, "starting", &r, ms(2000)).is_empty());
+        assert!(one(json_updates(&mut seen, party, "starting", &r, &[], ms(700))).is_some());
+        assert!(json_updates(&mut seen, party, "starting", &r, &[], ms(2000)).is_empty());
         // A new status is reported at once, without a rate once the phase is over.
-        let u = one(json_updates(&mut seen, party, "waiting", &r, ms(2010))).expect("status");
+        let u = one(json_updates(&mut seen, party, "waiting", &r, &[], ms(2010))).expect("status");
         assert_eq!((u.status, u.rate), ("waiting", None));
         let line = serde_json::to_string(&u).expect("json");
         assert!(line.contains(r#""done":100,"total":100"#), "{line}");
@@ -446,16 +477,42 @@ mod tests {
         let mut seen = Seen::new(t0);
         let ms = |n| t0 + Duration::from_millis(n);
         let first = reading(1, 5, 100);
-        assert_eq!(json_updates(&mut seen, "p", "s", &first, ms(0)).len(), 1);
+        assert_eq!(
+            json_updates(&mut seen, "p", "s", &first, &[], ms(0)).len(),
+            1
+        );
         let second = Reading {
             phase: "S1: evaluating the sender's items",
             ..reading(2, 0, 50)
         };
-        let lines = json_updates(&mut seen, "p", "s", &second, ms(1000));
+        let lines = json_updates(&mut seen, "p", "s", &second, &[], ms(1000));
         assert_eq!(lines.len(), 2, "{lines:?}");
         assert_eq!(lines[0].phase, Some("R1: hashing and evaluating our items"));
         assert_eq!((lines[0].done, lines[0].total), (Some(100), Some(100)));
         assert_eq!(lines[1].phase, Some("S1: evaluating the sender's items"));
         assert_eq!((lines[1].done, lines[1].total), (Some(0), Some(50)));
+    }
+
+    /// Phases that began and ended between two ticks (the meter remembers them) are
+    /// reported finished, in order, before the current one.
+    #[test]
+    fn phases_never_seen_by_a_tick_are_reported_finished() {
+        let t0 = Instant::now();
+        let mut seen = Seen::new(t0);
+        let third = Reading {
+            phase: "third",
+            ..reading(3, 1, 9)
+        };
+        let unseen = [("first", 10), ("second", 20)];
+        let lines = json_updates(&mut seen, "p", "s", &third, &unseen, t0);
+        let got: Vec<_> = lines.iter().map(|u| (u.phase, u.done, u.total)).collect();
+        assert_eq!(
+            got,
+            [
+                (Some("first"), Some(10), Some(10)),
+                (Some("second"), Some(20), Some(20)),
+                (Some("third"), Some(1), Some(9)),
+            ]
+        );
     }
 }

@@ -13,6 +13,7 @@
 //! each finished slice counted. Counting is one relaxed atomic add per slice (tens of
 //! milliseconds of work), so it costs nothing measurable.
 
+use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -31,7 +32,14 @@ pub struct Meter {
     /// Bumped by every [`Meter::begin`], so a reader notices a new phase even when two
     /// phases in a row have the same name and size.
     phase_number: AtomicU64,
+    /// The last [`ENDED_KEPT`] phases that ended, as `(number, name, total)`: a reader
+    /// that polls can report a phase that began and ended between two of its reads.
+    ended: Mutex<VecDeque<(u64, &'static str, u64)>>,
 }
+
+/// Ended phases a [`Meter`] remembers (a display polling ten times a second never
+/// falls that far behind).
+pub const ENDED_KEPT: usize = 16;
 
 /// A copy of a [`Meter`] at one moment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,6 +69,14 @@ impl Meter {
     /// Starts a phase of `total` items (nothing done yet).
     pub fn begin(&self, phase: &'static str, total: usize) {
         let mut current = self.phase.lock().unwrap_or_else(|e| e.into_inner());
+        let number = self.phase_number.load(Ordering::Acquire);
+        if number > 0 {
+            let mut ended = self.ended.lock().unwrap_or_else(|e| e.into_inner());
+            ended.push_back((number, *current, self.total.load(Ordering::Relaxed)));
+            if ended.len() > ENDED_KEPT {
+                ended.pop_front();
+            }
+        }
         *current = phase;
         // Under the lock, so a reader never sees the new name with the old counts.
         self.done.store(0, Ordering::Relaxed);
@@ -71,6 +87,17 @@ impl Meter {
     /// Counts `n` more items of the current phase as done.
     pub fn add(&self, n: usize) {
         self.done.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// The names and totals of the phases numbered `after + 1 .. before` (phases that
+    /// ended), in order, as far as the meter still remembers them.
+    pub fn ended_between(&self, after: u64, before: u64) -> Vec<(&'static str, u64)> {
+        let ended = self.ended.lock().unwrap_or_else(|e| e.into_inner());
+        ended
+            .iter()
+            .filter(|(number, _, _)| *number > after && *number < before)
+            .map(|&(_, name, total)| (name, total))
+            .collect()
     }
 
     /// The current phase and its counts.
@@ -132,6 +159,23 @@ impl Meter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Phases that ended are remembered (the last [`ENDED_KEPT`]) with their totals.
+    #[test]
+    fn ended_phases_are_remembered() {
+        let meter = Meter::new();
+        assert!(meter.ended_between(0, 1).is_empty());
+        meter.begin("one", 10);
+        meter.begin("two", 20);
+        meter.begin("three", 30);
+        assert_eq!(meter.read().phase_number, 3);
+        assert_eq!(meter.ended_between(0, 3), [("one", 10), ("two", 20)]);
+        assert_eq!(meter.ended_between(1, 3), [("two", 20)]);
+        for _ in 0..2 * ENDED_KEPT {
+            meter.begin("more", 1);
+        }
+        assert_eq!(meter.ended_between(0, u64::MAX).len(), ENDED_KEPT);
+    }
 
     #[test]
     fn slices_count_every_item_and_keep_the_order() {
