@@ -723,18 +723,7 @@ impl MaskingRandomizer {
     /// `count` fresh randomizers `h^β`, encryptions of 0 modulo `n^{s+1}` (their table
     /// products computed together: eight at a time on AVX-512 IFMA).
     pub(crate) fn draw_each(&self, rng: &mut SessionRng, count: usize) -> Vec<Integer> {
-        let mut betas: Vec<Vec<u8>> = (0..count)
-            .map(|_| {
-                let mut beta = vec![0u8; self.exponent_bytes];
-                rng.fill(&mut beta);
-                beta
-            })
-            .collect();
-        let powers = self
-            .table
-            .pow_each(&betas.iter().map(Vec::as_slice).collect::<Vec<_>>());
-        betas.iter_mut().for_each(zeroize::Zeroize::zeroize);
-        powers
+        table_powers(&self.table, self.exponent_bytes, rng, count)
     }
 }
 
@@ -992,18 +981,33 @@ fn owner_encrypt_each(sk: &SecretKey, ms: &[Integer], rng: &mut SessionRng) -> V
 }
 
 /// `h^α` for `count` fresh [`SHORT_EXPONENT_BITS`]-bit `α` from `h`'s table: the DJN
-/// short randomizers of the key owner and of the threshold scheme, computed together
-/// (eight at a time on AVX-512 IFMA).
+/// short randomizers of the key owner and of the threshold scheme.
 pub(crate) fn short_randomizers(
     table: &FixedBase,
     rng: &mut SessionRng,
     count: usize,
 ) -> Vec<Integer> {
-    let mut alphas = vec![[0u8; SHORT_EXPONENT_BITS as usize / 8]; count];
-    alphas.iter_mut().for_each(|a| rng.fill(a));
-    let refs: Vec<&[u8]> = alphas.iter().map(|a| &a[..]).collect();
+    table_powers(table, SHORT_EXPONENT_BITS.div_ceil(8) as usize, rng, count)
+}
+
+/// `h^e` from `h`'s table for `count` fresh exponents of `bytes` random bytes each,
+/// computed together (eight at a time on AVX-512 IFMA); the exponents are wiped.
+fn table_powers(
+    table: &FixedBase,
+    bytes: usize,
+    rng: &mut SessionRng,
+    count: usize,
+) -> Vec<Integer> {
+    let mut exponents: Vec<Vec<u8>> = (0..count)
+        .map(|_| {
+            let mut e = vec![0u8; bytes];
+            rng.fill(&mut e);
+            e
+        })
+        .collect();
+    let refs: Vec<&[u8]> = exponents.iter().map(Vec::as_slice).collect();
     let out = table.pow_each(&refs);
-    zeroize::Zeroize::zeroize(&mut alphas);
+    exponents.iter_mut().for_each(zeroize::Zeroize::zeroize);
     out
 }
 

@@ -74,6 +74,18 @@ impl Point8 {
         }
     }
 
+    /// The point whose coordinate `c` (0 to 3: X, Y, Z, T) is `coordinate(c)`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+    pub(crate) fn from_coordinates(mut coordinate: impl FnMut(usize) -> Fe8) -> Point8 {
+        Point8 {
+            x: coordinate(0),
+            y: coordinate(1),
+            z: coordinate(2),
+            t: coordinate(3),
+        }
+    }
+
     /// `self + q` (the "madd-2008-hwcd-3" formulas with `k = 2d` folded into `q`).
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]

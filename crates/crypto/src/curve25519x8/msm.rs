@@ -60,12 +60,7 @@ unsafe fn gather(table: &[u64], index: __m512i) -> Point8 {
             unsafe { _mm512_i64gather_epi64::<8>(at, table.as_ptr().cast()) }
         }))
     };
-    Point8 {
-        x: coordinate(0),
-        y: coordinate(1),
-        z: coordinate(2),
-        t: coordinate(3),
-    }
+    Point8::from_coordinates(coordinate)
 }
 
 /// Writes `p`'s lanes to the buckets at `index` ([`gather`]'s layout).
@@ -95,12 +90,7 @@ fn row(table: &[u64], d: usize) -> Point8 {
             from_u64s(words[at..at + LANES].try_into().expect("eight words"))
         }))
     };
-    Point8 {
-        x: coordinate(0),
-        y: coordinate(1),
-        z: coordinate(2),
-        t: coordinate(3),
-    }
+    Point8::from_coordinates(coordinate)
 }
 
 #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]

@@ -131,12 +131,7 @@ unsafe fn encode_lanes(points: &[StoredPoint]) -> Vec<u8> {
 #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
 pub(super) fn to_lanes(points: &[StoredPoint; LANES]) -> Point8 {
     let coordinate = |c: usize| Fe8::from_lanes(&core::array::from_fn(|j| points[j][c]));
-    Point8 {
-        x: coordinate(0),
-        y: coordinate(1),
-        z: coordinate(2),
-        t: coordinate(3),
-    }
+    Point8::from_coordinates(coordinate)
 }
 
 #[inline]
