@@ -120,10 +120,12 @@ use std::sync::{Arc, OnceLock};
 use rayon::prelude::*;
 use rug::Integer;
 use rug::integer::{IsPrime, Order};
+use zeroize::Zeroizing;
 
 use super::{AdditiveHe, ColumnBounds, HeError, HeId, Mask, PartialSums, SubsetSum};
-pub(crate) use crate::bignum::wipe;
+use crate::bignum::read_be;
 use crate::bignum::{BatchModulus, FixedBase};
+pub(crate) use crate::bignum::{wipe, write_be};
 use crate::rng::SessionRng;
 
 /// Statistical security of the slot masks (bits).
@@ -377,7 +379,7 @@ impl PublicKey {
         if bytes.len() != self.ct_len {
             return Err(bad("wrong length"));
         }
-        let c = Integer::from_digits(bytes, Order::Msf);
+        let c = read_be(bytes);
         if c == 0 {
             return Err(bad("zero"));
         }
@@ -507,11 +509,6 @@ pub(crate) fn dj_dlog(a: &Integer, s: u32, pows: &[Integer], inv_fact: &[Integer
     i
 }
 
-pub(crate) fn write_be(x: &Integer, out: &mut [u8]) {
-    debug_assert!(x.significant_digits::<u8>() <= out.len());
-    x.write_digits(out, Order::Msf);
-}
-
 pub(crate) fn random_bits(rng: &mut SessionRng, bits: u32) -> Integer {
     let mut buf = vec![0u8; bits.div_ceil(8) as usize];
     rng.fill(&mut buf);
@@ -595,7 +592,7 @@ fn keygen_random_primes(params: &Params, rng: &mut SessionRng) -> (PublicKey, Se
             crt_p,
             crt_q,
             q_s_inv,
-            table: OnceLock::new(),
+            owner_tables: OnceLock::new(),
         };
         return (pk, sk);
     }
@@ -720,19 +717,25 @@ impl MaskingRandomizer {
         }
     }
 
-    /// `count` fresh randomizers `h^β`, encryptions of 0 modulo `n^{s+1}` (their table
-    /// products computed together: eight at a time on AVX-512 IFMA).
-    pub(crate) fn draw_each(&self, rng: &mut SessionRng, count: usize) -> Vec<Integer> {
-        table_powers(&self.table, self.exponent_bytes, rng, count)
+    /// `h^{β_i} · Π items[i]` with a fresh `β_i` for every group (each of the same
+    /// length): the items re-randomized. The table's products and the items' run
+    /// together, eight at a time on AVX-512 IFMA.
+    pub(crate) fn randomize_each(
+        &self,
+        rng: &mut SessionRng,
+        items: &[Vec<&Integer>],
+    ) -> Vec<Integer> {
+        let exponents = random_exponents(rng, self.exponent_bytes, items.len());
+        self.table.pow_times_each(&exponent_refs(&exponents), items)
     }
 }
 
 /// The window of a fixed-base table for `items` exponentiations. Building the table and
 /// using it costs `⌈E/b⌉ · (2^b + items)` multiplications for `E` exponent bits and
 /// `b`-bit windows; each extra bit doubles the table, so a wider window is taken only
-/// when it saves a tenth of the best cost so far, and only within [`TABLE_BUDGET`].
-/// At 100,000 items: 12 bits for the owner's 256-bit exponents (22 multiplications
-/// instead of 32), 11 bits for the masking party's 384-bit ones (35 instead of 48); 8
+/// when it saves a twentieth of the best cost so far, and only within [`TABLE_BUDGET`].
+/// At 100,000 items: 13 bits for the owner's 256-bit exponents (20 multiplications
+/// instead of 32), 12 bits for the masking party's 384-bit ones (32 instead of 48); 8
 /// bits for a few thousand.
 fn table_window_bits(exponent_bits: u32, entry_bytes: usize, items: usize) -> u32 {
     let windows = |bits: u32| exponent_bits.div_ceil(bits) as usize;
@@ -743,7 +746,7 @@ fn table_window_bits(exponent_bits: u32, entry_bytes: usize, items: usize) -> u3
         if bytes(bits) > TABLE_BUDGET {
             break;
         }
-        if cost(bits) * 10 < best.1 * 9 {
+        if cost(bits) * 20 < best.1 * 19 {
             best = (bits, cost(bits));
         }
     }
@@ -805,6 +808,91 @@ impl Drop for CrtHalf {
     }
 }
 
+/// The key owner's encryption `(1+n)^m h^α mod n^{s+1}`, computed modulo `p^{s+1}`
+/// and `q^{s+1}` and joined (Garner): a product modulo a prime's power has half the
+/// limbs of one modulo `n^{s+1}`, so it costs a quarter, and both halves together half.
+/// The ciphertexts are the same integers as computed modulo `n^{s+1}` directly. Every
+/// number here is secret (a half of `h` or of a ciphertext reveals `p`): the tables and
+/// constants are overwritten on drop.
+struct OwnerTables {
+    /// `h mod p^{s+1}`'s and `h mod q^{s+1}`'s fixed-base tables.
+    p: FixedBase,
+    q: FixedBase,
+    /// `p^{s+1}` and `q^{s+1}`.
+    p_pow: Integer,
+    q_pow: Integer,
+    /// `(p^{s+1})^{-1} mod q^{s+1}`.
+    p_pow_inv: Integer,
+}
+
+impl OwnerTables {
+    fn new(sk: &SecretKey, items: usize) -> Self {
+        let s = sk.pk.s as usize;
+        let p_pow = sk.crt_p.pows[s + 1].clone();
+        let q_pow = sk.crt_q.pows[s + 1].clone();
+        let p_pow_inv = Integer::from(
+            p_pow
+                .invert_ref(&q_pow)
+                .expect("distinct primes' powers are coprime"),
+        );
+        let table = |modulus: &Integer| {
+            let arith = BatchModulus::new(modulus);
+            let window = table_window_bits(SHORT_EXPONENT_BITS, arith.table_entry_bytes(), items);
+            let mut h = Integer::from(sk.pk.h.modulo_ref(modulus));
+            let table = arith.fixed_base(&h, SHORT_EXPONENT_BITS, window);
+            wipe(&mut h);
+            table
+        };
+        OwnerTables {
+            p: table(&p_pow),
+            q: table(&q_pow),
+            p_pow,
+            q_pow,
+            p_pow_inv,
+        }
+    }
+
+    /// `(1+n)^{m_i} h^{α_i} mod n^{s+1}` for every `m_i`, each with a fresh 256-bit
+    /// `α_i` (module docs, "Three kinds of randomness"): eight at a time on AVX-512
+    /// IFMA, in each half.
+    fn encrypt_each(&self, pk: &PublicKey, ms: &[Integer], rng: &mut SessionRng) -> Vec<Integer> {
+        let exponents = random_exponents(rng, SHORT_EXPONENT_BITS.div_ceil(8) as usize, ms.len());
+        let exponents = exponent_refs(&exponents);
+        let plain: Vec<Integer> = ms.iter().map(|m| pk.one_plus_n_pow(m)).collect();
+        let factors: Vec<Vec<&Integer>> = plain.iter().map(|x| vec![x]).collect();
+        let in_p = self.p.pow_times_each(&exponents, &factors);
+        let in_q = self.q.pow_times_each(&exponents, &factors);
+        in_p.into_iter()
+            .zip(in_q)
+            .map(|(mut cp, mut cq)| {
+                // c = cp + p^{s+1} ((cq - cp) (p^{s+1})^{-1} mod q^{s+1}).
+                let mut t = Integer::from(&cq - &cp);
+                t *= &self.p_pow_inv;
+                t.modulo_mut(&self.q_pow);
+                let mut c = Integer::from(&t * &self.p_pow);
+                c += &cp;
+                wipe(&mut t);
+                wipe(&mut cp);
+                wipe(&mut cq);
+                c
+            })
+            .collect()
+    }
+
+    #[cfg(test)]
+    fn window_bits(&self) -> u32 {
+        self.p.window_bits()
+    }
+}
+
+impl Drop for OwnerTables {
+    fn drop(&mut self) {
+        wipe(&mut self.p_pow);
+        wipe(&mut self.q_pow);
+        wipe(&mut self.p_pow_inv);
+    }
+}
+
 /// Secret key: the factorisation, `λ`, CRT constants, and (built on first use) the
 /// fixed-base table for the owner's fast encryption. Integers are overwritten on drop;
 /// not `Clone`; `Debug` elided.
@@ -817,8 +905,8 @@ pub struct SecretKey {
     crt_q: CrtHalf,
     /// `(q^s)^{-1} mod p^s`.
     q_s_inv: Integer,
-    /// `h`'s table for the owner's encryptions ([`SecretKey::table`]).
-    table: OnceLock<FixedBase>,
+    /// The tables for the owner's encryptions ([`SecretKey::owner_tables`]).
+    owner_tables: OnceLock<OwnerTables>,
 }
 
 impl std::fmt::Debug for SecretKey {
@@ -842,16 +930,13 @@ impl SecretKey {
         &self.pk
     }
 
-    /// The table of `h` for the owner's short randomizers, made on first use with its
-    /// window sized for `items` encryptions ([`table_window_bits`]): one call site
-    /// per key decides (a reverse run's `encrypt_each` of every item, a forward run's
-    /// packed column).
-    fn table(&self, items: usize) -> &FixedBase {
-        self.table.get_or_init(|| {
-            let arith = &self.pk.ct_arith;
-            let window = table_window_bits(SHORT_EXPONENT_BITS, arith.table_entry_bytes(), items);
-            arith.fixed_base(&self.pk.h, SHORT_EXPONENT_BITS, window)
-        })
+    /// The tables for the owner's encryptions, made on first use with their window
+    /// sized for `items` encryptions ([`table_window_bits`]): one call site per key
+    /// decides (a reverse run's `encrypt_each` of every item, a forward run's packed
+    /// column).
+    fn owner_tables(&self, items: usize) -> &OwnerTables {
+        self.owner_tables
+            .get_or_init(|| OwnerTables::new(self, items))
     }
 
     /// Decrypts to `m ∈ Z_{n^s}` (CRT over `p^{s+1}`, `q^{s+1}`).
@@ -965,19 +1050,9 @@ fn owner_encrypt_int(sk: &SecretKey, m: &Integer, rng: &mut SessionRng) -> Integ
         .expect("one plaintext, one ciphertext")
 }
 
-/// The key owner's encryptions of `ms` (their short randomizers' table products, and
-/// then the products with `(1+n)^m`, computed together: eight at a time on AVX-512
-/// IFMA).
+/// The key owner's encryptions of `ms` ([`OwnerTables::encrypt_each`]).
 fn owner_encrypt_each(sk: &SecretKey, ms: &[Integer], rng: &mut SessionRng) -> Vec<Integer> {
-    let pk = &sk.pk;
-    let randomizers = short_randomizers(sk.table(ms.len()), rng, ms.len());
-    let plain: Vec<Integer> = ms.iter().map(|m| pk.one_plus_n_pow(m)).collect();
-    let pairs: Vec<Vec<&Integer>> = plain
-        .iter()
-        .zip(&randomizers)
-        .map(|(p, r)| vec![p, r])
-        .collect();
-    pk.arith().product_each(&pairs)
+    sk.owner_tables(ms.len()).encrypt_each(&sk.pk, ms, rng)
 }
 
 /// `h^α` for `count` fresh [`SHORT_EXPONENT_BITS`]-bit `α` from `h`'s table: the DJN
@@ -991,24 +1066,30 @@ pub(crate) fn short_randomizers(
 }
 
 /// `h^e` from `h`'s table for `count` fresh exponents of `bytes` random bytes each,
-/// computed together (eight at a time on AVX-512 IFMA); the exponents are wiped.
+/// computed together (eight at a time on AVX-512 IFMA).
 fn table_powers(
     table: &FixedBase,
     bytes: usize,
     rng: &mut SessionRng,
     count: usize,
 ) -> Vec<Integer> {
-    let mut exponents: Vec<Vec<u8>> = (0..count)
+    table.pow_each(&exponent_refs(&random_exponents(rng, bytes, count)))
+}
+
+/// `count` exponents of `bytes` random bytes each, drawn one after the other from
+/// `rng` (big-endian, as the tables read them); overwritten when dropped.
+fn random_exponents(rng: &mut SessionRng, bytes: usize, count: usize) -> Vec<Zeroizing<Vec<u8>>> {
+    (0..count)
         .map(|_| {
-            let mut e = vec![0u8; bytes];
+            let mut e = Zeroizing::new(vec![0u8; bytes]);
             rng.fill(&mut e);
             e
         })
-        .collect();
-    let refs: Vec<&[u8]> = exponents.iter().map(Vec::as_slice).collect();
-    let out = table.pow_each(&refs);
-    exponents.iter_mut().for_each(zeroize::Zeroize::zeroize);
-    out
+        .collect()
+}
+
+fn exponent_refs(exponents: &[Zeroizing<Vec<u8>>]) -> Vec<&[u8]> {
+    exponents.iter().map(|e| e.as_slice()).collect()
 }
 
 /// Checks `values` against `bounds` (count, per-value bound, total bound).
@@ -1073,7 +1154,7 @@ pub(crate) fn packed_count(
 /// per fixed-size chunk (deterministic given `rng`).
 fn par_owner_encrypt(sk: &SecretKey, plaintexts: &[Integer], rng: &mut SessionRng) -> Vec<u8> {
     // The table first, sized for all of them (the chunks below are small).
-    let _ = sk.table(plaintexts.len());
+    let _ = sk.owner_tables(plaintexts.len());
     par_encoded(plaintexts, sk.pk.ct_len, rng, |ms, r| {
         owner_encrypt_each(sk, ms, r)
     })
@@ -1316,19 +1397,17 @@ impl SubsetSum for Paillier {
                     .iter()
                     .map(|_| random_below(&mut r, pk.plaintext_modulus()))
                     .collect();
-                let mut rhos = source.draw_each(&mut r, cts.len());
-                // C · (1+n)^{r_j} · ρ_j, the three products of each item together.
+                // C · (1+n)^{r_j} · h^{β_j}.
                 let mut plain: Vec<Integer> = rs.iter().map(|rj| pk.one_plus_n_pow(rj)).collect();
-                let groups: Vec<Vec<&Integer>> = cts
-                    .iter()
-                    .zip(&plain)
-                    .zip(&rhos)
-                    .map(|((c, p), rho)| vec![c, p, rho])
-                    .collect();
-                for (d, x) in dst.chunks_mut(ct_len).zip(pk.arith().product_each(&groups)) {
+                let groups: Vec<Vec<&Integer>> =
+                    cts.iter().zip(&plain).map(|(c, p)| vec![c, p]).collect();
+                for (d, x) in dst
+                    .chunks_mut(ct_len)
+                    .zip(source.randomize_each(&mut r, &groups))
+                {
                     write_be(&x, d);
                 }
-                rhos.iter_mut().chain(&mut plain).for_each(wipe);
+                plain.iter_mut().for_each(wipe);
                 let masks = rs
                     .iter_mut()
                     .map(|rj| {
@@ -1582,25 +1661,38 @@ mod tests {
         }
     }
 
+    /// The owner's encryptions, computed modulo `p^{s+1}` and `q^{s+1}` and joined, are
+    /// `(1+n)^m h^α mod n^{s+1}` with `α` the next 256 bits of the rng, for plaintexts
+    /// from 0 to `n^s - 1`.
     #[test]
-    fn fixed_base_table_matches_modexp() {
+    fn owner_encryptions_match_modexp() {
         let mut rng = SessionRng::from_seed([4; 32]);
-        let (pk, sk) = Paillier::keygen(
-            &Params {
-                modulus_bits: 1024,
-                s: 2,
-            },
-            &mut rng,
-        );
-        for _ in 0..4 {
-            let mut alpha = [0u8; 32];
-            rng.fill(&mut alpha);
-            alpha[5] = 0;
-            let a = Integer::from_digits(&alpha, Order::Msf);
-            let want = Integer::from(pk.h.pow_mod_ref(&a, pk.ciphertext_modulus()).unwrap());
-            assert_eq!(sk.table(1).pow_each(&[&alpha]), [want]);
+        for s in [1, 2, 3] {
+            let (pk, sk) = Paillier::keygen(
+                &Params {
+                    modulus_bits: 1024,
+                    s,
+                },
+                &mut rng,
+            );
+            let top = Integer::from(pk.plaintext_modulus() - 1u32);
+            let mut ms = vec![Integer::new(), Integer::from(1), top];
+            ms.extend((0..10).map(|_| random_below(&mut rng, pk.plaintext_modulus())));
+            let seed = [s as u8; 32];
+            let cts = sk
+                .owner_tables(1)
+                .encrypt_each(&pk, &ms, &mut SessionRng::from_seed(seed));
+            let mut replay = SessionRng::from_seed(seed);
+            for (c, m) in cts.iter().zip(&ms) {
+                let mut alpha = [0u8; 32];
+                replay.fill(&mut alpha);
+                let alpha = Integer::from_digits(&alpha, Order::Msf);
+                let r = pk.h.pow_mod_ref(&alpha, pk.ciphertext_modulus()).unwrap();
+                let want = Integer::from(r) * pk.one_plus_n_pow(m) % pk.ciphertext_modulus();
+                assert_eq!(*c, want, "s = {s}");
+                assert_eq!(sk.decrypt_int(c), *m, "s = {s}");
+            }
         }
-        assert_eq!(sk.table(1).pow_each(&[&[0; 32]]), [1]);
     }
 
     /// The masking party's randomizers: `h^β` on the owner's base with `β` of exactly
@@ -1618,19 +1710,26 @@ mod tests {
             let source = pk.masking_randomizer(20_000);
             assert_eq!(
                 source.table.window_bits(),
-                10,
+                11,
                 "a wide window for many items"
             );
             let seed = [s as u8; 32];
-            let drawn = source.draw_each(&mut SessionRng::from_seed(seed), 20);
+            let ms: Vec<Integer> = (0..20u32).map(|i| Integer::from(i * 77)).collect();
+            let cts: Vec<Integer> = ms
+                .iter()
+                .map(|m| Paillier::encrypt_owner(&sk, m, &mut rng).0)
+                .collect();
+            let groups: Vec<Vec<&Integer>> = cts.iter().map(|c| vec![c]).collect();
+            let drawn = source.randomize_each(&mut SessionRng::from_seed(seed), &groups);
             let mut replay = SessionRng::from_seed(seed);
-            for r in drawn {
+            for ((r, c), m) in drawn.iter().zip(&cts).zip(&ms) {
                 let mut beta = [0u8; (SHORT_EXPONENT_BITS + MASKING_SLACK_BITS) as usize / 8];
                 replay.fill(&mut beta);
                 let beta = Integer::from_digits(&beta, Order::Msf);
-                let want = pk.h.pow_mod_ref(&beta, pk.ciphertext_modulus()).unwrap();
-                assert_eq!(r, Integer::from(want), "h^β with β of 384 bits");
-                assert_eq!(sk.decrypt_int(&r), 0, "an encryption of 0");
+                let rho = pk.h.pow_mod_ref(&beta, pk.ciphertext_modulus()).unwrap();
+                let want = Integer::from(rho) * c % pk.ciphertext_modulus();
+                assert_eq!(*r, want, "c · h^β with β of 384 bits");
+                assert_eq!(sk.decrypt_int(r), *m, "the same plaintext");
             }
             // One source per key: a second call reuses it.
             assert!(std::ptr::eq(source, pk.masking_randomizer(1)));
@@ -1670,9 +1769,9 @@ mod tests {
         };
         let mut rng = SessionRng::from_seed([11; 32]);
         let (_, few) = Paillier::keygen(&params, &mut rng);
-        assert_eq!(few.table(2000).window_bits(), 8);
+        assert_eq!(few.owner_tables(2000).window_bits(), 8);
         let (pk, many) = Paillier::keygen(&params, &mut rng);
-        assert_eq!(many.table(100_000).window_bits(), 12);
+        assert_eq!(many.owner_tables(100_000).window_bits(), 13);
         let values: Vec<u64> = (0..40).map(|i| i * 1_000_003).collect();
         let bounds = ColumnBounds {
             items: values.len(),

@@ -146,31 +146,26 @@ impl Montgomery {
             self.mul(&acc, &x, &mut tmp);
             std::mem::swap(&mut acc, &mut tmp);
         }
-        let fix: Vec<Vec<u64>> = chains
-            .iter()
-            .map(|c| match self.r_pows.get(c.len()) {
-                Some(r_k) => r_k.clone(),
-                None => {
-                    let e = Integer::from(self.r_bits) * c.len() as u64;
-                    let r_k = Integer::from(2)
-                        .pow_mod(&e, &self.modulus)
-                        .expect("positive modulus");
-                    to_limbs(&r_k, l)
-                }
-            })
-            .collect();
+        let fix: Vec<Vec<u64>> = chains.iter().map(|c| self.r_power(c.len())).collect();
         let fix = pack(&fix, &self.r_mod, l);
         self.mul(&acc, &fix, &mut tmp);
         self.unpack(&tmp, chains.len())
     }
 
-    /// Bytes of one number in the lanes' form (a fixed-base table entry).
+    /// Limbs from one fixed-base table entry to the next: `L` rounded up to whole
+    /// 64-byte lines, so that in a [`Lines`] table every entry starts on a line.
+    pub(super) fn stride(&self) -> usize {
+        self.limbs().next_multiple_of(LANES)
+    }
+
+    /// Bytes of one fixed-base table entry ([`Self::stride`] limbs).
     pub(super) fn entry_bytes(&self) -> usize {
-        self.limbs() * 8
+        self.stride() * 8
     }
 
     /// For up to eight bases, `base^0 ..= base^count` in Montgomery form (a fixed-base
-    /// table's rows): `(count + 1) * L` limbs per base, entry `d` at `d * L`.
+    /// table's rows): `(count + 1)` entries of [`Self::stride`] limbs per base, entry
+    /// `d` at `d * stride`, its limbs past `L` zero.
     #[target_feature(enable = "avx512f,avx512ifma")]
     pub(super) fn powers_each(&self, bases: &[Integer], count: usize) -> Vec<Vec<u64>> {
         assert!(bases.len() <= LANES, "at most {LANES} bases");
@@ -179,9 +174,11 @@ impl Montgomery {
         let raw = pack(&rows, &self.r_mod, l);
         let mut x = vec![_mm512_setzero_si512(); l];
         self.mul(&raw, &pack(&[], &self.r2, l), &mut x);
-        let mut out: Vec<Vec<u64>> = vec![Vec::with_capacity((count + 1) * l); bases.len()];
+        let stride = self.stride();
+        let mut out: Vec<Vec<u64>> = vec![Vec::with_capacity((count + 1) * stride); bases.len()];
         for row in out.iter_mut() {
             row.extend_from_slice(&self.r_mod);
+            row.resize(stride, 0);
         }
         let mut acc = x.clone();
         let mut tmp = vec![_mm512_setzero_si512(); l];
@@ -193,25 +190,43 @@ impl Montgomery {
             let lanes: Vec<[u64; LANES]> = acc.iter().map(|&v| to_u64s(v)).collect();
             for (k, row) in out.iter_mut().enumerate() {
                 row.extend(lanes.iter().map(|v| v[k]));
+                row.resize((d + 1) * stride, 0);
             }
         }
         out
     }
 
-    /// `h^e` for up to eight exponents from a fixed-base table in Montgomery form
-    /// (`table[(w 2^b + d) * L ..]` = `h^{d 2^{b w}}`, digit 0 included): one product per
-    /// window, a digit 0 multiplying by 1, so every lane does the same work whatever its
-    /// exponent (the table index does depend on it, as in GMP's form).
+    /// `h^e · f_1 ⋯ f_k mod N` for up to eight exponents, each lane with its own `k`
+    /// raw factors (the same `k` in every lane), from a fixed-base table in Montgomery
+    /// form (`table[(w 2^b + d) * stride ..]` = `h^{d 2^{b w}}`, digit 0 included; a
+    /// [`Lines`] table, so that every entry starts on a cache line).
+    ///
+    /// The first window's entry starts the product and every further window multiplies
+    /// by its entry, a digit 0 by 1, so every lane does the same work whatever its
+    /// exponent (the table index does depend on it, as in GMP's form). The next window's
+    /// entries are prefetched while a product runs: the tables are far larger than the
+    /// caches, and each lane's entry is a random one. A raw factor takes the product out
+    /// of Montgomery form (`a R · f / R = a f`); after `k` of them it is
+    /// `h^e Π f / R^{k-1}`, which one product with `R^k mod N` fixes (`k >= 2`); with
+    /// none, a product with a raw 1 leaves Montgomery form.
     #[target_feature(enable = "avx512f,avx512ifma")]
     pub(super) fn fixed_base_pow_each(
         &self,
         table: &[u64],
         window_bits: u32,
         exponents: &[&[u8]],
+        factors: &[Vec<&Integer>],
     ) -> Vec<Integer> {
         assert!(exponents.len() <= LANES, "at most {LANES} exponents");
+        let k = factors.first().map_or(0, Vec::len);
+        assert!(
+            factors.is_empty()
+                || (factors.len() == exponents.len() && factors.iter().all(|f| f.len() == k)),
+            "the same number of factors for every exponent"
+        );
         let l = self.limbs();
-        let row = (1usize << window_bits) * l;
+        let stride = self.stride();
+        let row = (1usize << window_bits) * stride;
         let windows = exponents
             .iter()
             .map(|e| (e.len() * 8).div_ceil(window_bits as usize))
@@ -221,28 +236,76 @@ impl Montgomery {
             windows * row <= table.len(),
             "exponent longer than the table"
         );
+        // Each lane's entry for window `w` (lanes past `exponents` take digit 0), as an
+        // offset in u64s.
+        let offsets = |w: usize| -> [usize; LANES] {
+            let mut o = [w * row; LANES];
+            for (o, e) in o.iter_mut().zip(exponents) {
+                *o += super::window_digit(e, w, window_bits) * stride;
+            }
+            o
+        };
+        // SAFETY (for both): every lane's offset is `(w 2^b + d) stride` with `w <
+        // windows` and `d < 2^b`, so its entry's `stride` limbs lie below `windows 2^b
+        // stride <= table.len()` (asserted above).
+        let gather = |offsets: &[usize; LANES], out: &mut [__m512i]| unsafe {
+            load_entries(table, offsets, out)
+        };
+        let prefetch = |offsets: &[usize; LANES]| {
+            for &o in offsets {
+                for line in (0..l).step_by(LANES) {
+                    // SAFETY: `o + line < o + stride <= table.len()` (as above); a
+                    // prefetch does not fault in any case.
+                    unsafe {
+                        _mm_prefetch::<_MM_HINT_T0>(table.as_ptr().add(o + line).cast());
+                    }
+                }
+            }
+        };
         let mut acc = pack(&[], &self.r_mod, l);
         let mut tmp = vec![_mm512_setzero_si512(); l];
         let mut x = vec![_mm512_setzero_si512(); l];
-        let one = _mm512_set1_epi64(1);
-        for w in 0..windows {
-            // Each lane's entry for this window (lanes past `exponents` take digit 0).
-            let mut offsets = [(w * row) as i64; LANES];
-            for (o, e) in offsets.iter_mut().zip(exponents) {
-                *o += (super::window_digit(e, w, window_bits) * l) as i64;
-            }
-            let mut index = from_u64s(offsets.map(|o| o as u64));
-            for xj in x.iter_mut() {
-                // SAFETY: every lane's index is `(w 2^b + d) L + j` with `w < windows`,
-                // `d < 2^b` and `j < L`, below `windows 2^b L <= table.len()` (asserted
-                // above): the gather reads eight limbs inside `table`.
-                *xj = unsafe { _mm512_i64gather_epi64::<8>(index, table.as_ptr().cast()) };
-                index = _mm512_add_epi64(index, one);
+        if windows > 0 {
+            gather(&offsets(0), &mut acc);
+        }
+        for w in 1..windows {
+            let current = offsets(w);
+            gather(&current, &mut x);
+            if w + 1 < windows {
+                prefetch(&offsets(w + 1));
             }
             self.mul(&acc, &x, &mut tmp);
             std::mem::swap(&mut acc, &mut tmp);
         }
-        self.unpack(&self.leave_montgomery(&acc), exponents.len())
+        for i in 0..k {
+            let rows: Vec<Vec<u64>> = factors.iter().map(|f| self.limbs_of(f[i])).collect();
+            self.mul(&acc, &pack(&rows, &self.r_mod, l), &mut tmp);
+            std::mem::swap(&mut acc, &mut tmp);
+        }
+        let out = match k {
+            0 => self.leave_montgomery(&acc),
+            1 => acc,
+            _ => {
+                self.mul(&acc, &pack(&[], &self.r_power(k), l), &mut tmp);
+                tmp
+            }
+        };
+        self.unpack(&out, exponents.len())
+    }
+
+    /// `R^k mod N` as limbs: a product of `k` raw numbers started from `R` is
+    /// `Π x / R^{k-1}`, and one product with this gives the plain product.
+    fn r_power(&self, k: usize) -> Vec<u64> {
+        match self.r_pows.get(k) {
+            Some(r_k) => r_k.clone(),
+            None => {
+                let e = Integer::from(self.r_bits) * k as u64;
+                let r_k = Integer::from(2)
+                    .pow_mod(&e, &self.modulus)
+                    .expect("positive modulus");
+                to_limbs(&r_k, self.limbs())
+            }
+        }
     }
 
     /// `x^e` for eight raw numbers `x` (below `2N`), raw out: fixed windows from the top.
@@ -424,6 +487,121 @@ impl Montgomery {
     }
 }
 
+/// Limb `j` of the entry at `offsets[k]` of `table` into lane `k` of `out[j]`, for `j <
+/// out.len() = L`: eight whole-line loads per eight limbs and an 8 x 8 transpose.
+/// Gather instructions would do the same in one instruction per limb, but they are
+/// microcoded and slow on CPUs patched against Gather Data Sampling, which cloud hosts
+/// are.
+///
+/// # Safety
+/// `offsets[k] + L.next_multiple_of(8) <= table.len()` for every `k`; the CPU has
+/// AVX-512 F.
+#[inline]
+#[target_feature(enable = "avx512f,avx512ifma")]
+unsafe fn load_entries(table: &[u64], offsets: &[usize; LANES], out: &mut [__m512i]) {
+    for (block, dst) in out.chunks_mut(LANES).enumerate() {
+        let first = block * LANES;
+        let rows: [__m512i; LANES] = std::array::from_fn(|k| {
+            // SAFETY: `offsets[k] + first + 8 <= offsets[k] + L.next_multiple_of(8) <=
+            // table.len()` (the caller's contract).
+            unsafe { _mm512_loadu_si512(table.as_ptr().add(offsets[k] + first).cast()) }
+        });
+        let columns = transpose(rows);
+        dst.copy_from_slice(&columns[..dst.len()]);
+    }
+}
+
+/// Limbs in 64-byte lines: a fixed-base table whose entries ([`Montgomery::stride`]
+/// limbs each) all start on a cache line, read with aligned whole-line loads. Zeroed
+/// on drop (a table may hold powers of a secret).
+pub(super) struct Lines(Vec<Line>);
+
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(64))]
+struct Line([u64; LANES]);
+
+impl Lines {
+    /// `limbs` zero limbs (a multiple of eight).
+    pub(super) fn zeroed(limbs: usize) -> Self {
+        assert!(limbs.is_multiple_of(LANES), "whole lines");
+        Lines(vec![Line::default(); limbs / LANES])
+    }
+
+    pub(super) fn as_slice(&self) -> &[u64] {
+        // SAFETY: `Line` is `repr(C)` around `[u64; 8]` (size 64, no padding), so the
+        // vector's lines are `8 len` initialized u64s in a row.
+        unsafe { std::slice::from_raw_parts(self.0.as_ptr().cast(), self.0.len() * LANES) }
+    }
+
+    pub(super) fn as_mut_slice(&mut self) -> &mut [u64] {
+        // SAFETY: as in `as_slice`, borrowed mutably once.
+        unsafe { std::slice::from_raw_parts_mut(self.0.as_mut_ptr().cast(), self.0.len() * LANES) }
+    }
+}
+
+impl Drop for Lines {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(self.as_mut_slice());
+    }
+}
+
+/// The 8 x 8 transpose of 64-bit elements: `out[j]` lane `k` = `rows[k]` lane `j`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn transpose(r: [__m512i; LANES]) -> [__m512i; LANES] {
+    // Pairs: t[2i] = (r[2i][0], r[2i+1][0], r[2i][2], r[2i+1][2], ...), t[2i+1] the odd
+    // elements.
+    let t = [
+        _mm512_unpacklo_epi64(r[0], r[1]),
+        _mm512_unpackhi_epi64(r[0], r[1]),
+        _mm512_unpacklo_epi64(r[2], r[3]),
+        _mm512_unpackhi_epi64(r[2], r[3]),
+        _mm512_unpacklo_epi64(r[4], r[5]),
+        _mm512_unpackhi_epi64(r[4], r[5]),
+        _mm512_unpacklo_epi64(r[6], r[7]),
+        _mm512_unpackhi_epi64(r[6], r[7]),
+    ];
+    // Quads: rows 0-3 (then 4-7) of elements j and j + 2 for j = 0, 1 (low) and
+    // 4, 5 (high).
+    let low = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+    let high = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+    let u = [
+        _mm512_permutex2var_epi64(t[0], low, t[2]), // rows 0-3 of 0, then of 2
+        _mm512_permutex2var_epi64(t[1], low, t[3]), // of 1, 3
+        _mm512_permutex2var_epi64(t[0], high, t[2]), // of 4, 6
+        _mm512_permutex2var_epi64(t[1], high, t[3]), // of 5, 7
+        _mm512_permutex2var_epi64(t[4], low, t[6]), // rows 4-7 of 0, 2
+        _mm512_permutex2var_epi64(t[5], low, t[7]),
+        _mm512_permutex2var_epi64(t[4], high, t[6]),
+        _mm512_permutex2var_epi64(t[5], high, t[7]),
+    ];
+    let first = _mm512_setr_epi64(0, 1, 2, 3, 8, 9, 10, 11);
+    let second = _mm512_setr_epi64(4, 5, 6, 7, 12, 13, 14, 15);
+    [
+        _mm512_permutex2var_epi64(u[0], first, u[4]),
+        _mm512_permutex2var_epi64(u[1], first, u[5]),
+        _mm512_permutex2var_epi64(u[0], second, u[4]),
+        _mm512_permutex2var_epi64(u[1], second, u[5]),
+        _mm512_permutex2var_epi64(u[2], first, u[6]),
+        _mm512_permutex2var_epi64(u[3], first, u[7]),
+        _mm512_permutex2var_epi64(u[2], second, u[6]),
+        _mm512_permutex2var_epi64(u[3], second, u[7]),
+    ]
+}
+
+/// A modulus may be secret (the key owner's `p^{s+1}`): every copy of it and of its
+/// constants is overwritten when dropped.
+impl Drop for Montgomery {
+    fn drop(&mut self) {
+        super::wipe(&mut self.modulus);
+        zeroize::Zeroize::zeroize(&mut self.n);
+        zeroize::Zeroize::zeroize(&mut self.r_mod);
+        zeroize::Zeroize::zeroize(&mut self.r2);
+        self.r_pows.iter_mut().for_each(zeroize::Zeroize::zeroize);
+        self.k0 = 0;
+    }
+}
+
 /// The window of an exponentiation by `bits`-bit exponents: wider as the squarings
 /// dominate the table.
 fn window_for(bits: u32) -> u32 {
@@ -486,7 +664,8 @@ fn from_u64s(v: [u64; LANES]) -> __m512i {
 
 /// The `l` radix-2^52 limbs of a non-negative `x < 2^(52 l)`.
 fn to_limbs(x: &Integer, l: usize) -> Vec<u64> {
-    let words: Vec<u64> = x.to_digits(Order::Lsf);
+    // GMP's own limbs, 64-bit on x86-64.
+    let words = x.as_limbs();
     let word = |i: usize| words.get(i).copied().unwrap_or(0);
     (0..l)
         .map(|j| {

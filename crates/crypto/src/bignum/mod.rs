@@ -165,6 +165,13 @@ impl BatchModulus {
     }
 }
 
+/// The modulus may be secret (the key owner's `p^{s+1}`).
+impl Drop for BatchModulus {
+    fn drop(&mut self) {
+        wipe(&mut self.modulus);
+    }
+}
+
 /// `h^e mod N` for one base `h` and many exponents: a table of `h^{d 2^{b w}}` for every
 /// `b`-bit window `w` and digit `d`, so `h^e` costs one product per window. Used for the
 /// Paillier key owner's short randomizers, the threshold scheme's, and the masking
@@ -183,12 +190,13 @@ enum TableForm {
         modulus: Integer,
         rows: Vec<Vec<Integer>>,
     },
-    /// The same entries in Montgomery form, `L` limbs each, row after row, each row
-    /// led by digit 0's entry (1) so that every lane's lookup is one gather.
+    /// The same entries in Montgomery form, row after row, each row led by digit 0's
+    /// entry (1) so that every lane's lookup is a load, each entry on its own cache
+    /// lines.
     #[cfg(target_arch = "x86_64")]
     Lanes {
         m: ifma::Montgomery,
-        entries: Vec<u64>,
+        entries: ifma::Lines,
     },
 }
 
@@ -227,9 +235,10 @@ impl BatchModulus {
         #[cfg(target_arch = "x86_64")]
         if let Some(m) = self.lanes() {
             // Rows of 2^b entries: digit 0 (1, in Montgomery form) included.
-            let row_len = (digits + 1) * m.entry_bytes() / 8;
-            let mut entries = vec![0u64; windows * row_len];
+            let row_len = (digits + 1) * m.stride();
+            let mut entries = ifma::Lines::zeroed(windows * row_len);
             entries
+                .as_mut_slice()
                 .par_chunks_mut(ifma::LANES * row_len)
                 .zip(bases.par_chunks(ifma::LANES))
                 .for_each(|(dst, chunk)| {
@@ -281,8 +290,23 @@ impl FixedBase {
 
     /// `h^e` for every exponent (big-endian bytes, each of at most the table's bits),
     /// on the calling thread: callers parallelize over chunks.
-    #[allow(unsafe_code)]
     pub(crate) fn pow_each(&self, exponents: &[&[u8]]) -> Vec<Integer> {
+        self.pow_times_each(exponents, &[])
+    }
+
+    /// `h^{e_i} · Π factors[i] mod N` for every exponent, each with the same number of
+    /// factors (`factors` empty for none): the factors join the table's product in the
+    /// lanes, so a randomizer and what it randomizes cost one conversion.
+    #[allow(unsafe_code)]
+    pub(crate) fn pow_times_each(
+        &self,
+        exponents: &[&[u8]],
+        factors: &[Vec<&Integer>],
+    ) -> Vec<Integer> {
+        assert!(
+            factors.is_empty() || factors.len() == exponents.len(),
+            "factors for every exponent or for none"
+        );
         for e in exponents {
             assert!(
                 (e.len() * 8).div_ceil(self.window_bits as usize) <= self.windows,
@@ -292,7 +316,8 @@ impl FixedBase {
         match &self.form {
             TableForm::Gmp { modulus, rows } => exponents
                 .iter()
-                .map(|e| {
+                .enumerate()
+                .map(|(i, e)| {
                     let windows = (e.len() * 8).div_ceil(self.window_bits as usize);
                     let mut acc = Integer::from(1);
                     for (w, row) in rows.iter().enumerate().take(windows) {
@@ -302,17 +327,32 @@ impl FixedBase {
                             acc.modulo_mut(modulus);
                         }
                     }
+                    for f in factors.get(i).into_iter().flatten() {
+                        acc *= *f;
+                        acc.modulo_mut(modulus);
+                    }
                     acc
                 })
                 .collect(),
             #[cfg(target_arch = "x86_64")]
-            TableForm::Lanes { m, entries } => exponents
-                .chunks(ifma::LANES)
-                // SAFETY: a `Montgomery` exists only when the CPU has AVX-512 F and IFMA.
-                .flat_map(|chunk| unsafe {
-                    m.fixed_base_pow_each(entries, self.window_bits, chunk)
-                })
-                .collect(),
+            TableForm::Lanes { m, entries } => {
+                let lanes = ifma::LANES;
+                exponents
+                    .chunks(lanes)
+                    .enumerate()
+                    // SAFETY: a `Montgomery` exists only when the CPU has AVX-512 F and
+                    // IFMA.
+                    .flat_map(|(c, chunk)| unsafe {
+                        let factors = factors.get(c * lanes..(c * lanes + chunk.len()));
+                        m.fixed_base_pow_each(
+                            entries.as_slice(),
+                            self.window_bits,
+                            chunk,
+                            factors.unwrap_or(&[]),
+                        )
+                    })
+                    .collect()
+            }
         }
     }
 }
@@ -320,21 +360,60 @@ impl FixedBase {
 impl Drop for FixedBase {
     fn drop(&mut self) {
         match &mut self.form {
-            TableForm::Gmp { rows, .. } => rows.iter_mut().flatten().for_each(wipe),
+            TableForm::Gmp { modulus, rows } => {
+                rows.iter_mut().flatten().for_each(wipe);
+                wipe(modulus);
+            }
+            // `Lines` zeroes itself.
             #[cfg(target_arch = "x86_64")]
-            TableForm::Lanes { entries, .. } => zeroize::Zeroize::zeroize(entries),
+            TableForm::Lanes { .. } => {}
         }
     }
 }
 
 /// Digit `index` (from the least significant) of `bits` bits of the big-endian `e`.
+/// Windows are at most 16 bits, so a digit lies within three bytes; bits past the
+/// exponent's first byte read as 0.
 fn window_digit(e: &[u8], index: usize, bits: u32) -> usize {
+    debug_assert!(bits <= 16);
     let start = index * bits as usize;
-    (0..bits as usize)
-        .map(|b| start + b)
-        .take_while(|&bit| bit / 8 < e.len())
-        .filter(|&bit| (e[e.len() - 1 - bit / 8] >> (bit % 8)) & 1 == 1)
-        .fold(0, |d, bit| d | 1 << (bit - start))
+    let from_end = start / 8;
+    let three = (0..3)
+        .filter_map(|i| e.len().checked_sub(from_end + i + 1).map(|at| (i, e[at])))
+        .fold(0u32, |v, (i, byte)| v | u32::from(byte) << (8 * i));
+    ((three >> (start % 8)) & ((1 << bits) - 1)) as usize
+}
+
+/// `x` (non-negative, at most `out.len()` bytes) as big-endian bytes filling `out`,
+/// zeros in front, copied from GMP's limbs: GMP's own export to bytes goes one byte at a
+/// time, which showed in profiles of bulk Paillier work.
+pub(crate) fn write_be(x: &Integer, out: &mut [u8]) {
+    debug_assert!(*x >= 0 && x.significant_digits::<u8>() <= out.len());
+    out.fill(0);
+    let mut end = out.len();
+    for limb in x.as_limbs() {
+        let bytes = limb.to_be_bytes();
+        let take = end.min(bytes.len());
+        out[end - take..end].copy_from_slice(&bytes[bytes.len() - take..]);
+        end -= take;
+        if end == 0 {
+            break;
+        }
+    }
+}
+
+/// The non-negative integer of the big-endian `bytes`, imported as 64-bit words (GMP's
+/// import from bytes goes one byte at a time).
+pub(crate) fn read_be(bytes: &[u8]) -> Integer {
+    let words: Vec<u64> = bytes
+        .rchunks(8)
+        .map(|c| {
+            let mut w = [0u8; 8];
+            w[8 - c.len()..].copy_from_slice(c);
+            u64::from_be_bytes(w)
+        })
+        .collect();
+    Integer::from_digits(&words, rug::integer::Order::Lsf)
 }
 
 /// Overwrites every limb GMP has allocated for `x` with zeros and leaves `x` at 0 (for
@@ -459,6 +538,42 @@ mod tests {
     /// A table in both forms against GMP's exponentiation: exponents shorter than the
     /// table, empty, all zero, all ones, and of every window width's edge.
     #[test]
+    fn bytes_round_trip_as_gmp_writes_them() {
+        let mut rng = SessionRng::from_seed([6; 32]);
+        for len in [0usize, 1, 7, 8, 9, 31, 384, 385] {
+            let mut bytes = vec![0u8; len];
+            rng.fill(&mut bytes);
+            let x = Integer::from_digits(&bytes, Order::Msf);
+            assert_eq!(read_be(&bytes), x, "{len} bytes");
+            for room in [len, len + 1, len + 9] {
+                let mut out = vec![0xaa; room];
+                write_be(&x, &mut out);
+                let mut want = vec![0u8; room];
+                x.write_digits(&mut want[room - x.significant_digits::<u8>()..], Order::Msf);
+                assert_eq!(out, want, "{len} bytes into {room}");
+            }
+        }
+    }
+
+    #[test]
+    fn window_digits_match_the_bits() {
+        let mut rng = SessionRng::from_seed([5; 32]);
+        for len in [0usize, 1, 2, 3, 7, 48] {
+            let mut e = vec![0u8; len];
+            rng.fill(&mut e);
+            let x = Integer::from_digits(&e, Order::Msf);
+            for bits in 1..=16u32 {
+                for index in 0..(len * 8 + 20) / bits as usize {
+                    let want = (0..bits).fold(0usize, |d, b| {
+                        d | (x.get_bit(index as u32 * bits + b) as usize) << b
+                    });
+                    assert_eq!(window_digit(&e, index, bits), want, "{len} {bits} {index}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn fixed_base_tables_match_plain_powers() {
         let mut rng = SessionRng::from_seed([4; 32]);
         let mut buf = vec![0u8; 384];
@@ -485,10 +600,39 @@ mod tests {
             #[cfg(target_arch = "x86_64")]
             lanes: None,
         };
+        // Factors: below and above N, zero, and more than the lanes keep a fixing
+        // power for.
+        let mut factor_pool = vec![Integer::new(), Integer::from(1), Integer::from(&n - 1u32)];
+        factor_pool.push(Integer::from(&n * 3u32) + 7u32);
+        for _ in 0..12 {
+            rng.fill(&mut buf);
+            factor_pool.push(Integer::from_digits(&buf, Order::Msf));
+        }
         for window in [1u32, 3, 8, 11] {
             for batch in [&fast, &gmp] {
                 let table = batch.fixed_base(&h, 320, window);
                 assert_eq!(table.pow_each(&refs), want, "window {window}");
+                for k in [1usize, 2, 3, 9] {
+                    let factors: Vec<Vec<&Integer>> = (0..refs.len())
+                        .map(|i| (0..k).map(|j| &factor_pool[(i * 5 + j) % 16]).collect())
+                        .collect();
+                    let times: Vec<Integer> = want
+                        .iter()
+                        .zip(&factors)
+                        .map(|(w, f)| f.iter().fold(w.clone(), |acc, x| acc * *x % &n))
+                        .collect();
+                    // The whole batch, and a part that leaves lanes idle.
+                    assert_eq!(
+                        table.pow_times_each(&refs, &factors),
+                        times,
+                        "window {window}, {k} factors"
+                    );
+                    assert_eq!(
+                        table.pow_times_each(&refs[2..5], &factors[2..5]),
+                        times[2..5],
+                        "window {window}, {k} factors, 3 lanes"
+                    );
+                }
             }
         }
     }
