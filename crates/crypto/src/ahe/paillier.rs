@@ -418,6 +418,16 @@ impl PublicKey {
         })
     }
 
+    /// The ciphertexts of packed `bytes`, checked for range (not for being units), the
+    /// first numbered `first` in errors.
+    fn decode_run(&self, bytes: &[u8], first: usize) -> Result<Vec<Integer>, HeError> {
+        bytes
+            .chunks(self.ct_len)
+            .enumerate()
+            .map(|(i, c)| self.decode_ct_in_range(c, first + i))
+            .collect()
+    }
+
     /// Checks every ciphertext of a packed array for length, range and being a unit, in
     /// batches of [`UNIT_BATCH`] on all cores, without keeping them.
     fn check_packed(&self, bytes: &[u8]) -> Result<(), HeError> {
@@ -427,11 +437,7 @@ impl PublicKey {
             .enumerate()
             .try_for_each(|(b, batch)| {
                 let first = b * UNIT_BATCH;
-                let cts = batch
-                    .chunks(ct_len)
-                    .enumerate()
-                    .map(|(i, c)| self.decode_ct_in_range(c, first + i))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let cts = self.decode_run(batch, first)?;
                 let units: Vec<(usize, &Integer)> = (first..).zip(&cts).collect();
                 self.check_units(&units)
             })
@@ -1409,11 +1415,7 @@ impl SubsetSum for Paillier {
             .enumerate()
             .map(|(chunk_i, ((dst, src), mut r))| {
                 let first = chunk_i * RNG_CHUNK;
-                let cts = src
-                    .chunks(ct_len)
-                    .enumerate()
-                    .map(|(i, s)| pk.decode_ct_in_range(s, first + i))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let cts = pk.decode_run(src, first)?;
                 let mut rs: Vec<Integer> = cts
                     .iter()
                     .map(|_| random_below(&mut r, pk.plaintext_modulus()))
