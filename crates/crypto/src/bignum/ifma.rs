@@ -248,7 +248,7 @@ impl Montgomery {
         // SAFETY (for both): every lane's offset is `(w 2^b + d) stride` with `w <
         // windows` and `d < 2^b`, so its entry's `stride` limbs lie below `windows 2^b
         // stride <= table.len()` (asserted above).
-        let gather = |offsets: &[usize; LANES], out: &mut [__m512i]| unsafe {
+        let load = |offsets: &[usize; LANES], out: &mut [__m512i]| unsafe {
             load_entries(table, offsets, out)
         };
         let prefetch = |offsets: &[usize; LANES]| {
@@ -266,11 +266,10 @@ impl Montgomery {
         let mut tmp = vec![_mm512_setzero_si512(); l];
         let mut x = vec![_mm512_setzero_si512(); l];
         if windows > 0 {
-            gather(&offsets(0), &mut acc);
+            load(&offsets(0), &mut acc);
         }
         for w in 1..windows {
-            let current = offsets(w);
-            gather(&current, &mut x);
+            load(&offsets(w), &mut x);
             if w + 1 < windows {
                 prefetch(&offsets(w + 1));
             }
