@@ -16,14 +16,17 @@
 //!
 //! * **Key owner** (`encrypt_column`, `encrypt_each`, [`Paillier::encrypt_owner`]): the
 //!   public key carries `h = x^{n^s} mod n^{s+1}` for a random `x` (Damgard-Jurik-Nielsen
-//!   style), and the owner encrypts as `(1+n)^m * h^alpha` with a 2κ = 256-bit `alpha`,
-//!   using fixed-base tables of `h mod p^{s+1}` and `h mod q^{s+1}` (the owner knows
-//!   the factors: a product modulo a prime's power costs a quarter of one modulo
-//!   `n^{s+1}`) whose halves it joins by CRT, the same integer as computed directly;
-//!   windows of 8 to 13 bits as the item count allows (20 products per half at
-//!   100,000 items). Hiding then rests on the DJN *short-exponent assumption*: `h^alpha`
-//!   with a 256-bit `alpha` is indistinguishable from a uniform `n^s`-th residue (for
-//!   parties that cannot factor `n`), in addition to DCR.
+//!   style), and the owner encrypts as `(1+n)^m * h^alpha` with a `2κ`-bit `alpha`, `κ`
+//!   the strength of the modulus ([`short_exponent_bits`]: 256 bits on the default
+//!   3,072-bit key, 160 on the deployed 1,536-bit one), using fixed-base tables of
+//!   `h mod p^{s+1}` and `h mod q^{s+1}` (the owner knows the factors: a product modulo
+//!   a prime's power costs a quarter of one modulo `n^{s+1}`) whose halves it joins by
+//!   CRT, the same integer as computed directly; windows of 8 to 13 bits as the item
+//!   count allows (13 products per half for 160-bit exponents at 100,000 items). Hiding
+//!   then rests on the DJN *short-exponent assumption*: `h^alpha` with a `2κ`-bit
+//!   `alpha` is indistinguishable from a uniform `n^s`-th residue (for parties that
+//!   cannot factor `n`), in addition to DCR. The best known attack on the exponent,
+//!   Pollard's kangaroos, takes about `2^κ` steps: the modulus's own strength.
 //! * **Party without the key, in general** (`rerandomize`, [`AdditiveHe::encrypt`]): a
 //!   full-size `r` uniform in `Z*_n` and the factor `r^{n^s} mod n^{s+1}`, a uniformly
 //!   random `n^s`-th residue that hides the previous randomness information-theoretically.
@@ -33,31 +36,34 @@
 //! * **Party without the key, on the owner's ciphertexts** (`mask_each`'s randomizers,
 //!   one per item, and `sum_selected`'s outputs): the same statistical hiding by
 //!   *smudging the owner's own exponent*, at a fraction of the cost. The randomizer is
-//!   `h^β` on the owner's published base, `β` uniform below `2^{256+128}` for one owner
-//!   ciphertext and below `2^{256+64+128}` for a product of up to `2^64` of them.
-//!   `mask_each` draws them from a fixed-base table (31 multiplications a randomizer
-//!   with 12-bit windows at 100,000 items, plus three for the item, its mask and the
-//!   Montgomery factor). *Why it hides from the owner*, for `mask_each` (a product of
-//!   `K` owner ciphertexts has an exponent below `K · 2^256`, and the same argument
-//!   holds with the longer `β`): the owner encrypted item `j` as
-//!   `(1+n)^{t_j} h^{α_j}` with `α_j < 2^256`, so the masked item is
+//!   `h^β` on the owner's published base, `β` uniform below `2^{2κ+72}` for one owner
+//!   ciphertext and below `2^{2κ+64+72}` for a product of up to `2^64` of them.
+//!   `mask_each` draws them from a fixed-base table (17 multiplications a randomizer
+//!   with 13-bit windows for the deployed key's 232-bit `β` at 100,000 items, plus three
+//!   for the item, its mask and the Montgomery factor). *Why it hides from the owner*,
+//!   for `mask_each` (a product of `K` owner ciphertexts has an exponent below
+//!   `K · 2^{2κ}`, and the same argument holds with the longer `β`): the owner encrypted
+//!   item `j` as `(1+n)^{t_j} h^{α_j}` with `α_j < 2^{2κ}`, so the masked item is
 //!   `(1+n)^{t_j + r_j} h^{α_j + β_j}`, a function of `t_j + r_j mod n^s` (uniform:
 //!   `r_j` is uniform and fresh) and of the integer `α_j + β_j`. Whatever `α_j` is,
-//!   `α_j + β_j` is within statistical distance `α_j / 2^384 < 2^-128` of `β_j` alone (a
-//!   uniform interval shifted by less than `2^256`). Replacing the `α_j` by 0 one item
-//!   at a time therefore moves the owner's view of all `N` shuffled items by at most
-//!   `N · 2^-128`, and afterwards that view no longer depends on the shuffle. No
-//!   assumption is involved: `n^s`-th roots and discrete logarithms modulo `p` and `q`,
-//!   which the owner can compute, tell it nothing more than `α_j + β_j`, and that hides
-//!   `α_j`. Like every privset protocol it assumes a semi-honest owner, here one that
-//!   encrypted as specified (a 256-bit `α` on the `h` it published): an owner that
-//!   deviates, for example by publishing an `h` of small order, could match masked
-//!   items to its own. Any Paillier key serves (no safe primes), and nothing in the
-//!   table is secret.
+//!   `α_j + β_j` is within statistical distance `α_j / 2^{2κ+72} < 2^-72` of `β_j` alone
+//!   (a uniform interval shifted by less than `2^{2κ}`). Replacing the `α_j` by 0 one
+//!   item at a time therefore moves the owner's view of all `N` shuffled items by at
+//!   most `N · 2^-72`, below `2^-40` ([`STAT_SECURITY`], as for the slot masks below)
+//!   for any run (`N < 2^32`: the wire's indices are 32-bit), and afterwards that view
+//!   no longer depends on the shuffle. No assumption is involved: `n^s`-th roots and
+//!   discrete logarithms modulo `p` and `q`, which the owner can compute, tell it nothing
+//!   more than `α_j + β_j`, and that hides `α_j`. Like every privset protocol it assumes
+//!   a semi-honest owner, here one that encrypted as specified (a `2κ`-bit `α` on the
+//!   `h` it published): an owner that deviates, for example by publishing an `h` of
+//!   small order, could match masked items to its own. Any Paillier key serves (no safe
+//!   primes), and nothing in the table is secret.
 //!
 //!   Until 2026-11-28 `mask_each` used its own secret base with an `|n|+128`-bit exponent
 //!   on a safe-prime key (152 multiplications an item at 100,000 items) and
-//!   `sum_selected` a full-size `r^{n^s}`.
+//!   `sum_selected` a full-size `r^{n^s}`; then, until privset's stop 45 the same day,
+//!   every key's `α` had 256 bits and `β` 128 more (each item within `2^-128`): 34
+//!   multiplications an item on the deployed key.
 
 //! # Subset sums: multi-output slot packing
 //!
@@ -83,7 +89,7 @@
 //! * `decrypt_sum` (owner): `y_j` = bits `[kj, kj+k)` of output `j`;
 //!   `S = (sum_j y_j) mod 2^{k-1}`, which equals `sum_j S_j` because the `ρ'` cancel.
 //!
-//! **What the owner learns.** The outputs' randomness is within `2^-128` each of
+//! **What the owner learns.** The outputs' randomness is within `2^-72` each of
 //! independent of which ciphertexts were combined (smudging, above), so only their
 //! plaintexts matter. Adding a uniform `ρ ∈ [0, N)` to a value `J` gives a distribution at
 //! statistical distance `J / N` from uniform on `[0, N)`.
@@ -133,16 +139,36 @@ use crate::bignum::{BatchModulus, FixedBase};
 pub(crate) use crate::bignum::{wipe, write_be};
 use crate::rng::SessionRng;
 
-/// Statistical security of the slot masks (bits).
+/// Statistical security (bits): of the slot masks, and of the smudging over a whole run.
 pub const STAT_SECURITY: u32 = 40;
-/// Bit length of the key owner's short DJN exponent (2κ for κ = 128).
-pub const SHORT_EXPONENT_BITS: u32 = 256;
+
+/// Security strength κ in bits of a `modulus_bits`-bit factoring modulus: that of the
+/// largest size at most `modulus_bits` in NIST SP 800-57 Part 1, Table 2 (1024 bits:
+/// 80, 2048: 112, 3072: 128, 7680: 192, 15360: 256).
+pub const fn modulus_strength(modulus_bits: u32) -> u32 {
+    match modulus_bits {
+        0..2048 => 80,
+        2048..3072 => 112,
+        3072..7680 => 128,
+        7680..15360 => 192,
+        _ => 256,
+    }
+}
+
+/// Bit length of the short DJN exponent `α` on a `modulus_bits`-bit key: 2κ. Finding a
+/// `b`-bit exponent takes about `2^{b/2}` steps (Pollard's kangaroos), so 2κ bits give
+/// the modulus's own strength and longer ones buy nothing: 256 bits at 3,072 (the
+/// default), 160 at the deployed 1,536.
+pub const fn short_exponent_bits(modulus_bits: u32) -> u32 {
+    2 * modulus_strength(modulus_bits)
+}
 /// Window width of the fixed-base tables.
 const WINDOW_BITS: u32 = 8;
-/// Bits beyond [`SHORT_EXPONENT_BITS`] of the masking party's exponent: each masked
-/// item's randomness is then within `2^-128` of independent of the owner's (module
-/// docs, "Three kinds of randomness").
-const MASKING_SLACK_BITS: u32 = 128;
+/// Bits beyond the owner's exponent of the masking party's: each masked item's or
+/// output's randomness is then within `2^-72` of independent of the owner's, so that
+/// of fewer than `2^32` of them (the wire's indices are 32-bit) within `2^-40`
+/// ([`STAT_SECURITY`]; module docs, "Three kinds of randomness").
+const SMUDGING_SLACK_BITS: u32 = STAT_SECURITY + 32;
 /// Bits for the number of the owner's ciphertexts multiplied into one `sum_selected`
 /// output (partial sums of many columns included): `2^64` is beyond any input.
 const PRODUCT_BITS: u32 = 64;
@@ -326,12 +352,17 @@ impl PublicKey {
         out
     }
 
-    /// One encryption of 0 `h^β` from each rng, `β` uniform below
-    /// `2^{256 + 64 + 128}`: the randomizers of `sum_selected`'s outputs, each a product
-    /// of at most `2^64` of the owner's ciphertexts, whose randomness they smudge (module
-    /// docs, "Three kinds of randomness"). Computed together, eight at a time on IFMA.
+    /// Bit length of the owner's short exponents on this key ([`short_exponent_bits`]).
+    pub(crate) fn short_exponent_bits(&self) -> u32 {
+        short_exponent_bits(self.modulus_bits)
+    }
+
+    /// One encryption of 0 `h^β` from each rng, `β` uniform below `2^{2κ + 64 + 72}`:
+    /// the randomizers of `sum_selected`'s outputs, each a product of at most `2^64` of
+    /// the owner's ciphertexts, whose randomness they smudge (module docs, "Three kinds
+    /// of randomness"). Computed together, eight at a time on IFMA.
     pub(crate) fn smudging_randomizers(&self, rngs: &mut [SessionRng]) -> Vec<Integer> {
-        let bits = SHORT_EXPONENT_BITS + PRODUCT_BITS + MASKING_SLACK_BITS;
+        let bits = self.short_exponent_bits() + PRODUCT_BITS + SMUDGING_SLACK_BITS;
         let mut betas: Vec<Integer> = rngs.iter_mut().map(|r| random_bits(r, bits)).collect();
         let bases = vec![self.h.clone(); betas.len()];
         let out = self.ct_arith.pow_each_own(&bases, &betas);
@@ -727,7 +758,7 @@ pub fn safe_prime(bits: u32, rng: &mut SessionRng) -> Integer {
 
 /// The masking party's randomizers (the reverse variant's `mask_each`; module docs,
 /// "Three kinds of randomness"): `h^β` on the owner's published base `h`, with `β`
-/// uniform in `[0, 2^{256 + 128})` (128 bits longer than the owner's exponents), from a
+/// uniform in `[0, 2^{2κ + 72})` (72 bits longer than the owner's exponents), from a
 /// fixed-base table.
 pub(crate) struct MaskingRandomizer {
     table: FixedBase,
@@ -737,7 +768,7 @@ pub(crate) struct MaskingRandomizer {
 impl MaskingRandomizer {
     /// A source for about `items` randomizers (the table's window follows from it).
     pub(crate) fn new(pk: &PublicKey, items: usize) -> Self {
-        let exponent_bits = SHORT_EXPONENT_BITS + MASKING_SLACK_BITS;
+        let exponent_bits = pk.short_exponent_bits() + SMUDGING_SLACK_BITS;
         let window = table_window_bits(exponent_bits, pk.ct_arith.table_entry_bytes(), items);
         MaskingRandomizer {
             table: pk.ct_arith.fixed_base(&pk.h, exponent_bits, window),
@@ -762,8 +793,9 @@ impl MaskingRandomizer {
 /// using it costs `⌈E/b⌉ · (2^b + items)` multiplications for `E` exponent bits and
 /// `b`-bit windows; each extra bit doubles the table, so a wider window is taken only
 /// when it saves a twentieth of the best cost so far, and only within [`TABLE_BUDGET`].
-/// At 100,000 items: 13 bits for the owner's 256-bit exponents (20 multiplications
-/// instead of 32), 12 bits for the masking party's 384-bit ones (32 instead of 48); 8
+/// At 100,000 items: 13 bits for the owner's 160-bit exponents on a 1,536-bit key (13
+/// multiplications instead of 20), 13 bits for the masking party's 232-bit ones (18
+/// instead of 29); 8
 /// bits for a few thousand.
 fn table_window_bits(exponent_bits: u32, entry_bytes: usize, items: usize) -> u32 {
     let windows = |bits: u32| exponent_bits.div_ceil(bits) as usize;
@@ -863,11 +895,12 @@ impl OwnerTables {
                 .invert_ref(&q_pow)
                 .expect("distinct primes' powers are coprime"),
         );
+        let bits = sk.pk.short_exponent_bits();
         let table = |modulus: &Integer| {
             let arith = BatchModulus::new(modulus);
-            let window = table_window_bits(SHORT_EXPONENT_BITS, arith.table_entry_bytes(), items);
+            let window = table_window_bits(bits, arith.table_entry_bytes(), items);
             let mut h = Integer::from(sk.pk.h.modulo_ref(modulus));
-            let table = arith.fixed_base(&h, SHORT_EXPONENT_BITS, window);
+            let table = arith.fixed_base(&h, bits, window);
             wipe(&mut h);
             table
         };
@@ -880,11 +913,12 @@ impl OwnerTables {
         }
     }
 
-    /// `(1+n)^{m_i} h^{α_i} mod n^{s+1}` for every `m_i`, each with a fresh 256-bit
+    /// `(1+n)^{m_i} h^{α_i} mod n^{s+1}` for every `m_i`, each with a fresh `2κ`-bit
     /// `α_i` (module docs, "Three kinds of randomness"): eight at a time on AVX-512
     /// IFMA, in each half.
     fn encrypt_each(&self, pk: &PublicKey, ms: &[Integer], rng: &mut SessionRng) -> Vec<Integer> {
-        let exponents = random_exponents(rng, SHORT_EXPONENT_BITS.div_ceil(8) as usize, ms.len());
+        let bytes = pk.short_exponent_bits().div_ceil(8) as usize;
+        let exponents = random_exponents(rng, bytes, ms.len());
         let exponents = exponent_refs(&exponents);
         let plain: Vec<Integer> = ms.iter().map(|m| pk.one_plus_n_pow(m)).collect();
         let factors: Vec<Vec<&Integer>> = plain.iter().map(|x| vec![x]).collect();
@@ -1048,7 +1082,7 @@ impl Paillier {
         }
     }
 
-    /// Key owner's fast encryption `(1+n)^m * h^alpha`, `alpha` a 256-bit random
+    /// Key owner's fast encryption `(1+n)^m * h^alpha`, `alpha` a `2κ`-bit random
     /// exponent (DJN short-exponent assumption; module docs). `m` is reduced mod `n^s`.
     pub fn encrypt_owner(sk: &SecretKey, m: &Integer, rng: &mut SessionRng) -> Ciphertext {
         Ciphertext(owner_encrypt_int(sk, m, rng))
@@ -1084,15 +1118,15 @@ fn owner_encrypt_each(sk: &SecretKey, ms: &[Integer], rng: &mut SessionRng) -> V
     sk.owner_tables(ms.len()).encrypt_each(&sk.pk, ms, rng)
 }
 
-/// `h^α` for `count` fresh [`SHORT_EXPONENT_BITS`]-bit `α` from `h`'s table, computed
-/// together (eight at a time on AVX-512 IFMA): the threshold scheme's DJN short
-/// randomizers.
+/// `h^α` for `count` fresh `bits`-bit `α` from `h`'s table, computed together (eight at
+/// a time on AVX-512 IFMA): the threshold scheme's DJN short randomizers.
 pub(crate) fn short_randomizers(
     table: &FixedBase,
+    bits: u32,
     rng: &mut SessionRng,
     count: usize,
 ) -> Vec<Integer> {
-    let bytes = SHORT_EXPONENT_BITS.div_ceil(8) as usize;
+    let bytes = bits.div_ceil(8) as usize;
     table.pow_each(&exponent_refs(&random_exponents(rng, bytes, count)))
 }
 
@@ -1677,8 +1711,8 @@ mod tests {
     }
 
     /// The owner's encryptions, computed modulo `p^{s+1}` and `q^{s+1}` and joined, are
-    /// `(1+n)^m h^α mod n^{s+1}` with `α` the next 256 bits of the rng, for plaintexts
-    /// from 0 to `n^s - 1`.
+    /// `(1+n)^m h^α mod n^{s+1}` with `α` the next 160 bits of the rng (2κ for the
+    /// 1024-bit key's κ = 80), for plaintexts from 0 to `n^s - 1`.
     #[test]
     fn owner_encryptions_match_modexp() {
         let mut rng = SessionRng::from_seed([4; 32]);
@@ -1699,7 +1733,7 @@ mod tests {
                 .encrypt_each(&pk, &ms, &mut SessionRng::from_seed(seed));
             let mut replay = SessionRng::from_seed(seed);
             for (c, m) in cts.iter().zip(&ms) {
-                let mut alpha = [0u8; 32];
+                let mut alpha = [0u8; 20];
                 replay.fill(&mut alpha);
                 let alpha = Integer::from_digits(&alpha, Order::Msf);
                 let r = pk.h.pow_mod_ref(&alpha, pk.ciphertext_modulus()).unwrap();
@@ -1711,8 +1745,9 @@ mod tests {
     }
 
     /// The masking party's randomizers: `h^β` on the owner's base with `β` of exactly
-    /// `256 + 128` bits from the caller's rng (a shorter `β` would no longer smudge the
-    /// owner's 256-bit exponents), encryptions of 0, from one table per key.
+    /// `160 + 72` bits from the caller's rng on a 1024-bit key (a shorter `β` would no
+    /// longer smudge the owner's 160-bit exponents), encryptions of 0, from one table per
+    /// key.
     #[test]
     fn masking_randomizers_smudge_the_owners_exponent() {
         let mut rng = SessionRng::from_seed([6; 32]);
@@ -1725,7 +1760,7 @@ mod tests {
             let source = pk.masking_randomizer(20_000);
             assert_eq!(
                 source.table.window_bits(),
-                11,
+                10,
                 "a wide window for many items"
             );
             let seed = [s as u8; 32];
@@ -1738,12 +1773,12 @@ mod tests {
             let drawn = source.randomize_each(&mut SessionRng::from_seed(seed), &groups);
             let mut replay = SessionRng::from_seed(seed);
             for ((r, c), m) in drawn.iter().zip(&cts).zip(&ms) {
-                let mut beta = [0u8; (SHORT_EXPONENT_BITS + MASKING_SLACK_BITS) as usize / 8];
+                let mut beta = [0u8; 29];
                 replay.fill(&mut beta);
                 let beta = Integer::from_digits(&beta, Order::Msf);
                 let rho = pk.h.pow_mod_ref(&beta, pk.ciphertext_modulus()).unwrap();
                 let want = Integer::from(rho) * c % pk.ciphertext_modulus();
-                assert_eq!(*r, want, "c · h^β with β of 384 bits");
+                assert_eq!(*r, want, "c · h^β with β of 232 bits");
                 assert_eq!(sk.decrypt_int(r), *m, "the same plaintext");
             }
             // One source per key: a second call reuses it.
@@ -1751,8 +1786,8 @@ mod tests {
         }
     }
 
-    /// `sum_selected`'s output randomizers: `h^β` with `β` of exactly `256 + 64 + 128`
-    /// bits from each rng, encryptions of 0.
+    /// `sum_selected`'s output randomizers: `h^β` with `β` of exactly `160 + 64 + 72`
+    /// bits from each rng on a 1024-bit key, encryptions of 0.
     #[test]
     fn output_randomizers_smudge_products() {
         let params = Params {
@@ -1764,14 +1799,35 @@ mod tests {
         let mut rngs: Vec<SessionRng> = seeds.iter().map(|&s| SessionRng::from_seed(s)).collect();
         let drawn = pk.smudging_randomizers(&mut rngs);
         for (r, seed) in drawn.iter().zip(&seeds) {
-            let mut beta =
-                [0u8; (SHORT_EXPONENT_BITS + PRODUCT_BITS + MASKING_SLACK_BITS) as usize / 8];
+            let mut beta = [0u8; 37];
             SessionRng::from_seed(*seed).fill(&mut beta);
             let beta = Integer::from_digits(&beta, Order::Msf);
             let want = pk.h.pow_mod_ref(&beta, pk.ciphertext_modulus()).unwrap();
-            assert_eq!(*r, Integer::from(want), "h^β with β of 448 bits");
+            assert_eq!(*r, Integer::from(want), "h^β with β of 296 bits");
             assert_eq!(sk.decrypt_int(r), 0, "an encryption of 0");
         }
+    }
+
+    /// Exponents follow the modulus's strength: 2κ bits, κ from NIST SP 800-57's table,
+    /// the default key's 256 bits unchanged.
+    #[test]
+    fn short_exponents_are_twice_the_modulus_strength() {
+        for (bits, kappa) in [
+            (1024, 80),
+            (1536, 80),
+            (2047, 80),
+            (2048, 112),
+            (3008, 112),
+            (3072, 128),
+            (4096, 128),
+            (7680, 192),
+            (15360, 256),
+        ] {
+            assert_eq!(modulus_strength(bits), kappa, "{bits}-bit modulus");
+            assert_eq!(short_exponent_bits(bits), 2 * kappa, "{bits}-bit modulus");
+        }
+        assert_eq!(short_exponent_bits(Params::default().modulus_bits), 256);
+        assert_eq!(short_exponent_bits(Params::SEED_DEPLOYED.modulus_bits), 160);
     }
 
     /// The owner's table takes a wide window when it is made for many encryptions, and

@@ -45,14 +45,15 @@
 //!
 //! # Encryption randomness
 //!
-//! Every encryption and re-randomization multiplies by `h^α` with a fresh 256-bit `α`
-//! (Damgard, Jurik and Nielsen's short-exponent encryption, as the single-key owner's
-//! encryption in [`crate::ahe::paillier`]), where `h = x^{n^s} mod n^{s+1}` and `x` is
+//! Every encryption and re-randomization multiplies by `h^α` with a fresh `2κ`-bit `α`,
+//! `κ` the modulus's strength (256 bits at the default 3,072; the single-key
+//! [`crate::ahe::paillier::short_exponent_bits`]), as in Damgard, Jurik and Nielsen's
+//! short-exponent encryption, where `h = x^{n^s} mod n^{s+1}` and `x` is
 //! derived from `n` and `s` by SHA-256 ([`PublicKey`]'s first encryption computes it and
 //! a fixed-base table with 8-bit windows: at most 31 multiplications modulo `n^{s+1}` per
-//! encryption, against a full exponentiation `r^{n^s}` before, about 100 times the cost at
-//! 3072 bits). Hiding then rests on DCR and the DJN short-exponent assumption (that
-//! `h^α` with a 256-bit `α` cannot be told from a uniform `n^s`-th residue by anyone who
+//! encryption at 3,072 bits, against a full exponentiation `r^{n^s}` before, about 100
+//! times the cost). Hiding then rests on DCR and the DJN short-exponent assumption (that
+//! `h^α` with a `2κ`-bit `α` cannot be told from a uniform `n^s`-th residue by anyone who
 //! cannot factor `n`). In the single-key scheme the key owner can factor, so a party
 //! hiding a ciphertext *from the owner* uses full-size randomness; here nobody holds
 //! the factorisation once the dealer has erased it, and a dealer that did not erase it
@@ -112,8 +113,8 @@ use std::sync::{Arc, OnceLock};
 
 pub use crate::ahe::paillier::safe_prime;
 use crate::ahe::paillier::{
-    self as single, SHORT_EXPONENT_BITS, dj_dlog, is_safe_prime, par_encoded, random_below,
-    random_bits, random_unit, wipe, write_be,
+    self as single, dj_dlog, is_safe_prime, par_encoded, random_below, random_bits, random_unit,
+    short_exponent_bits, wipe, write_be,
 };
 use crate::bignum::FixedBase;
 use crate::group::xmd::expand_message_xmd;
@@ -293,7 +294,7 @@ impl PublicKey {
         write_be(x, &mut out);
         out
     }
-    /// `h^α` for a fresh 256-bit `α`: the randomizer of every encryption and
+    /// `h^α` for a fresh 2κ-bit `α`: the randomizer of every encryption and
     /// re-randomization (module docs, "Encryption randomness").
     fn short_randomizer(&self, rng: &mut SessionRng) -> Integer {
         self.short_randomizers(rng, 1)
@@ -303,10 +304,11 @@ impl PublicKey {
     /// `count` of [`Self::short_randomizer`], their table products computed together
     /// (eight at a time on AVX-512 IFMA).
     fn short_randomizers(&self, rng: &mut SessionRng, count: usize) -> Vec<Integer> {
+        let bits = short_exponent_bits(self.modulus_bits);
         let table = self
             .djn
-            .get_or_init(|| self.inner.fixed_base(&djn_base(self), SHORT_EXPONENT_BITS));
-        single::short_randomizers(table, rng, count)
+            .get_or_init(|| self.inner.fixed_base(&djn_base(self), bits));
+        single::short_randomizers(table, bits, rng, count)
     }
     fn decode_ct(&self, bytes: &[u8], what: &'static str) -> Result<Integer, TaheError> {
         if bytes.len() != self.ct_len() {
