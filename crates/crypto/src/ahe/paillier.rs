@@ -459,21 +459,6 @@ impl PublicKey {
             .collect()
     }
 
-    /// Checks every ciphertext of a packed array for length, range and being a unit, in
-    /// batches of [`UNIT_BATCH`] on all cores, without keeping them.
-    fn check_packed(&self, bytes: &[u8]) -> Result<(), HeError> {
-        let ct_len = self.ct_len;
-        bytes
-            .par_chunks(UNIT_BATCH * ct_len)
-            .enumerate()
-            .try_for_each(|(b, batch)| {
-                let first = b * UNIT_BATCH;
-                let cts = self.decode_run(batch, first)?;
-                let units: Vec<(usize, &Integer)> = (first..).zip(&cts).collect();
-                self.check_units(&units)
-            })
-    }
-
     fn encode_int(&self, c: &Integer, out: &mut [u8]) {
         write_be(c, out);
     }
@@ -1113,6 +1098,39 @@ fn owner_encrypt_int(sk: &SecretKey, m: &Integer, rng: &mut SessionRng) -> Integ
         .expect("one plaintext, one ciphertext")
 }
 
+/// `C · (1+n)^{r_j} · h^{β_j}` for each of the owner's ciphertexts `cts`, written to
+/// `dst` one after the other, with fresh masks `r_j` (returned) and `β_j` from `rng`
+/// (the reverse variant's masking, module docs "Three kinds of randomness").
+fn mask_chunk(
+    pk: &PublicKey,
+    source: &MaskingRandomizer,
+    cts: &[Integer],
+    dst: &mut [u8],
+    rng: &mut SessionRng,
+) -> Vec<Mask> {
+    let mut rs: Vec<Integer> = cts
+        .iter()
+        .map(|_| random_below(rng, pk.plaintext_modulus()))
+        .collect();
+    let mut plain: Vec<Integer> = rs.iter().map(|rj| pk.one_plus_n_pow(rj)).collect();
+    let groups: Vec<Vec<&Integer>> = cts.iter().zip(&plain).map(|(c, p)| vec![c, p]).collect();
+    for (d, x) in dst
+        .chunks_mut(pk.ct_len)
+        .zip(source.randomize_each(rng, &groups))
+    {
+        write_be(&x, d);
+    }
+    plain.iter_mut().for_each(wipe);
+    rs.iter_mut()
+        .map(|rj| {
+            let mut mb = vec![0u8; pk.pt_len];
+            write_be(rj, &mut mb);
+            wipe(rj);
+            Mask(mb)
+        })
+        .collect()
+}
+
 /// The key owner's encryptions of `ms` ([`OwnerTables::encrypt_each`]).
 fn owner_encrypt_each(sk: &SecretKey, ms: &[Integer], rng: &mut SessionRng) -> Vec<Integer> {
     sk.owner_tables(ms.len()).encrypt_each(&sk.pk, ms, rng)
@@ -1430,42 +1448,29 @@ impl SubsetSum for Paillier {
     ) -> Result<(Vec<u8>, Vec<Mask>), HeError> {
         let ct_len = pk.ct_len;
         let count = packed_count(column.len(), ct_len, None)?;
-        pk.check_packed(column)?;
         let source = pk.masking_randomizer(count);
-        let forks = rng.fork_many(count.div_ceil(RNG_CHUNK));
+        let mut forks = rng.fork_many(count.div_ceil(RNG_CHUNK));
         let mut out = vec![0u8; column.len()];
+        // One pass over the column: each batch is decoded once, checked for units (so
+        // an error comes before anything is sent), then masked `RNG_CHUNK` items to a
+        // fork, whatever the thread count.
         let masks: Vec<Vec<Mask>> = out
-            .par_chunks_mut(RNG_CHUNK * ct_len)
-            .zip(column.par_chunks(RNG_CHUNK * ct_len))
-            .zip(forks.into_par_iter())
+            .par_chunks_mut(UNIT_BATCH * ct_len)
+            .zip(column.par_chunks(UNIT_BATCH * ct_len))
+            .zip(forks.par_chunks_mut(UNIT_BATCH / RNG_CHUNK))
             .enumerate()
-            .map(|(chunk_i, ((dst, src), mut r))| {
-                let first = chunk_i * RNG_CHUNK;
+            .map(|(batch_i, ((dst, src), forks))| {
+                let first = batch_i * UNIT_BATCH;
                 let cts = pk.decode_run(src, first)?;
-                let mut rs: Vec<Integer> = cts
-                    .iter()
-                    .map(|_| random_below(&mut r, pk.plaintext_modulus()))
-                    .collect();
-                // C · (1+n)^{r_j} · h^{β_j}.
-                let mut plain: Vec<Integer> = rs.iter().map(|rj| pk.one_plus_n_pow(rj)).collect();
-                let groups: Vec<Vec<&Integer>> =
-                    cts.iter().zip(&plain).map(|(c, p)| vec![c, p]).collect();
-                for (d, x) in dst
-                    .chunks_mut(ct_len)
-                    .zip(source.randomize_each(&mut r, &groups))
+                pk.check_units(&(first..).zip(&cts).collect::<Vec<_>>())?;
+                let mut masks = Vec::with_capacity(cts.len());
+                for ((dst, cts), r) in dst
+                    .chunks_mut(RNG_CHUNK * ct_len)
+                    .zip(cts.chunks(RNG_CHUNK))
+                    .zip(forks)
                 {
-                    write_be(&x, d);
+                    masks.extend(mask_chunk(pk, source, cts, dst, r));
                 }
-                plain.iter_mut().for_each(wipe);
-                let masks = rs
-                    .iter_mut()
-                    .map(|rj| {
-                        let mut mb = vec![0u8; pk.pt_len];
-                        write_be(rj, &mut mb);
-                        wipe(rj);
-                        Mask(mb)
-                    })
-                    .collect();
                 Ok(masks)
             })
             .collect::<Result<_, HeError>>()?;
