@@ -556,7 +556,7 @@ pub(crate) fn dj_dlog(a: &Integer, s: u32, pows: &[Integer], inv_fact: &[Integer
 pub(crate) fn random_bits(rng: &mut SessionRng, bits: u32) -> Integer {
     let mut buf = vec![0u8; bits.div_ceil(8) as usize];
     rng.fill(&mut buf);
-    let mut x = Integer::from_digits(&buf, Order::Msf);
+    let mut x = read_be(&buf);
     x.keep_bits_mut(bits);
     zeroize::Zeroize::zeroize(&mut buf);
     x
@@ -1512,7 +1512,7 @@ impl SubsetSum for Paillier {
                 reason: "opened sum has the wrong length".into(),
             });
         }
-        let mut v = Integer::from_digits(opened, Order::Msf);
+        let mut v = read_be(opened);
         if &v >= n_s {
             return Err(HeError::InvalidCiphertext {
                 index: 0,
@@ -1521,7 +1521,7 @@ impl SubsetSum for Paillier {
         }
         check_selection(selected, masks.len())?;
         for &i in selected {
-            let r = Integer::from_digits(&masks[i].0, Order::Msf);
+            let r = read_be(&masks[i].0);
             if masks[i].0.len() != pk.pt_len || &r >= n_s {
                 return Err(HeError::Parameters(format!(
                     "mask {i} is not an element of Z_(n^s)"
