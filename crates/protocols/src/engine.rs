@@ -172,6 +172,12 @@ impl Session<'_> {
         self.out.send(to, kind, body);
     }
 
+    /// [`Self::send`] for a body the protocol no longer needs: it is framed in its own
+    /// allocation instead of copied, for messages of hundreds of MB.
+    pub fn send_owned(&mut self, to: PartyId, kind: u8, body: Vec<u8>) {
+        self.out.send_owned(to, kind, body);
+    }
+
     /// In a two-party session: the other participant.
     pub fn peer(&self) -> PartyId {
         debug_assert_eq!(self.roster.count(), 2, "peer() is for two-party sessions");
@@ -197,11 +203,18 @@ impl Outbox {
     }
 
     fn send(&mut self, to: PartyId, kind: u8, body: &[u8]) {
-        let channel = self
-            .channel(to)
-            .expect("a protocol sends only to participants it is linked with");
-        let bytes = channel.frame(kind, body);
+        let bytes = self.linked(to).frame(kind, body);
         self.queue.push_back(Outgoing { to, bytes });
+    }
+
+    fn send_owned(&mut self, to: PartyId, kind: u8, body: Vec<u8>) {
+        let bytes = self.linked(to).frame_in_place(kind, body);
+        self.queue.push_back(Outgoing { to, bytes });
+    }
+
+    fn linked(&mut self, to: PartyId) -> &mut Channel {
+        self.channel(to)
+            .expect("a protocol sends only to participants it is linked with")
     }
 }
 

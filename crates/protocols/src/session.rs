@@ -111,6 +111,13 @@ impl Channel {
         frame
     }
 
+    /// [`Self::frame`] built in `body`'s own allocation ([`wire::encode_frame_in_place`]).
+    pub fn frame_in_place(&mut self, kind: u8, body: Vec<u8>) -> Vec<u8> {
+        let frame = wire::encode_frame_in_place(self.header(kind), body);
+        self.next_out += 1;
+        frame
+    }
+
     /// Parses an incoming frame and checks its sender, recipient, session id and
     /// sequence number.
     pub fn open<'a>(&mut self, bytes: &'a [u8]) -> Result<Frame<'a>, ProtocolError> {

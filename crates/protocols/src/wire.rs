@@ -159,6 +159,23 @@ pub struct Header<'a> {
 /// Builds a frame.
 pub fn encode_frame(header: Header<'_>, body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_LEN + body.len());
+    push_header(&mut out, header, body.len());
+    out.extend_from_slice(body);
+    out
+}
+
+/// Builds a frame around `body` in its own allocation: the body moves up by the
+/// header's length instead of being copied, so a message of hundreds of MB is not held
+/// twice.
+pub fn encode_frame_in_place(header: Header<'_>, mut body: Vec<u8>) -> Vec<u8> {
+    let mut head = Vec::with_capacity(HEADER_LEN);
+    push_header(&mut head, header, body.len());
+    body.splice(0..0, head);
+    body
+}
+
+/// Appends the header of a frame whose body is `body_len` bytes.
+fn push_header(out: &mut Vec<u8>, header: Header<'_>, body_len: usize) {
     out.extend_from_slice(&MAGIC);
     out.push(WIRE_VERSION);
     out.push(header.protocol.code());
@@ -168,10 +185,8 @@ pub fn encode_frame(header: Header<'_>, body: &[u8]) -> Vec<u8> {
     out.extend_from_slice(header.session);
     let seq = header.seq;
     out.extend_from_slice(&seq.to_be_bytes());
-    let len = u32::try_from(body.len()).expect("message body larger than 4 GiB");
+    let len = u32::try_from(body_len).expect("message body larger than 4 GiB");
     out.extend_from_slice(&len.to_be_bytes());
-    out.extend_from_slice(body);
-    out
 }
 
 /// An alert frame carrying `reason` (truncated to [`MAX_ALERT_LEN`] bytes); `header`'s
@@ -347,6 +362,7 @@ mod tests {
         };
         let f = encode_frame(header, b"hello");
         assert_eq!(f.len(), HEADER_LEN + 5);
+        assert_eq!(encode_frame_in_place(header, b"hello".to_vec()), f);
         let d = decode_frame(ProtocolId::PiSum, &f).unwrap();
         assert_eq!(
             (d.kind, d.sender, d.recipient, d.session, d.seq, d.body),

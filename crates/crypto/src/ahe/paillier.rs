@@ -126,7 +126,7 @@
 //! Arithmetic is not constant-time (GMP's, and the lanes' table lookups depend on the
 //! exponent); secret-key integers are overwritten on drop, but GMP temporaries are not.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use rayon::prelude::*;
 use rug::Integer;
@@ -241,9 +241,6 @@ pub struct PublicKey {
     h: Integer,
     ct_len: usize,
     pt_len: usize,
-    /// The masking party's randomizer table, made on first use (so once per decoded key,
-    /// i.e. per session) and shared by clones of this key.
-    masking: OnceLock<Arc<MaskingRandomizer>>,
     /// Batched products and powers modulo `n^{s+1}` (eight at once on AVX-512 IFMA).
     ct_arith: BatchModulus,
 }
@@ -282,7 +279,6 @@ impl PublicKey {
             h,
             ct_len,
             pt_len,
-            masking: OnceLock::new(),
             ct_arith,
         })
     }
@@ -368,13 +364,6 @@ impl PublicKey {
         let out = self.ct_arith.pow_each_own(&bases, &betas);
         betas.iter_mut().for_each(wipe);
         out
-    }
-
-    /// The masking party's randomizer source, made on first use with a table sized for
-    /// `items` randomizers ([`table_window_bits`]).
-    pub(crate) fn masking_randomizer(&self, items: usize) -> &MaskingRandomizer {
-        self.masking
-            .get_or_init(|| Arc::new(MaskingRandomizer::new(self, items)))
     }
 
     /// `Enc(m)` with full-size randomness.
@@ -1448,7 +1437,9 @@ impl SubsetSum for Paillier {
     ) -> Result<(Vec<u8>, Vec<Mask>), HeError> {
         let ct_len = pk.ct_len;
         let count = packed_count(column.len(), ct_len, None)?;
-        let source = pk.masking_randomizer(count);
+        // Made for this column and dropped with it: at 2^20 items the table is 256 MiB,
+        // and rebuilding it for another column costs under a tenth of masking one.
+        let source = MaskingRandomizer::new(pk, count);
         let mut forks = rng.fork_many(count.div_ceil(RNG_CHUNK));
         let mut out = vec![0u8; column.len()];
         // One pass over the column: each batch is decoded once, checked for units (so
@@ -1469,7 +1460,7 @@ impl SubsetSum for Paillier {
                     .zip(cts.chunks(RNG_CHUNK))
                     .zip(forks)
                 {
-                    masks.extend(mask_chunk(pk, source, cts, dst, r));
+                    masks.extend(mask_chunk(pk, &source, cts, dst, r));
                 }
                 Ok(masks)
             })
@@ -1483,15 +1474,25 @@ impl SubsetSum for Paillier {
         selected: &[usize],
     ) -> Result<Vec<u8>, HeError> {
         let pk = &sk.pk;
-        let count = packed_count(masked.len(), pk.ct_len, None)?;
-        let used = check_selection(selected, count)?;
-        let cts = pk.decode_packed(masked, &used)?;
-        let selected_cts: Vec<&Integer> = cts.iter().filter_map(|c| c.as_ref()).collect();
-        let prod = pk
-            .arith()
-            .product_each(&[selected_cts])
-            .pop()
-            .expect("one group");
+        let ct_len = pk.ct_len;
+        let count = packed_count(masked.len(), ct_len, None)?;
+        check_selection(selected, count)?;
+        // A batch at a time (decoded, checked for units, multiplied), so that memory stays
+        // bounded: at 2^20 items the decoded column alone would be 400 MB.
+        let product = |cts: Vec<&Integer>| pk.arith().product_each(&[cts]).pop();
+        let partials: Vec<Integer> = selected
+            .par_chunks(UNIT_BATCH)
+            .map(|batch| {
+                let cts: Vec<Integer> = batch
+                    .iter()
+                    .map(|&i| pk.decode_ct_in_range(&masked[i * ct_len..(i + 1) * ct_len], i))
+                    .collect::<Result<_, _>>()?;
+                let indexed: Vec<(usize, &Integer)> = batch.iter().copied().zip(&cts).collect();
+                pk.check_units(&indexed)?;
+                Ok(product(cts.iter().collect()).expect("one group"))
+            })
+            .collect::<Result<_, HeError>>()?;
+        let prod = product(partials.iter().collect()).expect("one group");
         let m = sk.decrypt_int(&prod);
         let mut out = vec![0u8; pk.pt_len];
         write_be(&m, &mut out);
@@ -1762,7 +1763,7 @@ mod tests {
                 s,
             };
             let (pk, sk) = Paillier::keygen(&params, &mut rng);
-            let source = pk.masking_randomizer(20_000);
+            let source = MaskingRandomizer::new(&pk, 20_000);
             assert_eq!(
                 source.table.window_bits(),
                 10,
@@ -1786,8 +1787,6 @@ mod tests {
                 assert_eq!(*r, want, "c · h^β with β of 232 bits");
                 assert_eq!(sk.decrypt_int(r), *m, "the same plaintext");
             }
-            // One source per key: a second call reuses it.
-            assert!(std::ptr::eq(source, pk.masking_randomizer(1)));
         }
     }
 

@@ -29,11 +29,16 @@ pub fn gather<'a>(items: &'a [Vec<u8>], order: &[u32]) -> Vec<&'a [u8]> {
 /// Fixed-width blocks of `packed` rearranged as `order` says.
 pub fn permute_blocks(packed: &[u8], width: usize, order: &[u32]) -> Vec<u8> {
     let mut out = Vec::with_capacity(packed.len());
+    permute_blocks_into(&mut out, packed, width, order);
+    out
+}
+
+/// [`permute_blocks`] appended to `out`.
+pub fn permute_blocks_into(out: &mut Vec<u8>, packed: &[u8], width: usize, order: &[u32]) {
     for &i in order {
         let i = i as usize;
         out.extend_from_slice(&packed[i * width..(i + 1) * width]);
     }
-    out
 }
 
 /// `encode(decode(e)^k)` for every packed element received from the peer; invalid

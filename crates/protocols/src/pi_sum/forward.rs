@@ -144,7 +144,7 @@ impl<C: CwPrf, H: HeChoice> Protocol for P1<C, H> {
             &items,
             &key,
         );
-        session.send(Role::P2.id(), kind::ROUND1, &round1);
+        session.send_owned(Role::P2.id(), kind::ROUND1, round1);
         self.state = P1State::AwaitRound2 { key, peer };
         Ok(())
     }
@@ -290,7 +290,7 @@ impl<C: CwPrf, H: HeChoice> P2<C, H> {
         }
         round2.extend_from_slice(&prep.elements);
         prep.values.put_columns(&mut round2);
-        session.send(Role::P1.id(), kind::ROUND2, &round2);
+        session.send_owned(Role::P1.id(), kind::ROUND2, round2);
         Ok(())
     }
 }
