@@ -180,8 +180,6 @@ const TABLE_BUDGET: usize = 256 << 20;
 const RNG_CHUNK: usize = 16;
 /// Ciphertexts checked for being units with one gcd ([`PublicKey::check_units`]).
 const UNIT_BATCH: usize = 1024;
-/// Below this many ciphertexts, [`PublicKey::check_units`] takes one gcd each.
-const FEW_UNITS: usize = 8;
 
 /// Key-generation parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -424,17 +422,9 @@ impl PublicKey {
     fn check_units(&self, cts: &[(usize, &Integer)]) -> Result<(), HeError> {
         let n = &self.n;
         cts.par_chunks(UNIT_BATCH).try_for_each(|batch| {
-            // A product in the lanes has a fixed cost of two vector products: below a
-            // few members, their own gcds are cheaper (the threshold scheme decodes
-            // ciphertexts one at a time).
-            let all_units = if batch.len() < FEW_UNITS {
-                batch.iter().all(|(_, c)| Integer::from(c.gcd_ref(n)) == 1)
-            } else {
-                let members: Vec<&Integer> = batch.iter().map(|(_, c)| *c).collect();
-                let product = self.ct_arith.product_each(&[members]).pop();
-                Integer::from(product.expect("one group").gcd_ref(n)) == 1
-            };
-            if all_units {
+            let members: Vec<&Integer> = batch.iter().map(|(_, c)| *c).collect();
+            let product = self.ct_arith.product_each(&[members]).pop();
+            if Integer::from(product.expect("one group").gcd_ref(n)) == 1 {
                 return Ok(());
             }
             let (index, _) = batch
@@ -1894,7 +1884,7 @@ mod tests {
             let named =
                 |e: HeError| matches!(e, HeError::InvalidCiphertext { index, .. } if index == bad);
             assert!(named(Paillier::mask_each(&pk, &col, &mut rng).unwrap_err()));
-            // Alone (fewer than `FEW_UNITS`: its own gcd).
+            // Alone (too few for the lanes: a product on GMP).
             let one = &col[bad * pk.ct_len..(bad + 1) * pk.ct_len];
             assert!(named(pk.decode_ct_int(one, bad).unwrap_err()));
             assert!(named(

@@ -22,6 +22,8 @@ use rug::Integer;
 
 /// Items a chain should hold at least before a group is split over more lanes.
 const MIN_CHAIN: usize = 16;
+/// Fewest factors [`BatchModulus::product_each`] multiplies in the lanes.
+const FEW_FOR_LANES: usize = 8;
 
 /// One modulus and the code that works modulo it on this CPU.
 #[derive(Clone)]
@@ -90,10 +92,14 @@ impl BatchModulus {
             .collect()
     }
 
-    /// The product mod `N` of every group (1 for an empty one), in parallel.
+    /// The product mod `N` of every group (1 for an empty one), in parallel. Fewer than
+    /// [`FEW_FOR_LANES`] factors in all go to GMP: a lane product has a fixed cost of two
+    /// vector products (the threshold scheme checks its ciphertexts one at a time).
     pub(crate) fn product_each(&self, groups: &[Vec<&Integer>]) -> Vec<Integer> {
         #[cfg(target_arch = "x86_64")]
-        if let Some(m) = self.lanes() {
+        if let Some(m) = self.lanes()
+            && groups.iter().map(Vec::len).sum::<usize>() >= FEW_FOR_LANES
+        {
             return self.lanes_product_each(m, groups);
         }
         self.gmp_product_each(groups)
