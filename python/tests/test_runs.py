@@ -84,6 +84,24 @@ def test_progress_reaches_the_callback(rng) -> None:
         assert (e.phase is None) == (e.phase_number == 0)
 
 
+def test_every_phase_reaches_the_callback_finished(rng) -> None:
+    # Small sets: most phases begin and end between two polls of the progress thread;
+    # each must still be reported, numbered in order and counted to its end.
+    y, x = sets(rng, 40, 40, 10)
+    events: List[privset.Progress] = []
+    assert privset.local.psi(y, x, progress=events.append).cardinality == 10
+    for party in ("receiver", "sender"):
+        seen = [e for e in events if e.party == party and e.phase is not None]
+        numbers = sorted({e.phase_number for e in seen})
+        assert numbers == list(range(1, len(numbers) + 1)), (party, numbers)
+        assert len(numbers) >= 2, (party, numbers)
+        for n in numbers:
+            assert any(e.phase_number == n and e.done == e.total for e in seen), (party, n)
+        # Phase numbers never go back.
+        order = [e.phase_number for e in seen]
+        assert order == sorted(order), (party, order)
+
+
 def test_an_exception_in_the_callback_stops_the_run(rng) -> None:
     y, x = sets(rng, 20000, 20000, 100)
 

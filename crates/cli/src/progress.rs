@@ -214,7 +214,11 @@ impl Shared {
     /// The phases that began and ended after phase `seen` and before `r`'s.
     fn unseen(&self, seen: u64, r: &Reading) -> Vec<(&'static str, u64)> {
         match &self.meter {
-            Some(m) if r.phase_number > seen + 1 => m.ended_between(seen, r.phase_number),
+            Some(m) if r.phase_number > seen + 1 => m
+                .ended_between(seen, r.phase_number)
+                .into_iter()
+                .map(|(_, phase, total)| (phase, total))
+                .collect(),
             _ => Vec::new(),
         }
     }

@@ -89,14 +89,14 @@ impl Meter {
         self.done.fetch_add(n as u64, Ordering::Relaxed);
     }
 
-    /// The names and totals of the phases numbered `after + 1 .. before` (phases that
-    /// ended), in order, as far as the meter still remembers them.
-    pub fn ended_between(&self, after: u64, before: u64) -> Vec<(&'static str, u64)> {
+    /// The numbers, names and totals of the phases numbered `after + 1 .. before`
+    /// (phases that ended), in order, as far as the meter still remembers them.
+    pub fn ended_between(&self, after: u64, before: u64) -> Vec<(u64, &'static str, u64)> {
         let ended = self.ended.lock().unwrap_or_else(|e| e.into_inner());
         ended
             .iter()
             .filter(|(number, _, _)| *number > after && *number < before)
-            .map(|&(_, name, total)| (name, total))
+            .copied()
             .collect()
     }
 
@@ -169,8 +169,8 @@ mod tests {
         meter.begin("two", 20);
         meter.begin("three", 30);
         assert_eq!(meter.read().phase_number, 3);
-        assert_eq!(meter.ended_between(0, 3), [("one", 10), ("two", 20)]);
-        assert_eq!(meter.ended_between(1, 3), [("two", 20)]);
+        assert_eq!(meter.ended_between(0, 3), [(1, "one", 10), (2, "two", 20)]);
+        assert_eq!(meter.ended_between(1, 3), [(2, "two", 20)]);
         for _ in 0..2 * ENDED_KEPT {
             meter.begin("more", 1);
         }

@@ -2,6 +2,7 @@
 
 use privset_crypto::rng::SessionRng;
 use privset_protocols::Meter;
+use privset_protocols::upsi::item::{LEGACY_NONCE_LEN, NONCE_LEN};
 use privset_protocols::upsi::query::{ClientQuery, answer};
 use privset_protocols::upsi::{Database, Oprf, Preset};
 
@@ -25,7 +26,7 @@ fn run(db: &Database, client: &[Vec<u8>], rng: &mut SessionRng) -> Vec<Option<Ve
     let r = meter.read();
     assert_eq!((r.done, r.total), (u64::from(bundles), u64::from(bundles)));
     query
-        .finish(&reply, &db.bundle_counts(), db.label_len())
+        .finish(&reply, &db.bundle_counts(), db.label_len(), db.nonce_len())
         .unwrap()
 }
 
@@ -289,7 +290,8 @@ fn database_updates_save_and_load() {
     assert_eq!(run(&packed, &client, &mut rng), changed);
     assert_eq!(run(&loaded, &client, &mut rng), expected);
     // Truncated, flipped, wrong magic, an unknown OPRF group: clear errors.
-    let oprf_byte = oprf_byte_at(&db);
+    // The OPRF group follows the nonce length and the key seed.
+    let oprf_byte = nonce_byte_at(&db) + 1 + 32;
     assert_eq!(bytes[oprf_byte], Oprf::X25519.code());
     for bad in [
         with_checksum({
@@ -320,27 +322,38 @@ fn with_checksum(mut file: Vec<u8>) -> Vec<u8> {
     file
 }
 
-/// A database file as privset wrote it before 2026-11-28 (version 2: no OPRF group
-/// byte; ristretto255): the current file of a ristretto255 database without it.
-fn version_2_file(db: &Database) -> Vec<u8> {
-    assert_eq!(db.oprf(), Oprf::Ristretto255);
+/// A database file as privset wrote it before 2026-11-29 (version 3: no nonce length;
+/// 16-byte nonces): the current file of a database with such nonces without it.
+fn version_3_file(db: &Database) -> Vec<u8> {
+    assert_eq!(db.nonce_len(), LEGACY_NONCE_LEN);
     let mut file = privset_protocols::upsi::store::save(db).unwrap();
-    file[16..20].copy_from_slice(&2u32.to_be_bytes());
-    file.remove(oprf_byte_at(db));
+    file[16..20].copy_from_slice(&3u32.to_be_bytes());
+    file.remove(nonce_byte_at(db));
     with_checksum(file)
 }
 
-/// Where the file of `db` holds its OPRF group: after the magic, version, preset
-/// (length and text), label length and key seed.
-fn oprf_byte_at(db: &Database) -> usize {
-    16 + 4 + 4 + db.preset().to_toml().len() + 4 + 32
+/// A database file as privset wrote it before 2026-11-28 (version 2: no OPRF group
+/// byte either; ristretto255).
+fn version_2_file(db: &Database) -> Vec<u8> {
+    assert_eq!(db.oprf(), Oprf::Ristretto255);
+    let mut file = version_3_file(db);
+    file[16..20].copy_from_slice(&2u32.to_be_bytes());
+    file.remove(nonce_byte_at(db) + 32);
+    with_checksum(file)
 }
 
-/// A prepared ristretto255 database of `n` items with 8-byte labels, as files of
-/// versions 1 and 2 hold.
+/// Where the file of `db` holds its labels' nonce length: after the magic, version,
+/// preset (length and text) and label length; the key seed and the OPRF group follow.
+fn nonce_byte_at(db: &Database) -> usize {
+    16 + 4 + 4 + db.preset().to_toml().len() + 4
+}
+
+/// A prepared ristretto255 database of `n` items with 8-byte labels under 16-byte
+/// nonces, as files of versions 1 to 3 hold.
 fn ristretto255_database(n: u64, rng: &mut SessionRng) -> Database {
     let preset = Preset::named("n4096-c1k").unwrap();
-    let mut db = Database::new(preset, 8, Oprf::Ristretto255, rng).unwrap();
+    let mut db =
+        Database::with_nonce_len(preset, 8, LEGACY_NONCE_LEN, Oprf::Ristretto255, rng).unwrap();
     let items: Vec<Vec<u8>> = (0..n).map(item).collect();
     let labels: Vec<Vec<u8>> = (0..n).map(|i| label(i, 8)).collect();
     db.insert(&items, &labels, rng).unwrap();
@@ -362,6 +375,40 @@ fn version_2_files_load_as_ristretto255() {
     assert_eq!(store::save(&old).unwrap(), store::save(&db).unwrap());
 }
 
+/// A file of version 3 (16-byte nonces) loads and answers; rotating its key moves its
+/// labels to 8-byte nonces with the same labels (an 8-byte label then takes two 95-bit
+/// parts on n4096-c1k instead of three).
+#[test]
+fn version_3_files_load_and_move_to_short_nonces() {
+    use privset_protocols::upsi::store;
+    let mut rng = SessionRng::from_seed([14; 32]);
+    let db = ristretto255_database(2000, &mut rng);
+    let mut old = store::load(&version_3_file(&db)).unwrap();
+    old.prepare().unwrap();
+    assert_eq!(old.nonce_len(), LEGACY_NONCE_LEN);
+    let client = vec![item(7), item(1999), item(4000)];
+    let expected = vec![Some(label(7, 8)), Some(label(1999, 8)), None];
+    assert_eq!(run(&old, &client, &mut rng), expected);
+    assert_eq!(store::save(&old).unwrap(), store::save(&db).unwrap());
+    let before = old.memory().packed;
+    old.rotate_key(&mut rng).unwrap();
+    old.prepare().unwrap();
+    assert_eq!(old.nonce_len(), NONCE_LEN);
+    assert_eq!(run(&old, &client, &mut rng), expected);
+    assert!(
+        old.memory().packed < before,
+        "{} {before}",
+        old.memory().packed
+    );
+    let again = store::load(&store::save(&old).unwrap()).unwrap();
+    assert_eq!(again.nonce_len(), NONCE_LEN);
+    // A nonce length outside 8 to 16 bytes is a corrupt file.
+    let mut bad = store::save(&old).unwrap();
+    bad[nonce_byte_at(&old)] = 4;
+    let err = store::load(&with_checksum(bad)).err().unwrap().to_string();
+    assert!(err.contains("nonces of 4 bytes"), "{err}");
+}
+
 /// A database file as privset wrote it before 2026-11-26 (version 1: items only).
 fn version_1_file(db: &Database) -> Vec<u8> {
     use sha2::{Digest, Sha256};
@@ -371,10 +418,10 @@ fn version_1_file(db: &Database) -> Vec<u8> {
     out.extend_from_slice(&(preset.len() as u32).to_be_bytes());
     out.extend_from_slice(preset.as_bytes());
     out.extend_from_slice(&(db.label_len() as u32).to_be_bytes());
-    // The key seed, from the current format's header (same layout up to there).
-    let v2 = privset_protocols::upsi::store::save(db).unwrap();
-    let at = 16 + 4 + 4 + preset.len() + 4;
-    out.extend_from_slice(&v2[at..at + 32]);
+    // The key seed, from the current format's header (after the nonce length).
+    let current = privset_protocols::upsi::store::save(db).unwrap();
+    let at = nonce_byte_at(db) + 1;
+    out.extend_from_slice(&current[at..at + 32]);
     out.extend_from_slice(&(db.len() as u64).to_be_bytes());
     for (item, hash, label) in db.records() {
         out.extend_from_slice(&(item.len() as u32).to_be_bytes());
@@ -449,8 +496,8 @@ fn small_client_preset_matches_plaintext() {
 mod parties {
     use super::*;
     use privset_net::memory::{Direction, HookAction, PairError, run_pair, run_pair_with};
-    use privset_protocols::ProtocolError;
     use privset_protocols::upsi::{Client, Server};
+    use privset_protocols::{PeerMisbehaved, ProtocolError};
     use std::sync::Arc;
 
     fn database(server: u64, label_len: usize) -> Arc<Database> {
@@ -516,8 +563,9 @@ mod parties {
                     .windows(toml.len())
                     .position(|w| w == toml.as_bytes())
                     .unwrap();
-                // Before the preset: its length (4), the label length (4), the group.
-                let group = at - 4 - 4 - 1;
+                // Before the preset: its length (4), the nonce length (1), the label
+                // length (4), the group.
+                let group = at - 4 - 1 - 4 - 1;
                 assert_eq!(m[group], Oprf::X25519.code());
                 m[group] = 99;
             }
@@ -527,6 +575,30 @@ mod parties {
             matches!(e.error(), Some(ProtocolError::Incompatible(m)) if m.contains("OPRF group (99)")),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_label_nonce_outside_8_to_16_bytes_in_the_servers_hello_is_refused() {
+        let db = database(100, 4);
+        let toml = db.preset().to_toml();
+        for nonce in [0u8, 7, 17, 255] {
+            let e = fail(&db, vec![item(1)], &mut |d, i, m| {
+                if d == Direction::BtoA && i == 0 {
+                    let at = m
+                        .windows(toml.len())
+                        .position(|w| w == toml.as_bytes())
+                        .unwrap();
+                    assert_eq!(usize::from(m[at - 4 - 1]), NONCE_LEN);
+                    m[at - 4 - 1] = nonce;
+                }
+                HookAction::Deliver
+            });
+            let expected = format!("nonces of {nonce} bytes");
+            assert!(
+                matches!(e.error(), Some(ProtocolError::PeerMisbehaved(PeerMisbehaved::Malformed(m))) if m.contains(&expected)),
+                "{e}"
+            );
+        }
     }
 
     fn fail(
@@ -680,7 +752,9 @@ fn a_query_at_the_wrong_level_is_refused() {
     // And the right query is answered.
     let (query, message) = ClientQuery::new(preset, hashed, &mut rng).unwrap();
     let reply = answer(&db, &message, &Meter::new()).unwrap();
-    let got = query.finish(&reply, &db.bundle_counts(), 0).unwrap();
+    let got = query
+        .finish(&reply, &db.bundle_counts(), 0, db.nonce_len())
+        .unwrap();
     assert_eq!(got, vec![Some(Vec::new()), None]);
 }
 

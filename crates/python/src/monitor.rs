@@ -76,6 +76,44 @@ impl Monitor {
             .fetch_add(bytes.received, Ordering::Relaxed);
     }
 
+    /// What a display that last showed `last` missed before `now`: `last`'s phase if it
+    /// had not been seen to end, and every phase that began and ended between the two
+    /// reads ([`Meter::ended_between`]), each as a snapshot of `now` with that phase
+    /// finished (done = total). Phases run one after another, so a later phase means
+    /// the earlier ones are complete.
+    pub fn ended_since(&self, last: Option<&Snapshot>, now: &Snapshot) -> Vec<Snapshot> {
+        let seen = last.map_or(0, |l| l.phase_number);
+        if now.phase_number <= seen {
+            return Vec::new();
+        }
+        let finished = |phase_number, phase, total| Snapshot {
+            phase,
+            phase_number,
+            done: total,
+            total,
+            ..now.clone()
+        };
+        let mut out = Vec::new();
+        if let Some(l) = last.filter(|l| l.phase_number > 0 && l.done < l.total) {
+            out.push(finished(l.phase_number, l.phase, l.total));
+        }
+        if now.phase_number > seen + 1
+            && let Some(meter) = self
+                .meter
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+        {
+            out.extend(
+                meter
+                    .ended_between(seen, now.phase_number)
+                    .into_iter()
+                    .map(|(number, phase, total)| finished(number, phase, total)),
+            );
+        }
+        out
+    }
+
     pub fn snapshot(&self) -> Snapshot {
         let reading = self
             .meter

@@ -136,7 +136,8 @@ pub(crate) fn run<T: Send + 'static>(
 
 /// Calls `callback(label, status, messages_sent, messages_received, bytes_sent,
 /// bytes_received, phase, phase_number, done, total)` for each party whose progress
-/// changed since last shown (`phase` is None before the party's first bulk phase).
+/// changed since last shown (`phase` is None before the party's first bulk phase),
+/// after one call for each phase that ended unseen since then (done = total).
 fn report(
     callback: &Bound<'_, PyAny>,
     monitors: &[Arc<Monitor>],
@@ -144,22 +145,31 @@ fn report(
 ) -> PyResult<()> {
     for (monitor, last) in monitors.iter().zip(shown.iter_mut()) {
         let now = monitor.snapshot();
-        if last.as_ref() != Some(&now) {
-            callback.call1((
-                monitor.label.as_str(),
-                now.status.as_str(),
-                now.messages_sent,
-                now.messages_received,
-                now.bytes_sent,
-                now.bytes_received,
-                (now.phase_number > 0).then_some(now.phase),
-                now.phase_number,
-                now.done,
-                now.total,
-            ))?;
-            *last = Some(now);
+        if last.as_ref() == Some(&now) {
+            continue;
         }
+        for missed in monitor.ended_since(last.as_ref(), &now) {
+            call(callback, &monitor.label, &missed)?;
+        }
+        call(callback, &monitor.label, &now)?;
+        *last = Some(now);
     }
+    Ok(())
+}
+
+fn call(callback: &Bound<'_, PyAny>, label: &str, s: &Snapshot) -> PyResult<()> {
+    callback.call1((
+        label,
+        s.status.as_str(),
+        s.messages_sent,
+        s.messages_received,
+        s.bytes_sent,
+        s.bytes_received,
+        (s.phase_number > 0).then_some(s.phase),
+        s.phase_number,
+        s.done,
+        s.total,
+    ))?;
     Ok(())
 }
 

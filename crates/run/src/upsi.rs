@@ -246,6 +246,7 @@ pub fn info(db: &Database) -> serde_json::Value {
         "items": db.len(),
         "preset": preset.name,
         "label_bytes": db.label_len(),
+        "label_nonce_bytes": db.nonce_len(),
         "oprf": db.oprf().name(),
         "bundle_counts": db.bundle_counts(),
         "max_client_items": preset.max_client_items,

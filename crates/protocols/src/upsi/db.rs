@@ -25,7 +25,7 @@ use privset_crypto::bfv::{
 use privset_crypto::rng::SessionRng;
 use rayon::prelude::*;
 
-use super::item::{self, MAX_LABEL_LEN, NONCE_LEN, Oprf, OprfKey};
+use super::item::{self, MAX_LABEL_LEN, NONCE_LEN, Oprf, OprfKey, encrypted_label_len};
 use super::preset::Preset;
 use super::records::Records;
 use crate::error::ProtocolError;
@@ -86,6 +86,9 @@ pub struct Database {
     preset: Preset,
     params: Arc<BfvParameters>,
     label_len: usize,
+    /// Bytes of the nonce in front of each encrypted label ([`item::NONCE_LEN`], or
+    /// [`item::LEGACY_NONCE_LEN`] in a file saved before version 4).
+    nonce_len: usize,
     /// The OPRF key (its group and seed, so that it can be stored).
     key: OprfKey,
     records: Records,
@@ -107,12 +110,27 @@ impl Database {
         oprf: Oprf,
         rng: &mut SessionRng,
     ) -> Result<Self, ProtocolError> {
-        Self::with_key(preset, label_len, OprfKey::random(oprf, rng))
+        Self::with_key(preset, label_len, NONCE_LEN, OprfKey::random(oprf, rng))
+    }
+
+    /// [`Self::new`] with labels under `nonce_len`-byte nonces: a database as files
+    /// saved before version 4 held ([`item::LEGACY_NONCE_LEN`]), for tests of loading
+    /// and moving them.
+    #[doc(hidden)]
+    pub fn with_nonce_len(
+        preset: Preset,
+        label_len: usize,
+        nonce_len: usize,
+        oprf: Oprf,
+        rng: &mut SessionRng,
+    ) -> Result<Self, ProtocolError> {
+        Self::with_key(preset, label_len, nonce_len, OprfKey::random(oprf, rng))
     }
 
     pub(crate) fn with_key(
         preset: Preset,
         label_len: usize,
+        nonce_len: usize,
         key: OprfKey,
     ) -> Result<Self, ProtocolError> {
         preset.check()?;
@@ -121,17 +139,19 @@ impl Database {
                 "labels of {label_len} bytes (at most {MAX_LABEL_LEN})"
             )));
         }
+        item::check_nonce_len(nonce_len).map_err(ProtocolError::Config)?;
         let params = preset
             .he()
             .build()
             .map_err(|e| ProtocolError::Config(e.to_string()))?;
         Ok(Self {
-            records: Records::new(encrypted_label_len(label_len)),
+            records: Records::new(encrypted_label_len(label_len, nonce_len)),
             columns: vec![Vec::new(); preset.table_size],
             encoded: vec![Vec::new(); preset.bundle_indices()],
             preset,
             params,
             label_len,
+            nonce_len,
             key,
             cache_bytes: DEFAULT_CACHE_BYTES,
             meter: Arc::new(Meter::new()),
@@ -160,6 +180,17 @@ impl Database {
     /// Label bytes (0: unlabeled).
     pub fn label_len(&self) -> usize {
         self.label_len
+    }
+
+    /// Bytes of the nonce in front of each encrypted label (what a client needs to
+    /// open one; sent in the server's hello).
+    pub fn nonce_len(&self) -> usize {
+        self.nonce_len
+    }
+
+    /// Bytes of one encrypted label, nonce included (0: unlabeled).
+    pub fn encrypted_label_len(&self) -> usize {
+        encrypted_label_len(self.label_len, self.nonce_len)
     }
 
     /// Number of items.
@@ -291,8 +322,9 @@ impl Database {
             for (k, (raw, h)) in items.iter().zip(&hashed).enumerate() {
                 let i = chunk * HASH_CHUNK + k;
                 let encrypted_label = if self.label_len > 0 {
-                    let mut nonce = [0u8; NONCE_LEN];
-                    rng.fill(&mut nonce);
+                    let mut nonce = [0u8; item::LEGACY_NONCE_LEN];
+                    let nonce = &mut nonce[..self.nonce_len];
+                    rng.fill(nonce);
                     item::encrypt_label(&h.label_key, nonce, &labels[i])
                 } else {
                     Vec::new()
@@ -315,7 +347,9 @@ impl Database {
 
     /// Replaces the OPRF key: every item is hashed again under a fresh key and every
     /// label re-encrypted under its new label key (the old label keys are recomputed to
-    /// open the labels). Clients of the old key learn nothing about the new hashes.
+    /// open the labels), with a nonce of [`NONCE_LEN`] bytes (which moves a database
+    /// saved before file version 4 to the shorter nonce). Clients of the old key learn
+    /// nothing about the new hashes.
     pub fn rotate_key(&mut self, rng: &mut SessionRng) -> Result<(), ProtocolError> {
         self.rotate_key_to(self.oprf(), rng)
     }
@@ -329,14 +363,16 @@ impl Database {
                 .hash_items(&items)
                 .par_iter()
                 .enumerate()
-                .map(|(i, h)| item::decrypt_label(&h.label_key, self.records.label(i as u32)))
+                .map(|(i, h)| {
+                    item::decrypt_label(&h.label_key, self.records.label(i as u32), self.nonce_len)
+                })
                 .collect()
         } else {
             Vec::new()
         };
         let key = OprfKey::random(oprf, rng);
         let (cache_bytes, meter) = (self.cache_bytes, self.meter());
-        *self = Self::with_key(self.preset.clone(), self.label_len, key)?;
+        *self = Self::with_key(self.preset.clone(), self.label_len, NONCE_LEN, key)?;
         self.cache_bytes = cache_bytes;
         self.meter = meter;
         self.insert(&items, &labels, rng)
@@ -495,7 +531,7 @@ impl Database {
     /// Computes and encodes the polynomials of every bundle changed since the last
     /// call (packed only).
     pub(crate) fn encode_changed(&mut self) -> Result<(), ProtocolError> {
-        let parts = item::label_parts(&self.preset, self.label_len);
+        let parts = item::label_parts(&self.preset, self.encrypted_label_len());
         let bpb = self.preset.bins_per_bundle();
         let (preset, params, records, columns) =
             (&self.preset, &self.params, &self.records, &self.columns);
@@ -689,7 +725,7 @@ impl Database {
         if let Some(i) = (0..len).find(|&i| usize::from(seen[i]) != expected(i)) {
             return bad(format!("record {i} is not in each of its bins once"));
         }
-        let parts = 1 + item::label_parts(preset, db.label_len);
+        let parts = 1 + item::label_parts(preset, db.encrypted_label_len());
         for bundles in &packed {
             for bundle in bundles {
                 if bundle.polynomials.len() != parts {
@@ -740,15 +776,6 @@ pub struct DatabaseMemory {
 impl DatabaseMemory {
     pub fn total(&self) -> usize {
         self.records + self.bins + self.packed + self.ready
-    }
-}
-
-/// Bytes of an encrypted label of `label_len` bytes (0 when unlabeled).
-pub fn encrypted_label_len(label_len: usize) -> usize {
-    if label_len > 0 {
-        NONCE_LEN + label_len
-    } else {
-        0
     }
 }
 

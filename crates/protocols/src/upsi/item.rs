@@ -26,8 +26,31 @@ use super::preset::{HASH_FUNCTIONS, Preset};
 /// Bytes of one group element on the wire (both OPRF groups).
 pub const ELEMENT_LEN: usize = 32;
 
-/// Bytes of the nonce in front of an encrypted label.
-pub const NONCE_LEN: usize = 16;
+/// Bytes of the random nonce in front of an encrypted label, in a database built now.
+///
+/// The nonce only keeps two encryptions of one item's label under one OPRF key (the
+/// label before and after an update) from sharing a keystream; a client that matched
+/// that item by chance at both times would otherwise learn the XOR of the two labels.
+/// Eight random bytes make that happen with probability at most `u^2 / 2^65` for an
+/// item updated `u` times, while every byte of nonce is carried through the label
+/// polynomials: with 16 bytes a 16-byte label took three 105-bit parts at n = 8192
+/// (four polynomials a bin with the matching one), with 8 bytes it takes two (three).
+pub const NONCE_LEN: usize = 8;
+
+/// The nonce of databases saved before file version 4, and the longest accepted.
+pub const LEGACY_NONCE_LEN: usize = 16;
+
+/// Checks a nonce length read from a file or a server's hello: 8 to 16 bytes (shorter
+/// nonces would repeat too soon; no database has longer ones).
+pub fn check_nonce_len(nonce_len: usize) -> Result<(), String> {
+    if (NONCE_LEN..=LEGACY_NONCE_LEN).contains(&nonce_len) {
+        Ok(())
+    } else {
+        Err(format!(
+            "label nonces of {nonce_len} bytes ({NONCE_LEN} to {LEGACY_NONCE_LEN} expected)"
+        ))
+    }
+}
 
 /// Longest label, in bytes.
 pub const MAX_LABEL_LEN: usize = 1024;
@@ -312,33 +335,40 @@ fn keystream(key: &[u8; 32], nonce: &[u8], len: usize) -> Vec<u8> {
 
 /// `nonce || label XOR PRG(key, nonce)`: what the server's label polynomials return,
 /// so that a client that matches by chance learns nothing of the label.
-pub fn encrypt_label(key: &[u8; 32], nonce: [u8; NONCE_LEN], label: &[u8]) -> Vec<u8> {
+pub fn encrypt_label(key: &[u8; 32], nonce: &[u8], label: &[u8]) -> Vec<u8> {
     let mut out = nonce.to_vec();
     out.extend(
         label
             .iter()
-            .zip(keystream(key, &nonce, label.len()))
+            .zip(keystream(key, nonce, label.len()))
             .map(|(a, b)| a ^ b),
     );
     out
 }
 
-/// The label from its encryption.
-pub fn decrypt_label(key: &[u8; 32], encrypted: &[u8]) -> Vec<u8> {
-    let (nonce, body) = encrypted.split_at(NONCE_LEN.min(encrypted.len()));
+/// The label from its encryption, whose nonce has `nonce_len` bytes.
+pub fn decrypt_label(key: &[u8; 32], encrypted: &[u8], nonce_len: usize) -> Vec<u8> {
+    let (nonce, body) = encrypted.split_at(nonce_len.min(encrypted.len()));
     body.iter()
         .zip(keystream(key, nonce, body.len()))
         .map(|(a, b)| a ^ b)
         .collect()
 }
 
-/// Number of item-sized parts an encrypted label of `label_len` bytes is split into.
-pub fn label_parts(preset: &Preset, label_len: usize) -> usize {
-    if label_len == 0 {
-        return 0;
+/// Number of item-sized parts an encrypted label of `encrypted_len` bytes (nonce
+/// included; 0 when unlabeled) is split into.
+pub fn label_parts(preset: &Preset, encrypted_len: usize) -> usize {
+    (encrypted_len * 8).div_ceil(preset.item_bits() as usize)
+}
+
+/// Bytes of an encrypted label of `label_len` bytes under a `nonce_len`-byte nonce (0
+/// when unlabeled).
+pub fn encrypted_label_len(label_len: usize, nonce_len: usize) -> usize {
+    if label_len > 0 {
+        nonce_len + label_len
+    } else {
+        0
     }
-    let bits = (NONCE_LEN + label_len) * 8;
-    bits.div_ceil(preset.item_bits() as usize)
 }
 
 /// An encrypted label as slot values: part p, slot j holds bits
@@ -388,18 +418,35 @@ mod tests {
     #[test]
     fn labels_round_trip_through_slots() {
         let preset = Preset::named("n4096-c1k").unwrap();
-        for len in [1usize, 16, 100, 1024] {
-            let label: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
-            let key = [9u8; 32];
-            let enc = encrypt_label(&key, [5; NONCE_LEN], &label);
-            let parts = label_parts(&preset, len);
-            let felts = label_felts(&preset, &enc, parts);
-            assert!(felts.iter().flatten().all(|&v| v < preset.plain_modulus));
-            let back = label_from_felts(&preset, &felts, enc.len());
-            assert_eq!(back, enc);
-            assert_eq!(decrypt_label(&key, &back), label);
-            assert_ne!(decrypt_label(&[8; 32], &back), label);
+        for nonce_len in [NONCE_LEN, LEGACY_NONCE_LEN] {
+            for len in [1usize, 16, 100, 1024] {
+                let label: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+                let key = [9u8; 32];
+                let enc = encrypt_label(&key, &vec![5; nonce_len], &label);
+                assert_eq!(enc.len(), encrypted_label_len(len, nonce_len));
+                let parts = label_parts(&preset, enc.len());
+                let felts = label_felts(&preset, &enc, parts);
+                assert!(felts.iter().flatten().all(|&v| v < preset.plain_modulus));
+                let back = label_from_felts(&preset, &felts, enc.len());
+                assert_eq!(back, enc);
+                assert_eq!(decrypt_label(&key, &back, nonce_len), label);
+                assert_ne!(decrypt_label(&[8; 32], &back, nonce_len), label);
+            }
         }
+    }
+
+    /// What the 8-byte nonce saves: a 16-byte label in two parts instead of three on
+    /// the n = 8192 presets (105 bits an item), a 1-byte label in one instead of two.
+    #[test]
+    fn label_parts_follow_the_nonce() {
+        let preset = Preset::named("n8192-c1k").unwrap();
+        assert_eq!(preset.item_bits(), 105);
+        let parts = |label, nonce| label_parts(&preset, encrypted_label_len(label, nonce));
+        assert_eq!((parts(16, NONCE_LEN), parts(16, LEGACY_NONCE_LEN)), (2, 3));
+        assert_eq!((parts(1, NONCE_LEN), parts(1, LEGACY_NONCE_LEN)), (1, 2));
+        assert_eq!(parts(0, NONCE_LEN), 0);
+        assert!(check_nonce_len(NONCE_LEN).is_ok() && check_nonce_len(LEGACY_NONCE_LEN).is_ok());
+        assert!(check_nonce_len(7).is_err() && check_nonce_len(17).is_err());
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! ```text
 //! hello (client): version u8, role u8 (0), item count u32
 //! hello (server): version u8, role u8 (1), OPRF group u8, label length u32,
-//!                 preset TOML (u32 + bytes), bundle index count u32, then bin
+//!                 label nonce length u8, preset TOML (u32 + bytes), bundle index count u32, then bin
 //!                 bundles per index (u32 each)
 //! oprf request (kind 1, client -> server): the blinded items, 32 bytes each
 //! oprf answer  (kind 2, server -> client): each under the server's OPRF key
@@ -29,7 +29,8 @@ use super::query::{self, ClientQuery};
 const PROTOCOL: ProtocolId = ProtocolId::Upsi;
 /// 2: queries at the preset's query level, results shortened (2026-11-27).
 /// 3: the server's hello names the OPRF group (X25519 or ristretto255).
-const VERSION: u8 = 3;
+/// 4: the server's hello gives its labels' nonce length (8 bytes since 2026-11-29).
+const VERSION: u8 = 4;
 /// Participant indices and names.
 pub const CLIENT: PartyId = 0;
 pub const SERVER: PartyId = 1;
@@ -94,6 +95,7 @@ pub struct Client {
     preset: Option<Preset>,
     oprf: Oprf,
     label_len: usize,
+    nonce_len: usize,
     bundle_counts: Vec<u32>,
     state: ClientState,
     output: Option<ClientOutput>,
@@ -111,6 +113,7 @@ impl Client {
                 preset: None,
                 oprf: Oprf::X25519,
                 label_len: 0,
+                nonce_len: 0,
                 bundle_counts: Vec::new(),
                 state: ClientState::Starting,
                 output: None,
@@ -161,6 +164,8 @@ impl Handshake for Client {
         if label_len > item::MAX_LABEL_LEN {
             return Err(PeerMisbehaved::Malformed(format!("labels of {label_len} bytes")).into());
         }
+        let nonce_len = usize::from(r.u8()?);
+        item::check_nonce_len(nonce_len).map_err(PeerMisbehaved::Malformed)?;
         let text = std::str::from_utf8(r.bytes(1 << 16)?)
             .map_err(|_| PeerMisbehaved::Malformed("the server's preset is not UTF-8".into()))?;
         let preset = Preset::parse(text).map_err(|e| {
@@ -195,6 +200,7 @@ impl Handshake for Client {
         self.preset = Some(preset);
         self.oprf = oprf;
         self.label_len = label_len;
+        self.nonce_len = nonce_len;
         self.bundle_counts = counts;
         Ok(())
     }
@@ -233,7 +239,8 @@ impl Protocol for Client {
             }
             ClientState::AwaitAnswer { query } => {
                 let answer = message.expect(kind::ANSWER)?;
-                let matches = query.finish(answer, &self.bundle_counts, self.label_len)?;
+                let matches =
+                    query.finish(answer, &self.bundle_counts, self.label_len, self.nonce_len)?;
                 let preset = self.preset()?;
                 let deepest = self.bundle_counts.iter().copied().max().unwrap_or(0) as usize;
                 self.output = Some(ClientOutput {
@@ -264,7 +271,8 @@ impl Protocol for Client {
             ClientState::AwaitOprf { .. } => self.items.len() * ELEMENT_LEN,
             ClientState::AwaitAnswer { .. } => {
                 let bundles: usize = self.bundle_counts.iter().map(|&c| c as usize).sum();
-                query::answer_len_bound(preset, bundles, item::label_parts(preset, self.label_len))
+                let encrypted = item::encrypted_label_len(self.label_len, self.nonce_len);
+                query::answer_len_bound(preset, bundles, item::label_parts(preset, encrypted))
             }
             ClientState::Starting | ClientState::Done => 0,
         }
@@ -334,6 +342,7 @@ impl Handshake for Server {
     fn settings(&self) -> Vec<u8> {
         let mut out = vec![VERSION, 1, self.db.oprf().code()];
         out.extend_from_slice(&(self.db.label_len() as u32).to_be_bytes());
+        out.push(self.db.nonce_len() as u8);
         let preset = self.db.preset().to_toml();
         out.extend_from_slice(&(preset.len() as u32).to_be_bytes());
         out.extend_from_slice(preset.as_bytes());

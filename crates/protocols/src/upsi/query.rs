@@ -184,16 +184,19 @@ impl ClientQuery {
     }
 
     /// Reads the server's answer: for each client item, whether it matched and its
-    /// label (decrypted). `bundle_counts` and `label_len` come from the server's hello.
+    /// label (decrypted). `bundle_counts`, `label_len` and `nonce_len` come from the
+    /// server's hello.
     pub fn finish(
         &self,
         answer: &[u8],
         bundle_counts: &[u32],
         label_len: usize,
+        nonce_len: usize,
     ) -> Result<Vec<Option<Vec<u8>>>, ProtocolError> {
         let preset = &self.preset;
         let (f, bpb) = (preset.felts_per_item, preset.bins_per_bundle());
-        let parts = item::label_parts(preset, label_len);
+        let encrypted_len = item::encrypted_label_len(label_len, nonce_len);
+        let parts = item::label_parts(preset, encrypted_len);
         let codec = ResultCodec::new(&self.params).map_err(bfv_error)?;
         let mut r = Reader::new(answer, "unbalanced-PSI answer");
         let mut found: Vec<Option<Vec<u8>>> = vec![None; self.hashed.len()];
@@ -222,10 +225,10 @@ impl ClientQuery {
                         .iter()
                         .map(|l| l[b * f..(b + 1) * f].to_vec())
                         .collect();
-                    let encrypted =
-                        item::label_from_felts(preset, &felts, item::NONCE_LEN + label_len);
+                    let encrypted = item::label_from_felts(preset, &felts, encrypted_len);
                     *slot = Some(if label_len > 0 {
-                        item::decrypt_label(&self.hashed[item as usize].label_key, &encrypted)
+                        let key = &self.hashed[item as usize].label_key;
+                        item::decrypt_label(key, &encrypted, nonce_len)
                     } else {
                         Vec::new()
                     });

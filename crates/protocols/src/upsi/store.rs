@@ -4,9 +4,10 @@
 //! loading does no polynomial arithmetic.
 //!
 //! ```text
-//! magic "PRIVSET-UPSI-DB\n" (16 bytes), version u32 (3)
-//! preset TOML (u32 length + bytes), label length u32, OPRF key seed (32 bytes),
-//!     OPRF group u8 (`item::Oprf::code`: 1 ristretto255, 16 X25519)
+//! magic "PRIVSET-UPSI-DB\n" (16 bytes), version u32 (4)
+//! preset TOML (u32 length + bytes), label length u32, label nonce length u8,
+//!     OPRF key seed (32 bytes), OPRF group u8 (`item::Oprf::code`: 1 ristretto255,
+//!     16 X25519)
 //! item count u64, then per item: item (u32 length + bytes), hash u128,
 //!     encrypted label (nonce + label length bytes; absent when unlabeled)
 //! per bin of the table: its bundle count u32, then per bundle: entry count u32 and
@@ -16,8 +17,9 @@
 //!     (u64 each, `bfv::packed::packed_words` of them)
 //! SHA-256 of everything above (32 bytes)
 //! ```
-//! Version 2 files (no OPRF group byte: ristretto255) and version 1 files (items only:
-//! their polynomials are computed on load) still load.
+//! Version 3 files (no nonce length: 16-byte nonces), version 2 files (no OPRF group
+//! byte either: ristretto255) and version 1 files (items only: their polynomials are
+//! computed on load) still load.
 //! Integers are big-endian.
 
 use std::io::{BufReader, BufWriter, Read, Write};
@@ -26,13 +28,13 @@ use privset_crypto::bfv::{PackedPlaintext, PackedPolynomial, packed::packed_word
 use sha2::{Digest, Sha256};
 use zeroize::Zeroizing;
 
-use super::db::{Database, PackedBundle, encrypted_label_len};
-use super::item::{self, MAX_LABEL_LEN, Oprf, OprfKey};
+use super::db::{Database, PackedBundle};
+use super::item::{self, LEGACY_NONCE_LEN, MAX_LABEL_LEN, Oprf, OprfKey};
 use super::preset::Preset;
 use crate::error::ProtocolError;
 
 const MAGIC: &[u8; 16] = b"PRIVSET-UPSI-DB\n";
-const VERSION: u32 = 3;
+const VERSION: u32 = 4;
 /// Longest item a database stores.
 pub const MAX_ITEM_LEN: usize = 1 << 16;
 
@@ -74,6 +76,7 @@ pub fn save_to(db: &Database, out: impl Write) -> Result<(), ProtocolError> {
     w.u32(preset.len()).map_err(io)?;
     w.put(preset.as_bytes()).map_err(io)?;
     w.u32(db.label_len()).map_err(io)?;
+    w.put(&[db.nonce_len() as u8]).map_err(io)?;
     w.put(db.oprf_key().seed.as_ref()).map_err(io)?;
     w.put(&[db.oprf().code()]).map_err(io)?;
     w.put(&(db.len() as u64).to_be_bytes()).map_err(io)?;
@@ -233,6 +236,13 @@ fn parse<R: Read>(r: &mut Body<R>) -> Result<Database, ProtocolError> {
     if label_len > MAX_LABEL_LEN {
         return Err(corrupt(format!("labels of {label_len} bytes")));
     }
+    let nonce_len = if version >= 4 {
+        let [n] = r.array::<1>()?;
+        item::check_nonce_len(n.into()).map_err(corrupt)?;
+        n.into()
+    } else {
+        LEGACY_NONCE_LEN
+    };
     let seed = Zeroizing::new(r.array::<32>()?);
     let oprf = if version >= 3 {
         let [code] = r.array::<1>()?;
@@ -240,9 +250,9 @@ fn parse<R: Read>(r: &mut Body<R>) -> Result<Database, ProtocolError> {
     } else {
         Oprf::Ristretto255
     };
-    let mut db = Database::with_key(preset, label_len, OprfKey { oprf, seed })?;
+    let mut db = Database::with_key(preset, label_len, nonce_len, OprfKey { oprf, seed })?;
     let count = u64::from_be_bytes(r.array()?);
-    let stride = encrypted_label_len(label_len);
+    let stride = db.encrypted_label_len();
     let count = r.check_count(count, 20 + stride as u64, "items")?;
     let records = db.records_mut();
     records.reserve(count, 0);
@@ -279,7 +289,7 @@ fn parse<R: Read>(r: &mut Body<R>) -> Result<Database, ProtocolError> {
     }
     let params = db.params().clone();
     let words = packed_words(&params);
-    let parts = 1 + item::label_parts(&preset, label_len);
+    let parts = 1 + item::label_parts(&preset, db.encrypted_label_len());
     let mut packed = Vec::with_capacity(preset.bundle_indices());
     let mut buf = vec![0u8; words * 8];
     for _ in 0..preset.bundle_indices() {
