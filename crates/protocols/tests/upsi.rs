@@ -2,7 +2,7 @@
 
 use privset_crypto::rng::SessionRng;
 use privset_protocols::Meter;
-use privset_protocols::upsi::item::{LEGACY_NONCE_LEN, NONCE_LEN};
+use privset_protocols::upsi::item::{LEGACY_NONCE_LEN, nonce_len_for};
 use privset_protocols::upsi::query::{ClientQuery, answer};
 use privset_protocols::upsi::{Database, Oprf, Preset};
 
@@ -376,8 +376,8 @@ fn version_2_files_load_as_ristretto255() {
 }
 
 /// A file of version 3 (16-byte nonces) loads and answers; rotating its key moves its
-/// labels to 8-byte nonces with the same labels (an 8-byte label then takes two 95-bit
-/// parts on n4096-c1k instead of three).
+/// labels to the sized nonces with the same labels (an 8-byte label on n4096-c1k then
+/// takes two 95-bit parts, under a 15-byte nonce, instead of three).
 #[test]
 fn version_3_files_load_and_move_to_short_nonces() {
     use privset_protocols::upsi::store;
@@ -393,7 +393,8 @@ fn version_3_files_load_and_move_to_short_nonces() {
     let before = old.memory().packed;
     old.rotate_key(&mut rng).unwrap();
     old.prepare().unwrap();
-    assert_eq!(old.nonce_len(), NONCE_LEN);
+    assert_eq!(old.nonce_len(), nonce_len_for(old.preset(), 8));
+    assert_eq!(old.nonce_len(), 15);
     assert_eq!(run(&old, &client, &mut rng), expected);
     assert!(
         old.memory().packed < before,
@@ -401,12 +402,12 @@ fn version_3_files_load_and_move_to_short_nonces() {
         old.memory().packed
     );
     let again = store::load(&store::save(&old).unwrap()).unwrap();
-    assert_eq!(again.nonce_len(), NONCE_LEN);
-    // A nonce length outside 8 to 16 bytes is a corrupt file.
+    assert_eq!(again.nonce_len(), 15);
+    // A nonce length outside 4 to 32 bytes is a corrupt file.
     let mut bad = store::save(&old).unwrap();
-    bad[nonce_byte_at(&old)] = 4;
+    bad[nonce_byte_at(&old)] = 3;
     let err = store::load(&with_checksum(bad)).err().unwrap().to_string();
-    assert!(err.contains("nonces of 4 bytes"), "{err}");
+    assert!(err.contains("nonces of 3 bytes"), "{err}");
 }
 
 /// A database file as privset wrote it before 2026-11-26 (version 1: items only).
@@ -578,17 +579,17 @@ mod parties {
     }
 
     #[test]
-    fn a_label_nonce_outside_8_to_16_bytes_in_the_servers_hello_is_refused() {
+    fn a_label_nonce_outside_4_to_32_bytes_in_the_servers_hello_is_refused() {
         let db = database(100, 4);
         let toml = db.preset().to_toml();
-        for nonce in [0u8, 7, 17, 255] {
+        for nonce in [0u8, 3, 33, 255] {
             let e = fail(&db, vec![item(1)], &mut |d, i, m| {
                 if d == Direction::BtoA && i == 0 {
                     let at = m
                         .windows(toml.len())
                         .position(|w| w == toml.as_bytes())
                         .unwrap();
-                    assert_eq!(usize::from(m[at - 4 - 1]), NONCE_LEN);
+                    assert_eq!(usize::from(m[at - 4 - 1]), db.nonce_len());
                     m[at - 4 - 1] = nonce;
                 }
                 HookAction::Deliver

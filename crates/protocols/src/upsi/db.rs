@@ -25,7 +25,7 @@ use privset_crypto::bfv::{
 use privset_crypto::rng::SessionRng;
 use rayon::prelude::*;
 
-use super::item::{self, MAX_LABEL_LEN, NONCE_LEN, Oprf, OprfKey, encrypted_label_len};
+use super::item::{self, MAX_LABEL_LEN, Oprf, OprfKey, encrypted_label_len, nonce_len_for};
 use super::preset::Preset;
 use super::records::Records;
 use crate::error::ProtocolError;
@@ -86,7 +86,7 @@ pub struct Database {
     preset: Preset,
     params: Arc<BfvParameters>,
     label_len: usize,
-    /// Bytes of the nonce in front of each encrypted label ([`item::NONCE_LEN`], or
+    /// Bytes of the nonce in front of each encrypted label ([`item::nonce_len_for`], or
     /// [`item::LEGACY_NONCE_LEN`] in a file saved before version 4).
     nonce_len: usize,
     /// The OPRF key (its group and seed, so that it can be stored).
@@ -110,7 +110,8 @@ impl Database {
         oprf: Oprf,
         rng: &mut SessionRng,
     ) -> Result<Self, ProtocolError> {
-        Self::with_key(preset, label_len, NONCE_LEN, OprfKey::random(oprf, rng))
+        let nonce_len = nonce_len_for(&preset, label_len);
+        Self::with_key(preset, label_len, nonce_len, OprfKey::random(oprf, rng))
     }
 
     /// [`Self::new`] with labels under `nonce_len`-byte nonces: a database as files
@@ -322,7 +323,7 @@ impl Database {
             for (k, (raw, h)) in items.iter().zip(&hashed).enumerate() {
                 let i = chunk * HASH_CHUNK + k;
                 let encrypted_label = if self.label_len > 0 {
-                    let mut nonce = [0u8; item::LEGACY_NONCE_LEN];
+                    let mut nonce = [0u8; item::MAX_NONCE_LEN];
                     let nonce = &mut nonce[..self.nonce_len];
                     rng.fill(nonce);
                     item::encrypt_label(&h.label_key, nonce, &labels[i])
@@ -347,8 +348,8 @@ impl Database {
 
     /// Replaces the OPRF key: every item is hashed again under a fresh key and every
     /// label re-encrypted under its new label key (the old label keys are recomputed to
-    /// open the labels), with a nonce of [`NONCE_LEN`] bytes (which moves a database
-    /// saved before file version 4 to the shorter nonce). Clients of the old key learn
+    /// open the labels), under nonces of [`nonce_len_for`] bytes (which moves a
+    /// database saved before file version 4 to the shorter nonces). Clients of the old key learn
     /// nothing about the new hashes.
     pub fn rotate_key(&mut self, rng: &mut SessionRng) -> Result<(), ProtocolError> {
         self.rotate_key_to(self.oprf(), rng)
@@ -372,7 +373,8 @@ impl Database {
         };
         let key = OprfKey::random(oprf, rng);
         let (cache_bytes, meter) = (self.cache_bytes, self.meter());
-        *self = Self::with_key(self.preset.clone(), self.label_len, NONCE_LEN, key)?;
+        let nonce_len = nonce_len_for(&self.preset, self.label_len);
+        *self = Self::with_key(self.preset.clone(), self.label_len, nonce_len, key)?;
         self.cache_bytes = cache_bytes;
         self.meter = meter;
         self.insert(&items, &labels, rng)

@@ -26,28 +26,47 @@ use super::preset::{HASH_FUNCTIONS, Preset};
 /// Bytes of one group element on the wire (both OPRF groups).
 pub const ELEMENT_LEN: usize = 32;
 
-/// Bytes of the random nonce in front of an encrypted label, in a database built now.
+/// The fewest random bytes of nonce in front of an encrypted label.
 ///
 /// The nonce only keeps two encryptions of one item's label under one OPRF key (the
-/// label before and after an update) from sharing a keystream; a client that matched
-/// that item by chance at both times would otherwise learn the XOR of the two labels.
-/// Eight random bytes make that happen with probability at most `u^2 / 2^65` for an
-/// item updated `u` times, while every byte of nonce is carried through the label
-/// polynomials: with 16 bytes a 16-byte label took three 105-bit parts at n = 8192
-/// (four polynomials a bin with the matching one), with 8 bytes it takes two (three).
-pub const NONCE_LEN: usize = 8;
+/// label before and after an update) from sharing a keystream. That would matter only
+/// to a client that matched the item by chance at both times (it would learn the XOR
+/// of the two labels); each such match has probability at most 2^-95 on the built-in
+/// presets (an item's compared bits), and `b` random bytes make the keystreams meet with
+/// probability at most `u^2 / 2^(8b + 1)` for an item updated `u` times. Every byte of
+/// nonce, though, travels through the label polynomials: a 16-byte label under a
+/// 16-byte nonce took three label parts (95 or 105 bits each), four polynomials a bin
+/// with the matching one. [`nonce_len_for`] gives a database this minimum and whatever
+/// bits the label's last part leaves over.
+pub const MIN_NONCE_LEN: usize = 4;
 
-/// The nonce of databases saved before file version 4, and the longest accepted.
+/// The longest nonce a file or a server's hello may name (a minimum nonce plus the
+/// spare bits of one part is at most 4 + 13 bytes on the built-in presets).
+pub const MAX_NONCE_LEN: usize = 32;
+
+/// The nonce of databases saved before file version 4.
 pub const LEGACY_NONCE_LEN: usize = 16;
 
-/// Checks a nonce length read from a file or a server's hello: 8 to 16 bytes (shorter
-/// nonces would repeat too soon; no database has longer ones).
+/// The nonce length of a database built under `preset` with labels of `label_len`
+/// bytes: at least [`MIN_NONCE_LEN`], grown to fill the bits the label's parts leave
+/// over (free: the parts are sent whole). A 16-byte label then takes two parts on
+/// every built-in preset (nonces of 7 bytes at 95 bits a part, 10 at 105), a label of up
+/// to 7 bytes one.
+pub fn nonce_len_for(preset: &Preset, label_len: usize) -> usize {
+    let bits = preset.item_bits() as usize;
+    let parts = ((label_len + MIN_NONCE_LEN) * 8).div_ceil(bits);
+    (parts * bits / 8)
+        .saturating_sub(label_len)
+        .max(MIN_NONCE_LEN)
+}
+
+/// Checks a nonce length read from a file or a server's hello.
 pub fn check_nonce_len(nonce_len: usize) -> Result<(), String> {
-    if (NONCE_LEN..=LEGACY_NONCE_LEN).contains(&nonce_len) {
+    if (MIN_NONCE_LEN..=MAX_NONCE_LEN).contains(&nonce_len) {
         Ok(())
     } else {
         Err(format!(
-            "label nonces of {nonce_len} bytes ({NONCE_LEN} to {LEGACY_NONCE_LEN} expected)"
+            "label nonces of {nonce_len} bytes ({MIN_NONCE_LEN} to {MAX_NONCE_LEN} expected)"
         ))
     }
 }
@@ -418,7 +437,7 @@ mod tests {
     #[test]
     fn labels_round_trip_through_slots() {
         let preset = Preset::named("n4096-c1k").unwrap();
-        for nonce_len in [NONCE_LEN, LEGACY_NONCE_LEN] {
+        for nonce_len in [MIN_NONCE_LEN, LEGACY_NONCE_LEN, MAX_NONCE_LEN] {
             for len in [1usize, 16, 100, 1024] {
                 let label: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
                 let key = [9u8; 32];
@@ -435,18 +454,31 @@ mod tests {
         }
     }
 
-    /// What the 8-byte nonce saves: a 16-byte label in two parts instead of three on
-    /// the n = 8192 presets (105 bits an item), a 1-byte label in one instead of two.
+    /// What the sized nonce saves: a 16-byte label in two parts instead of three, a
+    /// 1-byte label in one instead of two; the nonce fills the parts and is never
+    /// shorter than the minimum.
     #[test]
-    fn label_parts_follow_the_nonce() {
-        let preset = Preset::named("n8192-c1k").unwrap();
-        assert_eq!(preset.item_bits(), 105);
-        let parts = |label, nonce| label_parts(&preset, encrypted_label_len(label, nonce));
-        assert_eq!((parts(16, NONCE_LEN), parts(16, LEGACY_NONCE_LEN)), (2, 3));
-        assert_eq!((parts(1, NONCE_LEN), parts(1, LEGACY_NONCE_LEN)), (1, 2));
-        assert_eq!(parts(0, NONCE_LEN), 0);
-        assert!(check_nonce_len(NONCE_LEN).is_ok() && check_nonce_len(LEGACY_NONCE_LEN).is_ok());
-        assert!(check_nonce_len(7).is_err() && check_nonce_len(17).is_err());
+    fn nonces_fill_the_label_parts() {
+        for (name, bits, nonce_16) in [("n4096-c1k", 95, 7), ("n8192-c1k", 105, 10)] {
+            let preset = Preset::named(name).unwrap();
+            assert_eq!(preset.item_bits(), bits);
+            let parts = |label, nonce| label_parts(&preset, encrypted_label_len(label, nonce));
+            let sized = |label| parts(label, nonce_len_for(&preset, label));
+            assert_eq!(nonce_len_for(&preset, 16), nonce_16);
+            assert_eq!((sized(16), parts(16, LEGACY_NONCE_LEN)), (2, 3));
+            assert_eq!((sized(1), parts(1, LEGACY_NONCE_LEN)), (1, 2));
+            assert_eq!(parts(0, MIN_NONCE_LEN), 0);
+            for label in 1..=MAX_LABEL_LEN {
+                let nonce = nonce_len_for(&preset, label);
+                assert!(check_nonce_len(nonce).is_ok(), "{name} {label}: {nonce}");
+                // No shorter nonce of at least the minimum takes fewer parts.
+                assert_eq!(sized(label), parts(label, MIN_NONCE_LEN), "{name} {label}");
+                // And one byte more would take another part.
+                assert!(parts(label, nonce + 1) > sized(label), "{name} {label}");
+            }
+        }
+        assert!(check_nonce_len(MIN_NONCE_LEN - 1).is_err());
+        assert!(check_nonce_len(MAX_NONCE_LEN + 1).is_err());
     }
 
     #[test]
