@@ -361,18 +361,29 @@ fn ristretto255_database(n: u64, rng: &mut SessionRng) -> Database {
     db
 }
 
-#[test]
-fn version_2_files_load_as_ristretto255() {
+/// The client of the older-file tests and its answer from a [`ristretto255_database`]
+/// of 2,000 items.
+type Query = (Vec<Vec<u8>>, Vec<Option<Vec<u8>>>);
+
+/// Loads `file`, an older file of `db` (a [`ristretto255_database`] of 2,000 items),
+/// and checks that it answers as `db` would and saves as `db`'s current file.
+fn load_old_file(file: &[u8], db: &Database, rng: &mut SessionRng) -> (Database, Query) {
     use privset_protocols::upsi::store;
-    let mut rng = SessionRng::from_seed([13; 32]);
-    let db = ristretto255_database(2000, &mut rng);
-    let mut old = store::load(&version_2_file(&db)).unwrap();
+    let mut old = store::load(file).unwrap();
     old.prepare().unwrap();
-    assert_eq!(old.oprf(), Oprf::Ristretto255);
     let client = vec![item(7), item(1999), item(4000)];
     let expected = vec![Some(label(7, 8)), Some(label(1999, 8)), None];
-    assert_eq!(run(&old, &client, &mut rng), expected);
-    assert_eq!(store::save(&old).unwrap(), store::save(&db).unwrap());
+    assert_eq!(run(&old, &client, rng), expected);
+    assert_eq!(store::save(&old).unwrap(), store::save(db).unwrap());
+    (old, (client, expected))
+}
+
+#[test]
+fn version_2_files_load_as_ristretto255() {
+    let mut rng = SessionRng::from_seed([13; 32]);
+    let db = ristretto255_database(2000, &mut rng);
+    let (old, _) = load_old_file(&version_2_file(&db), &db, &mut rng);
+    assert_eq!(old.oprf(), Oprf::Ristretto255);
 }
 
 /// A file of version 3 (16-byte nonces) loads and answers; rotating its key moves its
@@ -383,13 +394,8 @@ fn version_3_files_load_and_move_to_short_nonces() {
     use privset_protocols::upsi::store;
     let mut rng = SessionRng::from_seed([14; 32]);
     let db = ristretto255_database(2000, &mut rng);
-    let mut old = store::load(&version_3_file(&db)).unwrap();
-    old.prepare().unwrap();
+    let (mut old, (client, expected)) = load_old_file(&version_3_file(&db), &db, &mut rng);
     assert_eq!(old.nonce_len(), LEGACY_NONCE_LEN);
-    let client = vec![item(7), item(1999), item(4000)];
-    let expected = vec![Some(label(7, 8)), Some(label(1999, 8)), None];
-    assert_eq!(run(&old, &client, &mut rng), expected);
-    assert_eq!(store::save(&old).unwrap(), store::save(&db).unwrap());
     let before = old.memory().packed;
     old.rotate_key(&mut rng).unwrap();
     old.prepare().unwrap();
@@ -554,24 +560,30 @@ mod parties {
         }
     }
 
-    #[test]
-    fn an_unknown_oprf_group_in_the_servers_hello_is_refused() {
-        let db = database(100, 0);
+    /// The run with the server hello's byte `back` bytes before its preset's length
+    /// (which must hold `current`) set to `value`.
+    fn fail_with_hello_byte(db: &Arc<Database>, back: usize, current: u8, value: u8) -> PairError {
         let toml = db.preset().to_toml();
-        let e = fail(&db, vec![item(1)], &mut |d, i, m| {
+        fail(db, vec![item(1)], &mut |d, i, m| {
             if d == Direction::BtoA && i == 0 {
                 let at = m
                     .windows(toml.len())
                     .position(|w| w == toml.as_bytes())
                     .unwrap();
-                // Before the preset: its length (4), the nonce length (1), the label
-                // length (4), the group.
-                let group = at - 4 - 1 - 4 - 1;
-                assert_eq!(m[group], Oprf::X25519.code());
-                m[group] = 99;
+                let byte = at - 4 - back;
+                assert_eq!(m[byte], current);
+                m[byte] = value;
             }
             HookAction::Deliver
-        });
+        })
+    }
+
+    #[test]
+    fn an_unknown_oprf_group_in_the_servers_hello_is_refused() {
+        let db = database(100, 0);
+        // Before the preset's length: the nonce length (1), the label length (4), the
+        // group.
+        let e = fail_with_hello_byte(&db, 1 + 4 + 1, Oprf::X25519.code(), 99);
         assert!(
             matches!(e.error(), Some(ProtocolError::Incompatible(m)) if m.contains("OPRF group (99)")),
             "{e}"
@@ -581,19 +593,8 @@ mod parties {
     #[test]
     fn a_label_nonce_outside_4_to_32_bytes_in_the_servers_hello_is_refused() {
         let db = database(100, 4);
-        let toml = db.preset().to_toml();
         for nonce in [0u8, 3, 33, 255] {
-            let e = fail(&db, vec![item(1)], &mut |d, i, m| {
-                if d == Direction::BtoA && i == 0 {
-                    let at = m
-                        .windows(toml.len())
-                        .position(|w| w == toml.as_bytes())
-                        .unwrap();
-                    assert_eq!(usize::from(m[at - 4 - 1]), db.nonce_len());
-                    m[at - 4 - 1] = nonce;
-                }
-                HookAction::Deliver
-            });
+            let e = fail_with_hello_byte(&db, 1, db.nonce_len() as u8, nonce);
             let expected = format!("nonces of {nonce} bytes");
             assert!(
                 matches!(e.error(), Some(ProtocolError::PeerMisbehaved(PeerMisbehaved::Malformed(m))) if m.contains(&expected)),
