@@ -349,8 +349,8 @@ impl Database {
     /// Replaces the OPRF key: every item is hashed again under a fresh key and every
     /// label re-encrypted under its new label key (the old label keys are recomputed to
     /// open the labels), under nonces of [`nonce_len_for`] bytes (which moves a
-    /// database saved before file version 4 to the shorter nonces). Clients of the old key learn
-    /// nothing about the new hashes.
+    /// database saved before file version 4 to the shorter nonces). Clients of the old
+    /// key learn nothing about the new hashes.
     pub fn rotate_key(&mut self, rng: &mut SessionRng) -> Result<(), ProtocolError> {
         self.rotate_key_to(self.oprf(), rng)
     }

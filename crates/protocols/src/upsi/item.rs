@@ -55,9 +55,9 @@ pub const LEGACY_NONCE_LEN: usize = 16;
 pub fn nonce_len_for(preset: &Preset, label_len: usize) -> usize {
     let bits = preset.item_bits() as usize;
     let parts = ((label_len + MIN_NONCE_LEN) * 8).div_ceil(bits);
-    (parts * bits / 8)
-        .saturating_sub(label_len)
-        .max(MIN_NONCE_LEN)
+    // `parts * bits` is at least `(label_len + MIN_NONCE_LEN) * 8`, so the whole bytes
+    // it holds leave at least the minimum for the nonce.
+    parts * bits / 8 - label_len
 }
 
 /// Checks a nonce length read from a file or a server's hello.

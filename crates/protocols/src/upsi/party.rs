@@ -3,8 +3,8 @@
 //! ```text
 //! hello (client): version u8, role u8 (0), item count u32
 //! hello (server): version u8, role u8 (1), OPRF group u8, label length u32,
-//!                 label nonce length u8, preset TOML (u32 + bytes), bundle index count u32, then bin
-//!                 bundles per index (u32 each)
+//!                 label nonce length u8, preset TOML (u32 + bytes), bundle index
+//!                 count u32, then bin bundles per index (u32 each)
 //! oprf request (kind 1, client -> server): the blinded items, 32 bytes each
 //! oprf answer  (kind 2, server -> client): each under the server's OPRF key
 //! query        (kind 3, client -> server): see [`super::query`]
@@ -29,7 +29,8 @@ use super::query::{self, ClientQuery};
 const PROTOCOL: ProtocolId = ProtocolId::Upsi;
 /// 2: queries at the preset's query level, results shortened (2026-11-27).
 /// 3: the server's hello names the OPRF group (X25519 or ristretto255).
-/// 4: the server's hello gives its labels' nonce length (8 bytes since 2026-11-29).
+/// 4: the server's hello gives its labels' nonce length (sized to the label parts since
+/// 2026-11-29, `item::nonce_len_for`).
 const VERSION: u8 = 4;
 /// Participant indices and names.
 pub const CLIENT: PartyId = 0;
