@@ -2,6 +2,7 @@
 //! an exchange directory, and a participant that drops out.
 
 use std::collections::HashSet;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
@@ -87,6 +88,18 @@ fn role(protocol: &str, i: usize) -> &'static str {
 }
 
 fn spawn(dir: &Path, protocol: &str, i: usize, parties: &Path, link: &[String]) -> Child {
+    spawn_holding(dir, protocol, i, parties, link, 15)
+}
+
+/// [`spawn`] with `common` items held by every participant.
+fn spawn_holding(
+    dir: &Path,
+    protocol: &str,
+    i: usize,
+    parties: &Path,
+    link: &[String],
+    common: usize,
+) -> Child {
     let mut args: Vec<String> = vec![
         "mpsi".into(),
         "--protocol".into(),
@@ -105,7 +118,7 @@ fn spawn(dir: &Path, protocol: &str, i: usize, parties: &Path, link: &[String]) 
     if role(protocol, i) != "dealer" {
         args.extend([
             "--input".into(),
-            write_input(dir, i, 15).display().to_string(),
+            write_input(dir, i, common).display().to_string(),
             "--id-column".into(),
             "plate".into(),
         ]);
@@ -267,11 +280,34 @@ fn a_participant_that_drops_out_is_named() {
     const N: usize = 4;
     let dir = scratch("dropout");
     let parties = roster(&dir, N, true);
+    // Party 2 reports its progress, and is killed once it waits for one of the dealer's
+    // chunks: it has not yet sent its decryption shares of that chunk, so no one can
+    // finish without it, however fast the machine. (The line may come a tick late; with
+    // 300 common items there are many chunks left by then.)
     let mut children: Vec<Child> = (0..N)
-        .map(|i| spawn(&dir, "miyaji-nishida", i, &parties, &tls_key(&dir, i)))
+        .map(|i| {
+            let mut link = tls_key(&dir, i);
+            if i == 2 {
+                link.extend(["--progress".into(), "json".into()]);
+            }
+            spawn_holding(&dir, "miyaji-nishida", i, &parties, &link, 300)
+        })
         .collect();
-    // Party 2 disappears once the session is under way.
-    std::thread::sleep(std::time::Duration::from_millis(700));
+    let progress = BufReader::new(children[2].stderr.take().unwrap());
+    let mut seen = Vec::new();
+    for line in progress.lines() {
+        let line = line.unwrap();
+        let waiting = line.contains("waiting for the dealer's chunk");
+        seen.push(line);
+        if waiting {
+            break;
+        }
+    }
+    assert!(
+        seen.last()
+            .is_some_and(|l| l.contains("waiting for the dealer's chunk")),
+        "party 2 never waited for a chunk of the dealer's: {seen:?}"
+    );
     children[2].kill().unwrap();
     let started = std::time::Instant::now();
     for (i, child) in children.into_iter().enumerate() {
