@@ -146,9 +146,10 @@ class UpsiDatabase:
         DataFrame / pyarrow or polars table with ``id_column=``, or a ``pathlib.Path``
         to a file (CSV, compressed CSV, Parquet, Arrow). ``labels``: one per item (str
         or bytes, or a tuple of cells), or ``label_columns=`` naming a frame's or
-        file's columns; none: an unlabeled database. Each label is stored as its cells,
-        each prefixed by its length (2 bytes), padded to ``label_bytes`` (1 to 1,024;
-        default: the longest; leave room for labels inserted later).
+        file's columns; none: an unlabeled database. A label of one cell is stored as
+        it is (a 1-byte score fits in 1 byte), several cells each after its length (2
+        bytes); padded to ``label_bytes`` (1 to 1,024; default: the longest; leave room
+        for labels inserted later).
 
         ``preset``: a preset's name (docs/upsi.md); default: chosen from the number of
         items and ``client_items``, the most items a client will query with.

@@ -90,18 +90,24 @@ def test_a_database_of_one_item() -> None:
 
 
 def test_labels_of_1_and_1024_bytes(rng: random.Random) -> None:
-    # One byte of label: a one-byte cell (the label holds its 2-byte length too).
-    tiny = privset.UpsiDatabase.build(["a", "b"], ["x", "y"])
-    assert tiny.label_bytes == 3
-    assert found(privset.local.upsi(tiny, ["b"]).matches) == {"b": ("y",)}
-    # 1,024 bytes, the largest: random bytes (not UTF-8: handed back as bytes).
-    big = {f"k{i}": bytes([0xFF]) + rng.randbytes(1021) for i in range(20)}
+    # One byte of label: a one-byte cell, stored as it is; an empty cell.
+    tiny = privset.UpsiDatabase.build(["a", "b", "c"], ["x", "y", ""])
+    assert tiny.label_bytes == 1 and tiny.info()["label_layout"] == "raw"
+    assert found(privset.local.upsi(tiny, ["b", "c"]).matches) == {"b": ("y",), "c": ("",)}
+    # Two cells do not fit a database of one-cell labels; nor does a trailing zero byte.
+    with pytest.raises(privset.ConfigurationError, match="hold one column"):
+        tiny.insert(["d"], [("p", "q")])
+    with pytest.raises(privset.InputError, match="zero byte"):
+        tiny.insert(["d"], [b"\x00"])
+    # 1,024 bytes, the largest: random bytes (not UTF-8: handed back as bytes; the last
+    # not zero, which would read as padding).
+    big = {f"k{i}": bytes([0xFF]) + rng.randbytes(1020) + b"\x01" for i in range(20)}
     db = privset.UpsiDatabase.build(list(big), list(big.values()), label_bytes=1024)
     assert db.label_bytes == 1024
     client = ["k3", "k17", "none"]
     assert found(privset.local.upsi(db, client).matches) == {"k3": (big["k3"],), "k17": (big["k17"],)}
     with pytest.raises(privset.ConfigurationError, match="this database's labels hold 1024"):
-        db.insert(["long"], [b"z" * 1023])
+        db.insert(["long"], [b"z" * 1025])
 
 
 def test_several_label_columns_from_a_data_frame_and_to_frame() -> None:

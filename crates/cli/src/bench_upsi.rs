@@ -72,18 +72,14 @@ fn phone(i: usize) -> String {
     format!("+1555{i:09}")
 }
 
-/// A 14-character label cell: 16 label bytes with its 2-byte length prefix.
+/// Item `i`'s label cell of `bytes` characters (one label column: stored as it is).
 fn label_cell(i: usize, bytes: usize) -> String {
     let digest = format!(
         "{:016x}{:016x}",
         (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
         i
     );
-    digest
-        .chars()
-        .cycle()
-        .take(bytes.saturating_sub(2))
-        .collect()
+    digest.chars().cycle().take(bytes).collect()
 }
 
 struct Query {

@@ -12,7 +12,7 @@ use privset_protocols::upsi::{Client, Oprf};
 use privset_run::output_rows;
 use privset_run::upsi::{
     DatabaseSpec, QueryReport, Rows, UpsiService, build_database, check_client_items, info,
-    match_rows, pad_labels, read_database, read_rows, write_database,
+    match_rows, read_database, read_rows, write_database,
 };
 
 use crate::apsi_cmd::{ListenArgs, drive_client, fresh_seed, serve_sessions};
@@ -82,7 +82,8 @@ pub struct BuildArgs {
     #[arg(long, value_name = "NAME[,NAME...]", value_delimiter = ',')]
     pub label_column: Vec<String>,
     /// Bytes of every label (1 to 1,024; default: the longest in the input). Leave room
-    /// for labels added later.
+    /// for labels added later. One label column's cell is stored as it is (a 1-byte score
+    /// fits in 1); with several columns each cell takes 2 bytes more, for its length.
     #[arg(long, value_name = "N")]
     pub label_bytes: Option<usize>,
     /// Parameter preset (default: chosen from the input's size and --client-items).
@@ -231,10 +232,10 @@ fn build(args: &BuildArgs) -> Result<(), Failure> {
     let started = Instant::now();
     let stopwatch = Stopwatch::start();
     let keys = args.source.keys()?;
-    let Rows { ids, labels } = read_rows(&args.source.input, &keys, &args.label_column)?;
+    let rows = read_rows(&args.source.input, &keys, &args.label_column)?;
     eprintln!(
         "upsi db build: read {} items from {} in {:.1} s; hashing (OPRF) and computing the bins' polynomials on every core",
-        ids.len(),
+        rows.ids.len(),
         args.source.input.display(),
         started.elapsed().as_secs_f64()
     );
@@ -246,7 +247,7 @@ fn build(args: &BuildArgs) -> Result<(), Failure> {
         label_bytes: args.label_bytes,
         oprf: args.oprf.oprf(),
     };
-    let db = build_database(ids, labels, &spec, 0, meter)?;
+    let db = build_database(rows, &spec, 0, meter)?;
     progress.status("writing the database file");
     write_database(&args.db, &db)?;
     progress.finish();
@@ -284,16 +285,16 @@ fn change(args: &ChangeArgs, add: bool) -> Result<(), Failure> {
             "this database is labeled: give --label-column for the items added",
         ));
     }
-    let Rows { ids, mut labels } = read_rows(
+    let rows = read_rows(
         &args.source.input,
         &keys,
         if add { &args.label_column } else { &[] },
     )?;
+    let Rows { ids, labels, .. } = rows.into_layout(db.label_layout(), db.label_len())?;
     let before = db.len();
     let mut rng = privset_crypto::rng::SessionRng::from_os();
     let mut progress = Progress::new("upsi db", Some(db.meter()));
     if add {
-        pad_labels(&mut labels, db.label_len())?;
         db.insert(&ids, &labels, &mut rng)?;
     } else {
         db.remove(&ids);

@@ -279,6 +279,73 @@ fn labeled_queries_match_the_plaintext_answer_and_see_updates() {
     assert!(stderr(&out).contains("changed"), "{}", stderr(&out));
 }
 
+/// One label column is stored as it is: a 1-byte risk score in 1-byte labels, blank
+/// cells included, read back as the client's `label_1`.
+#[test]
+fn one_column_labels_fill_their_bytes_and_may_be_blank() {
+    let d = Dir::new("one-column");
+    let risk = |i: u64| {
+        if i.is_multiple_of(3) {
+            String::new()
+        } else {
+            (i % 10).to_string()
+        }
+    };
+    let mut table = String::from("phone,risk,account\n");
+    for i in 0..3000 {
+        table.push_str(&format!("{},{},acct-{i}\n", phone(i), risk(i)));
+    }
+    std::fs::write(d.p("db.csv"), table).unwrap();
+    let build = |label_columns: &str, change: &str| {
+        let mut a = vec!["upsi", "db", change, "--input"];
+        let input = d.p("db.csv");
+        let db = d.p("db.upsi");
+        a.extend([input.as_str(), "--id-column", "phone", "--label-column"]);
+        a.extend([label_columns, "--db", db.as_str()]);
+        if change == "build" {
+            a.extend(["--label-bytes", "1"]);
+        }
+        run(&a)
+    };
+    let o = build("risk", "build");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let info = db_info(&d.p("db.upsi"));
+    assert_eq!(info["label_bytes"], 1);
+    assert_eq!(info["label_layout"], "raw");
+
+    let addr = port();
+    let server = serve(&d, &addr, 1);
+    let phones: Vec<String> = (0..6000).step_by(7).map(phone).collect();
+    write_contacts(&d.p("contacts.csv"), &phones);
+    let o = query(&d, &addr, &d.p("contacts.csv"), &d.p("rows.csv"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = std::fs::read_to_string(d.p("rows.csv")).unwrap();
+    let mut lines = rows.lines();
+    assert_eq!(lines.next(), Some("phone,label_1"));
+    let got: Vec<&str> = lines.collect();
+    let want: Vec<String> = (0..3000)
+        .step_by(7)
+        .map(|i| format!("{},{}", phone(i), risk(i)))
+        .collect();
+    assert_eq!(got, want);
+    let out = server.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // Two columns into a one-column database, and a 2-byte cell into 1-byte labels,
+    // are refused, naming why.
+    let o = build("risk,account", "add");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("hold one column"), "{}", stderr(&o));
+    std::fs::write(d.p("db.csv"), format!("phone,risk\n{},10\n", phone(1))).unwrap();
+    let o = build("risk", "add");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("a label takes 2 bytes"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn bad_databases_and_oversized_queries_are_clear_errors() {
     let d = Dir::new("errors");

@@ -4,7 +4,7 @@ use privset_crypto::rng::SessionRng;
 use privset_protocols::Meter;
 use privset_protocols::upsi::item::{LEGACY_NONCE_LEN, nonce_len_for};
 use privset_protocols::upsi::query::{ClientQuery, answer};
-use privset_protocols::upsi::{Database, Oprf, Preset};
+use privset_protocols::upsi::{Database, LabelLayout, Oprf, Preset};
 
 fn item(i: u64) -> Vec<u8> {
     format!("+4479{i:08}").into_bytes()
@@ -290,8 +290,8 @@ fn database_updates_save_and_load() {
     assert_eq!(run(&packed, &client, &mut rng), changed);
     assert_eq!(run(&loaded, &client, &mut rng), expected);
     // Truncated, flipped, wrong magic, an unknown OPRF group: clear errors.
-    // The OPRF group follows the nonce length and the key seed.
-    let oprf_byte = nonce_byte_at(&db) + 1 + 32;
+    // The OPRF group follows the nonce length, the label layout and the key seed.
+    let oprf_byte = nonce_byte_at(&db) + 2 + 32;
     assert_eq!(bytes[oprf_byte], Oprf::X25519.code());
     for bad in [
         with_checksum({
@@ -322,11 +322,21 @@ fn with_checksum(mut file: Vec<u8>) -> Vec<u8> {
     file
 }
 
-/// A database file as privset wrote it before 2026-11-29 (version 3: no nonce length;
-/// 16-byte nonces): the current file of a database with such nonces without it.
+/// A database file as privset wrote it before its label layout was stored (version 4:
+/// every label in prefixed cells): the current file of such a database without it.
+fn version_4_file(db: &Database) -> Vec<u8> {
+    assert_eq!(db.label_layout(), LabelLayout::Prefixed);
+    let mut file = privset_protocols::upsi::store::save(db).unwrap();
+    file[16..20].copy_from_slice(&4u32.to_be_bytes());
+    file.remove(nonce_byte_at(db) + 1);
+    with_checksum(file)
+}
+
+/// A database file as privset wrote it before 2026-11-29 (version 3: no nonce length
+/// either; 16-byte nonces).
 fn version_3_file(db: &Database) -> Vec<u8> {
     assert_eq!(db.nonce_len(), LEGACY_NONCE_LEN);
-    let mut file = privset_protocols::upsi::store::save(db).unwrap();
+    let mut file = version_4_file(db);
     file[16..20].copy_from_slice(&3u32.to_be_bytes());
     file.remove(nonce_byte_at(db));
     with_checksum(file)
@@ -343,7 +353,8 @@ fn version_2_file(db: &Database) -> Vec<u8> {
 }
 
 /// Where the file of `db` holds its labels' nonce length: after the magic, version,
-/// preset (length and text) and label length; the key seed and the OPRF group follow.
+/// preset (length and text) and label length; the label layout, the key seed and the
+/// OPRF group follow.
 fn nonce_byte_at(db: &Database) -> usize {
     16 + 4 + 4 + db.preset().to_toml().len() + 4
 }
@@ -376,6 +387,26 @@ fn load_old_file(file: &[u8], db: &Database, rng: &mut SessionRng) -> (Database,
     assert_eq!(run(&old, &client, rng), expected);
     assert_eq!(store::save(&old).unwrap(), store::save(db).unwrap());
     (old, (client, expected))
+}
+
+#[test]
+fn version_4_files_load_with_prefixed_labels_and_the_layout_is_kept() {
+    use privset_protocols::upsi::store;
+    let mut rng = SessionRng::from_seed([15; 32]);
+    let mut db = ristretto255_database(2000, &mut rng);
+    let (old, _) = load_old_file(&version_4_file(&db), &db, &mut rng);
+    assert_eq!(old.label_layout(), LabelLayout::Prefixed);
+    // A raw layout is saved, loaded and kept by a key rotation.
+    db.set_label_layout(LabelLayout::Raw);
+    let mut again = store::load(&store::save(&db).unwrap()).unwrap();
+    assert_eq!(again.label_layout(), LabelLayout::Raw);
+    again.rotate_key(&mut rng).unwrap();
+    assert_eq!(again.label_layout(), LabelLayout::Raw);
+    // An unknown layout is a corrupt file.
+    let mut bad = store::save(&db).unwrap();
+    bad[nonce_byte_at(&db) + 1] = 2;
+    let err = store::load(&with_checksum(bad)).err().unwrap().to_string();
+    assert!(err.contains("label layout 2"), "{err}");
 }
 
 #[test]
@@ -425,9 +456,10 @@ fn version_1_file(db: &Database) -> Vec<u8> {
     out.extend_from_slice(&(preset.len() as u32).to_be_bytes());
     out.extend_from_slice(preset.as_bytes());
     out.extend_from_slice(&(db.label_len() as u32).to_be_bytes());
-    // The key seed, from the current format's header (after the nonce length).
+    // The key seed, from the current format's header (after the nonce length and the
+    // label layout).
     let current = privset_protocols::upsi::store::save(db).unwrap();
-    let at = nonce_byte_at(db) + 1;
+    let at = nonce_byte_at(db) + 2;
     out.extend_from_slice(&current[at..at + 32]);
     out.extend_from_slice(&(db.len() as u64).to_be_bytes());
     for (item, hash, label) in db.records() {
@@ -526,11 +558,17 @@ mod parties {
         Arc::new(db)
     }
 
-    /// Both OPRF groups, the client learning which from the server's hello.
+    /// Both OPRF groups, the client learning which (and the label layout) from the
+    /// server's hello.
     #[test]
     fn client_and_server_agree_with_plaintext() {
-        for oprf in Oprf::ALL {
-            let db = database_in(oprf, 4000, 32);
+        for (oprf, layout) in Oprf::ALL
+            .into_iter()
+            .zip([LabelLayout::Raw, LabelLayout::Prefixed])
+        {
+            let mut db = (*database_in(oprf, 4000, 32)).clone();
+            db.set_label_layout(layout);
+            let db = Arc::new(db);
             // Hits, misses and a duplicate.
             let client_items: Vec<Vec<u8>> = vec![
                 item(1),
@@ -551,6 +589,7 @@ mod parties {
                 .collect();
             assert_eq!(out.matches, expected, "{oprf:?}");
             assert_eq!(out.preset, "n4096-c1k");
+            assert_eq!(out.label_layout, layout);
             assert!(
                 out.false_positive_log2 < -40.0,
                 "{}",
@@ -581,9 +620,9 @@ mod parties {
     #[test]
     fn an_unknown_oprf_group_in_the_servers_hello_is_refused() {
         let db = database(100, 0);
-        // Before the preset's length: the nonce length (1), the label length (4), the
-        // group.
-        let e = fail_with_hello_byte(&db, 1 + 4 + 1, Oprf::X25519.code(), 99);
+        // Before the preset's length: the label layout (1), the nonce length (1), the
+        // label length (4), the group.
+        let e = fail_with_hello_byte(&db, 1 + 1 + 4 + 1, Oprf::X25519.code(), 99);
         assert!(
             matches!(e.error(), Some(ProtocolError::Incompatible(m)) if m.contains("OPRF group (99)")),
             "{e}"
@@ -594,13 +633,23 @@ mod parties {
     fn a_label_nonce_outside_4_to_32_bytes_in_the_servers_hello_is_refused() {
         let db = database(100, 4);
         for nonce in [0u8, 3, 33, 255] {
-            let e = fail_with_hello_byte(&db, 1, db.nonce_len() as u8, nonce);
+            let e = fail_with_hello_byte(&db, 2, db.nonce_len() as u8, nonce);
             let expected = format!("nonces of {nonce} bytes");
             assert!(
                 matches!(e.error(), Some(ProtocolError::PeerMisbehaved(PeerMisbehaved::Malformed(m))) if m.contains(&expected)),
                 "{e}"
             );
         }
+    }
+
+    #[test]
+    fn an_unknown_label_layout_in_the_servers_hello_is_refused() {
+        let db = database(100, 4);
+        let e = fail_with_hello_byte(&db, 1, LabelLayout::Prefixed.code(), 2);
+        assert!(
+            matches!(e.error(), Some(ProtocolError::PeerMisbehaved(PeerMisbehaved::Malformed(m))) if m.contains("label layout (2)")),
+            "{e}"
+        );
     }
 
     fn fail(

@@ -1,8 +1,8 @@
 //! Unbalanced labeled PSI (Cong et al. 2021) for Python: the server's database
 //! (`UpsiDatabase`, the CLI's database file), the rows that build or change it
 //! (`UpsiRows`: identifiers made by the CLI's keys, labels encoded by
-//! `privset_run::upsi::encode_label`, so Python- and CLI-built databases are one
-//! format), and the two parties (`UpsiParty`) on the same state machines, endpoint and
+//! `privset_run::upsi::encode_label` in the same layouts, so Python- and CLI-built
+//! databases are one format), and the two parties (`UpsiParty`) on the same state machines, endpoint and
 //! reports as `privset upsi serve` / `privset upsi query`.
 
 use std::path::PathBuf;
@@ -65,8 +65,12 @@ impl UpsiRows {
         let keys = input::keys(py, names, normalize, phone_region, hash_ids)?;
         let made = input::rows_from_python(&cells, &keys, &[], None).py_err(py)?;
         let ids: Vec<Vec<u8>> = made.into_iter().map(|r| r.id).collect();
-        let labels = match labels {
-            None => Vec::new(),
+        let rows = match labels {
+            None => Rows {
+                ids,
+                labels: Vec::new(),
+                layout: Default::default(),
+            },
             Some(labels) => {
                 if labels.len() != ids.len() {
                     return Err(errors::config(
@@ -74,18 +78,14 @@ impl UpsiRows {
                         format!("{} labels for {} items", labels.len(), ids.len()),
                     ));
                 }
-                labels
+                let cells = labels
                     .iter()
-                    .map(|row| {
-                        let cells = row.iter().map(label_cell).collect::<PyResult<Vec<_>>>()?;
-                        files::encode_label(&cells).py_err(py)
-                    })
-                    .collect::<PyResult<_>>()?
+                    .map(|row| row.iter().map(label_cell).collect::<PyResult<Vec<_>>>())
+                    .collect::<PyResult<Vec<_>>>()?;
+                Rows::labeled(ids, &cells).py_err(py)?
             }
         };
-        Ok(Self {
-            rows: Rows { ids, labels },
-        })
+        Ok(Self { rows })
     }
 
     /// Rows of a file (CSV, compressed CSV, Parquet, Arrow IPC), read as `privset upsi
@@ -178,8 +178,7 @@ impl UpsiDatabase {
         oprf: &str,
     ) -> PyResult<Self> {
         let oprf = oprf_named(py, oprf)?;
-        let ids = rows.rows.ids.clone();
-        let labels = rows.rows.labels.clone();
+        let rows = rows.rows.clone();
         let db = py
             .detach(|| {
                 let spec = files::DatabaseSpec {
@@ -188,7 +187,7 @@ impl UpsiDatabase {
                     label_bytes,
                     oprf,
                 };
-                files::build_database(ids, labels, &spec, files::mib(cache_mb), Default::default())
+                files::build_database(rows, &spec, files::mib(cache_mb), Default::default())
             })
             .py_err(py)?;
         Ok(Self::new(db))
@@ -218,10 +217,9 @@ impl UpsiDatabase {
                 "this database is labeled: give labels= (or label_columns=) for the items added",
             ));
         }
-        let ids = rows.rows.ids.clone();
-        let mut labels = rows.rows.labels.clone();
+        let rows = rows.rows.clone();
         self.edit(py, move |db| {
-            files::pad_labels(&mut labels, db.label_len())?;
+            let Rows { ids, labels, .. } = rows.into_layout(db.label_layout(), db.label_len())?;
             db.insert(&ids, &labels, &mut SessionRng::from_os())?;
             Ok(())
         })
@@ -344,7 +342,8 @@ impl Playable for Spec {
                     .zip(&out.matches)
                     .filter_map(|(item, m)| {
                         let label = m.as_ref()?;
-                        let cells = (out.label_len > 0).then(|| files::label_cells(label));
+                        let cells = (out.label_len > 0)
+                            .then(|| files::label_cells(label, out.label_layout));
                         Some((item.clone(), cells))
                     })
                     .collect();

@@ -27,6 +27,10 @@ pub enum Normalize {
     Email,
     /// A telephone number in E.164 form (`+` and 7 to 15 digits), see [`phone_e164`].
     PhoneE164,
+    /// A label column's cell read beside the identifier: its bytes exactly, and empty
+    /// allowed (a label may be blank). Never an identifier: [`Normalize::from_name`]
+    /// does not offer it.
+    LabelCell,
 }
 
 impl Normalize {
@@ -50,6 +54,7 @@ impl Normalize {
             Self::Lower => "lower",
             Self::Email => "email",
             Self::PhoneE164 => "phone-e164",
+            Self::LabelCell => "label cell",
         }
     }
 }
@@ -235,6 +240,7 @@ pub fn normalize(
 ) -> Result<Vec<u8>, String> {
     let out = match how {
         Normalize::None => cell.to_vec(),
+        Normalize::LabelCell => return Ok(cell.to_vec()),
         Normalize::Trim => cell.trim_ascii().to_vec(),
         Normalize::Lower => lower(cell.trim_ascii()),
         Normalize::Email => {

@@ -3,9 +3,9 @@
 //! when the file changes without disturbing sessions in flight), labels read from and
 //! written to columns, and the client's report.
 //!
-//! A label is the label columns' cells of a row, each prefixed by its length (u16), so
-//! several columns and any bytes round-trip; it is padded with zero bytes to the
-//! database's label length.
+//! A label is the label columns' cells of a row, as the database's [`LabelLayout`]
+//! says: one column's cell as it is, or several columns' cells each after its length
+//! (u16), so that any bytes round-trip; then zero bytes to the database's label length.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -15,7 +15,7 @@ use privset_crypto::rng::SessionRng;
 use privset_protocols::Meter;
 use privset_protocols::engine::Engine;
 use privset_protocols::input::DuplicatePolicy;
-use privset_protocols::upsi::{self, ClientOutput, Database, Server, store};
+use privset_protocols::upsi::{self, ClientOutput, Database, LabelLayout, Server, store};
 
 use crate::drive::Metered;
 use crate::endpoint::{ServedParty, Service};
@@ -40,16 +40,61 @@ pub fn write_database(path: &Path, db: &Database) -> Result<(), Failure> {
 }
 
 /// The rows of an input: identifiers and, labeled, one label per identifier.
+#[derive(Clone)]
 pub struct Rows {
     pub ids: Vec<Vec<u8>>,
     /// Empty when no label columns were read.
     pub labels: Vec<Vec<u8>>,
+    /// How `labels` hold their cells (not yet padded).
+    pub layout: LabelLayout,
+}
+
+impl Rows {
+    /// Rows of labels made from each row's cells: raw when every row has one cell.
+    pub fn labeled(ids: Vec<Vec<u8>>, cells: &[Vec<Vec<u8>>]) -> Result<Self, Failure> {
+        let layout = if cells.iter().all(|c| c.len() == 1) {
+            LabelLayout::Raw
+        } else {
+            LabelLayout::Prefixed
+        };
+        let labels = cells
+            .iter()
+            .map(|c| encode_label(c, layout))
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            ids,
+            labels,
+            layout,
+        })
+    }
+
+    /// The rows with their labels in `layout` (a database's), padded to `len` bytes.
+    pub fn into_layout(self, layout: LabelLayout, len: usize) -> Result<Self, Failure> {
+        let mut labels = if layout == self.layout {
+            self.labels
+        } else {
+            self.labels
+                .iter()
+                .map(|label| {
+                    let cells = decode_label(label, self.layout)
+                        .ok_or_else(|| Failure::other("a label did not decode"))?;
+                    encode_label(&cells, layout)
+                })
+                .collect::<Result<_, _>>()?
+        };
+        pad_labels(&mut labels, len)?;
+        Ok(Self {
+            ids: self.ids,
+            labels,
+            layout,
+        })
+    }
 }
 
 /// Rows of an input: identifiers (made by `keys`) and, when `label_columns` is not
-/// empty, each row's label (the label cells, length-prefixed). Rows repeating an
-/// identifier with the same label are read once; with different labels the last wins
-/// in the database.
+/// empty, each row's label (the label cells, raw for one column, length-prefixed for
+/// several; a cell may be empty). Rows repeating an identifier with the same label are
+/// read once; with different labels the last wins in the database.
 pub fn read_rows(path: &Path, keys: &Keys, label_columns: &[String]) -> Result<Rows, Failure> {
     if label_columns.is_empty() {
         let spec = InputSpec {
@@ -61,6 +106,7 @@ pub fn read_rows(path: &Path, keys: &Keys, label_columns: &[String]) -> Result<R
         return Ok(Rows {
             ids,
             labels: Vec::new(),
+            layout: LabelLayout::default(),
         });
     }
     // One read of the id and label columns together: the label cells unnormalised,
@@ -77,7 +123,7 @@ pub fn read_rows(path: &Path, keys: &Keys, label_columns: &[String]) -> Result<R
         columns,
         normalize: (0..n_ids)
             .map(|i| *keys.normalize.get(i).unwrap_or(&keys.normalize[0]))
-            .chain(label_columns.iter().map(|_| Normalize::None))
+            .chain(label_columns.iter().map(|_| Normalize::LabelCell))
             .collect(),
         phone_region: keys.phone_region,
         hash: None,
@@ -88,6 +134,7 @@ pub fn read_rows(path: &Path, keys: &Keys, label_columns: &[String]) -> Result<R
         segment: None,
     };
     let rows = source::read_input(path, &spec, DuplicatePolicy::First, 0)?.ids;
+    let layout = LabelLayout::for_columns(label_columns.len());
     let mut ids = Vec::with_capacity(rows.len());
     let mut labels = Vec::with_capacity(rows.len());
     for row in rows {
@@ -95,26 +142,49 @@ pub fn read_rows(path: &Path, keys: &Keys, label_columns: &[String]) -> Result<R
             .ok_or_else(|| Failure::other("a combined row did not split into its cells"))?;
         let id_cells: Vec<&[u8]> = cells[..n_ids].iter().map(Vec::as_slice).collect();
         ids.push(keys.key(&id_cells).map_err(Failure::input)?);
-        labels.push(encode_label(&cells[n_ids..])?);
+        labels.push(encode_label(&cells[n_ids..], layout)?);
     }
-    Ok(Rows { ids, labels })
+    Ok(Rows {
+        ids,
+        labels,
+        layout,
+    })
 }
 
-/// A label from its cells: each u16-length-prefixed.
-pub fn encode_label(cells: &[Vec<u8>]) -> Result<Vec<u8>, Failure> {
-    let mut out = Vec::new();
-    for cell in cells {
-        let len = u16::try_from(cell.len())
-            .map_err(|_| Failure::input(format!("a label cell of {} bytes", cell.len())))?;
-        out.extend_from_slice(&len.to_be_bytes());
-        out.extend_from_slice(cell);
+/// A label from its cells, in `layout`: raw (one cell, which must not end in a zero
+/// byte: that would read as padding), or each cell after its u16 length.
+pub fn encode_label(cells: &[Vec<u8>], layout: LabelLayout) -> Result<Vec<u8>, Failure> {
+    match layout {
+        LabelLayout::Raw => match cells {
+            [cell] if cell.last() == Some(&0) => Err(Failure::input(
+                "a label ends in a zero byte, which would read as padding (give it as two label columns to keep it)",
+            )),
+            [cell] => Ok(cell.clone()),
+            _ => Err(Failure::config(format!(
+                "a label of {} cells: this database's labels hold one column",
+                cells.len()
+            ))),
+        },
+        LabelLayout::Prefixed => {
+            let mut out = Vec::new();
+            for cell in cells {
+                let len = u16::try_from(cell.len())
+                    .map_err(|_| Failure::input(format!("a label cell of {} bytes", cell.len())))?;
+                out.extend_from_slice(&len.to_be_bytes());
+                out.extend_from_slice(cell);
+            }
+            Ok(out)
+        }
     }
-    Ok(out)
 }
 
-/// The cells of a label (padding dropped); `None` if it is not a label of this form
-/// (a false match decrypts to noise).
-pub fn decode_label(label: &[u8]) -> Option<Vec<Vec<u8>>> {
+/// The cells of a label in `layout` (padding dropped); `None` if it is not a label of
+/// this form (a false match decrypts to noise).
+pub fn decode_label(label: &[u8], layout: LabelLayout) -> Option<Vec<Vec<u8>>> {
+    if layout == LabelLayout::Raw {
+        let end = label.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+        return Some(vec![label[..end].to_vec()]);
+    }
     let mut rest = label;
     let mut cells = Vec::new();
     while rest.len() >= 2 && rest.iter().any(|&b| b != 0) {
@@ -127,13 +197,14 @@ pub fn decode_label(label: &[u8]) -> Option<Vec<Vec<u8>>> {
 
 /// The cells of a matched item's label as the rows file holds them: decoded, or
 /// the whole label in hex (`hex:...`) when it does not decode.
-pub fn label_cells(label: &[u8]) -> Vec<Vec<u8>> {
-    decode_label(label).unwrap_or_else(|| vec![format!("hex:{}", hex::encode(label)).into_bytes()])
+pub fn label_cells(label: &[u8], layout: LabelLayout) -> Vec<Vec<u8>> {
+    decode_label(label, layout)
+        .unwrap_or_else(|| vec![format!("hex:{}", hex::encode(label)).into_bytes()])
 }
 
 /// Pads labels to `len` bytes (the database's label length), or fails naming the
 /// longest.
-pub fn pad_labels(labels: &mut [Vec<u8>], len: usize) -> Result<(), Failure> {
+fn pad_labels(labels: &mut [Vec<u8>], len: usize) -> Result<(), Failure> {
     if let Some(longest) = labels.iter().map(Vec::len).max()
         && longest > len
     {
@@ -203,28 +274,29 @@ pub struct DatabaseSpec<'a> {
 /// A new database from rows, as `spec` says; the first bundles within `cache_bytes`
 /// held ready for queries (0 for a database only written to a file).
 pub fn build_database(
-    ids: Vec<Vec<u8>>,
-    mut labels: Vec<Vec<u8>>,
+    rows: Rows,
     spec: &DatabaseSpec<'_>,
     cache_bytes: usize,
     meter: Arc<Meter>,
 ) -> Result<Database, Failure> {
     let preset = match spec.preset {
         Some(name) => upsi::Preset::named(name)?,
-        None => upsi::Preset::for_sizes(ids.len() as u64, spec.client_items)?,
+        None => upsi::Preset::for_sizes(rows.ids.len() as u64, spec.client_items)?,
     };
     let label_len = match spec.label_bytes {
         Some(n) => n,
-        None => labels.iter().map(Vec::len).max().unwrap_or(0),
+        None => rows.labels.iter().map(Vec::len).max().unwrap_or(0),
     };
-    if !labels.is_empty() && label_len == 0 {
+    if !rows.labels.is_empty() && label_len == 0 {
         return Err(Failure::config(
             "--label-bytes must be at least 1 with label columns",
         ));
     }
-    pad_labels(&mut labels, label_len)?;
+    let layout = rows.layout;
+    let Rows { ids, labels, .. } = rows.into_layout(layout, label_len)?;
     let mut rng = SessionRng::from_os();
     let mut db = Database::new(preset, label_len, spec.oprf, &mut rng)?;
+    db.set_label_layout(layout);
     db.set_cache_bytes(cache_bytes);
     db.set_meter(meter);
     db.insert(&ids, &labels, &mut rng)?;
@@ -247,6 +319,7 @@ pub fn info(db: &Database) -> serde_json::Value {
         "preset": preset.name,
         "label_bytes": db.label_len(),
         "label_nonce_bytes": db.nonce_len(),
+        "label_layout": db.label_layout().name(),
         "oprf": db.oprf().name(),
         "bundle_counts": db.bundle_counts(),
         "max_client_items": preset.max_client_items,
@@ -455,7 +528,7 @@ pub fn match_rows(
         .iter()
         .zip(&out.matches)
         .filter_map(|(_, m)| m.as_ref())
-        .map(|label| decode_label(label).map_or(1, |c| c.len()))
+        .map(|label| decode_label(label, out.label_layout).map_or(1, |c| c.len()))
         .max()
         .unwrap_or(0);
     let mut header = keys.output_columns();
@@ -469,7 +542,7 @@ pub fn match_rows(
             let label = m.as_ref()?;
             let mut row = keys.split(item);
             if out.label_len > 0 {
-                let mut cells_of = label_cells(label);
+                let mut cells_of = label_cells(label, out.label_layout);
                 cells_of.resize(cells, Vec::new());
                 row.extend(cells_of);
             }
@@ -486,10 +559,35 @@ mod tests {
     #[test]
     fn labels_round_trip() {
         let cells = vec![b"42".to_vec(), Vec::new(), b"acct-7".to_vec()];
-        let mut label = encode_label(&cells).unwrap();
+        let mut label = encode_label(&cells, LabelLayout::Prefixed).unwrap();
         label.resize(40, 0);
-        assert_eq!(decode_label(&label).unwrap(), cells);
-        assert!(decode_label(&[0, 9, 1]).is_none());
-        assert_eq!(decode_label(&[0; 8]).unwrap(), Vec::<Vec<u8>>::new());
+        assert_eq!(decode_label(&label, LabelLayout::Prefixed).unwrap(), cells);
+        assert!(decode_label(&[0, 9, 1], LabelLayout::Prefixed).is_none());
+        let none = Vec::<Vec<u8>>::new();
+        assert_eq!(decode_label(&[0; 8], LabelLayout::Prefixed).unwrap(), none);
+        // One column, raw: a 1-byte cell in a 1-byte label; an empty cell.
+        for cell in [b"7".to_vec(), Vec::new(), vec![0, 1, 2]] {
+            let mut label = encode_label(std::slice::from_ref(&cell), LabelLayout::Raw).unwrap();
+            assert_eq!(label.len(), cell.len());
+            label.resize(4, 0);
+            assert_eq!(decode_label(&label, LabelLayout::Raw).unwrap(), vec![cell]);
+        }
+        assert!(encode_label(&[vec![1, 0]], LabelLayout::Raw).is_err());
+        assert!(encode_label(&cells, LabelLayout::Raw).is_err());
+    }
+
+    #[test]
+    fn rows_move_between_layouts() {
+        let one = Rows::labeled(vec![b"a".to_vec()], &[vec![b"high".to_vec()]]).unwrap();
+        assert_eq!(one.layout, LabelLayout::Raw);
+        let raw = one.clone().into_layout(LabelLayout::Raw, 4).unwrap();
+        assert_eq!(raw.labels, vec![b"high".to_vec()]);
+        // Into a database of prefixed labels (an older file): re-encoded.
+        let prefixed = one.clone().into_layout(LabelLayout::Prefixed, 8).unwrap();
+        assert_eq!(prefixed.labels, vec![b"\0\x04high\0\0".to_vec()]);
+        // Too long for the database's labels; two cells into a one-column database.
+        assert!(one.into_layout(LabelLayout::Raw, 3).is_err());
+        let two = Rows::labeled(vec![b"a".to_vec()], &[vec![b"x".to_vec(), b"y".to_vec()]]);
+        assert!(two.unwrap().into_layout(LabelLayout::Raw, 8).is_err());
     }
 }

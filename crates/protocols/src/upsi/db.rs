@@ -25,7 +25,9 @@ use privset_crypto::bfv::{
 use privset_crypto::rng::SessionRng;
 use rayon::prelude::*;
 
-use super::item::{self, MAX_LABEL_LEN, Oprf, OprfKey, encrypted_label_len, nonce_len_for};
+use super::item::{
+    self, LabelLayout, MAX_LABEL_LEN, Oprf, OprfKey, encrypted_label_len, nonce_len_for,
+};
 use super::preset::Preset;
 use super::records::Records;
 use crate::error::ProtocolError;
@@ -89,6 +91,8 @@ pub struct Database {
     /// Bytes of the nonce in front of each encrypted label ([`item::nonce_len_for`], or
     /// [`item::LEGACY_NONCE_LEN`] in a file saved before version 4).
     nonce_len: usize,
+    /// How the labels hold the front end's label columns (kept and sent, never read).
+    label_layout: LabelLayout,
     /// The OPRF key (its group and seed, so that it can be stored).
     key: OprfKey,
     records: Records,
@@ -153,6 +157,7 @@ impl Database {
             params,
             label_len,
             nonce_len,
+            label_layout: LabelLayout::default(),
             key,
             cache_bytes: DEFAULT_CACHE_BYTES,
             meter: Arc::new(Meter::new()),
@@ -187,6 +192,16 @@ impl Database {
     /// open one; sent in the server's hello).
     pub fn nonce_len(&self) -> usize {
         self.nonce_len
+    }
+
+    /// How the labels hold the label columns (sent in the server's hello).
+    pub fn label_layout(&self) -> LabelLayout {
+        self.label_layout
+    }
+
+    /// Records how the labels hold the label columns (before the first insert).
+    pub fn set_label_layout(&mut self, layout: LabelLayout) {
+        self.label_layout = layout;
     }
 
     /// Bytes of one encrypted label, nonce included (0: unlabeled).
@@ -372,11 +387,12 @@ impl Database {
             Vec::new()
         };
         let key = OprfKey::random(oprf, rng);
-        let (cache_bytes, meter) = (self.cache_bytes, self.meter());
+        let (cache_bytes, meter, layout) = (self.cache_bytes, self.meter(), self.label_layout);
         let nonce_len = nonce_len_for(&self.preset, self.label_len);
         *self = Self::with_key(self.preset.clone(), self.label_len, nonce_len, key)?;
         self.cache_bytes = cache_bytes;
         self.meter = meter;
+        self.label_layout = layout;
         self.insert(&items, &labels, rng)
     }
 

@@ -74,6 +74,54 @@ pub fn check_nonce_len(nonce_len: usize) -> Result<(), String> {
 /// Longest label, in bytes.
 pub const MAX_LABEL_LEN: usize = 1024;
 
+/// How a database's labels hold its label columns. The protocol never looks inside a
+/// label: it keeps the layout with the database and sends it in the server's hello, so
+/// that the front end that decodes a client's labels reads them as the server's front
+/// end wrote them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LabelLayout {
+    /// Each column's cell after its length (2 bytes, big-endian), then zero padding:
+    /// labels of two or more columns, and every file saved before version 5.
+    #[default]
+    Prefixed,
+    /// One column's cell as it is, then zero padding, so that an `L`-byte label holds a
+    /// cell of up to `L` bytes (a 1-byte risk score fits in 1 byte).
+    Raw,
+}
+
+impl LabelLayout {
+    /// The layout for labels of `columns` columns.
+    pub fn for_columns(columns: usize) -> Self {
+        if columns == 1 {
+            Self::Raw
+        } else {
+            Self::Prefixed
+        }
+    }
+
+    pub fn code(self) -> u8 {
+        match self {
+            Self::Prefixed => 0,
+            Self::Raw => 1,
+        }
+    }
+
+    pub fn from_code(code: u8) -> Option<Self> {
+        match code {
+            0 => Some(Self::Prefixed),
+            1 => Some(Self::Raw),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Prefixed => "prefixed",
+            Self::Raw => "raw",
+        }
+    }
+}
+
 /// Blinds a client draws before giving up (each has an inverse key with probability
 /// about 1/2 on X25519, always on ristretto255).
 const BLIND_DRAWS: usize = 128;

@@ -21,6 +21,6 @@ mod records;
 pub mod store;
 
 pub use db::Database;
-pub use item::Oprf;
+pub use item::{LabelLayout, Oprf};
 pub use party::{Client, ClientOutput, Server, ServerOutput};
 pub use preset::Preset;

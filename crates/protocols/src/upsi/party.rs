@@ -22,7 +22,7 @@ use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::wire::{self, PartyId, ProtocolId};
 
 use super::db::Database;
-use super::item::{self, Blinding, ELEMENT_LEN, Oprf};
+use super::item::{self, Blinding, ELEMENT_LEN, LabelLayout, Oprf};
 use super::preset::Preset;
 use super::query::{self, ClientQuery};
 
@@ -31,7 +31,8 @@ const PROTOCOL: ProtocolId = ProtocolId::Upsi;
 /// 3: the server's hello names the OPRF group (X25519 or ristretto255).
 /// 4: the server's hello gives its labels' nonce length (sized to the label parts since
 /// 2026-11-29, `item::nonce_len_for`).
-const VERSION: u8 = 4;
+/// 5: the server's hello gives its labels' layout (`item::LabelLayout`).
+const VERSION: u8 = 5;
 /// Participant indices and names.
 pub const CLIENT: PartyId = 0;
 pub const SERVER: PartyId = 1;
@@ -70,6 +71,8 @@ pub struct ClientOutput {
     /// The server's preset.
     pub preset: String,
     pub label_len: usize,
+    /// How the labels hold the server's label columns (for the front end to decode).
+    pub label_layout: LabelLayout,
     /// Bin bundles per bundle index: what the client learns of the server's set size.
     pub bundle_counts: Vec<u32>,
     /// log2 of the probability that some item matched by chance.
@@ -97,6 +100,7 @@ pub struct Client {
     oprf: Oprf,
     label_len: usize,
     nonce_len: usize,
+    label_layout: LabelLayout,
     bundle_counts: Vec<u32>,
     state: ClientState,
     output: Option<ClientOutput>,
@@ -115,6 +119,7 @@ impl Client {
                 oprf: Oprf::X25519,
                 label_len: 0,
                 nonce_len: 0,
+                label_layout: LabelLayout::default(),
                 bundle_counts: Vec::new(),
                 state: ClientState::Starting,
                 output: None,
@@ -167,6 +172,10 @@ impl Handshake for Client {
         }
         let nonce_len = usize::from(r.u8()?);
         item::check_nonce_len(nonce_len).map_err(PeerMisbehaved::Malformed)?;
+        let code = r.u8()?;
+        let label_layout = LabelLayout::from_code(code).ok_or_else(|| {
+            PeerMisbehaved::Malformed(format!("the server's label layout ({code}) is unknown"))
+        })?;
         let text = std::str::from_utf8(r.bytes(1 << 16)?)
             .map_err(|_| PeerMisbehaved::Malformed("the server's preset is not UTF-8".into()))?;
         let preset = Preset::parse(text).map_err(|e| {
@@ -202,6 +211,7 @@ impl Handshake for Client {
         self.oprf = oprf;
         self.label_len = label_len;
         self.nonce_len = nonce_len;
+        self.label_layout = label_layout;
         self.bundle_counts = counts;
         Ok(())
     }
@@ -248,6 +258,7 @@ impl Protocol for Client {
                     matches,
                     preset: preset.name.clone(),
                     label_len: self.label_len,
+                    label_layout: self.label_layout,
                     bundle_counts: self.bundle_counts.clone(),
                     false_positive_log2: preset.false_positive_log2(self.items.len(), deepest),
                 });
@@ -344,6 +355,7 @@ impl Handshake for Server {
         let mut out = vec![VERSION, 1, self.db.oprf().code()];
         out.extend_from_slice(&(self.db.label_len() as u32).to_be_bytes());
         out.push(self.db.nonce_len() as u8);
+        out.push(self.db.label_layout().code());
         let preset = self.db.preset().to_toml();
         out.extend_from_slice(&(preset.len() as u32).to_be_bytes());
         out.extend_from_slice(preset.as_bytes());

@@ -4,9 +4,9 @@
 //! loading does no polynomial arithmetic.
 //!
 //! ```text
-//! magic "PRIVSET-UPSI-DB\n" (16 bytes), version u32 (4)
+//! magic "PRIVSET-UPSI-DB\n" (16 bytes), version u32 (5)
 //! preset TOML (u32 length + bytes), label length u32, label nonce length u8,
-//!     OPRF key seed (32 bytes), OPRF group u8 (`item::Oprf::code`: 1 ristretto255,
+//!     label layout u8 (`item::LabelLayout::code`: 0 prefixed cells, 1 raw), OPRF key seed (32 bytes), OPRF group u8 (`item::Oprf::code`: 1 ristretto255,
 //!     16 X25519)
 //! item count u64, then per item: item (u32 length + bytes), hash u128,
 //!     encrypted label (nonce + label length bytes; absent when unlabeled)
@@ -17,7 +17,8 @@
 //!     (u64 each, `bfv::packed::packed_words` of them)
 //! SHA-256 of everything above (32 bytes)
 //! ```
-//! Version 3 files (no nonce length: 16-byte nonces), version 2 files (no OPRF group
+//! Version 4 files (no label layout: prefixed cells), version 3 files (no nonce length
+//! either: 16-byte nonces), version 2 files (no OPRF group
 //! byte either: ristretto255) and version 1 files (items only: their polynomials are
 //! computed on load) still load.
 //! Integers are big-endian.
@@ -29,12 +30,12 @@ use sha2::{Digest, Sha256};
 use zeroize::Zeroizing;
 
 use super::db::{Database, PackedBundle};
-use super::item::{self, LEGACY_NONCE_LEN, MAX_LABEL_LEN, Oprf, OprfKey};
+use super::item::{self, LEGACY_NONCE_LEN, LabelLayout, MAX_LABEL_LEN, Oprf, OprfKey};
 use super::preset::Preset;
 use crate::error::ProtocolError;
 
 const MAGIC: &[u8; 16] = b"PRIVSET-UPSI-DB\n";
-const VERSION: u32 = 4;
+const VERSION: u32 = 5;
 /// Longest item a database stores.
 pub const MAX_ITEM_LEN: usize = 1 << 16;
 
@@ -77,6 +78,7 @@ pub fn save_to(db: &Database, out: impl Write) -> Result<(), ProtocolError> {
     w.put(preset.as_bytes()).map_err(io)?;
     w.u32(db.label_len()).map_err(io)?;
     w.put(&[db.nonce_len() as u8]).map_err(io)?;
+    w.put(&[db.label_layout().code()]).map_err(io)?;
     w.put(db.oprf_key().seed.as_ref()).map_err(io)?;
     w.put(&[db.oprf().code()]).map_err(io)?;
     w.put(&(db.len() as u64).to_be_bytes()).map_err(io)?;
@@ -243,6 +245,12 @@ fn parse<R: Read>(r: &mut Body<R>) -> Result<Database, ProtocolError> {
     } else {
         LEGACY_NONCE_LEN
     };
+    let layout = if version >= 5 {
+        let [code] = r.array::<1>()?;
+        LabelLayout::from_code(code).ok_or_else(|| corrupt(format!("label layout {code}")))?
+    } else {
+        LabelLayout::Prefixed
+    };
     let seed = Zeroizing::new(r.array::<32>()?);
     let oprf = if version >= 3 {
         let [code] = r.array::<1>()?;
@@ -251,6 +259,7 @@ fn parse<R: Read>(r: &mut Body<R>) -> Result<Database, ProtocolError> {
         Oprf::Ristretto255
     };
     let mut db = Database::with_key(preset, label_len, nonce_len, OprfKey { oprf, seed })?;
+    db.set_label_layout(layout);
     let count = u64::from_be_bytes(r.array()?);
     let stride = db.encrypted_label_len();
     let count = r.check_count(count, 20 + stride as u64, "items")?;
