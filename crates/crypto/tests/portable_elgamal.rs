@@ -1,7 +1,8 @@
 //! Exponential ElGamal's bulk operations on both paths: with the portable path forced
 //! (`cpu::force_portable`, as `PRIVSET_PORTABLE=1` does), encryptions of filter bits,
-//! of counts and of full scalars, the key owner's encryptions and the doubled message
-//! points are the same bytes as on the eight-lane AVX-512 IFMA path
+//! of counts and of full scalars, the key owner's encryptions, the doubled message
+//! points, re-randomized products and threshold decryption-share batches are the same
+//! bytes as on the eight-lane AVX-512 IFMA path
 //! (`curve25519x8`), from the same seeds, and decrypt to their messages. Its own
 //! binary: forcing is process-wide.
 
@@ -9,6 +10,7 @@ use privset_crypto::ahe::AdditiveHe;
 use privset_crypto::ahe::elgamal::{CiphertextSums, ElGamal, Params, Scalar, bulk};
 use privset_crypto::cpu;
 use privset_crypto::rng::SessionRng;
+use sha2::Digest;
 
 /// Held by each test while it switches paths: forcing is process-wide and the tests of
 /// one binary run in parallel.
@@ -65,6 +67,26 @@ fn outputs(n: usize) -> Vec<Vec<u8>> {
         out.push(encoded);
     }
     out.push(bulk::doubled_base_points(&full).concat());
+    // Re-randomized products `k c + Enc(0)` and `k (c - m G) + Enc(0)`: a zero plaintext
+    // stays zero, any other becomes a random non-zero one.
+    let cts = bulk::decode_many(&bulk::encrypt_encoded(pk.table(), &full, &mut rng)).unwrap();
+    let zero = bulk::doubled_base_points(&[Scalar::ZERO])[0];
+    for (shift, randomized) in [
+        (
+            Scalar::ZERO,
+            bulk::randomize_encoded(pk.table(), &cts, &mut rng),
+        ),
+        (
+            Scalar::ONE,
+            bulk::randomize_difference_encoded(pk.table(), &cts, 1, &mut rng),
+        ),
+    ] {
+        let back = bulk::decrypt_doubled_points(&sk, &bulk::decode_many(&randomized).unwrap());
+        for (m, p) in full.iter().zip(&back) {
+            assert_eq!(*m == shift, *p == zero, "re-randomized (n = {n})");
+        }
+        out.push(randomized);
+    }
     // Running sums over two chunks of the bit encryptions, hits in any order and
     // repeated, one item with no hit: the sums decrypt to the sums of the bits.
     let encoded = bulk::encrypt_bits_encoded(pk.table(), &bits, &mut rng);
@@ -125,10 +147,17 @@ fn both_paths_give_the_same_bytes() {
         );
         let portable = outputs(n);
         cpu::force_portable(false);
-        for (what, (f, p)) in ["bits", "counts", "scalars", "owner", "doubled points"]
-            .iter()
-            .zip(fast.iter().zip(&portable))
-        {
+        let names = [
+            "bits",
+            "counts",
+            "scalars",
+            "owner",
+            "doubled points",
+            "re-randomized",
+            "re-randomized differences",
+        ];
+        assert_eq!(fast.len(), portable.len());
+        for (what, (f, p)) in names.iter().zip(fast.iter().zip(&portable)) {
             assert_eq!(f, p, "{what} differ between the paths (n = {n})");
         }
         if !fast_is_ifma {
@@ -164,7 +193,12 @@ fn zero_test_outcomes(n: usize) -> Vec<String> {
     let verdicts = ThresholdElGamal::zero_test_finish(pk, test, &cts).expect("all batches");
     let want: Vec<bool> = (0..n).map(|k| k % 3 != 0).collect();
     assert_eq!(verdicts, want, "zero iff the plaintext is 0 (n = {n})");
-    let mut out = vec![format!("{verdicts:?}")];
+    // The batches themselves (shares and proofs, from the same stream), by digest.
+    let mut out: Vec<String> = batches
+        .iter()
+        .map(|b| format!("{:x}", sha2::Sha256::digest(b)))
+        .collect();
+    out.push(format!("{verdicts:?}"));
     if n > 2 {
         let mut not_point = batches[1].clone();
         not_point[2 * 32] |= 1;

@@ -2,11 +2,13 @@
 //! extended coordinates of Hisil, Wong, Carter and Dawson ("Twisted Edwards Curves
 //! Revisited", 2008): `(X : Y : Z : T)` with `x = X/Z`, `y = Y/Z`, `xy = T/Z`.
 //!
-//! Only what a fixed-base multiplication needs: the identity and the mixed addition of
-//! an affine point given as `(y + x, y - x, 2d xy)` ("Niels" form, as curve25519-dalek
-//! calls it), 7 multiplications. With `a = -1` a square and `d` a non-square, the
-//! formula is complete: it holds for every pair of points, the identity and equal
-//! points included, so no lane ever needs a special case.
+//! The identity; the mixed addition of an affine point given as `(y + x, y - x,
+//! 2d xy)` ("Niels" form, as curve25519-dalek calls it), 7 multiplications, which the
+//! fixed-base products use; the addition of a point given as `(Y + X, Y - X, 2Z,
+//! 2d T)` ([`Cached8`]), 8, and the doubling, 4 squarings and 4 multiplications, which
+//! the variable-base products use. With `a = -1` a square and `d` a non-square, the
+//! addition formulas are complete: they hold for every pair of points, the identity and
+//! equal points included, so no lane ever needs a special case.
 
 use core::arch::x86_64::*;
 
@@ -61,6 +63,56 @@ impl Niels8 {
     }
 }
 
+/// Eight points in extended coordinates as `(Y + X, Y - X, 2Z, 2d T)`: what
+/// [`Point8::add_cached`] needs of its second operand, computed once for a table entry
+/// that is added many times.
+#[derive(Clone, Copy)]
+pub(crate) struct Cached8 {
+    pub(crate) y_plus_x: Fe8,
+    pub(crate) y_minus_x: Fe8,
+    pub(crate) z2: Fe8,
+    pub(crate) t2d: Fe8,
+}
+
+impl Cached8 {
+    /// The identity `(1, 1, 2, 0)` in every lane.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+    pub(crate) fn identity() -> Cached8 {
+        let one = Fe8::one();
+        Cached8 {
+            y_plus_x: one,
+            y_minus_x: one,
+            z2: one.add(&one),
+            t2d: Fe8::zero(),
+        }
+    }
+
+    /// `-P = (-X, Y, Z, -T)` in the lanes of `mask` only (a blend, no branch).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+    pub(crate) fn negate_where(&self, mask: __mmask8) -> Cached8 {
+        Cached8 {
+            y_plus_x: Fe8::select(mask, &self.y_plus_x, &self.y_minus_x),
+            y_minus_x: Fe8::select(mask, &self.y_minus_x, &self.y_plus_x),
+            z2: self.z2,
+            t2d: Fe8::select(mask, &self.t2d, &self.t2d.neg()),
+        }
+    }
+
+    /// `other` in the lanes of `mask`, `self` in the rest.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+    pub(crate) fn blend(&self, mask: __mmask8, other: &Cached8) -> Cached8 {
+        Cached8 {
+            y_plus_x: Fe8::select(mask, &self.y_plus_x, &other.y_plus_x),
+            y_minus_x: Fe8::select(mask, &self.y_minus_x, &other.y_minus_x),
+            z2: Fe8::select(mask, &self.z2, &other.z2),
+            t2d: Fe8::select(mask, &self.t2d, &other.t2d),
+        }
+    }
+}
+
 impl Point8 {
     /// `(0 : 1 : 1 : 0)` in every lane.
     #[inline]
@@ -103,6 +155,51 @@ impl Point8 {
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
     fn from_abcd(a: &Fe8, b: &Fe8, c: &Fe8, d: &Fe8) -> Point8 {
         let (e, f, g, h) = (b.sub(a), d.sub(c), d.add(c), b.add(a));
+        Point8 {
+            x: e.mul(&f),
+            y: g.mul(&h),
+            z: f.mul(&g),
+            t: e.mul(&h),
+        }
+    }
+
+    /// The point as a [`Cached8`] (one multiplication).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+    pub(crate) fn cached(&self) -> Cached8 {
+        Cached8 {
+            y_plus_x: self.y.add(&self.x),
+            y_minus_x: self.y.sub(&self.x),
+            z2: self.z.add(&self.z),
+            t2d: self.t.mul(&Fe8::splat(D2)),
+        }
+    }
+
+    /// `self + q` ("add-2008-hwcd-3" with `q`'s factors precomputed): 8 multiplications.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+    pub(crate) fn add_cached(&self, q: &Cached8) -> Point8 {
+        let a = self.y.sub(&self.x).mul(&q.y_minus_x);
+        let b = self.y.add(&self.x).mul(&q.y_plus_x);
+        let c = self.t.mul(&q.t2d);
+        let d = self.z.mul(&q.z2);
+        Point8::from_abcd(&a, &b, &c, &d)
+    }
+
+    /// `2 self` ("dbl-2008-hwcd" with `a = -1`): 4 squarings and 4 multiplications. It
+    /// does not read `T`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+    pub(crate) fn double(&self) -> Point8 {
+        let a = self.x.square();
+        let b = self.y.square();
+        let zz = self.z.square();
+        let c = zz.add(&zz);
+        // E = (X + Y)^2 - A - B, G = B - A (= aA + B), F = G - C, H = -A - B (= aA - B).
+        let e = self.x.add(&self.y).square().sub(&a).sub(&b);
+        let g = b.sub(&a);
+        let f = g.sub(&c);
+        let h = a.add(&b).neg();
         Point8 {
             x: e.mul(&f),
             y: g.mul(&h),

@@ -2,7 +2,9 @@
 //! field ([`field`]), moving elements between bytes and lanes with the batched inversion
 //! ([`lanes`]), the fixed exponentiations ([`exponent`]), edwards25519 points
 //! ([`edwards`]) and ristretto255's encoding ([`ristretto`]). The X25519 cwPRF's
-//! backend (`cwprf::x25519::ifma`) and the fixed-base multiplication below share them.
+//! backend (`cwprf::x25519::ifma`), the fixed-base multiplication below, the
+//! variable-base products ([`varbase`]) and the sums of received points ([`sums`],
+//! [`msm`]) share them.
 //!
 //! Every function that touches a vector is a `#[target_feature]` function. The safe
 //! entry points here are sound because a [`FixedBase`] only exists on a CPU with the
@@ -40,6 +42,7 @@ pub(crate) mod sums;
 pub(crate) mod test_support;
 #[cfg(test)]
 mod tests;
+pub(crate) mod varbase;
 
 use core::arch::x86_64::*;
 
@@ -116,40 +119,23 @@ pub(crate) fn radix16(bytes: &[u8; 32]) -> [i8; ROWS] {
 
 /// One table and the digits of one scalar per output ([`radix16`]); `rows` is how many
 /// rows the scalars need.
-struct Term<'a> {
-    base: &'a FixedBase,
-    digits: &'a [[i8; ROWS]],
-    rows: usize,
+pub(crate) struct Term<'a> {
+    pub(crate) base: &'a FixedBase,
+    pub(crate) digits: &'a [[i8; ROWS]],
+    pub(crate) rows: usize,
 }
 
 /// The ristretto255 encodings (32 bytes each) of `sum_t s_t B_t` for every output,
 /// each term a table `B_t`, one scalar per output, and the number of radix-16 rows its
 /// scalars need (64 in general; 1 when every scalar is below 8, as filter bits are:
 /// higher digits are then zero and their rows would add the identity).
-pub(crate) fn mul_and_encode(terms: &[(&FixedBase, &[Scalar], usize)]) -> Vec<u8> {
+pub(crate) fn mul_and_encode(terms: &[FixedTerm<'_>]) -> Vec<u8> {
     let n = terms.first().map_or(0, |t| t.1.len());
     if terms.is_empty() {
         return Vec::new();
     }
-    let mut digits: Vec<Vec<[i8; ROWS]>> = terms
-        .iter()
-        .map(|(_, scalars, _)| {
-            assert_eq!(scalars.len(), n, "one scalar per output in every term");
-            scalars.iter().map(|s| radix16(s.as_bytes())).collect()
-        })
-        .collect();
-    let lane_terms: Vec<Term> = terms
-        .iter()
-        .zip(&digits)
-        .map(|((base, _, rows), digits)| {
-            assert!(*rows <= ROWS);
-            Term {
-                base,
-                digits,
-                rows: *rows,
-            }
-        })
-        .collect();
+    let mut digits = term_digits(terms, n);
+    let lane_terms = lane_terms(terms, &digits);
     let mut out = vec![0u8; 32 * n];
     // SAFETY: a term holds a `FixedBase`, which exists only on a CPU with the features.
     unsafe { mul_and_encode_lanes(&lane_terms, &mut out) };
@@ -159,10 +145,44 @@ pub(crate) fn mul_and_encode(terms: &[(&FixedBase, &[Scalar], usize)]) -> Vec<u8
     out
 }
 
+/// A fixed-base term of a sum of products: the table, one scalar per output, and the
+/// number of radix-16 rows its scalars need.
+pub(crate) type FixedTerm<'a> = (&'a FixedBase, &'a [Scalar], usize);
+
+/// Each term's scalars as radix-16 digits (secret: the caller zeroizes them).
+pub(crate) fn term_digits(terms: &[FixedTerm<'_>], n: usize) -> Vec<Vec<[i8; ROWS]>> {
+    terms
+        .iter()
+        .map(|(_, scalars, _)| {
+            assert_eq!(scalars.len(), n, "one scalar per output in every term");
+            scalars.iter().map(|s| radix16(s.as_bytes())).collect()
+        })
+        .collect()
+}
+
+/// The terms with their digits ([`term_digits`]).
+pub(crate) fn lane_terms<'a>(
+    terms: &[FixedTerm<'a>],
+    digits: &'a [Vec<[i8; ROWS]>],
+) -> Vec<Term<'a>> {
+    terms
+        .iter()
+        .zip(digits)
+        .map(|((base, _, rows), digits)| {
+            assert!(*rows <= ROWS);
+            Term {
+                base,
+                digits,
+                rows: *rows,
+            }
+        })
+        .collect()
+}
+
 /// The digit vectors of row `row` for outputs `first..first + 8` (zero past the end).
 #[inline]
 #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-fn digit_vector(digits: &[[i8; ROWS]], first: usize, row: usize) -> (__m512i, __mmask8) {
+pub(crate) fn digit_vector(digits: &[[i8; ROWS]], first: usize, row: usize) -> (__m512i, __mmask8) {
     let mut abs = [0u64; LANES];
     let mut negative: __mmask8 = 0;
     for (j, d) in digits.iter().skip(first).take(LANES).enumerate() {
@@ -204,7 +224,7 @@ fn select(row: &[NielsLimbs], abs: __m512i, negative: __mmask8) -> Niels8 {
 /// The sum of the terms' products for outputs `first..first + 8`.
 #[inline]
 #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-fn product(terms: &[Term], first: usize) -> Point8 {
+pub(crate) fn product(terms: &[Term], first: usize) -> Point8 {
     let mut acc = Point8::identity();
     for t in terms {
         for row in 0..t.rows {

@@ -226,3 +226,84 @@ fn invalid_encodings_are_named_by_index() {
         assert_eq!(sums::decode_all(&refs).unwrap_err(), at);
     }
 }
+
+#[test]
+fn variable_base_products_match_dalek() {
+    use curve25519_dalek::traits::Identity;
+    use varbase::{Scalars, mul_encoded};
+    if !ifma_or_skip() {
+        return;
+    }
+    let mut rng = SessionRng::from_seed([9; 32]);
+    for n in [0usize, 1, 7, 8, 9, 16, 17, 33] {
+        // The identity among the points, and the scalars' edges.
+        let points: Vec<RistrettoPoint> = (0..n)
+            .map(|i| match i {
+                2 => RistrettoPoint::identity(),
+                _ => RISTRETTO_BASEPOINT_POINT * random(&mut rng),
+            })
+            .collect();
+        let encoded: Vec<u8> = points
+            .iter()
+            .flat_map(|p| p.compress().to_bytes())
+            .collect();
+        let each = scalars(n, &mut rng);
+        let got = mul_encoded(&encoded, Scalars::Each(&each)).unwrap();
+        for i in 0..n {
+            let want = points[i] * each[i];
+            assert_eq!(
+                &got[32 * i..32 * i + 32],
+                want.compress().as_bytes(),
+                "n {n} i {i}"
+            );
+        }
+        for shared in [random(&mut rng), -Scalar::ONE, Scalar::ZERO] {
+            let got = mul_encoded(&encoded, Scalars::Shared(&shared)).unwrap();
+            for i in 0..n {
+                let want = points[i] * shared;
+                assert_eq!(
+                    &got[32 * i..32 * i + 32],
+                    want.compress().as_bytes(),
+                    "n {n} i {i}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_variable_base_point_that_does_not_decode_is_named() {
+    use curve25519_dalek::ristretto::CompressedRistretto;
+    use varbase::{Scalars, mul_encoded};
+    if !ifma_or_skip() {
+        return;
+    }
+    let mut rng = SessionRng::from_seed([10; 32]);
+    let good: Vec<u8> = (0..20)
+        .flat_map(|_| {
+            (RISTRETTO_BASEPOINT_POINT * random(&mut rng))
+                .compress()
+                .to_bytes()
+        })
+        .collect();
+    let s = random(&mut rng);
+    // Canonical and even, but not a point's encoding: refused by the decoding itself.
+    let off_curve = (1u8..)
+        .map(|v| {
+            let mut b = [0u8; 32];
+            b[0] = 2 * v;
+            b
+        })
+        .find(|b| CompressedRistretto(*b).decompress().is_none())
+        .unwrap();
+    let odd = {
+        let mut b = [0u8; 32];
+        b[0] = 1;
+        b
+    };
+    for (at, bad) in [(0, off_curve), (13, off_curve), (19, odd), (9, [0xff; 32])] {
+        let mut encoded = good.clone();
+        encoded[32 * at..32 * at + 32].copy_from_slice(&bad);
+        assert_eq!(mul_encoded(&encoded, Scalars::Shared(&s)), Err(at), "{at}");
+    }
+}

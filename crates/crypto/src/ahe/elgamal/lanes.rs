@@ -30,25 +30,48 @@ pub(crate) fn lanes_or<T>(lanes: impl FnOnce(&Lanes) -> T, serial: impl FnOnce()
     serial()
 }
 
+/// A term of a sum of fixed-base products: the table, one scalar per output, and the
+/// number of radix-16 rows its scalars need ([`ROWS`], or [`rows_for`] of small ones).
+pub(crate) type Term<'a> = (&'a BaseTable, &'a [Scalar], usize);
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) use crate::curve25519x8::varbase::Scalars;
+
 impl Lanes {
-    /// The encodings (32 bytes each) of `sum_t s_t B_t` for every output, each term a
-    /// table `B_t`, one scalar per output, and the number of radix-16 rows its scalars
-    /// need ([`ROWS`], or [`rows_for`] of small ones).
-    pub(crate) fn products(&self, terms: &[(&BaseTable, &[Scalar], usize)]) -> Vec<u8> {
+    /// The encodings (32 bytes each) of `sum_t s_t B_t` for every output.
+    pub(crate) fn products(&self, terms: &[Term<'_>]) -> Vec<u8> {
         #[cfg(target_arch = "x86_64")]
         {
-            let tables: Vec<_> = terms
-                .iter()
-                .map(|(table, scalars, rows)| {
-                    let base = table.fixed_base().expect("a CPU with IFMA has lane tables");
-                    (base, *scalars, *rows)
-                })
-                .collect();
-            crate::curve25519x8::mul_and_encode(&tables)
+            crate::curve25519x8::mul_and_encode(&lane_tables(terms))
         }
         #[cfg(not(target_arch = "x86_64"))]
         match self.0 {}
     }
+
+    /// The encodings of `s_k P_k + sum_t s_tk B_t` for the points of `encodings` (32
+    /// bytes each), or the index of the first that does not decode
+    /// ([`crate::curve25519x8::varbase`]).
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn variable_products(
+        &self,
+        encodings: &[u8],
+        scalars: Scalars<'_>,
+        fixed: &[Term<'_>],
+    ) -> Result<Vec<u8>, usize> {
+        crate::curve25519x8::varbase::mul_encoded(encodings, scalars, &lane_tables(fixed))
+    }
+}
+
+/// The terms on the tables' lane forms.
+#[cfg(target_arch = "x86_64")]
+fn lane_tables<'a>(terms: &[Term<'a>]) -> Vec<crate::curve25519x8::FixedTerm<'a>> {
+    terms
+        .iter()
+        .map(|(table, scalars, rows)| {
+            let base = table.fixed_base().expect("a CPU with IFMA has lane tables");
+            (base, *scalars, *rows)
+        })
+        .collect()
 }
 
 /// The rows that the scalars need: one when every scalar is below 8 (a radix-16 digit

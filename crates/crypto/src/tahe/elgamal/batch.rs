@@ -37,7 +37,7 @@ use sha2::{Digest, Sha512};
 use zeroize::Zeroize;
 
 use super::{Ciphertext, KeyShare, PublicKey, lagrange_at_zero};
-use crate::ahe::elgamal::bulk::{self, double_and_compress, half};
+use crate::ahe::elgamal::bulk;
 use crate::ahe::elgamal::random_nonzero_scalar;
 use crate::rng::SessionRng;
 use crate::tahe::{TaheError, invalid};
@@ -142,21 +142,12 @@ pub(super) fn challenge(
 pub(super) fn share_batch(ks: &KeyShare, cts: &[Ciphertext], rng: &mut SessionRng) -> Vec<u8> {
     let pk = &ks.pk;
     let mut w = weight(pk.parties, ks.index) * ks.x;
-    // D_k as the doubles of (w/2) c1_k, for the batch compression.
-    let mut w_half = w * half();
-    let mut out: Vec<u8> = cts
-        .par_chunks(TASK)
-        .map(|chunk| {
-            let halves: Vec<RistrettoPoint> = chunk.iter().map(|c| c.c1 * w_half).collect();
-            let mut out = Vec::with_capacity(32 * chunk.len());
-            double_and_compress(&halves, &mut out);
-            out
-        })
-        .collect::<Vec<_>>()
-        .concat();
-    w_half.zeroize();
+    // D_k = (w/2)(2 c1_k), from the encodings of the doubles that the batch
+    // coefficients hash anyway.
     let c1s: Vec<RistrettoPoint> = cts.iter().map(|c| c.c1).collect();
-    let rho: Vec<Scalar> = coefficients(pk, ks.index, &c1_encodings(&c1s), &out)
+    let doubles = c1_encodings(&c1s);
+    let mut out = bulk::mul_shared_from_doubles(&doubles, &c1s, &w);
+    let rho: Vec<Scalar> = coefficients(pk, ks.index, &doubles, &out)
         .into_iter()
         .map(scalar_of)
         .collect();

@@ -1,0 +1,182 @@
+//! Variable-base products `s P` eight at a time, each lane its own point: what a
+//! threshold-ElGamal party computes for its decryption shares `w c1_k` (Bay et al. and
+//! Miyaji-Nishida's parties, `tahe::elgamal::batch`), where curve25519-dalek takes about
+//! 27 µs a product in serial arithmetic.
+//!
+//! The points come and go as ristretto255 encodings: they are decoded and the products
+//! encoded in lanes ([`super::ristretto`]), so no point crosses into dalek's
+//! representation. Per lane, constant time in the scalar (a secret key share):
+//! * a table of `P, 2P, ..., 8P` as [`Cached8`] (4 doublings, 3 additions);
+//! * the scalar as 64 signed radix-16 digits in `[-8, 8]` ([`super::radix16`]);
+//! * from the top digit down, four doublings and the addition of the digit's entry,
+//!   read by scanning all eight entries with masked blends (no memory address depends
+//!   on a digit) and negated by a blend.
+
+use core::arch::x86_64::*;
+
+use curve25519_dalek::scalar::Scalar;
+use zeroize::Zeroize;
+
+use super::edwards::{Cached8, Point8};
+use super::field::Fe8;
+use super::lanes::{self, LANES};
+use super::{FixedTerm, ROWS, Term, digit_vector, lane_terms, radix16, ristretto, term_digits};
+
+/// The scalars of a batch of products.
+#[derive(Clone, Copy)]
+pub(crate) enum Scalars<'a> {
+    /// One scalar for every point.
+    Shared(&'a Scalar),
+    /// One scalar per point.
+    Each(&'a [Scalar]),
+}
+
+/// The encodings of `s_k P_k + sum_t r_tk B_t` for the points `P_k` of `encodings` (32
+/// bytes each, back to back) and the fixed-base terms `fixed` (tables `B_t` with their
+/// scalars `r_tk`, as [`super::mul_and_encode`] takes them), or the index of the first
+/// point that is not a ristretto255 encoding.
+///
+/// # Panics
+/// If `encodings` is not whole encodings, a term has not one scalar per point, or the
+/// CPU lacks AVX-512 IFMA (callers check `crate::cpu`).
+pub(crate) fn mul_encoded(
+    encodings: &[u8],
+    scalars: Scalars<'_>,
+    fixed: &[FixedTerm<'_>],
+) -> Result<Vec<u8>, usize> {
+    assert!(
+        crate::cpu::has_avx512_ifma(),
+        "the lane products need AVX-512 IFMA (callers check crate::cpu)"
+    );
+    assert!(encodings.len().is_multiple_of(32), "whole encodings");
+    let n = encodings.len() / 32;
+    if let Scalars::Each(each) = scalars {
+        assert_eq!(each.len(), n, "one scalar per point");
+    }
+    // Non-canonical field elements and negative `s` fail on the bytes alone.
+    if let Some(bad) = encodings.chunks_exact(32).position(|b| {
+        let b: &[u8; 32] = b.try_into().expect("32 bytes");
+        !lanes::is_canonical(b) || b[0] & 1 == 1
+    }) {
+        return Err(bad);
+    }
+    let mut fixed_digits = term_digits(fixed, n);
+    let terms = lane_terms(fixed, &fixed_digits);
+    // SAFETY: the CPU has the features (checked above).
+    let out = unsafe { mul_lanes(encodings, scalars, &terms) };
+    for d in fixed_digits.iter_mut().flatten() {
+        d.zeroize();
+    }
+    out
+}
+
+#[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+unsafe fn mul_lanes(
+    encodings: &[u8],
+    scalars: Scalars<'_>,
+    fixed: &[Term<'_>],
+) -> Result<Vec<u8>, usize> {
+    let n = encodings.len() / 32;
+    let mut digits = vec![[0i8; ROWS]; n];
+    for (k, d) in digits.iter_mut().enumerate() {
+        *d = match scalars {
+            Scalars::Shared(s) => radix16(s.as_bytes()),
+            Scalars::Each(each) => radix16(each[k].as_bytes()),
+        };
+    }
+    let mut out = vec![0u8; 32 * n];
+    let groups = n.div_ceil(LANES);
+    let mut result = Ok(());
+    // Two vectors at a time so that the encodings' exponentiations interleave.
+    let mut g = 0;
+    while g < groups {
+        let pair = (groups - g).min(2);
+        let mut products = [Point8::identity(); 2];
+        for (i, product) in products.iter_mut().enumerate().take(pair) {
+            let first = (g + i) * LANES;
+            match decode(&encodings[32 * first..32 * (first + LANES).min(n)]) {
+                Ok(point) => {
+                    *product = multiply(&point, &digits[first..]);
+                    if !fixed.is_empty() {
+                        *product = product.add(&super::product(fixed, first));
+                    }
+                }
+                Err(j) => result = result.and(Err(first + j)),
+            }
+        }
+        let encoded = ristretto::encode(&products);
+        let end = ((g + pair) * LANES).min(n);
+        lanes::store(&encoded[..pair], &mut out[32 * g * LANES..32 * end]);
+        g += pair;
+    }
+    digits.zeroize();
+    result.map(|()| out)
+}
+
+/// Up to eight points from their encodings (canonical and even: checked on the bytes),
+/// the unused lanes the identity; or the lane of the first that does not decode.
+#[inline]
+#[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+fn decode(encodings: &[u8]) -> Result<Point8, usize> {
+    let limbs: Vec<[u64; 5]> = encodings
+        .chunks_exact(32)
+        .map(|b| lanes::limbs_from_u_bytes(b.try_into().expect("32 bytes")))
+        .collect();
+    let (x, y, valid) = ristretto::decode(&lanes::pack(&limbs, [0; 5])[0]);
+    if let Some(bad) = (0..limbs.len()).find(|j| valid >> j & 1 == 0) {
+        return Err(bad);
+    }
+    Ok(Point8 {
+        x,
+        y,
+        z: Fe8::one(),
+        t: x.mul(&y),
+    })
+}
+
+/// `d_j P_j` in each lane `j`, `d_j` the scalar of radix-16 digits `digits[j]` (lanes
+/// past the end of `digits` multiply by zero).
+#[inline]
+#[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+fn multiply(p: &Point8, digits: &[[i8; ROWS]]) -> Point8 {
+    let table = multiples(p);
+    let mut acc = Point8::identity();
+    for row in (0..ROWS).rev() {
+        if row != ROWS - 1 {
+            acc = acc.double().double().double().double();
+        }
+        let (abs, negative) = digit_vector(digits, 0, row);
+        acc = acc.add_cached(&select(&table, abs, negative));
+    }
+    acc
+}
+
+/// `P, 2P, ..., 8P`: the even multiples doubled from half their size, the odd ones one
+/// addition of `P` above the even one below.
+#[inline]
+#[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+fn multiples(p: &Point8) -> [Cached8; 8] {
+    let once = p.cached();
+    let mut points = [*p; 8];
+    for j in 1..8 {
+        // points[j] = (j + 1) P.
+        points[j] = if j % 2 == 1 {
+            points[(j - 1) / 2].double()
+        } else {
+            points[j - 1].add_cached(&once)
+        };
+    }
+    points.map(|q| q.cached())
+}
+
+/// Each lane's entry `|d|` of `table` (the identity for digit 0), negated where `d < 0`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+fn select(table: &[Cached8; 8], abs: __m512i, negative: __mmask8) -> Cached8 {
+    let mut chosen = Cached8::identity();
+    for (j, entry) in table.iter().enumerate() {
+        let mask = _mm512_cmpeq_epi64_mask(abs, _mm512_set1_epi64(j as i64 + 1));
+        chosen = chosen.blend(mask, entry);
+    }
+    chosen.negate_where(negative)
+}
