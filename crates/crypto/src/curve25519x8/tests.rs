@@ -235,6 +235,7 @@ fn variable_base_products_match_dalek() {
         return;
     }
     let mut rng = SessionRng::from_seed([9; 32]);
+    let g_table = FixedBase::new(&RISTRETTO_BASEPOINT_POINT).unwrap();
     for n in [0usize, 1, 7, 8, 9, 16, 17, 33] {
         // The identity among the points, and the scalars' edges.
         let points: Vec<RistrettoPoint> = (0..n)
@@ -248,7 +249,7 @@ fn variable_base_products_match_dalek() {
             .flat_map(|p| p.compress().to_bytes())
             .collect();
         let each = scalars(n, &mut rng);
-        let got = mul_encoded(&encoded, Scalars::Each(&each)).unwrap();
+        let got = mul_encoded(&encoded, Scalars::Each(&each), &[]).unwrap();
         for i in 0..n {
             let want = points[i] * each[i];
             assert_eq!(
@@ -257,8 +258,19 @@ fn variable_base_products_match_dalek() {
                 "n {n} i {i}"
             );
         }
+        // With a fixed-base term: `s_k P_k + r_k G`.
+        let r = scalars(n, &mut rng);
+        let got = mul_encoded(&encoded, Scalars::Each(&each), &[(&g_table, &r, ROWS)]).unwrap();
+        for i in 0..n {
+            let want = points[i] * each[i] + RISTRETTO_BASEPOINT_POINT * r[i];
+            assert_eq!(
+                &got[32 * i..32 * i + 32],
+                want.compress().as_bytes(),
+                "n {n} i {i}"
+            );
+        }
         for shared in [random(&mut rng), -Scalar::ONE, Scalar::ZERO] {
-            let got = mul_encoded(&encoded, Scalars::Shared(&shared)).unwrap();
+            let got = mul_encoded(&encoded, Scalars::Shared(&shared), &[]).unwrap();
             for i in 0..n {
                 let want = points[i] * shared;
                 assert_eq!(
@@ -304,6 +316,10 @@ fn a_variable_base_point_that_does_not_decode_is_named() {
     for (at, bad) in [(0, off_curve), (13, off_curve), (19, odd), (9, [0xff; 32])] {
         let mut encoded = good.clone();
         encoded[32 * at..32 * at + 32].copy_from_slice(&bad);
-        assert_eq!(mul_encoded(&encoded, Scalars::Shared(&s)), Err(at), "{at}");
+        assert_eq!(
+            mul_encoded(&encoded, Scalars::Shared(&s), &[]),
+            Err(at),
+            "{at}"
+        );
     }
 }
