@@ -213,11 +213,6 @@ impl Point8 {
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
     pub(crate) fn add(&self, q: &Point8) -> Point8 {
-        let a = self.y.sub(&self.x).mul(&q.y.sub(&q.x));
-        let b = self.y.add(&self.x).mul(&q.y.add(&q.x));
-        let c = self.t.mul(&q.t).mul(&Fe8::splat(D2));
-        let zz = self.z.mul(&q.z);
-        let d = zz.add(&zz);
-        Point8::from_abcd(&a, &b, &c, &d)
+        self.add_cached(&q.cached())
     }
 }
