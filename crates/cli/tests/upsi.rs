@@ -193,6 +193,7 @@ fn labeled_queries_match_the_plaintext_answer_and_see_updates() {
 
     let addr = port();
     let mut server = serve(&d, &addr, 2);
+    let said = ServerLog::of(&mut server);
     // Hits, misses, a duplicate.
     let mut phones: Vec<String> = (0..12000).step_by(37).map(phone).collect();
     phones.push(phone(37));
@@ -265,8 +266,18 @@ fn labeled_queries_match_the_plaintext_answer_and_see_updates() {
     assert_eq!(info["oprf"], "x25519");
     let phones2: Vec<String> = (0..130).chain(19990..20060).map(phone).collect();
     write_contacts(&d.p("contacts2.csv"), &phones2);
-    // The watcher looks every second; wait until the server says it reloaded.
-    std::thread::sleep(Duration::from_millis(2500));
+    // The watcher looks every second; wait until the server says it loaded the changed
+    // contents (it may have loaded a step between them first).
+    let loaded = format!("changed: {} items now", table.len());
+    let start = Instant::now();
+    while !said.contains(&loaded) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the server did not reload: {}",
+            said.text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let o = query(&d, &addr, &d.p("contacts2.csv"), &d.p("rows2.csv"));
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(read_rows(&d.p("rows2.csv")), expected(&table, &phones2));
@@ -275,8 +286,37 @@ fn labeled_queries_match_the_plaintext_answer_and_see_updates() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let out = server.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stderr(&out).contains("changed"), "{}", stderr(&out));
+    assert!(out.status.success(), "{}", said.text());
+}
+
+/// What a server prints on stderr, read as it comes.
+struct ServerLog(std::sync::Arc<std::sync::Mutex<String>>);
+
+impl ServerLog {
+    /// Takes `server`'s stderr and collects it on a thread of its own.
+    fn of(server: &mut Child) -> Self {
+        use std::io::Read;
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let mut pipe = server.stderr.take().unwrap();
+        let into = std::sync::Arc::clone(&log);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = pipe.read(&mut buf) {
+                into.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Self(log)
+    }
+
+    fn contains(&self, text: &str) -> bool {
+        self.0.lock().unwrap().contains(text)
+    }
+
+    fn text(&self) -> String {
+        self.0.lock().unwrap().clone()
+    }
 }
 
 /// One label column is stored as it is: a 1-byte risk score in 1-byte labels, blank
