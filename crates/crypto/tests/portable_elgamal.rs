@@ -182,6 +182,7 @@ fn zero_test_outcomes(n: usize) -> Vec<String> {
     let cts: Vec<_> = (0..n)
         .map(|k| ThresholdElGamal::encrypt(pk, &Scalar::from((k % 3 == 0) as u64), &mut rng))
         .collect();
+    let cts = ThresholdElGamal::tested_from_ciphertexts(pk, &cts);
     let batches: Vec<Vec<u8>> = ks
         .iter()
         .map(|k| ThresholdElGamal::share_batch(k, &cts, &mut rng))

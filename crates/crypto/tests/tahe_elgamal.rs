@@ -366,20 +366,21 @@ fn zero_test_batches_on_other_ciphertexts_verify_against_their_own() {
             .map(|_| ThresholdElGamal::encrypt(pk, &zero, &mut rng))
             .collect()
     };
-    let (a, b) = (cts(), cts());
+    let tested = |cts: Vec<_>| ThresholdElGamal::tested_from_ciphertexts(pk, &cts);
+    let (a, b) = (tested(cts()), tested(cts()));
     let mut rng = SessionRng::from_seed([22; 32]);
     let batch =
-        |p: usize, cts: &[_], rng: &mut SessionRng| ThresholdElGamal::share_batch(&ks[p], cts, rng);
+        |p: usize, cts: &_, rng: &mut SessionRng| ThresholdElGamal::share_batch(&ks[p], cts, rng);
     let (a1, b2, a3) = (
         batch(0, &a, &mut rng),
         batch(1, &b, &mut rng),
         batch(2, &a, &mut rng),
     );
-    let mut test = ThresholdElGamal::zero_test_new(pk, a.len());
+    let mut test = ThresholdElGamal::zero_test_new(pk, ThresholdElGamal::tested_len(&a));
     ThresholdElGamal::zero_test_absorb(pk, &mut test, &a, 1, &a1).expect("party 1 on a");
     ThresholdElGamal::zero_test_absorb(pk, &mut test, &b, 2, &b2).expect("party 2 on b");
     ThresholdElGamal::zero_test_absorb(pk, &mut test, &a, 3, &a3).expect("party 3 on a");
-    let mut other = ThresholdElGamal::zero_test_new(pk, a.len());
+    let mut other = ThresholdElGamal::zero_test_new(pk, ThresholdElGamal::tested_len(&a));
     ThresholdElGamal::zero_test_absorb(pk, &mut other, &a, 1, &a1).expect("party 1 on a");
     let err = ThresholdElGamal::zero_test_absorb(pk, &mut other, &a, 2, &b2).unwrap_err();
     assert!(matches!(err, TaheError::BadShare { party: 2, .. }), "{err}");

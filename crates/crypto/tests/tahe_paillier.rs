@@ -297,7 +297,7 @@ fn a_batch_proof_catches_any_wrong_share_inside() {
     let mut rng = SessionRng::from_seed([31; 32]);
     let cts: Vec<_> = (0..5u64)
         .map(|v| ThresholdPaillier::encrypt(&pk, &Integer::from(v), &mut rng))
-        .collect();
+        .collect::<Vec<_>>();
     let width = ThresholdPaillier::ciphertext_len(&pk);
     let batch = ThresholdPaillier::share_batch(&ks[0], &cts, &mut rng);
     let absorb = |b: &[u8]| {

@@ -583,13 +583,30 @@ pub fn bulk<S: ThresholdAhe>(pk: &S::PublicKey, shares: &[S::KeyShare]) {
         );
     }
     assert!(S::scalar_from_wide(pk, &[7; 64]) != S::scalar_from_wide(pk, &[8; 64]));
-    let randomized =
-        S::decode_ciphertexts(pk, &S::randomize_encoded(pk, &cts, &mut rng)).expect("decode");
+    let randomized_encoded = S::randomize_encoded(pk, &cts, &mut rng);
+    let randomized = S::decode_ciphertexts(pk, &randomized_encoded).expect("decode");
     assert!(randomized[1] != cts[1], "randomized");
+    // The ciphertexts of a joint decryption: from their encodings, validated as
+    // `decode_ciphertexts` validates them.
+    let tested = S::tested_from_encoded(pk, &randomized_encoded).expect("valid encodings");
+    assert_eq!(S::tested_len(&tested), count);
+    let ct_len = S::ciphertext_len(pk);
+    for bad in [
+        randomized_encoded[..randomized_encoded.len() - 1].to_vec(),
+        vec![0xff; ct_len * 2],
+        vec![0; ct_len],
+    ] {
+        assert_eq!(
+            S::tested_from_encoded(pk, &bad).err(),
+            S::decode_ciphertexts(pk, &bad).err(),
+            "the same errors as decode_ciphertexts"
+        );
+        assert!(S::decode_ciphertexts(pk, &bad).is_err());
+    }
 
     let batches: Vec<Vec<u8>> = shares
         .iter()
-        .map(|ks| S::share_batch(ks, &randomized, &mut rng))
+        .map(|ks| S::share_batch(ks, &tested, &mut rng))
         .collect();
     for b in &batches {
         assert_eq!(b.len(), S::share_batch_len(pk, count));
@@ -597,14 +614,28 @@ pub fn bulk<S: ThresholdAhe>(pk: &S::PublicKey, shares: &[S::KeyShare]) {
     let run = |order: &[u32], batches: &[Vec<u8>]| -> Result<Vec<bool>, TaheError> {
         let mut test = S::zero_test_new(pk, count);
         for &p in order {
-            S::zero_test_absorb(pk, &mut test, &randomized, p, &batches[p as usize - 1])?;
+            S::zero_test_absorb(pk, &mut test, &tested, p, &batches[p as usize - 1])?;
         }
-        S::zero_test_finish(pk, test, &randomized)
+        S::zero_test_finish(pk, test, &tested)
     };
     let all: Vec<u32> = (1..=n).rev().collect();
     let flags = run(&all, &batches).expect("zero test");
     let expected: Vec<bool> = values.iter().map(|&v| v == 0).collect();
     assert_eq!(flags, expected, "zero test of randomized ciphertexts");
+    // A party's own batch, kept as its own, decrypts the same; the ciphertexts given as
+    // values too.
+    let values_tested = S::tested_from_ciphertexts(pk, &randomized);
+    let mut test = S::zero_test_new(pk, count);
+    S::zero_test_absorb_own(&shares[0], &mut test, &values_tested, &batches[0]).expect("own batch");
+    for p in 2..=n {
+        S::zero_test_absorb(pk, &mut test, &values_tested, p, &batches[p as usize - 1])
+            .expect("batch");
+    }
+    assert_eq!(
+        S::zero_test_finish(pk, test, &values_tested).expect("every batch"),
+        expected,
+        "zero test with an own batch"
+    );
 
     // Every party's batch is needed, whatever the threshold.
     if n > 1 {
@@ -634,7 +665,7 @@ pub fn bulk<S: ThresholdAhe>(pk: &S::PublicKey, shares: &[S::KeyShare]) {
         run(&all, &truncated),
         Err(TaheError::BadShare { party, .. }) if party == n
     ));
-    let other = S::share_batch(&shares[0], &cts, &mut rng);
+    let other = S::share_batch(&shares[0], &S::tested_from_ciphertexts(pk, &cts), &mut rng);
     let mut tampered = batches.clone();
     // Replace the first share of party 1's batch with its share of another ciphertext
     // (every share has the same size: the difference of two batch lengths).

@@ -296,11 +296,26 @@ pub trait ThresholdAhe: Send + Sync + 'static {
             .collect()
     }
 
+    /// Ciphertexts prepared for a joint decryption (a batch of shares, a zero test),
+    /// built once from their encodings: ElGamal keeps the encodings and, on a CPU with
+    /// AVX-512 IFMA, the points decoded in lanes; Paillier the decoded ciphertexts.
+    type Tested: Send + Sync;
+    /// Back-to-back ciphertext encodings, each validated as [`Self::decode_ciphertexts`]
+    /// validates them (the same errors).
+    fn tested_from_encoded(pk: &Self::PublicKey, bytes: &[u8]) -> Result<Self::Tested, TaheError>;
+    /// [`Self::tested_from_encoded`] of ciphertexts held as values.
+    fn tested_from_ciphertexts(pk: &Self::PublicKey, cts: &[Self::Ciphertext]) -> Self::Tested {
+        Self::tested_from_encoded(pk, &Self::encode_ciphertexts(pk, cts))
+            .expect("encoded ciphertexts decode")
+    }
+    /// Number of ciphertexts of `tested`.
+    fn tested_len(tested: &Self::Tested) -> usize;
+
     /// Bytes of one party's batch of decryption shares of `count` ciphertexts.
     fn share_batch_len(pk: &Self::PublicKey, count: usize) -> usize;
     /// This party's decryption shares of every ciphertext of `cts`, with proofs of
     /// correct decryption, encoded as one batch for [`Self::zero_test_absorb`].
-    fn share_batch(ks: &Self::KeyShare, cts: &[Self::Ciphertext], rng: &mut SessionRng) -> Vec<u8>;
+    fn share_batch(ks: &Self::KeyShare, cts: &Self::Tested, rng: &mut SessionRng) -> Vec<u8>;
     /// The state of a zero test of many ciphertexts, fed one party's batch at a time.
     type ZeroTest: Send;
     /// A zero test of `count` ciphertexts. It needs a batch from **every** party
@@ -312,16 +327,27 @@ pub trait ThresholdAhe: Send + Sync + 'static {
     fn zero_test_absorb(
         pk: &Self::PublicKey,
         test: &mut Self::ZeroTest,
-        cts: &[Self::Ciphertext],
+        cts: &Self::Tested,
         party: u32,
         batch: &[u8],
     ) -> Result<(), TaheError>;
+    /// Keeps the batch that `ks`'s holder made itself with [`Self::share_batch`]: a scheme
+    /// may skip checking the proof it made (ElGamal does). The default checks it.
+    fn zero_test_absorb_own(
+        ks: &Self::KeyShare,
+        test: &mut Self::ZeroTest,
+        cts: &Self::Tested,
+        batch: &[u8],
+    ) -> Result<(), TaheError> {
+        let pk = Self::share_public_key(ks);
+        Self::zero_test_absorb(pk, test, cts, Self::share_index(ks), batch)
+    }
     /// For each ciphertext, whether it decrypts to zero. Fails unless every party's batch
     /// was absorbed.
     fn zero_test_finish(
         pk: &Self::PublicKey,
         test: Self::ZeroTest,
-        cts: &[Self::Ciphertext],
+        cts: &Self::Tested,
     ) -> Result<Vec<bool>, TaheError>;
 
     /// Running sums of received ciphertexts, one per item: what a server adds its

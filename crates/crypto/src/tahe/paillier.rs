@@ -850,12 +850,23 @@ impl ThresholdAhe for ThresholdPaillier {
         })
     }
 
+    /// The decoded ciphertexts.
+    type Tested = Vec<Ciphertext>;
+    fn tested_from_encoded(pk: &PublicKey, bytes: &[u8]) -> Result<Vec<Ciphertext>, TaheError> {
+        Self::decode_ciphertexts(pk, bytes)
+    }
+    fn tested_from_ciphertexts(_pk: &PublicKey, cts: &[Ciphertext]) -> Vec<Ciphertext> {
+        cts.to_vec()
+    }
+    fn tested_len(tested: &Vec<Ciphertext>) -> usize {
+        tested.len()
+    }
     /// `party (u32) ‖ c_{i1} … c_{im} ‖ e (32) ‖ z` (see "A batch of shares").
     fn share_batch_len(pk: &PublicKey, count: usize) -> usize {
         4 + count * pk.ct_len() + 32 + pk.z_len()
     }
     /// Every ciphertext's share and one proof for the batch (module docs).
-    fn share_batch(ks: &KeyShare, cts: &[Ciphertext], rng: &mut SessionRng) -> Vec<u8> {
+    fn share_batch(ks: &KeyShare, cts: &Vec<Ciphertext>, rng: &mut SessionRng) -> Vec<u8> {
         let pk = &ks.pk;
         let mut exp = Integer::from(&pk.delta * &ks.si) * 2u32;
         let bases: Vec<Integer> = cts.iter().map(|c| c.0.clone()).collect();
@@ -943,7 +954,7 @@ impl ThresholdAhe for ThresholdPaillier {
     fn zero_test_absorb(
         pk: &PublicKey,
         test: &mut Self::ZeroTest,
-        cts: &[Ciphertext],
+        cts: &Vec<Ciphertext>,
         party: u32,
         batch: &[u8],
     ) -> Result<(), TaheError> {
@@ -997,7 +1008,7 @@ impl ThresholdAhe for ThresholdPaillier {
     fn zero_test_finish(
         pk: &PublicKey,
         test: Self::ZeroTest,
-        cts: &[Ciphertext],
+        cts: &Vec<Ciphertext>,
     ) -> Result<Vec<bool>, TaheError> {
         let mut parties = Vec::with_capacity(test.len());
         let mut by_party = Vec::with_capacity(test.len());

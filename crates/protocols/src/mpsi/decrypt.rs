@@ -24,7 +24,7 @@ pub(super) fn accumulate<S: Scheme>(
 /// The server's side: the ciphertexts sent for decryption and the shares so far.
 pub(super) struct ServerDecryption<S: Scheme> {
     pk: S::PublicKey,
-    combined: Vec<S::Ciphertext>,
+    combined: S::Tested,
     zero: S::ZeroTest,
 }
 
@@ -39,14 +39,14 @@ impl<S: Scheme> ServerDecryption<S> {
         session: &mut Session<'_>,
     ) -> Self {
         let encoded = S::randomize_encoded(pk, sums, session.rng);
-        let combined = S::decode_ciphertexts(pk, &encoded).expect("own encoding");
+        let combined = S::tested_from_encoded(pk, &encoded).expect("own encoding");
         for c in clients {
             session.send(c, KIND_COMBINED, &encoded);
-            expected.push(c, KIND_SHARES, S::share_batch_len(pk, combined.len()));
+            expected.push(c, KIND_SHARES, S::share_batch_len(pk, sums.len()));
         }
         Self {
             pk: pk.clone(),
-            zero: S::zero_test_new(pk, combined.len()),
+            zero: S::zero_test_new(pk, sums.len()),
             combined,
         }
     }
@@ -109,7 +109,7 @@ pub(super) fn send_shares<S: Scheme>(
     server: String,
     session: &mut Session<'_>,
 ) -> Result<(), ProtocolError> {
-    let cts = S::decode_ciphertexts(S::share_public_key(key), body)
+    let cts = S::tested_from_encoded(S::share_public_key(key), body)
         .map_err(blame(server, "combined ciphertexts"))?;
     let batch = S::share_batch(key, &cts, session.rng);
     session.send(HUB, KIND_SHARES, &batch);

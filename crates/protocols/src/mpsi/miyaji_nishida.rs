@@ -73,7 +73,7 @@ pub(super) struct Party<S: Scheme> {
     /// The AND of every party's filter, as it is learned chunk by chunk.
     and: Vec<bool>,
     chunk: usize,
-    masked: Vec<S::Ciphertext>,
+    masked: Option<S::Tested>,
     zero: Option<S::ZeroTest>,
     output: Option<Vec<Vec<u8>>>,
 }
@@ -91,7 +91,7 @@ impl<S: Scheme> Party<S> {
             bloom: Vec::new(),
             and: Vec::new(),
             chunk: 0,
-            masked: Vec::new(),
+            masked: None,
             zero: None,
             output: None,
         }
@@ -201,19 +201,20 @@ impl<S: Scheme> Protocol for Party<S> {
             PartyPhase::Masked => {
                 let key = self.key.as_ref().expect("key");
                 let pk = S::share_public_key(key).clone();
-                self.masked =
-                    S::decode_ciphertexts(&pk, body).map_err(blame(name, "masked filter"))?;
-                let batch = S::share_batch(key, &self.masked, session.rng);
-                let me = session.me();
-                for p in self.others(me) {
+                let masked =
+                    S::tested_from_encoded(&pk, body).map_err(blame(name, "masked filter"))?;
+                let count = S::tested_len(&masked);
+                let batch = S::share_batch(key, &masked, session.rng);
+                for p in self.others(session.me()) {
                     session.send(p, KIND_SHARES, &batch);
                     self.expected
-                        .push(p, KIND_SHARES, S::share_batch_len(&pk, self.masked.len()));
+                        .push(p, KIND_SHARES, S::share_batch_len(&pk, count));
                 }
-                let mut zero = S::zero_test_new(&pk, self.masked.len());
-                S::zero_test_absorb(&pk, &mut zero, &self.masked, u32::from(me), &batch)
+                let mut zero = S::zero_test_new(&pk, count);
+                S::zero_test_absorb_own(key, &mut zero, &masked, &batch)
                     .map_err(|e| ProtocolError::Config(e.to_string()))?;
                 self.zero = Some(zero);
+                self.masked = Some(masked);
                 // Let the dealer work on the next chunk while the shares go round.
                 if self.chunk + 1 < chunks(self.bloom.len()) {
                     self.send_filter_chunk(self.chunk + 1, session);
@@ -223,11 +224,13 @@ impl<S: Scheme> Protocol for Party<S> {
             PartyPhase::Shares => {
                 let pk = self.pk().clone();
                 let zero = self.zero.as_mut().expect("zero test");
-                S::zero_test_absorb(&pk, zero, &self.masked, u32::from(e.from), body)
+                let masked = self.masked.as_ref().expect("the dealer's chunk");
+                S::zero_test_absorb(&pk, zero, masked, u32::from(e.from), body)
                     .map_err(blame(name, "decryption shares"))?;
                 if self.expected.is_empty() {
                     let zero = self.zero.take().expect("zero test");
-                    let flags = S::zero_test_finish(&pk, zero, &self.masked)
+                    let masked = self.masked.take().expect("the dealer's chunk");
+                    let flags = S::zero_test_finish(&pk, zero, &masked)
                         .map_err(|e| ProtocolError::Config(e.to_string()))?;
                     let start = chunk(self.bloom.len(), self.chunk).0;
                     self.and[start..start + flags.len()].copy_from_slice(&flags);

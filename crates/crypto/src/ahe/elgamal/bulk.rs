@@ -47,28 +47,29 @@ pub(crate) fn double_and_compress(points: &[RistrettoPoint], out: &mut Vec<u8>) 
     }
 }
 
-/// The encodings of `s P` for every point `P` whose double's encoding is in `doubles`
-/// (32 bytes each, as `RistrettoPoint::double_and_compress_batch` gives them), `points`
-/// holding the points themselves: `(s/2)(2P)` decoded, multiplied and encoded eight at
-/// a time in the lanes, else curve25519-dalek's `(s/2) P` doubled and compressed. The
-/// same bytes either way; constant time in `s`.
-pub(crate) fn mul_shared_from_doubles(
-    doubles: &[u8],
-    points: &[RistrettoPoint],
+/// The encodings of `s P` for every point `P` of `encodings` (32 bytes each, valid
+/// ristretto255 encodings): decoded, multiplied and encoded eight at a time in the lanes,
+/// else curve25519-dalek's `(s/2) P` doubled and compressed, from `points` (the same
+/// points decoded; only that path reads them). The same bytes either way; constant time
+/// in `s`.
+///
+/// # Panics
+/// If an encoding does not decode, or the serial path is taken without `points`.
+pub(crate) fn mul_shared(
+    encodings: &[u8],
+    points: Option<&[RistrettoPoint]>,
     s: &Scalar,
 ) -> Vec<u8> {
-    assert_eq!(doubles.len(), 32 * points.len(), "one double per point");
-    let mut s_half = s * half();
-    let out = lanes_or(
+    lanes_or(
         |lanes| {
             #[cfg(target_arch = "x86_64")]
             {
-                doubles
+                encodings
                     .par_chunks(32 * TASK)
                     .map(|chunk| {
                         lanes
-                            .variable_products(chunk, super::lanes::Scalars::Shared(&s_half), &[])
-                            .expect("dalek's encodings decode")
+                            .variable_products(chunk, super::lanes::Scalars::Shared(s), &[])
+                            .expect("validated encodings decode")
                     })
                     .collect::<Vec<_>>()
                     .concat()
@@ -77,7 +78,10 @@ pub(crate) fn mul_shared_from_doubles(
             unreachable!("no lanes off x86-64: {:p}", lanes)
         },
         || {
-            points
+            let points = points.expect("the serial path is given the points");
+            assert_eq!(encodings.len(), 32 * points.len(), "one encoding per point");
+            let mut s_half = s * half();
+            let out = points
                 .par_chunks(TASK)
                 .map(|chunk| {
                     let halves: Vec<RistrettoPoint> = chunk.iter().map(|p| p * s_half).collect();
@@ -86,11 +90,11 @@ pub(crate) fn mul_shared_from_doubles(
                     out
                 })
                 .collect::<Vec<_>>()
-                .concat()
+                .concat();
+            s_half.zeroize();
+            out
         },
-    );
-    s_half.zeroize();
-    out
+    )
 }
 
 /// Runs `f` on chunks of `TASK` items in parallel, each with its own forked stream, and

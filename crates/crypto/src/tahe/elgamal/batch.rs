@@ -14,7 +14,7 @@
 //!   that `Σ_i w_i = x` for any threshold `t ≤ n`;
 //! * its batch for ciphertexts `(c1_k, c2_k)` is `D_k = w_i c1_k` for every `k`, then a
 //!   proof: the coefficients `ρ_k` (128 bits each) are hashed from the key, the party,
-//!   every `c1_k` and every `D_k`; with `A = Σ ρ_k c1_k` and `D = Σ ρ_k D_k` the party
+//!   every `c1_k`'s encoding and every `D_k`'s; with `A = Σ ρ_k c1_k` and `D = Σ ρ_k D_k` the party
 //!   proves `log_G W_i = log_A D` (Chaum-Pedersen, Fiat-Shamir over SHA-512);
 //! * a verifier recomputes `A` and `D` with two multi-scalar multiplications. If any
 //!   `D_k ≠ w_i c1_k`, the composite relation holds for at most one value of the
@@ -27,15 +27,16 @@
 //! # Encoding in bulk
 //!
 //! Encryption, re-randomisation and decoding in bulk are [`crate::ahe::elgamal::bulk`]'s.
+//! The ciphertexts to decrypt stay the encodings they arrived in ([`super::tested`]).
 
 use curve25519_dalek::constants::RISTRETTO_BASEPOINT_TABLE;
 use curve25519_dalek::ristretto::RistrettoPoint;
 use curve25519_dalek::scalar::Scalar;
-use curve25519_dalek::traits::VartimeMultiscalarMul;
 use rayon::prelude::*;
 use sha2::{Digest, Sha512};
 use zeroize::Zeroize;
 
+use super::tested::{Points, Tested, serial_c1};
 use super::{Ciphertext, KeyShare, PublicKey, lagrange_at_zero};
 use crate::ahe::elgamal::bulk;
 use crate::ahe::elgamal::random_nonzero_scalar;
@@ -75,42 +76,33 @@ pub(super) fn weight(parties: u32, party: u32) -> Scalar {
     lagrange_at_zero(&all)[party as usize - 1]
 }
 
-/// The doubles of the `c1_k`, compressed: what the batch coefficients hash of the
-/// ciphertexts. Binding `2 c1` is binding `c1` (doubling is a bijection in a group of
-/// odd order), and the batch compression is four times cheaper. A zero test keeps them
-/// for every party's batch (`zero_test::ZeroTest`).
-pub(super) fn c1_encodings(c1s: &[RistrettoPoint]) -> Vec<u8> {
-    c1s.par_chunks(TASK)
-        .flat_map_iter(|chunk| {
-            RistrettoPoint::double_and_compress_batch(chunk)
-                .into_iter()
-                .flat_map(|c| c.to_bytes())
-        })
-        .collect()
-}
-
-/// The coefficients `ρ_k` (below `2^128`) for `c1_encoded` ([`c1_encodings`]) and the
-/// shares `ds`.
+/// The coefficients `ρ_k` (below `2^128`) for the ciphertexts whose `c1_k`'s encodings
+/// are `c1_encoded` and the shares `ds`: one SHA-512 of everything gives a seed, and
+/// each further SHA-512 of the seed and a counter gives four coefficients.
 pub(super) fn coefficients(pk: &PublicKey, party: u32, c1_encoded: &[u8], ds: &[u8]) -> Vec<u128> {
     let count = c1_encoded.len() / 32;
     let mut h = Sha512::new();
-    h.update(b"privset/tahe/elgamal/batch/v1");
+    h.update(b"privset/tahe/elgamal/batch/v2");
     h.update(pk.digest);
     h.update(party.to_be_bytes());
     h.update((count as u64).to_be_bytes());
     h.update(c1_encoded);
     h.update(ds);
     let seed: [u8; 64] = h.finalize().into();
-    (0..count as u64)
+    let mut rho: Vec<u128> = (0..count.div_ceil(4) as u64)
         .into_par_iter()
-        .map(|k| {
+        .flat_map_iter(|k| {
             let mut h = Sha512::new();
             h.update(seed);
             h.update(k.to_be_bytes());
             let d = h.finalize();
-            u128::from_le_bytes(d[..16].try_into().expect("16 bytes"))
+            (0..4).map(move |j| {
+                u128::from_le_bytes(d[16 * j..16 * (j + 1)].try_into().expect("16 bytes"))
+            })
         })
-        .collect()
+        .collect();
+    rho.truncate(count);
+    rho
 }
 
 /// A coefficient as a scalar.
@@ -139,19 +131,17 @@ pub(super) fn challenge(
 }
 
 /// Party `ks.index`'s batch of weighted shares `D_k = w_i c1_k` with one proof.
-pub(super) fn share_batch(ks: &KeyShare, cts: &[Ciphertext], rng: &mut SessionRng) -> Vec<u8> {
+pub(super) fn share_batch(ks: &KeyShare, tested: &Tested, rng: &mut SessionRng) -> Vec<u8> {
     let pk = &ks.pk;
     let mut w = weight(pk.parties, ks.index) * ks.x;
-    // D_k = (w/2)(2 c1_k), from the encodings of the doubles that the batch
-    // coefficients hash anyway.
-    let c1s: Vec<RistrettoPoint> = cts.iter().map(|c| c.c1).collect();
-    let doubles = c1_encodings(&c1s);
-    let mut out = bulk::mul_shared_from_doubles(&doubles, &c1s, &w);
-    let rho: Vec<Scalar> = coefficients(pk, ks.index, &doubles, &out)
-        .into_iter()
-        .map(scalar_of)
-        .collect();
-    let a_star = RistrettoPoint::vartime_multiscalar_mul(&rho, &c1s);
+    let c1_points = match &tested.points {
+        Points::Serial(cts) => Some(serial_c1(cts)),
+        #[cfg(target_arch = "x86_64")]
+        Points::Lanes(_) => None,
+    };
+    let mut out = bulk::mul_shared(&tested.c1_encoded, c1_points.as_deref(), &w);
+    let rho = coefficients(pk, ks.index, &tested.c1_encoded, &out);
+    let a_star = tested.combination(&rho);
     let d_star = a_star * w;
     let mut k = random_nonzero_scalar(rng);
     let a = &k * RISTRETTO_BASEPOINT_TABLE;

@@ -65,6 +65,7 @@
 
 mod batch;
 pub mod joint;
+mod tested;
 mod zero_test;
 
 use curve25519_dalek::constants::{RISTRETTO_BASEPOINT_POINT, RISTRETTO_BASEPOINT_TABLE};
@@ -575,10 +576,17 @@ impl ThresholdAhe for ThresholdElGamal {
         powers.iter_mut().for_each(Zeroize::zeroize);
         Some(Ciphertext { c1, c2 })
     }
+    type Tested = tested::Tested;
+    fn tested_from_encoded(_pk: &PublicKey, bytes: &[u8]) -> Result<tested::Tested, TaheError> {
+        tested::Tested::from_encoded(bytes)
+    }
+    fn tested_len(tested: &tested::Tested) -> usize {
+        tested.len()
+    }
     fn share_batch_len(_pk: &PublicKey, count: usize) -> usize {
         batch::batch_len(count)
     }
-    fn share_batch(ks: &KeyShare, cts: &[Ciphertext], rng: &mut SessionRng) -> Vec<u8> {
+    fn share_batch(ks: &KeyShare, cts: &tested::Tested, rng: &mut SessionRng) -> Vec<u8> {
         batch::share_batch(ks, cts, rng)
     }
     type Sums = single::CiphertextSums;
@@ -608,16 +616,24 @@ impl ThresholdAhe for ThresholdElGamal {
     fn zero_test_absorb(
         pk: &PublicKey,
         test: &mut zero_test::ZeroTest,
-        cts: &[Ciphertext],
+        cts: &tested::Tested,
         party: u32,
         shares: &[u8],
     ) -> Result<(), TaheError> {
         zero_test::zero_test_absorb(pk, test, cts, party, shares)
     }
+    fn zero_test_absorb_own(
+        ks: &KeyShare,
+        test: &mut zero_test::ZeroTest,
+        cts: &tested::Tested,
+        batch: &[u8],
+    ) -> Result<(), TaheError> {
+        zero_test::zero_test_absorb_own(ks, test, cts, batch)
+    }
     fn zero_test_finish(
         _pk: &PublicKey,
         test: zero_test::ZeroTest,
-        cts: &[Ciphertext],
+        cts: &tested::Tested,
     ) -> Result<Vec<bool>, TaheError> {
         zero_test::zero_test_finish(test, cts)
     }
