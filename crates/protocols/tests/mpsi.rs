@@ -11,7 +11,7 @@ use privset_crypto::rng::SessionRng;
 use privset_crypto::tahe::paillier::{Dealer, Params, insecure_test_primes};
 use privset_net::memory::{HarnessError, HookAction, LinkHook, run_parties_with};
 use privset_protocols::mpsi::{
-    self, KIND_FILTER, KIND_POLYNOMIALS, KIND_SHARES, MpsiConfig, MpsiKey, MpsiOutput,
+    self, KIND_FILTER, KIND_POLYNOMIALS, KIND_PROOF, KIND_SHARES, MpsiConfig, MpsiKey, MpsiOutput,
     MpsiProtocol, Role,
 };
 use privset_protocols::party::{OutputParty, Party, PartyId};
@@ -384,6 +384,43 @@ fn bad_decryption_shares_are_blamed_on_their_sender() {
             matches!(error, ProtocolError::PeerMisbehaved(PeerMisbehaved::Threshold { ref party, .. }) if party.ends_with(" 2")),
             "{scheme:?} {protocol:?}: participant {party} failed with {text}"
         );
+    }
+}
+
+/// Miyaji-Nishida's parties send their shares and, once every party's are in, their
+/// proofs: a party that sends one party valid but wrong shares (two swapped), or a
+/// proof that does not verify, is named.
+#[test]
+fn miyaji_nishida_names_wrong_shares_sent_to_one_party_and_bad_proofs() {
+    let protocol = MpsiProtocol::MiyajiNishida;
+    for scheme in SCHEMES {
+        let sets = small_sets(scheme, protocol, 3, 13);
+        let swapped = failure(
+            &format!("{scheme:?} shares swapped for participant 1"),
+            run_with(scheme, protocol, &sets, 0, &mut |from, to, _, m| {
+                if from == 2 && to == 1 && kind_of(m) == KIND_SHARES {
+                    let body = &mut m[HEADER_LEN..];
+                    let (a, b) = body.split_at_mut(32);
+                    a.swap_with_slice(&mut b[..32]);
+                }
+                HookAction::Deliver
+            }),
+        );
+        let bad_proof = failure(
+            &format!("{scheme:?} bad proof"),
+            run_with(scheme, protocol, &sets, 0, &mut |from, _, _, m| {
+                if from == 2 && kind_of(m) == KIND_PROOF {
+                    *m.last_mut().expect("a body") ^= 1;
+                }
+                HookAction::Deliver
+            }),
+        );
+        for (case, (participant, error)) in [("swapped", swapped), ("proof", bad_proof)] {
+            assert!(
+                matches!(error, ProtocolError::PeerMisbehaved(PeerMisbehaved::Threshold { ref party, .. }) if party.ends_with(" 2")),
+                "{scheme:?} {case}: participant {participant} failed with {error}"
+            );
+        }
     }
 }
 

@@ -63,6 +63,7 @@ pub fn run_all<S: ThresholdAhe>(shares: &[S::KeyShare]) {
     encodings::<S>(&pk, shares);
     bulk::<S>(&pk, shares);
     sums::<S>(&pk, shares);
+    mesh::<S>(&pk, shares);
 }
 
 /// Shares of `c` from the parties in `set` (1-based).
@@ -739,4 +740,184 @@ pub fn sums<S: ThresholdAhe>(pk: &S::PublicKey, shares: &[S::KeyShare]) {
     assert!(err.to_string().contains("entry 5"), "{err}");
     S::sums_add(pk, &mut sums, &bad, &[(0, 4), (1, 6)]).expect("entry 5 untouched");
     assert!(S::sums_add(pk, &mut sums, &bad[1..], &[(0, 4)]).is_err());
+}
+
+/// What a party of a mesh run ends with: its flags, or the error that stopped it.
+type MeshOutcome = Result<Vec<bool>, TaheError>;
+
+/// A decryption in a full mesh between every party of the key, each with its own
+/// `Mesh`: `shares_to(from, to, bytes)` and `proof_to(from, to, bytes)` may change what
+/// `from` sends `to`. A party stops at its first error.
+fn run_mesh<S: ThresholdAhe>(
+    pk: &S::PublicKey,
+    shares: &[S::KeyShare],
+    tested: &S::Tested,
+    rng: &mut SessionRng,
+    shares_to: &dyn Fn(u32, u32, &mut Vec<u8>),
+    proof_to: &dyn Fn(u32, u32, &mut Vec<u8>),
+) -> Vec<MeshOutcome> {
+    let n = S::parties(pk) as usize;
+    let count = S::tested_len(tested);
+    let mut meshes: Vec<S::Mesh> = (0..n).map(|_| S::mesh_new(pk, count)).collect();
+    let mut failed: Vec<Option<TaheError>> = vec![None; n];
+    let sent: Vec<Vec<u8>> = shares
+        .iter()
+        .zip(meshes.iter_mut())
+        .map(|(ks, m)| S::mesh_own_shares(ks, m, tested, rng).expect("own shares"))
+        .collect();
+    for s in &sent {
+        assert_eq!(s.len(), S::mesh_shares_len(pk, count));
+    }
+    for to in 0..n {
+        for from in (0..n).filter(|&f| f != to) {
+            let mut bytes = sent[from].clone();
+            shares_to(from as u32 + 1, to as u32 + 1, &mut bytes);
+            if failed[to].is_none() {
+                let r = S::mesh_absorb_shares(pk, &mut meshes[to], tested, from as u32 + 1, &bytes);
+                failed[to] = r.err();
+            }
+        }
+    }
+    let proofs: Vec<Option<Vec<u8>>> = (0..n)
+        .map(|i| {
+            failed[i].is_none().then(|| {
+                S::mesh_own_proof(&shares[i], &mut meshes[i], tested, rng).expect("own proof")
+            })
+        })
+        .collect();
+    for p in proofs.iter().flatten() {
+        assert_eq!(p.len(), S::mesh_proof_len(pk));
+    }
+    let mut out = Vec::with_capacity(n);
+    for (to, mut mesh) in meshes.into_iter().enumerate() {
+        if let Some(e) = failed[to].take() {
+            out.push(Err(e));
+            continue;
+        }
+        let mut result = Ok(());
+        for from in (0..n).filter(|&f| f != to) {
+            // A party that stopped sends nothing: its peers would time out.
+            let Some(proof) = &proofs[from] else {
+                result = Err(TaheError::MissingShares {
+                    party: from as u32 + 1,
+                });
+                break;
+            };
+            let mut bytes = proof.clone();
+            proof_to(from as u32 + 1, to as u32 + 1, &mut bytes);
+            result = S::mesh_absorb_proof(pk, &mut mesh, tested, from as u32 + 1, &bytes);
+            if result.is_err() {
+                break;
+            }
+        }
+        out.push(result.and_then(|()| S::mesh_finish(pk, mesh, tested)));
+    }
+    out
+}
+
+/// Mesh decryption: every party decrypts to the plaintext answer; a wrong share, sent
+/// to everybody or to one party only, and a wrong proof are named; misuse is refused.
+pub fn mesh<S: ThresholdAhe>(pk: &S::PublicKey, shares: &[S::KeyShare]) {
+    let mut rng = seeded(80);
+    let n = S::parties(pk);
+    // Two of ElGamal's lane tasks and a partial one; a few of Paillier's.
+    let count = if S::ciphertext_len(pk) <= 64 { 2100 } else { 9 };
+    let values: Vec<u64> = (0..count as u64)
+        .map(|i| if i % 4 == 1 { 0 } else { i + 1 })
+        .collect();
+    let ms: Vec<S::Scalar> = values.iter().map(|&v| S::scalar_from_u64(pk, v)).collect();
+    let tested = S::tested_from_encoded(pk, &S::encrypt_encoded(pk, &ms, &mut rng))
+        .expect("valid ciphertexts");
+    let want: Vec<bool> = values.iter().map(|&v| v == 0).collect();
+    let keep = |_: u32, _: u32, _: &mut Vec<u8>| {};
+    for (p, outcome) in run_mesh::<S>(pk, shares, &tested, &mut rng, &keep, &keep)
+        .into_iter()
+        .enumerate()
+    {
+        assert_eq!(
+            outcome.as_ref(),
+            Ok(&want),
+            "party {} of an honest mesh",
+            p + 1
+        );
+    }
+    if n < 2 {
+        return;
+    }
+    // Party 2's first two shares swapped: valid encodings, wrong shares.
+    let per_share = S::mesh_shares_len(pk, 2) - S::mesh_shares_len(pk, 1);
+    let swap = |bytes: &mut Vec<u8>| {
+        let (a, b) = bytes.split_at_mut(per_share);
+        a.swap_with_slice(&mut b[..per_share]);
+    };
+    let named_2 = |o: &MeshOutcome| matches!(o, Err(TaheError::BadShare { party: 2, .. }));
+    let to_all = |from: u32, _: u32, b: &mut Vec<u8>| {
+        if from == 2 {
+            swap(b)
+        }
+    };
+    let outcomes = run_mesh::<S>(pk, shares, &tested, &mut rng, &to_all, &keep);
+    for (p, o) in outcomes.iter().enumerate() {
+        if p != 1 {
+            assert!(
+                named_2(o),
+                "party {} given party 2's swapped shares: {o:?}",
+                p + 1
+            );
+        }
+    }
+    // ... to party 1 only: party 1 names it; the others decrypt.
+    let to_one = |from: u32, to: u32, b: &mut Vec<u8>| {
+        if from == 2 && to == 1 {
+            swap(b)
+        }
+    };
+    let outcomes = run_mesh::<S>(pk, shares, &tested, &mut rng, &to_one, &keep);
+    assert!(named_2(&outcomes[0]), "party 1: {:?}", outcomes[0]);
+    for (p, o) in outcomes.iter().enumerate().skip(1) {
+        assert_eq!(o.as_ref(), Ok(&want), "party {} beside party 1", p + 1);
+    }
+    // Party 2's proof changed in its last byte, and cut short.
+    for change in [
+        &(|b: &mut Vec<u8>| *b.last_mut().expect("a proof") ^= 1) as &dyn Fn(&mut Vec<u8>),
+        &|b: &mut Vec<u8>| {
+            b.pop();
+        },
+    ] {
+        let proof_to = |from: u32, _: u32, b: &mut Vec<u8>| {
+            if from == 2 {
+                change(b)
+            }
+        };
+        let outcomes = run_mesh::<S>(pk, shares, &tested, &mut rng, &keep, &proof_to);
+        for (p, o) in outcomes.iter().enumerate() {
+            if p != 1 {
+                assert!(
+                    named_2(o),
+                    "party {} given party 2's bad proof: {o:?}",
+                    p + 1
+                );
+            }
+        }
+    }
+    // Misuse: a proof before every party's shares, a second set of shares, a party out
+    // of range, shares of the wrong length.
+    let mut mesh = S::mesh_new(pk, count);
+    let own = S::mesh_own_shares(&shares[0], &mut mesh, &tested, &mut rng).expect("own");
+    assert_eq!(
+        S::mesh_own_proof(&shares[0], &mut mesh, &tested, &mut rng).err(),
+        Some(TaheError::MissingShares { party: 2 })
+    );
+    assert_eq!(
+        S::mesh_absorb_shares(pk, &mut mesh, &tested, 1, &own).err(),
+        Some(TaheError::DuplicateShare { party: 1 })
+    );
+    assert!(matches!(
+        S::mesh_absorb_shares(pk, &mut mesh, &tested, n + 1, &own),
+        Err(TaheError::UnknownParty { .. })
+    ));
+    assert!(matches!(
+        S::mesh_absorb_shares(pk, &mut mesh, &tested, 2, &own[1..]),
+        Err(TaheError::BadShare { party: 2, .. })
+    ));
 }

@@ -350,6 +350,59 @@ pub trait ThresholdAhe: Send + Sync + 'static {
         cts: &Self::Tested,
     ) -> Result<Vec<bool>, TaheError>;
 
+    /// Bytes of one party's shares of `count` ciphertexts in a mesh decryption.
+    fn mesh_shares_len(pk: &Self::PublicKey, count: usize) -> usize;
+    /// Bytes of one party's proof in a mesh decryption.
+    fn mesh_proof_len(pk: &Self::PublicKey) -> usize;
+    /// A decryption in a full mesh (Miyaji-Nishida): every party sends every other its
+    /// shares of the same ciphertexts ([`Self::mesh_own_shares`]), then, once it holds
+    /// every party's shares, a proof ([`Self::mesh_own_proof`]); each party decrypts
+    /// with every party's shares. ElGamal checks all the shares a party decrypts with at
+    /// once (`elgamal::mesh`); Paillier sends its batch's shares and its proof apart
+    /// ([`SplitMesh`]).
+    type Mesh: Send;
+    fn mesh_new(pk: &Self::PublicKey, count: usize) -> Self::Mesh;
+    /// This party's shares of `cts`, kept in `mesh` and to be sent to every other party.
+    fn mesh_own_shares(
+        ks: &Self::KeyShare,
+        mesh: &mut Self::Mesh,
+        cts: &Self::Tested,
+        rng: &mut SessionRng,
+    ) -> Result<Vec<u8>, TaheError>;
+    /// Keeps `party`'s shares. Errors name `party`: a bad length or encoding, a second
+    /// set of shares.
+    fn mesh_absorb_shares(
+        pk: &Self::PublicKey,
+        mesh: &mut Self::Mesh,
+        cts: &Self::Tested,
+        party: u32,
+        shares: &[u8],
+    ) -> Result<(), TaheError>;
+    /// This party's proof, once every party's shares are in (else `MissingShares`).
+    fn mesh_own_proof(
+        ks: &Self::KeyShare,
+        mesh: &mut Self::Mesh,
+        cts: &Self::Tested,
+        rng: &mut SessionRng,
+    ) -> Result<Vec<u8>, TaheError>;
+    /// Checks and keeps `party`'s proof, once every party's shares are in. Errors name
+    /// `party`.
+    fn mesh_absorb_proof(
+        pk: &Self::PublicKey,
+        mesh: &mut Self::Mesh,
+        cts: &Self::Tested,
+        party: u32,
+        proof: &[u8],
+    ) -> Result<(), TaheError>;
+    /// For each ciphertext, whether it decrypts to zero, once every party's shares and
+    /// proof are in. A party whose shares, as this party received them, are wrong is
+    /// named ([`TaheError::BadShare`]), whichever message showed it.
+    fn mesh_finish(
+        pk: &Self::PublicKey,
+        mesh: Self::Mesh,
+        cts: &Self::Tested,
+    ) -> Result<Vec<bool>, TaheError>;
+
     /// Running sums of received ciphertexts, one per item: what a server adds its
     /// clients' encrypted filter entries into (Bay et al.). ElGamal decodes and adds them
     /// eight at a time on a CPU with AVX-512 IFMA; Paillier keeps [`SerialSums`].
@@ -430,6 +483,132 @@ impl<C: Clone + Send + Sync> SerialSums<C> {
             .into_iter()
             .map(|s| s.unwrap_or_else(|| zero.clone()))
             .collect()
+    }
+}
+
+/// [`ThresholdAhe::Mesh`] from whole batches of shares ([`ThresholdAhe::share_batch`]):
+/// each batch is split into its shares, sent first, and the rest (its proof), sent once
+/// every party's shares are in; the two are joined again and absorbed into a zero test
+/// when the proof arrives. Each party's proof is checked on its own, as in a star.
+pub struct SplitMesh<S: ThresholdAhe> {
+    test: S::ZeroTest,
+    shares: Vec<Option<Vec<u8>>>,
+    own_proof: Option<Vec<u8>>,
+    proved: Vec<bool>,
+}
+
+impl<S: ThresholdAhe> SplitMesh<S> {
+    /// The proof's bytes: what a batch of no ciphertext holds.
+    pub fn proof_len(pk: &S::PublicKey) -> usize {
+        S::share_batch_len(pk, 0)
+    }
+
+    pub fn shares_len(pk: &S::PublicKey, count: usize) -> usize {
+        S::share_batch_len(pk, count) - Self::proof_len(pk)
+    }
+
+    pub fn new(pk: &S::PublicKey, count: usize) -> Self {
+        let parties = S::parties(pk) as usize;
+        Self {
+            test: S::zero_test_new(pk, count),
+            shares: vec![None; parties],
+            own_proof: None,
+            proved: vec![false; parties],
+        }
+    }
+
+    /// The party's index checked against the key (0-based).
+    fn slot(pk: &S::PublicKey, party: u32) -> Result<usize, TaheError> {
+        let parties = S::parties(pk);
+        if party == 0 || party > parties {
+            return Err(TaheError::UnknownParty { party, parties });
+        }
+        Ok(party as usize - 1)
+    }
+
+    pub fn own_shares(
+        &mut self,
+        ks: &S::KeyShare,
+        cts: &S::Tested,
+        rng: &mut SessionRng,
+    ) -> Result<Vec<u8>, TaheError> {
+        let pk = S::share_public_key(ks);
+        let slot = Self::slot(pk, S::share_index(ks))?;
+        if self.shares[slot].is_some() {
+            return Err(TaheError::DuplicateShare {
+                party: S::share_index(ks),
+            });
+        }
+        let mut batch = S::share_batch(ks, cts, rng);
+        S::zero_test_absorb_own(ks, &mut self.test, cts, &batch)?;
+        let proof = batch.split_off(Self::shares_len(pk, S::tested_len(cts)));
+        self.own_proof = Some(proof);
+        self.proved[slot] = true;
+        self.shares[slot] = Some(batch.clone());
+        Ok(batch)
+    }
+
+    pub fn absorb_shares(
+        &mut self,
+        pk: &S::PublicKey,
+        cts: &S::Tested,
+        party: u32,
+        shares: &[u8],
+    ) -> Result<(), TaheError> {
+        let slot = Self::slot(pk, party)?;
+        if self.shares[slot].is_some() {
+            return Err(TaheError::DuplicateShare { party });
+        }
+        let len = Self::shares_len(pk, S::tested_len(cts));
+        if shares.len() != len {
+            return Err(TaheError::BadShare {
+                party,
+                reason: format!("{} bytes of shares ({len} expected)", shares.len()),
+            });
+        }
+        self.shares[slot] = Some(shares.to_vec());
+        Ok(())
+    }
+
+    fn all_shares_in(&self) -> Result<(), TaheError> {
+        match self.shares.iter().position(Option::is_none) {
+            Some(p) => Err(TaheError::MissingShares {
+                party: p as u32 + 1,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    pub fn own_proof(&mut self) -> Result<Vec<u8>, TaheError> {
+        self.all_shares_in()?;
+        self.own_proof
+            .clone()
+            .ok_or(TaheError::Parameters("no own shares were made".into()))
+    }
+
+    pub fn absorb_proof(
+        &mut self,
+        pk: &S::PublicKey,
+        cts: &S::Tested,
+        party: u32,
+        proof: &[u8],
+    ) -> Result<(), TaheError> {
+        self.all_shares_in()?;
+        let slot = Self::slot(pk, party)?;
+        if self.proved[slot] {
+            return Err(TaheError::DuplicateShare { party });
+        }
+        let mut batch = self.shares[slot]
+            .clone()
+            .expect("every party's shares are in");
+        batch.extend_from_slice(proof);
+        S::zero_test_absorb(pk, &mut self.test, cts, party, &batch)?;
+        self.proved[slot] = true;
+        Ok(())
+    }
+
+    pub fn finish(self, pk: &S::PublicKey, cts: &S::Tested) -> Result<Vec<bool>, TaheError> {
+        S::zero_test_finish(pk, self.test, cts)
     }
 }
 

@@ -106,8 +106,8 @@ use rug::{Complete, Integer};
 use sha2::{Digest, Sha256};
 
 use super::{
-    MAX_PARTIES, SerialSums, TaheError, ThresholdAhe, check_counts, check_enough, check_share_set,
-    invalid,
+    MAX_PARTIES, SerialSums, SplitMesh, TaheError, ThresholdAhe, check_counts, check_enough,
+    check_share_set, invalid,
 };
 use std::sync::{Arc, OnceLock};
 
@@ -946,6 +946,57 @@ impl ThresholdAhe for ThresholdPaillier {
     }
     fn sums_finish(_pk: &PublicKey, sums: Self::Sums) -> Vec<Ciphertext> {
         sums.finish(&Ciphertext(Integer::from(1)))
+    }
+    fn mesh_shares_len(pk: &PublicKey, count: usize) -> usize {
+        SplitMesh::<Self>::shares_len(pk, count)
+    }
+    fn mesh_proof_len(pk: &PublicKey) -> usize {
+        SplitMesh::<Self>::proof_len(pk)
+    }
+    type Mesh = SplitMesh<Self>;
+    fn mesh_new(pk: &PublicKey, count: usize) -> Self::Mesh {
+        SplitMesh::new(pk, count)
+    }
+    fn mesh_own_shares(
+        ks: &KeyShare,
+        mesh: &mut Self::Mesh,
+        cts: &Vec<Ciphertext>,
+        rng: &mut SessionRng,
+    ) -> Result<Vec<u8>, TaheError> {
+        mesh.own_shares(ks, cts, rng)
+    }
+    fn mesh_absorb_shares(
+        pk: &PublicKey,
+        mesh: &mut Self::Mesh,
+        cts: &Vec<Ciphertext>,
+        party: u32,
+        shares: &[u8],
+    ) -> Result<(), TaheError> {
+        mesh.absorb_shares(pk, cts, party, shares)
+    }
+    fn mesh_own_proof(
+        _ks: &KeyShare,
+        mesh: &mut Self::Mesh,
+        _cts: &Vec<Ciphertext>,
+        _rng: &mut SessionRng,
+    ) -> Result<Vec<u8>, TaheError> {
+        mesh.own_proof()
+    }
+    fn mesh_absorb_proof(
+        pk: &PublicKey,
+        mesh: &mut Self::Mesh,
+        cts: &Vec<Ciphertext>,
+        party: u32,
+        proof: &[u8],
+    ) -> Result<(), TaheError> {
+        mesh.absorb_proof(pk, cts, party, proof)
+    }
+    fn mesh_finish(
+        pk: &PublicKey,
+        mesh: Self::Mesh,
+        cts: &Vec<Ciphertext>,
+    ) -> Result<Vec<bool>, TaheError> {
+        mesh.finish(pk, cts)
     }
     type ZeroTest = Vec<Option<Vec<DecryptionShare>>>;
     fn zero_test_new(pk: &PublicKey, _count: usize) -> Self::ZeroTest {

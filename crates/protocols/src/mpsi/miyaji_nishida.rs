@@ -10,6 +10,8 @@
 //!                     <-------------------------------------------- M[chunk]
 //!       shares of M[chunk] ----------> (every other party)
 //!                     <------------- their shares of M[chunk]
+//!       proof of correct decryption --> (every other party)
+//!                     <------------- their proofs
 //!       F[j] = 1 iff M_j decrypts to zero (every filter has bit j)
 //!     output: own items whose k bits are all set in F
 //! ```
@@ -19,17 +21,23 @@
 //! that bound, not the sizes. The chunks move in lock step (a party sends its next
 //! filter chunk as soon as it has the dealer's answer for the current one), so no party
 //! ever holds more than a chunk of ciphertexts besides its filter's bits.
+//!
+//! The shares and their proofs travel apart (`ThresholdAhe::Mesh`): each party proves
+//! its shares once it holds every party's, so that with threshold ElGamal it checks all
+//! the shares it decrypts with at once instead of each party's batch on its own
+//! (`privset_crypto::tahe::elgamal`'s `mesh` module).
 
 use std::sync::Arc;
 
 use privset_crypto::filter::bloom::{BloomParams, element_words};
+use privset_crypto::tahe::TaheError;
 use privset_crypto::tahe::elgamal::joint::CONTRIBUTION_LEN;
 
 use super::scheme::Scheme;
 use super::setup::{Expected, JointKey, Setup, blame, bloom_bits};
 use super::{
-    HUB, KIND_FILTER, KIND_KEY, KIND_MASKED, KIND_SHARES, MpsiConfig, MpsiOutput, Role, chunk,
-    chunks, diagonal,
+    HUB, KIND_FILTER, KIND_KEY, KIND_MASKED, KIND_PROOF, KIND_SHARES, MpsiConfig, MpsiOutput, Role,
+    chunk, chunks, diagonal,
 };
 use crate::engine::{Message, Protocol, Session};
 use crate::error::ProtocolError;
@@ -57,6 +65,7 @@ enum PartyPhase {
     Keys,
     Masked,
     Shares,
+    Proofs,
     Done,
 }
 
@@ -74,7 +83,7 @@ pub(super) struct Party<S: Scheme> {
     and: Vec<bool>,
     chunk: usize,
     masked: Option<S::Tested>,
-    zero: Option<S::ZeroTest>,
+    mesh: Option<S::Mesh>,
     output: Option<Vec<Vec<u8>>>,
 }
 
@@ -92,7 +101,7 @@ impl<S: Scheme> Party<S> {
             and: Vec::new(),
             chunk: 0,
             masked: None,
-            zero: None,
+            mesh: None,
             output: None,
         }
     }
@@ -204,16 +213,15 @@ impl<S: Scheme> Protocol for Party<S> {
                 let masked =
                     S::tested_from_encoded(&pk, body).map_err(blame(name, "masked filter"))?;
                 let count = S::tested_len(&masked);
-                let batch = S::share_batch(key, &masked, session.rng);
-                for p in self.others(session.me()) {
-                    session.send(p, KIND_SHARES, &batch);
-                    self.expected
-                        .push(p, KIND_SHARES, S::share_batch_len(&pk, count));
-                }
-                let mut zero = S::zero_test_new(&pk, count);
-                S::zero_test_absorb_own(key, &mut zero, &masked, &batch)
+                let mut mesh = S::mesh_new(&pk, count);
+                let shares = S::mesh_own_shares(key, &mut mesh, &masked, session.rng)
                     .map_err(|e| ProtocolError::Config(e.to_string()))?;
-                self.zero = Some(zero);
+                for p in self.others(session.me()) {
+                    session.send(p, KIND_SHARES, &shares);
+                    self.expected
+                        .push(p, KIND_SHARES, S::mesh_shares_len(&pk, count));
+                }
+                self.mesh = Some(mesh);
                 self.masked = Some(masked);
                 // Let the dealer work on the next chunk while the shares go round.
                 if self.chunk + 1 < chunks(self.bloom.len()) {
@@ -222,16 +230,38 @@ impl<S: Scheme> Protocol for Party<S> {
                 self.phase = PartyPhase::Shares;
             }
             PartyPhase::Shares => {
-                let pk = self.pk().clone();
-                let zero = self.zero.as_mut().expect("zero test");
+                let key = self.key.clone().expect("key");
+                let pk = S::share_public_key(&key);
+                let mesh = self.mesh.as_mut().expect("mesh decryption");
                 let masked = self.masked.as_ref().expect("the dealer's chunk");
-                S::zero_test_absorb(&pk, zero, masked, u32::from(e.from), body)
+                S::mesh_absorb_shares(pk, mesh, masked, u32::from(e.from), body)
                     .map_err(blame(name, "decryption shares"))?;
                 if self.expected.is_empty() {
-                    let zero = self.zero.take().expect("zero test");
-                    let masked = self.masked.take().expect("the dealer's chunk");
-                    let flags = S::zero_test_finish(&pk, zero, &masked)
+                    // Every party's shares are in: the proof, then everybody's.
+                    let proof = S::mesh_own_proof(&key, mesh, masked, session.rng)
                         .map_err(|e| ProtocolError::Config(e.to_string()))?;
+                    for p in self.others(session.me()) {
+                        session.send(p, KIND_PROOF, &proof);
+                        self.expected.push(p, KIND_PROOF, S::mesh_proof_len(pk));
+                    }
+                    self.phase = PartyPhase::Proofs;
+                }
+            }
+            PartyPhase::Proofs => {
+                let pk = self.pk().clone();
+                let mesh = self.mesh.as_mut().expect("mesh decryption");
+                let masked = self.masked.as_ref().expect("the dealer's chunk");
+                S::mesh_absorb_proof(&pk, mesh, masked, u32::from(e.from), body)
+                    .map_err(blame(name, "proof of correct decryption"))?;
+                if self.expected.is_empty() {
+                    let mesh = self.mesh.take().expect("mesh decryption");
+                    let masked = self.masked.take().expect("the dealer's chunk");
+                    let flags = S::mesh_finish(&pk, mesh, &masked).map_err(|e| match e {
+                        TaheError::BadShare { party, .. } => {
+                            blame(self.setup.name(party as PartyId), "decryption shares")(e)
+                        }
+                        other => ProtocolError::Config(other.to_string()),
+                    })?;
                     let start = chunk(self.bloom.len(), self.chunk).0;
                     self.and[start..start + flags.len()].copy_from_slice(&flags);
                     session.meter.add(flags.len());
@@ -270,6 +300,10 @@ impl<S: Scheme> Protocol for Party<S> {
             ),
             PartyPhase::Shares => format!(
                 "exchanging decryption shares of chunk {} of {total}",
+                self.chunk + 1
+            ),
+            PartyPhase::Proofs => format!(
+                "exchanging proofs of correct decryption of chunk {} of {total}",
                 self.chunk + 1
             ),
             PartyPhase::Done => "done".into(),

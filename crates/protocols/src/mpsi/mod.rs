@@ -77,6 +77,7 @@ pub const KIND_COMBINED: u8 = 6;
 pub const KIND_SHARES: u8 = 7;
 pub const KIND_POLYNOMIALS: u8 = 8;
 pub const KIND_MASKED: u8 = 9;
+pub const KIND_PROOF: u8 = 10;
 
 pub(crate) fn kind_name(kind: u8) -> &'static str {
     match kind {
@@ -89,6 +90,7 @@ pub(crate) fn kind_name(kind: u8) -> &'static str {
         KIND_SHARES => "decryption shares",
         KIND_POLYNOMIALS => "encrypted polynomial chunk",
         KIND_MASKED => "masked filter chunk",
+        KIND_PROOF => "proof of correct decryption",
         _ => "an unknown mpsi message",
     }
 }

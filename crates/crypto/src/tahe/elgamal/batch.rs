@@ -36,7 +36,7 @@ use rayon::prelude::*;
 use sha2::{Digest, Sha512};
 use zeroize::Zeroize;
 
-use super::tested::{Points, Tested, serial_c1};
+use super::tested::Tested;
 use super::{Ciphertext, KeyShare, PublicKey, lagrange_at_zero};
 use crate::ahe::elgamal::bulk;
 use crate::ahe::elgamal::random_nonzero_scalar;
@@ -77,8 +77,8 @@ pub(super) fn weight(parties: u32, party: u32) -> Scalar {
 }
 
 /// The coefficients `ρ_k` (below `2^128`) for the ciphertexts whose `c1_k`'s encodings
-/// are `c1_encoded` and the shares `ds`: one SHA-512 of everything gives a seed, and
-/// each further SHA-512 of the seed and a counter gives four coefficients.
+/// are `c1_encoded` and the shares `ds`: one SHA-512 of everything gives the seed
+/// ([`expand`]).
 pub(super) fn coefficients(pk: &PublicKey, party: u32, c1_encoded: &[u8], ds: &[u8]) -> Vec<u128> {
     let count = c1_encoded.len() / 32;
     let mut h = Sha512::new();
@@ -88,7 +88,12 @@ pub(super) fn coefficients(pk: &PublicKey, party: u32, c1_encoded: &[u8], ds: &[
     h.update((count as u64).to_be_bytes());
     h.update(c1_encoded);
     h.update(ds);
-    let seed: [u8; 64] = h.finalize().into();
+    expand(&h.finalize(), count)
+}
+
+/// `count` coefficients below `2^128` from `seed`: each SHA-512 of the seed and a
+/// counter gives four.
+pub(super) fn expand(seed: &[u8], count: usize) -> Vec<u128> {
     let mut rho: Vec<u128> = (0..count.div_ceil(4) as u64)
         .into_par_iter()
         .flat_map_iter(|k| {
@@ -134,11 +139,7 @@ pub(super) fn challenge(
 pub(super) fn share_batch(ks: &KeyShare, tested: &Tested, rng: &mut SessionRng) -> Vec<u8> {
     let pk = &ks.pk;
     let mut w = weight(pk.parties, ks.index) * ks.x;
-    let c1_points = match &tested.points {
-        Points::Serial(cts) => Some(serial_c1(cts)),
-        #[cfg(target_arch = "x86_64")]
-        Points::Lanes(_) => None,
-    };
+    let c1_points = tested.serial_c1();
     let mut out = bulk::mul_shared(&tested.c1_encoded, c1_points.as_deref(), &w);
     let rho = coefficients(pk, ks.index, &tested.c1_encoded, &out);
     let a_star = tested.combination(&rho);

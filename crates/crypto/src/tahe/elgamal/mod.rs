@@ -65,6 +65,7 @@
 
 mod batch;
 pub mod joint;
+mod mesh;
 mod tested;
 mod zero_test;
 
@@ -608,6 +609,57 @@ impl ThresholdAhe for ThresholdElGamal {
     }
     fn sums_finish(_pk: &PublicKey, sums: Self::Sums) -> Vec<Ciphertext> {
         sums.into_ciphertexts()
+    }
+    fn mesh_shares_len(_pk: &PublicKey, count: usize) -> usize {
+        32 * count
+    }
+    fn mesh_proof_len(_pk: &PublicKey) -> usize {
+        mesh::PROOF_LEN
+    }
+    type Mesh = mesh::Mesh;
+    fn mesh_new(pk: &PublicKey, count: usize) -> mesh::Mesh {
+        mesh::mesh_new(pk, count)
+    }
+    fn mesh_own_shares(
+        ks: &KeyShare,
+        m: &mut mesh::Mesh,
+        cts: &tested::Tested,
+        _rng: &mut SessionRng,
+    ) -> Result<Vec<u8>, TaheError> {
+        mesh::mesh_own_shares(ks, m, cts)
+    }
+    fn mesh_absorb_shares(
+        pk: &PublicKey,
+        m: &mut mesh::Mesh,
+        cts: &tested::Tested,
+        party: u32,
+        shares: &[u8],
+    ) -> Result<(), TaheError> {
+        mesh::mesh_absorb_shares(pk, m, cts, party, shares)
+    }
+    fn mesh_own_proof(
+        ks: &KeyShare,
+        m: &mut mesh::Mesh,
+        cts: &tested::Tested,
+        rng: &mut SessionRng,
+    ) -> Result<Vec<u8>, TaheError> {
+        mesh::mesh_own_proof(ks, m, cts, rng)
+    }
+    fn mesh_absorb_proof(
+        pk: &PublicKey,
+        m: &mut mesh::Mesh,
+        cts: &tested::Tested,
+        party: u32,
+        proof: &[u8],
+    ) -> Result<(), TaheError> {
+        mesh::mesh_absorb_proof(pk, m, cts, party, proof)
+    }
+    fn mesh_finish(
+        pk: &PublicKey,
+        m: mesh::Mesh,
+        cts: &tested::Tested,
+    ) -> Result<Vec<bool>, TaheError> {
+        mesh::mesh_finish(pk, m, cts)
     }
     type ZeroTest = zero_test::ZeroTest;
     fn zero_test_new(pk: &PublicKey, count: usize) -> zero_test::ZeroTest {

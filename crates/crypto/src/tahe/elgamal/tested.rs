@@ -114,6 +114,15 @@ pub(super) fn decode_lanes(bytes: &[u8]) -> Result<Vec<StoredPoint>, usize> {
 }
 
 impl Tested {
+    /// The `c1_k` as curve25519-dalek points on the serial path (`None` in lanes).
+    pub(super) fn serial_c1(&self) -> Option<Vec<RistrettoPoint>> {
+        match &self.points {
+            Points::Serial(cts) => Some(cts.iter().map(|c| c.c1).collect()),
+            #[cfg(target_arch = "x86_64")]
+            Points::Lanes(_) => None,
+        }
+    }
+
     /// `Σ ρ_k c1_k`: a bucket method in lanes, else curve25519-dalek's.
     pub(super) fn combination(&self, rho: &[u128]) -> RistrettoPoint {
         match &self.points {
@@ -134,9 +143,4 @@ pub(super) fn dalek_point(p: &StoredPoint) -> RistrettoPoint {
         .ok()
         .and_then(|c| c.decompress())
         .expect("an encoding computed in lanes decodes")
-}
-
-/// The `c1_k` as curve25519-dalek points (the serial path only).
-pub(super) fn serial_c1(points: &[Ciphertext]) -> Vec<RistrettoPoint> {
-    points.iter().map(|c| c.c1).collect()
 }

@@ -28,25 +28,25 @@ use crate::tahe::TaheError;
 
 /// The running sums `Σ_i D_{i,k}` and which parties' batches are in them.
 pub struct ZeroTest {
-    sums: Sums,
-    absorbed: Vec<bool>,
+    pub(super) sums: Sums,
+    pub(super) absorbed: Vec<bool>,
 }
 
-enum Sums {
+pub(super) enum Sums {
     Serial(Vec<RistrettoPoint>),
     #[cfg(target_arch = "x86_64")]
     Lanes(Vec<StoredPoint>),
 }
 
 /// One batch's decoded shares, in the sums' form.
-enum Shares {
+pub(super) enum Shares {
     Serial(Vec<RistrettoPoint>),
     #[cfg(target_arch = "x86_64")]
     Lanes(Vec<StoredPoint>),
 }
 
 impl Sums {
-    fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         match self {
             Sums::Serial(s) => s.len(),
             #[cfg(target_arch = "x86_64")]
@@ -55,7 +55,7 @@ impl Sums {
     }
 
     /// `sums[k] += shares[k]` for every `k`.
-    fn add(&mut self, shares: Shares) {
+    pub(super) fn add(&mut self, shares: Shares) {
         match (self, shares) {
             (Sums::Serial(sums), Shares::Serial(ds)) => {
                 sums.par_iter_mut()
@@ -71,7 +71,7 @@ impl Sums {
 
     /// The shares of `bytes` (32 bytes each), decoded in the sums' form, or the index of
     /// the first that is not a canonical encoding.
-    fn decode(&self, bytes: &[u8]) -> Result<Shares, usize> {
+    pub(super) fn decode(&self, bytes: &[u8]) -> Result<Shares, usize> {
         match self {
             Sums::Serial(_) => bytes
                 .par_chunks_exact(32)
@@ -88,6 +88,34 @@ impl Sums {
             Sums::Lanes(_) => super::tested::decode_lanes(bytes).map(Shares::Lanes),
         }
     }
+}
+
+impl Sums {
+    /// `Σ ρ_k S_k` over the sums.
+    pub(super) fn combination(&self, rho: &[u128]) -> RistrettoPoint {
+        match self {
+            Sums::Serial(sums) => serial_combination(rho, sums),
+            #[cfg(target_arch = "x86_64")]
+            Sums::Lanes(sums) => super::tested::dalek_point(&vartime_msm(rho, sums)),
+        }
+    }
+}
+
+impl Shares {
+    /// `Σ ρ_k D_k` over the shares.
+    pub(super) fn combination(&self, rho: &[u128]) -> RistrettoPoint {
+        match self {
+            Shares::Serial(ds) => serial_combination(rho, ds),
+            #[cfg(target_arch = "x86_64")]
+            Shares::Lanes(ds) => super::tested::dalek_point(&vartime_msm(rho, ds)),
+        }
+    }
+}
+
+/// `Σ ρ_k P_k` in curve25519-dalek.
+fn serial_combination(rho: &[u128], points: &[RistrettoPoint]) -> RistrettoPoint {
+    let rho: Vec<Scalar> = rho.iter().map(|&r| scalar_of(r)).collect();
+    RistrettoPoint::vartime_multiscalar_mul(&rho, points)
 }
 
 pub(super) fn zero_test_new(pk: &PublicKey, count: usize) -> ZeroTest {
@@ -112,13 +140,14 @@ fn diagonal(count: usize) -> Vec<(u32, u32)> {
 }
 
 /// The checks before a batch is read: a known party not seen yet, a test of as many
-/// ciphertexts, a batch of the right length.
-fn check_batch(
+/// ciphertexts, a batch of `len` bytes.
+pub(super) fn check_batch(
     pk: &PublicKey,
     test: &ZeroTest,
     tested: &Tested,
     party: u32,
     batch: &[u8],
+    len: usize,
 ) -> Result<(), TaheError> {
     if party == 0 || party > pk.parties {
         return Err(TaheError::UnknownParty {
@@ -130,21 +159,20 @@ fn check_batch(
         return Err(TaheError::DuplicateShare { party });
     }
     check_count(test, tested)?;
-    if batch.len() != batch_len(tested.len()) {
+    if batch.len() != len {
         return Err(TaheError::BadShare {
             party,
             reason: format!(
-                "a batch of {} bytes for {} ciphertexts ({} expected)",
+                "a batch of {} bytes for {} ciphertexts ({len} expected)",
                 batch.len(),
                 tested.len(),
-                batch_len(tested.len())
             ),
         });
     }
     Ok(())
 }
 
-fn check_count(test: &ZeroTest, tested: &Tested) -> Result<(), TaheError> {
+pub(super) fn check_count(test: &ZeroTest, tested: &Tested) -> Result<(), TaheError> {
     if test.sums.len() != tested.len() {
         return Err(TaheError::Parameters(format!(
             "a zero test of {} ciphertexts given {}",
@@ -163,7 +191,7 @@ pub(super) fn zero_test_absorb(
     batch: &[u8],
 ) -> Result<(), TaheError> {
     let bad = |reason: String| TaheError::BadShare { party, reason };
-    check_batch(pk, test, tested, party, batch)?;
+    check_batch(pk, test, tested, party, batch, batch_len(tested.len()))?;
     let (ds_bytes, proof) = batch.split_at(32 * tested.len());
     let scalar = |b: &[u8]| -> Option<Scalar> {
         Option::from(Scalar::from_canonical_bytes(b.try_into().ok()?))
@@ -177,17 +205,7 @@ pub(super) fn zero_test_absorb(
     })?;
     let rho = coefficients(pk, party, &tested.c1_encoded, ds_bytes);
     // Σ ρ_k c1_k and Σ ρ_k D_k.
-    let (a_star, d_star) = rayon::join(
-        || tested.combination(&rho),
-        || match &shares {
-            Shares::Serial(ds) => {
-                let rho: Vec<Scalar> = rho.iter().map(|&r| scalar_of(r)).collect();
-                RistrettoPoint::vartime_multiscalar_mul(&rho, ds)
-            }
-            #[cfg(target_arch = "x86_64")]
-            Shares::Lanes(ds) => super::tested::dalek_point(&vartime_msm(&rho, ds)),
-        },
-    );
+    let (a_star, d_star) = rayon::join(|| tested.combination(&rho), || shares.combination(&rho));
     let weighted_key = pk.verification[party as usize - 1] * weight(pk.parties, party);
     let a = RistrettoPoint::vartime_double_scalar_mul_basepoint(&-e, &weighted_key, &z);
     let b = RistrettoPoint::vartime_multiscalar_mul([z, -e], [a_star, d_star]);
@@ -209,7 +227,14 @@ pub(super) fn zero_test_absorb_own(
     tested: &Tested,
     batch: &[u8],
 ) -> Result<(), TaheError> {
-    check_batch(&ks.pk, test, tested, ks.index, batch)?;
+    check_batch(
+        &ks.pk,
+        test,
+        tested,
+        ks.index,
+        batch,
+        batch_len(tested.len()),
+    )?;
     let shares = test
         .sums
         .decode(&batch[..32 * tested.len()])
