@@ -96,18 +96,37 @@ pub(crate) fn encode<const N: usize>(points: &[Point8; N]) -> [Fe8; N] {
 /// canonical and even (non-negative): those checks are on the bytes.
 #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
 pub(crate) fn decode(s: &Fe8) -> (Fe8, Fe8, __mmask8) {
+    decode_n(&[*s])[0]
+}
+
+/// [`decode`] of `N` vectors at once: their inverse square roots' chains interleave,
+/// which keeps the multiply-add units busy where one chain waits on each squaring
+/// (callers pass two).
+#[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+pub(crate) fn decode_n<const N: usize>(s: &[Fe8; N]) -> [(Fe8, Fe8, __mmask8); N] {
     let one = Fe8::one();
-    let ss = s.square();
-    let u1 = one.sub(&ss);
-    let u2 = one.add(&ss);
-    let u2_sqr = u2.square();
-    let v = Fe8::splat(D).mul(&u1.square()).neg().sub(&u2_sqr);
-    let ([was_square], [inv]) = inv_sqrt(&[v.mul(&u2_sqr)]);
-    let den_x = inv.mul(&u2);
-    let den_y = inv.mul(&den_x).mul(&v);
-    let x = abs(&s.add(s).mul(&den_x));
-    let y = u1.mul(&den_y);
-    let t = x.mul(&y);
-    let valid = was_square & !t.is_odd() & !y.is_zero();
-    (x, y, valid)
+    let d = Fe8::splat(D);
+    let mut u1 = [Fe8::zero(); N];
+    let mut u2 = [Fe8::zero(); N];
+    let mut v = [Fe8::zero(); N];
+    let mut radicand = [Fe8::zero(); N];
+    for i in 0..N {
+        let ss = s[i].square();
+        u1[i] = one.sub(&ss);
+        u2[i] = one.add(&ss);
+        let u2_sqr = u2[i].square();
+        v[i] = d.mul(&u1[i].square()).neg().sub(&u2_sqr);
+        radicand[i] = v[i].mul(&u2_sqr);
+    }
+    let (was_square, inv) = inv_sqrt(&radicand);
+    let mut out = [(Fe8::zero(), Fe8::zero(), 0); N];
+    for i in 0..N {
+        let den_x = inv[i].mul(&u2[i]);
+        let den_y = inv[i].mul(&den_x).mul(&v[i]);
+        let x = abs(&s[i].add(&s[i]).mul(&den_x));
+        let y = u1[i].mul(&den_y);
+        let t = x.mul(&y);
+        out[i] = (x, y, was_square[i] & !t.is_odd() & !y.is_zero());
+    }
+    out
 }

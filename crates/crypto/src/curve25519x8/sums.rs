@@ -48,15 +48,20 @@ unsafe fn decode_lanes(encodings: &[&[u8; 32]]) -> Result<Vec<StoredPoint>, usiz
         .map(|b| lanes::limbs_from_u_bytes(b))
         .collect();
     let mut out = Vec::with_capacity(encodings.len());
-    for (v, s) in lanes::pack(&limbs, [0; 5]).iter().enumerate() {
-        let (x, y, valid) = ristretto::decode(s);
-        let used = (encodings.len() - v * LANES).min(LANES);
-        if let Some(bad) = (0..used).find(|j| valid >> j & 1 == 0) {
-            return Err(v * LANES + bad);
-        }
-        let (x, y, t) = (x.to_lanes(), y.to_lanes(), x.mul(&y).to_lanes());
-        for j in 0..used {
-            out.push([x[j], y[j], [1, 0, 0, 0, 0], t[j]]);
+    let packed = lanes::pack(&limbs, [0; 5]);
+    // Two vectors at a time, so that their inverse square roots interleave.
+    for (pair, two) in packed.chunks(2).enumerate() {
+        let decoded = ristretto::decode_n(&[two[0], *two.get(1).unwrap_or(&two[0])]);
+        for (i, (x, y, valid)) in decoded.iter().take(two.len()).enumerate() {
+            let v = 2 * pair + i;
+            let used = (encodings.len() - v * LANES).min(LANES);
+            if let Some(bad) = (0..used).find(|j| valid >> j & 1 == 0) {
+                return Err(v * LANES + bad);
+            }
+            let (x, y, t) = (x.to_lanes(), y.to_lanes(), x.mul(y).to_lanes());
+            for j in 0..used {
+                out.push([x[j], y[j], [1, 0, 0, 0, 0], t[j]]);
+            }
         }
     }
     Ok(out)

@@ -92,9 +92,14 @@ unsafe fn mul_lanes(
     while g < groups {
         let pair = (groups - g).min(2);
         let mut products = [Point8::identity(); 2];
-        for (i, product) in products.iter_mut().enumerate().take(pair) {
+        let slice = |i: usize| {
+            let first = (g + i.min(pair - 1)) * LANES;
+            &encodings[32 * first..32 * (first + LANES).min(n)]
+        };
+        let points = decode_pair([slice(0), slice(1)]);
+        for (i, (product, point)) in products.iter_mut().zip(points).enumerate().take(pair) {
             let first = (g + i) * LANES;
-            match decode(&encodings[32 * first..32 * (first + LANES).min(n)]) {
+            match point {
                 Ok(point) => {
                     *product = multiply(&point, &digits[first..]);
                     if !fixed.is_empty() {
@@ -113,25 +118,35 @@ unsafe fn mul_lanes(
     result.map(|()| out)
 }
 
-/// Up to eight points from their encodings (canonical and even: checked on the bytes),
-/// the unused lanes the identity; or the lane of the first that does not decode.
+/// Two vectors of up to eight points from their encodings (canonical and even: checked
+/// on the bytes), the unused lanes the identity, decoded together so that their inverse
+/// square roots interleave; for each, the lane of the first that does not decode.
 #[inline]
 #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
-fn decode(encodings: &[u8]) -> Result<Point8, usize> {
-    let limbs: Vec<[u64; 5]> = encodings
-        .chunks_exact(32)
-        .map(|b| lanes::limbs_from_u_bytes(b.try_into().expect("32 bytes")))
-        .collect();
-    let (x, y, valid) = ristretto::decode(&lanes::pack(&limbs, [0; 5])[0]);
-    if let Some(bad) = (0..limbs.len()).find(|j| valid >> j & 1 == 0) {
-        return Err(bad);
+fn decode_pair(encodings: [&[u8]; 2]) -> [Result<Point8, usize>; 2] {
+    let mut limbs: [Vec<[u64; 5]>; 2] = [Vec::new(), Vec::new()];
+    let mut packed = [Fe8::zero(); 2];
+    for i in 0..2 {
+        for b in encodings[i].chunks_exact(32) {
+            limbs[i].push(lanes::limbs_from_u_bytes(b.try_into().expect("32 bytes")));
+        }
+        packed[i] = lanes::pack(&limbs[i], [0; 5])[0];
     }
-    Ok(Point8 {
-        x,
-        y,
-        z: Fe8::one(),
-        t: x.mul(&y),
-    })
+    let decoded = ristretto::decode_n(&packed);
+    let mut out = [Err(0), Err(0)];
+    for i in 0..2 {
+        let (x, y, valid) = decoded[i];
+        out[i] = match (0..limbs[i].len()).find(|j| valid >> j & 1 == 0) {
+            Some(bad) => Err(bad),
+            None => Ok(Point8 {
+                x,
+                y,
+                z: Fe8::one(),
+                t: x.mul(&y),
+            }),
+        };
+    }
+    out
 }
 
 /// `d_j P_j` in each lane `j`, `d_j` the scalar of radix-16 digits `digits[j]` (lanes

@@ -49,7 +49,11 @@
 //! computed with the party's key share (Fiat-Shamir, SHA-256). [`ThresholdAhe::combine`]
 //! and [`ThresholdAhe::is_zero`] verify every share they are given and fail with
 //! [`TaheError::BadShare`] naming the first party whose share does not verify, so a
-//! wrong plaintext is never returned and the cheater is identified.
+//! wrong plaintext is never returned and the cheater is identified. In bulk, a party's
+//! batch of shares carries one proof ([`ThresholdAhe::share_batch`]); in a full mesh,
+//! where every party decrypts with every party's shares, the shares go first and the
+//! proofs once all are in ([`ThresholdAhe::Mesh`]), so that a scheme can check all the
+//! shares a party decrypts with at once and name the wrong party only when that fails.
 
 pub mod elgamal;
 pub mod paillier;
