@@ -93,6 +93,7 @@ fn outputs(n: usize) -> Vec<Vec<u8>> {
     let items = 7;
     let half = n / 2 * 64;
     let mut sums = CiphertextSums::new(items);
+    let mut again = CiphertextSums::new(items);
     let mut want = vec![0u64; items];
     for (part, (bytes, first)) in [(&encoded[..half], 0), (&encoded[half..], n / 2)]
         .into_iter()
@@ -112,6 +113,24 @@ fn outputs(n: usize) -> Vec<Vec<u8>> {
             want[item as usize] += bits[first + i as usize];
         }
         sums.add(bytes, &hits).expect("valid ciphertexts");
+        again.add(bytes, &hits).expect("valid ciphertexts");
+    }
+    // The sums plus an encryption of -1, re-randomized (Miyaji-Nishida's dealer): zero
+    // exactly where the bits summed to 1.
+    let minus_one = bulk::decode_many(&bulk::encrypt_encoded(
+        pk.table(),
+        &[-Scalar::ONE],
+        &mut rng,
+    ))
+    .expect("decodes")[0];
+    let randomized = bulk::randomize_sums(pk.table(), again, &minus_one, &mut rng);
+    let back = bulk::decrypt_doubled_points(&sk, &bulk::decode_many(&randomized).unwrap());
+    for (item, p) in back.iter().enumerate() {
+        assert_eq!(
+            want[item] == 1,
+            *p == zero,
+            "randomized sum {item} (n = {n})"
+        );
     }
     let sums = sums.into_ciphertexts();
     let want: Vec<Scalar> = want.iter().map(|&w| Scalar::from(w)).collect();
@@ -129,6 +148,7 @@ fn outputs(n: usize) -> Vec<Vec<u8>> {
             .unwrap_err();
         assert!(format!("{e}").contains('4'), "{e}");
     }
+    out.push(randomized);
     out
 }
 
@@ -155,6 +175,7 @@ fn both_paths_give_the_same_bytes() {
             "doubled points",
             "re-randomized",
             "re-randomized differences",
+            "re-randomized sums",
         ];
         assert_eq!(fast.len(), portable.len());
         for (what, (f, p)) in names.iter().zip(fast.iter().zip(&portable)) {

@@ -219,7 +219,12 @@ fn invalid_encodings_are_named_by_index() {
                 .is_none()
         })
         .unwrap();
-    for (bad, at) in [(negative, 9), (non_canonical, 0), (off_curve, 13), (off_curve, 16)] {
+    for (bad, at) in [
+        (negative, 9),
+        (non_canonical, 0),
+        (off_curve, 13),
+        (off_curve, 16),
+    ] {
         let mut list = vec![good; 20];
         list[at] = bad;
         let refs: Vec<&[u8; 32]> = list.iter().collect();

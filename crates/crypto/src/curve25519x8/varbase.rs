@@ -20,6 +20,7 @@ use zeroize::Zeroize;
 use super::edwards::{Cached8, Point8};
 use super::field::Fe8;
 use super::lanes::{self, LANES};
+use super::sums::{IDENTITY, StoredPoint, to_lanes};
 use super::{FixedTerm, ROWS, Term, digit_vector, lane_terms, radix16, ristretto, term_digits};
 
 /// The scalars of a batch of products.
@@ -60,23 +61,72 @@ pub(crate) fn mul_encoded(
     }) {
         return Err(bad);
     }
+    with_terms(fixed, n, |terms| {
+        // SAFETY: the CPU has the features (checked above).
+        unsafe { mul_lanes(Source::Encoded(encodings), n, scalars, terms) }
+    })
+}
+
+/// The encodings of `s_k (P_k + Q) + sum_t r_tk B_t` for points `P_k` the lanes hold
+/// already (sums kept in lanes) and an optional common `Q`: [`mul_encoded`] without the
+/// decoding.
+///
+/// # Panics
+/// As [`mul_encoded`].
+pub(crate) fn mul_points(
+    points: &[StoredPoint],
+    shift: Option<&StoredPoint>,
+    scalars: Scalars<'_>,
+    fixed: &[FixedTerm<'_>],
+) -> Vec<u8> {
+    assert!(
+        crate::cpu::has_avx512_ifma(),
+        "the lane products need AVX-512 IFMA (callers check crate::cpu)"
+    );
+    let n = points.len();
+    if let Scalars::Each(each) = scalars {
+        assert_eq!(each.len(), n, "one scalar per point");
+    }
+    let source = Source::Points {
+        points,
+        shift: shift.copied().unwrap_or(IDENTITY),
+    };
+    with_terms(fixed, n, |terms| {
+        // SAFETY: the CPU has the features (checked above).
+        unsafe { mul_lanes(source, n, scalars, terms) }
+    })
+    .expect("points in lanes need no decoding")
+}
+
+/// Runs `f` on the lane form of the fixed-base terms, then wipes their digits.
+fn with_terms<T>(fixed: &[FixedTerm<'_>], n: usize, f: impl FnOnce(&[Term<'_>]) -> T) -> T {
     let mut fixed_digits = term_digits(fixed, n);
-    let terms = lane_terms(fixed, &fixed_digits);
-    // SAFETY: the CPU has the features (checked above).
-    let out = unsafe { mul_lanes(encodings, scalars, &terms) };
+    let out = f(&lane_terms(fixed, &fixed_digits));
     for d in fixed_digits.iter_mut().flatten() {
         d.zeroize();
     }
     out
 }
 
+/// Where the variable bases come from.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    /// Encodings, 32 bytes each, decoded in lanes.
+    Encoded(&'a [u8]),
+    /// Points held in lanes' form, each plus `shift`.
+    Points {
+        points: &'a [StoredPoint],
+        shift: StoredPoint,
+    },
+}
+
 #[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
 unsafe fn mul_lanes(
-    encodings: &[u8],
+    source: Source<'_>,
+    n: usize,
     scalars: Scalars<'_>,
     fixed: &[Term<'_>],
 ) -> Result<Vec<u8>, usize> {
-    let n = encodings.len() / 32;
     let mut digits = vec![[0i8; ROWS]; n];
     for (k, d) in digits.iter_mut().enumerate() {
         *d = match scalars {
@@ -92,11 +142,27 @@ unsafe fn mul_lanes(
     while g < groups {
         let pair = (groups - g).min(2);
         let mut products = [Point8::identity(); 2];
-        let slice = |i: usize| {
-            let first = (g + i.min(pair - 1)) * LANES;
-            &encodings[32 * first..32 * (first + LANES).min(n)]
+        let points = match source {
+            Source::Encoded(encodings) => {
+                let first = |i: usize| (g + i.min(pair - 1)) * LANES;
+                decode_pair([
+                    &encodings[32 * first(0)..32 * (first(0) + LANES).min(n)],
+                    &encodings[32 * first(1)..32 * (first(1) + LANES).min(n)],
+                ])
+            }
+            Source::Points { points, shift } => {
+                let shift = to_lanes(&[shift; LANES]);
+                let mut out = [Ok(Point8::identity()); 2];
+                for (i, o) in out.iter_mut().enumerate().take(pair) {
+                    let first = (g + i) * LANES;
+                    let mut group = [IDENTITY; LANES];
+                    let end = (first + LANES).min(n);
+                    group[..end - first].copy_from_slice(&points[first..end]);
+                    *o = Ok(to_lanes(&group).add(&shift));
+                }
+                out
+            }
         };
-        let points = decode_pair([slice(0), slice(1)]);
         for (i, (product, point)) in products.iter_mut().zip(points).enumerate().take(pair) {
             let first = (g + i) * LANES;
             match point {

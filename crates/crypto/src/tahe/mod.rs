@@ -426,6 +426,20 @@ pub trait ThresholdAhe: Send + Sync + 'static {
     ) -> Result<(), TaheError>;
     /// The sums (one no hit touched is still the encryption of zero with no randomness).
     fn sums_finish(pk: &Self::PublicKey, sums: Self::Sums) -> Vec<Self::Ciphertext>;
+    /// [`Self::randomize_encoded`] of every sum plus `shift` (Miyaji-Nishida's dealer:
+    /// `ReRand(r_j (s_j + Enc(−t)))`). ElGamal computes it from sums kept in lanes.
+    fn sums_randomize_encoded(
+        pk: &Self::PublicKey,
+        sums: Self::Sums,
+        shift: &Self::Ciphertext,
+        rng: &mut SessionRng,
+    ) -> Vec<u8> {
+        let shifted: Vec<Self::Ciphertext> = Self::sums_finish(pk, sums)
+            .iter()
+            .map(|s| Self::add(pk, s, shift))
+            .collect();
+        Self::randomize_encoded(pk, &shifted, rng)
+    }
 
     fn encode_public_key(pk: &Self::PublicKey) -> Vec<u8>;
     /// Validates a public key received from a peer. `max_parties` bounds the

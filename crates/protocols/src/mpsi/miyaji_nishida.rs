@@ -362,15 +362,12 @@ impl<S: Scheme> Dealer<S> {
             &S::scalar_from_u64(&pk, u64::from(self.setup.holders())),
         );
         let shift = S::encrypt(&pk, &minus_t, session.rng);
-        let shifted: Vec<S::Ciphertext> = S::sums_finish(&pk, self.sums.take().expect("summing"))
-            .iter()
-            .map(|s| S::add(&pk, s, &shift))
-            .collect();
-        let masked = S::randomize_encoded(&pk, &shifted, session.rng);
+        let sums = self.sums.take().expect("summing");
+        let masked = S::sums_randomize_encoded(&pk, sums, &shift, session.rng);
         for p in 1..=self.setup.holders() as PartyId {
             session.send(p, KIND_MASKED, &masked);
         }
-        session.meter.add(shifted.len());
+        session.meter.add(masked.len() / S::ciphertext_len(&pk));
         self.chunk += 1;
         if self.chunk < chunks(self.bits) {
             self.expect_filters();

@@ -26,7 +26,8 @@ use zeroize::Zeroize;
 
 use super::lanes::{ROWS, interleave, lanes_or, rows_for, wipe};
 use super::{
-    BaseTable, CIPHERTEXT_LEN, Ciphertext, SecretKey, decode, random_nonzero_scalar, random_scalar,
+    BaseTable, CIPHERTEXT_LEN, Ciphertext, CiphertextSums, SecretKey, decode,
+    random_nonzero_scalar, random_scalar,
 };
 use crate::ahe::HeError;
 use crate::rng::SessionRng;
@@ -218,6 +219,75 @@ pub fn randomize_encoded(h_table: &BaseTable, cts: &[Ciphertext], rng: &mut Sess
         );
         wipe(ks);
         wipe(rhos);
+        out
+    })
+}
+
+/// [`randomize_encoded`] of `s + shift` for every sum `s` of `sums`, the same bytes from
+/// the same stream: what Miyaji-Nishida's dealer answers. Sums kept in lanes stay there:
+/// `(2k)(s + shift) + (2ρ')(G, h)` eight at a time, without encoding the sums and
+/// decoding them again (curve25519-dalek's serial decoding was a sixth of the dealer's
+/// time, docs/benchmarks.md).
+pub fn randomize_sums(
+    h_table: &BaseTable,
+    sums: CiphertextSums,
+    shift: &Ciphertext,
+    rng: &mut SessionRng,
+) -> Vec<u8> {
+    #[cfg(target_arch = "x86_64")]
+    let sums = match sums.into_lanes() {
+        Ok((c1, c2)) => return randomize_lane_sums(h_table, &c1, &c2, shift, rng),
+        Err(cts) => cts,
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let sums = sums.into_ciphertexts();
+    let shifted: Vec<Ciphertext> = sums.par_iter().map(|s| *s + *shift).collect();
+    randomize_encoded(h_table, &shifted, rng)
+}
+
+#[cfg(target_arch = "x86_64")]
+fn randomize_lane_sums(
+    h_table: &BaseTable,
+    c1: &[crate::curve25519x8::sums::StoredPoint],
+    c2: &[crate::curve25519x8::sums::StoredPoint],
+    shift: &Ciphertext,
+    rng: &mut SessionRng,
+) -> Vec<u8> {
+    use super::lanes::Scalars;
+    let stored = |p: &RistrettoPoint| {
+        let bytes = p.compress().to_bytes();
+        crate::curve25519x8::sums::decode_all(&[&bytes]).expect("a point's encoding decodes")[0]
+    };
+    let (shift1, shift2) = (stored(&shift.c1), stored(&shift.c2));
+    let pairs: Vec<usize> = (0..c1.len()).collect();
+    par_chunks(&pairs, rng, |chunk, r| {
+        // Drawn as `randomize_encoded` draws them: `k`, then `ρ'`, per ciphertext.
+        let mut two_ks = Vec::with_capacity(chunk.len());
+        let mut two_rhos = Vec::with_capacity(chunk.len());
+        for _ in chunk {
+            let k = random_nonzero_scalar(r);
+            let rho = random_scalar(r);
+            two_ks.push(k + k);
+            two_rhos.push(rho + rho);
+        }
+        let range = chunk[0]..chunk[chunk.len() - 1] + 1;
+        let out = lanes_or(
+            |lanes| {
+                let each = Scalars::Each(&two_ks);
+                let fixed = |table| [(table, two_rhos.as_slice(), ROWS)];
+                let a = lanes.point_products(
+                    &c1[range.clone()],
+                    &shift1,
+                    each,
+                    &fixed(BaseTable::basepoint()),
+                );
+                let b = lanes.point_products(&c2[range.clone()], &shift2, each, &fixed(h_table));
+                interleave(&a, &b)
+            },
+            || unreachable!("sums in lanes on a CPU that runs them"),
+        );
+        wipe(two_ks);
+        wipe(two_rhos);
         out
     })
 }

@@ -62,6 +62,21 @@ impl Lanes {
     }
 }
 
+impl Lanes {
+    /// The encodings of `s_k (P_k + Q) + sum_t s_tk B_t` for points the lanes hold
+    /// (`crate::curve25519x8::varbase::mul_points`).
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn point_products(
+        &self,
+        points: &[crate::curve25519x8::sums::StoredPoint],
+        shift: &crate::curve25519x8::sums::StoredPoint,
+        scalars: Scalars<'_>,
+        fixed: &[Term<'_>],
+    ) -> Vec<u8> {
+        crate::curve25519x8::varbase::mul_points(points, Some(shift), scalars, &lane_tables(fixed))
+    }
+}
+
 /// The terms on the tables' lane forms.
 #[cfg(target_arch = "x86_64")]
 fn lane_tables<'a>(terms: &[Term<'a>]) -> Vec<crate::curve25519x8::FixedTerm<'a>> {

@@ -98,6 +98,17 @@ impl CiphertextSums {
         Ok(())
     }
 
+    /// The sums as lanes hold them (`c1`s, `c2`s), or as ciphertexts off the lanes.
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn into_lanes(
+        self,
+    ) -> Result<(Vec<StoredPoint>, Vec<StoredPoint>), Vec<Ciphertext>> {
+        match self.inner {
+            Inner::Serial(sums) => Err(sums),
+            Inner::Lanes { c1, c2 } => Ok((c1, c2)),
+        }
+    }
+
     /// The sums as ciphertexts.
     pub fn into_ciphertexts(self) -> Vec<Ciphertext> {
         match self.inner {

@@ -610,6 +610,14 @@ impl ThresholdAhe for ThresholdElGamal {
     fn sums_finish(_pk: &PublicKey, sums: Self::Sums) -> Vec<Ciphertext> {
         sums.into_ciphertexts()
     }
+    fn sums_randomize_encoded(
+        pk: &PublicKey,
+        sums: Self::Sums,
+        shift: &Ciphertext,
+        rng: &mut SessionRng,
+    ) -> Vec<u8> {
+        crate::ahe::elgamal::bulk::randomize_sums(&pk.table, sums, shift, rng)
+    }
     fn mesh_shares_len(_pk: &PublicKey, count: usize) -> usize {
         32 * count
     }
