@@ -20,7 +20,7 @@ use zeroize::Zeroize;
 use super::edwards::{Cached8, Point8};
 use super::field::Fe8;
 use super::lanes::{self, LANES};
-use super::sums::{IDENTITY, StoredPoint, to_lanes};
+use super::sums::{IDENTITY, StoredPoint, from_lanes, to_lanes};
 use super::{FixedTerm, ROWS, Term, digit_vector, lane_terms, radix16, ristretto, term_digits};
 
 /// The scalars of a batch of products.
@@ -63,13 +63,14 @@ pub(crate) fn mul_encoded(
     }
     with_terms(fixed, n, |terms| {
         // SAFETY: the CPU has the features (checked above).
-        unsafe { mul_lanes(Source::Encoded(encodings), n, scalars, terms) }
+        unsafe { mul_lanes(Source::Encoded(encodings), n, scalars, terms, None) }
     })
 }
 
 /// The encodings of `s_k (P_k + Q) + sum_t r_tk B_t` for points `P_k` the lanes hold
 /// already (sums kept in lanes) and an optional common `Q`: [`mul_encoded`] without the
-/// decoding.
+/// decoding. With `keep`, the products as points too (empty otherwise), for a caller
+/// that adds them up and would only decode the encodings again.
 ///
 /// # Panics
 /// As [`mul_encoded`].
@@ -78,7 +79,8 @@ pub(crate) fn mul_points(
     shift: Option<&StoredPoint>,
     scalars: Scalars<'_>,
     fixed: &[FixedTerm<'_>],
-) -> Vec<u8> {
+    keep: bool,
+) -> (Vec<u8>, Vec<StoredPoint>) {
     assert!(
         crate::cpu::has_avx512_ifma(),
         "the lane products need AVX-512 IFMA (callers check crate::cpu)"
@@ -91,11 +93,13 @@ pub(crate) fn mul_points(
         points,
         shift: shift.copied().unwrap_or(IDENTITY),
     };
-    with_terms(fixed, n, |terms| {
+    let mut kept = Vec::with_capacity(if keep { n } else { 0 });
+    let encoded = with_terms(fixed, n, |terms| {
         // SAFETY: the CPU has the features (checked above).
-        unsafe { mul_lanes(source, n, scalars, terms) }
+        unsafe { mul_lanes(source, n, scalars, terms, keep.then_some(&mut kept)) }
     })
-    .expect("points in lanes need no decoding")
+    .expect("points in lanes need no decoding");
+    (encoded, kept)
 }
 
 /// Runs `f` on the lane form of the fixed-base terms, then wipes their digits.
@@ -126,6 +130,7 @@ unsafe fn mul_lanes(
     n: usize,
     scalars: Scalars<'_>,
     fixed: &[Term<'_>],
+    mut keep: Option<&mut Vec<StoredPoint>>,
 ) -> Result<Vec<u8>, usize> {
     let mut digits = vec![[0i8; ROWS]; n];
     for (k, d) in digits.iter_mut().enumerate() {
@@ -177,6 +182,13 @@ unsafe fn mul_lanes(
         }
         let encoded = ristretto::encode(&products);
         let end = ((g + pair) * LANES).min(n);
+        if let Some(kept) = keep.as_deref_mut() {
+            for (i, product) in products.iter().enumerate().take(pair) {
+                let first = (g + i) * LANES;
+                let stored = from_lanes(product);
+                kept.extend_from_slice(&stored[..(n - first).min(LANES)]);
+            }
+        }
         lanes::store(&encoded[..pair], &mut out[32 * g * LANES..32 * end]);
         g += pair;
     }

@@ -48,54 +48,24 @@ pub(crate) fn double_and_compress(points: &[RistrettoPoint], out: &mut Vec<u8>) 
     }
 }
 
-/// The encodings of `s P` for every point `P` of `encodings` (32 bytes each, valid
-/// ristretto255 encodings): decoded, multiplied and encoded eight at a time in the lanes,
-/// else curve25519-dalek's `(s/2) P` doubled and compressed, from `points` (the same
-/// points decoded; only that path reads them). The same bytes either way; constant time
-/// in `s`.
-///
-/// # Panics
-/// If an encoding does not decode, or the serial path is taken without `points`.
-pub(crate) fn mul_shared(
-    encodings: &[u8],
-    points: Option<&[RistrettoPoint]>,
-    s: &Scalar,
-) -> Vec<u8> {
-    lanes_or(
-        |lanes| {
-            #[cfg(target_arch = "x86_64")]
-            {
-                encodings
-                    .par_chunks(32 * TASK)
-                    .map(|chunk| {
-                        lanes
-                            .variable_products(chunk, super::lanes::Scalars::Shared(s), &[])
-                            .expect("validated encodings decode")
-                    })
-                    .collect::<Vec<_>>()
-                    .concat()
-            }
-            #[cfg(not(target_arch = "x86_64"))]
-            unreachable!("no lanes off x86-64: {:p}", lanes)
-        },
-        || {
-            let points = points.expect("the serial path is given the points");
-            assert_eq!(encodings.len(), 32 * points.len(), "one encoding per point");
-            let mut s_half = s * half();
-            let out = points
-                .par_chunks(TASK)
-                .map(|chunk| {
-                    let halves: Vec<RistrettoPoint> = chunk.iter().map(|p| p * s_half).collect();
-                    let mut out = Vec::with_capacity(32 * chunk.len());
-                    double_and_compress(&halves, &mut out);
-                    out
-                })
-                .collect::<Vec<_>>()
-                .concat();
-            s_half.zeroize();
+/// The encodings of `s P` for every point `P`, in curve25519-dalek: `(s/2) P` doubled
+/// and compressed (a batch compression of doubles costs a quarter of compressing the
+/// points). Constant time in `s`. (The lanes' path takes points they decoded already:
+/// `crate::curve25519x8::varbase::mul_points`.)
+pub(crate) fn mul_shared(points: &[RistrettoPoint], s: &Scalar) -> Vec<u8> {
+    let mut s_half = s * half();
+    let out = points
+        .par_chunks(TASK)
+        .map(|chunk| {
+            let halves: Vec<RistrettoPoint> = chunk.iter().map(|p| p * s_half).collect();
+            let mut out = Vec::with_capacity(32 * chunk.len());
+            double_and_compress(&halves, &mut out);
             out
-        },
-    )
+        })
+        .collect::<Vec<_>>()
+        .concat();
+    s_half.zeroize();
+    out
 }
 
 /// Runs `f` on chunks of `TASK` items in parallel, each with its own forked stream, and

@@ -73,7 +73,8 @@ impl Lanes {
         scalars: Scalars<'_>,
         fixed: &[Term<'_>],
     ) -> Vec<u8> {
-        crate::curve25519x8::varbase::mul_points(points, Some(shift), scalars, &lane_tables(fixed))
+        let tables = lane_tables(fixed);
+        crate::curve25519x8::varbase::mul_points(points, Some(shift), scalars, &tables, false).0
     }
 }
 

@@ -139,8 +139,7 @@ pub(super) fn challenge(
 pub(super) fn share_batch(ks: &KeyShare, tested: &Tested, rng: &mut SessionRng) -> Vec<u8> {
     let pk = &ks.pk;
     let mut w = weight(pk.parties, ks.index) * ks.x;
-    let c1_points = tested.serial_c1();
-    let mut out = bulk::mul_shared(&tested.c1_encoded, c1_points.as_deref(), &w);
+    let mut out = tested.shares(&w).encoded;
     let rho = coefficients(pk, ks.index, &tested.c1_encoded, &out);
     let a_star = tested.combination(&rho);
     let d_star = a_star * w;

@@ -45,9 +45,11 @@ use zeroize::Zeroize;
 
 use super::batch::{challenge, expand, weight};
 use super::tested::Tested;
+#[cfg(target_arch = "x86_64")]
+use super::zero_test::Shares;
 use super::zero_test::{ZeroTest, check_batch, check_count, zero_test_finish, zero_test_new};
 use super::{KeyShare, PublicKey};
-use crate::ahe::elgamal::{bulk, random_nonzero_scalar};
+use crate::ahe::elgamal::random_nonzero_scalar;
 use crate::rng::SessionRng;
 use crate::tahe::TaheError;
 
@@ -116,11 +118,26 @@ pub(super) fn mesh_own_shares(
     tested: &Tested,
 ) -> Result<Vec<u8>, TaheError> {
     let mut w = weight(ks.pk.parties, ks.index) * ks.x;
-    let points = tested.serial_c1();
-    let shares = bulk::mul_shared(&tested.c1_encoded, points.as_deref(), &w);
+    let shares = tested.shares(&w);
     w.zeroize();
-    mesh_absorb_shares(&ks.pk, mesh, tested, ks.index, &shares)?;
-    Ok(shares)
+    #[cfg(target_arch = "x86_64")]
+    if let Some(points) = shares.points {
+        // Made in lanes: added as they are, not decoded from their encodings again.
+        check_batch(
+            &ks.pk,
+            &mesh.test,
+            tested,
+            ks.index,
+            &shares.encoded,
+            32 * tested.len(),
+        )?;
+        mesh.test.sums.add(Shares::Lanes(points));
+        mesh.test.absorbed[ks.index as usize - 1] = true;
+        mesh.shares[ks.index as usize - 1] = Some(shares.encoded.clone());
+        return Ok(shares.encoded);
+    }
+    mesh_absorb_shares(&ks.pk, mesh, tested, ks.index, &shares.encoded)?;
+    Ok(shares.encoded)
 }
 
 /// The coefficients of `seed` and `A = Σ ρ_k c1_k`.

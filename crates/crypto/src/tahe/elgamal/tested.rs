@@ -37,6 +37,15 @@ pub struct Tested {
     pub(super) points: Points,
 }
 
+/// A party's own shares of a [`Tested`] ([`Tested::shares`]).
+pub(super) struct OwnShares {
+    /// `w c1_k`, 32 bytes each.
+    pub(super) encoded: Vec<u8>,
+    /// The same in lanes' form, when the lanes made them.
+    #[cfg(target_arch = "x86_64")]
+    pub(super) points: Option<Vec<StoredPoint>>,
+}
+
 /// The decoded points, in the form the CPU computes with.
 pub(super) enum Points {
     /// curve25519-dalek's points.
@@ -114,12 +123,37 @@ pub(super) fn decode_lanes(bytes: &[u8]) -> Result<Vec<StoredPoint>, usize> {
 }
 
 impl Tested {
-    /// The `c1_k` as curve25519-dalek points on the serial path (`None` in lanes).
-    pub(super) fn serial_c1(&self) -> Option<Vec<RistrettoPoint>> {
+    /// The shares `w c1_k`: in lanes from the `c1_k` decoded already, encoded and kept
+    /// as points (a zero test adds them without decoding them again); else
+    /// curve25519-dalek's, encoded.
+    pub(super) fn shares(&self, w: &Scalar) -> OwnShares {
         match &self.points {
-            Points::Serial(cts) => Some(cts.iter().map(|c| c.c1).collect()),
+            Points::Serial(cts) => {
+                let c1: Vec<RistrettoPoint> = cts.iter().map(|c| c.c1).collect();
+                OwnShares {
+                    encoded: crate::ahe::elgamal::bulk::mul_shared(&c1, w),
+                    #[cfg(target_arch = "x86_64")]
+                    points: None,
+                }
+            }
             #[cfg(target_arch = "x86_64")]
-            Points::Lanes(_) => None,
+            Points::Lanes(c1) => {
+                use crate::curve25519x8::varbase::{Scalars, mul_points};
+                let parts: Vec<(Vec<u8>, Vec<StoredPoint>)> = c1
+                    .par_chunks(TASK)
+                    .map(|task| mul_points(task, None, Scalars::Shared(w), &[], true))
+                    .collect();
+                let mut encoded = Vec::with_capacity(32 * c1.len());
+                let mut points = Vec::with_capacity(c1.len());
+                for (e, p) in parts {
+                    encoded.extend_from_slice(&e);
+                    points.extend_from_slice(&p);
+                }
+                OwnShares {
+                    encoded,
+                    points: Some(points),
+                }
+            }
         }
     }
 
