@@ -32,6 +32,7 @@
 use curve25519_dalek::constants::RISTRETTO_BASEPOINT_TABLE;
 use curve25519_dalek::ristretto::RistrettoPoint;
 use curve25519_dalek::scalar::Scalar;
+use curve25519_dalek::traits::VartimeMultiscalarMul;
 use rayon::prelude::*;
 use sha2::{Digest, Sha512};
 use zeroize::Zeroize;
@@ -133,6 +134,37 @@ pub(super) fn challenge(
         h.update(p.compress().as_bytes());
     }
     Scalar::from_bytes_mod_order_wide(&h.finalize().into())
+}
+
+/// A proof's `e ‖ z` (64 bytes), each a canonical scalar, or the reason it is not.
+pub(super) fn proof_scalars(bytes: &[u8]) -> Result<(Scalar, Scalar), String> {
+    let scalar = |b: &[u8]| -> Option<Scalar> {
+        Option::from(Scalar::from_canonical_bytes(b.try_into().ok()?))
+    };
+    let e = scalar(&bytes[..32]).ok_or("e is not canonical")?;
+    let z = scalar(&bytes[32..64]).ok_or("z is not canonical")?;
+    Ok((e, z))
+}
+
+/// Checks `party`'s Chaum-Pedersen proof `(e, z)` that `log_G W_i = log_A D` for
+/// `A = a_star`, `D = d_star`; the error is [`TaheError::BadShare`].
+pub(super) fn check_proof(
+    pk: &PublicKey,
+    party: u32,
+    a_star: &RistrettoPoint,
+    d_star: &RistrettoPoint,
+    (e, z): (Scalar, Scalar),
+) -> Result<(), TaheError> {
+    let weighted_key = pk.verification[party as usize - 1] * weight(pk.parties, party);
+    let a = RistrettoPoint::vartime_double_scalar_mul_basepoint(&-e, &weighted_key, &z);
+    let b = RistrettoPoint::vartime_multiscalar_mul([z, -e], [*a_star, *d_star]);
+    if challenge(pk, party, a_star, d_star, &a, &b) != e {
+        return Err(TaheError::BadShare {
+            party,
+            reason: "the proof of correct decryption of the batch does not verify".into(),
+        });
+    }
+    Ok(())
 }
 
 /// Party `ks.index`'s batch of weighted shares `D_k = w_i c1_k` with one proof.

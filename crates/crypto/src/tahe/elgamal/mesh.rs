@@ -38,12 +38,10 @@
 
 use curve25519_dalek::constants::RISTRETTO_BASEPOINT_TABLE;
 use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
-use curve25519_dalek::scalar::Scalar;
-use curve25519_dalek::traits::VartimeMultiscalarMul;
 use sha2::{Digest, Sha512};
 use zeroize::Zeroize;
 
-use super::batch::{challenge, expand, weight};
+use super::batch::{challenge, check_proof, expand, proof_scalars, weight};
 use super::tested::Tested;
 #[cfg(target_arch = "x86_64")]
 use super::zero_test::Shares;
@@ -230,25 +228,14 @@ pub(super) fn mesh_absorb_proof(
         .ok()
         .and_then(|c| c.decompress())
         .ok_or_else(|| bad("D is not a canonical ristretto255 encoding".into()))?;
-    let scalar = |b: &[u8]| -> Option<Scalar> {
-        Option::from(Scalar::from_canonical_bytes(b.try_into().ok()?))
-    };
-    let e = scalar(&proof[64..96]).ok_or_else(|| bad("e is not canonical".into()))?;
-    let z = scalar(&proof[96..]).ok_or_else(|| bad("z is not canonical".into()))?;
+    let scalars = proof_scalars(&proof[64..]).map_err(bad)?;
     let own = view(pk, mesh, tested)?;
     let a_star = if seed == own.seed {
         own.a
     } else {
         seed_view(seed, tested).a
     };
-    let weighted_key = pk.verification[party as usize - 1] * weight(pk.parties, party);
-    let a = RistrettoPoint::vartime_double_scalar_mul_basepoint(&-e, &weighted_key, &z);
-    let b = RistrettoPoint::vartime_multiscalar_mul([z, -e], [a_star, d_star]);
-    if challenge(pk, party, &a_star, &d_star, &a, &b) != e {
-        return Err(bad(
-            "the proof of correct decryption of the batch does not verify".into(),
-        ));
-    }
+    check_proof(pk, party, &a_star, &d_star, scalars)?;
     mesh.claims[party as usize - 1] = Some(Claim { seed, d: d_star });
     Ok(())
 }

@@ -16,7 +16,7 @@ use curve25519_dalek::scalar::Scalar;
 use curve25519_dalek::traits::{Identity, IsIdentity, VartimeMultiscalarMul};
 use rayon::prelude::*;
 
-use super::batch::{TASK, batch_len, challenge, coefficients, scalar_of, weight};
+use super::batch::{TASK, batch_len, check_proof, coefficients, proof_scalars, scalar_of};
 use super::tested::{Points, Tested};
 use super::{KeyShare, PublicKey};
 #[cfg(target_arch = "x86_64")]
@@ -193,11 +193,7 @@ pub(super) fn zero_test_absorb(
     let bad = |reason: String| TaheError::BadShare { party, reason };
     check_batch(pk, test, tested, party, batch, batch_len(tested.len()))?;
     let (ds_bytes, proof) = batch.split_at(32 * tested.len());
-    let scalar = |b: &[u8]| -> Option<Scalar> {
-        Option::from(Scalar::from_canonical_bytes(b.try_into().ok()?))
-    };
-    let e = scalar(&proof[..32]).ok_or_else(|| bad("e is not canonical".into()))?;
-    let z = scalar(&proof[32..]).ok_or_else(|| bad("z is not canonical".into()))?;
+    let scalars = proof_scalars(proof).map_err(bad)?;
     let shares = test.sums.decode(ds_bytes).map_err(|k| {
         bad(format!(
             "share {k} is not a canonical ristretto255 encoding"
@@ -206,14 +202,7 @@ pub(super) fn zero_test_absorb(
     let rho = coefficients(pk, party, &tested.c1_encoded, ds_bytes);
     // Σ ρ_k c1_k and Σ ρ_k D_k.
     let (a_star, d_star) = rayon::join(|| tested.combination(&rho), || shares.combination(&rho));
-    let weighted_key = pk.verification[party as usize - 1] * weight(pk.parties, party);
-    let a = RistrettoPoint::vartime_double_scalar_mul_basepoint(&-e, &weighted_key, &z);
-    let b = RistrettoPoint::vartime_multiscalar_mul([z, -e], [a_star, d_star]);
-    if challenge(pk, party, &a_star, &d_star, &a, &b) != e {
-        return Err(bad(
-            "the proof of correct decryption of the batch does not verify".into(),
-        ));
-    }
+    check_proof(pk, party, &a_star, &d_star, scalars)?;
     test.sums.add(shares);
     test.absorbed[party as usize - 1] = true;
     Ok(())
