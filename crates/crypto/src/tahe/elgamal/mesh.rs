@@ -43,7 +43,6 @@ use zeroize::Zeroize;
 
 use super::batch::{challenge, check_proof, expand, proof_scalars, weight};
 use super::tested::Tested;
-#[cfg(target_arch = "x86_64")]
 use super::zero_test::Shares;
 use super::zero_test::{ZeroTest, check_batch, check_count, zero_test_finish, zero_test_new};
 use super::{KeyShare, PublicKey};
@@ -94,15 +93,31 @@ pub(super) fn mesh_absorb_shares(
     party: u32,
     shares: &[u8],
 ) -> Result<(), TaheError> {
+    keep_shares(pk, mesh, tested, party, shares, None)
+}
+
+/// Checks `party`'s shares, adds them to the sums (`decoded`, or decoded from `shares`)
+/// and keeps their bytes.
+fn keep_shares(
+    pk: &PublicKey,
+    mesh: &mut Mesh,
+    tested: &Tested,
+    party: u32,
+    shares: &[u8],
+    decoded: Option<Shares>,
+) -> Result<(), TaheError> {
     check_batch(pk, &mesh.test, tested, party, shares, 32 * tested.len())?;
-    let decoded = mesh
-        .test
-        .sums
-        .decode(shares)
-        .map_err(|k| TaheError::BadShare {
-            party,
-            reason: format!("share {k} is not a canonical ristretto255 encoding"),
-        })?;
+    let decoded = match decoded {
+        Some(d) => d,
+        None => mesh
+            .test
+            .sums
+            .decode(shares)
+            .map_err(|k| TaheError::BadShare {
+                party,
+                reason: format!("share {k} is not a canonical ristretto255 encoding"),
+            })?,
+    };
     mesh.test.sums.add(decoded);
     mesh.test.absorbed[party as usize - 1] = true;
     mesh.shares[party as usize - 1] = Some(shares.to_vec());
@@ -118,23 +133,12 @@ pub(super) fn mesh_own_shares(
     let mut w = weight(ks.pk.parties, ks.index) * ks.x;
     let shares = tested.shares(&w);
     w.zeroize();
+    // Made in lanes: added as they are, not decoded from their encodings again.
     #[cfg(target_arch = "x86_64")]
-    if let Some(points) = shares.points {
-        // Made in lanes: added as they are, not decoded from their encodings again.
-        check_batch(
-            &ks.pk,
-            &mesh.test,
-            tested,
-            ks.index,
-            &shares.encoded,
-            32 * tested.len(),
-        )?;
-        mesh.test.sums.add(Shares::Lanes(points));
-        mesh.test.absorbed[ks.index as usize - 1] = true;
-        mesh.shares[ks.index as usize - 1] = Some(shares.encoded.clone());
-        return Ok(shares.encoded);
-    }
-    mesh_absorb_shares(&ks.pk, mesh, tested, ks.index, &shares.encoded)?;
+    let decoded = shares.points.map(Shares::Lanes);
+    #[cfg(not(target_arch = "x86_64"))]
+    let decoded = None;
+    keep_shares(&ks.pk, mesh, tested, ks.index, &shares.encoded, decoded)?;
     Ok(shares.encoded)
 }
 
