@@ -403,9 +403,12 @@ pub fn decode_many(bytes: &[u8]) -> Result<Vec<Ciphertext>, HeError> {
             ct_len: CIPHERTEXT_LEN,
         });
     }
-    bytes
+    // Decoded in parallel, the errors then read in order: rayon's collect into a
+    // `Result` stops at whichever error a thread meets first.
+    let decoded: Vec<Result<Ciphertext, HeError>> = bytes
         .par_chunks_exact(CIPHERTEXT_LEN)
         .enumerate()
         .map(|(i, c)| decode(c, i))
-        .collect()
+        .collect();
+    decoded.into_iter().collect()
 }

@@ -114,12 +114,13 @@ pub(super) fn decode_lanes(bytes: &[u8]) -> Result<Vec<StoredPoint>, usize> {
         .chunks_exact(32)
         .map(|b| b.try_into().expect("32 bytes"))
         .collect();
-    let parts: Vec<Vec<StoredPoint>> = refs
+    // The errors read in order: rayon's collect into a `Result` stops at any one.
+    let parts: Vec<Result<Vec<StoredPoint>, usize>> = refs
         .par_chunks(TASK)
         .enumerate()
         .map(|(t, task)| decode_all(task).map_err(|i| t * TASK + i))
-        .collect::<Result<_, _>>()?;
-    Ok(parts.concat())
+        .collect();
+    Ok(parts.into_iter().collect::<Result<Vec<_>, _>>()?.concat())
 }
 
 impl Tested {

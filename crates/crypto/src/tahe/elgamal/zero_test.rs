@@ -82,6 +82,8 @@ impl Sums {
                         .and_then(|c| c.decompress())
                         .ok_or(k)
                 })
+                .collect::<Vec<_>>()
+                .into_iter()
                 .collect::<Result<_, _>>()
                 .map(Shares::Serial),
             #[cfg(target_arch = "x86_64")]
