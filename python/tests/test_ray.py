@@ -1,7 +1,7 @@
 """privset.ray: each organisation runs its own local Ray cluster (a separate process:
 a head and a worker node), the buckets (or units) run as Ray tasks that talk through a
 shared exchange directory or over mutual TLS (meeting through the listening driver's
-rendezvous), and one bucket task is killed (SIGKILL to its Ray worker) mid-job: Ray
+rendezvous), and one bucket task is killed (SIGKILL to its Ray worker) mid-session: Ray
 runs it again, it resumes from its checkpoint (or meets its peer's retry), and the
 answer is the plaintext one. psi's buckets run at once; psi-card's, private-id's and
 pi-sum's units wave after wave."""
@@ -17,7 +17,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import pytest
 import socket
@@ -27,12 +27,6 @@ pytest.importorskip("ray")  # scripts/test.sh installs it (pip install privset[r
 from privset.errors import ConfigurationError  # noqa: E402
 
 PARTY = pathlib.Path(__file__).with_name("ray_party.py")
-
-
-def bucket_workers() -> List[int]:
-    """Ray workers running a bucket task right now (their process title names it)."""
-    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [int(line.split()[0]) for line in out.splitlines()[1:] if "ray::_run_bucket" in line]
 
 
 def free_ports(count: int) -> int:
@@ -78,8 +72,9 @@ def run_both(
     fault: Optional[str] = None,
 ) -> Dict[str, Dict[str, Any]]:
     """Runs both organisations' parties (roles[i] reads roles[i].csv) as processes, kills
-    one bucket task's worker while it runs (or, given `fault`, lets that task die
-    between its session and its record instead), and returns each party's result."""
+    the worker of roles[0]'s task of unit 1 mid-session (held there after its first
+    message, PRIVSET_TEST_HOLD_AFTER_SEND), or, given `fault`, lets that task die
+    between its session and its record instead, and returns each party's result."""
     procs = {}
     links = tls_links(tmp_path, roles) if over_tls else {}
     for role in roles:
@@ -92,6 +87,8 @@ def run_both(
         }
         if fault is not None:
             spec["env"] = {"PRIVSET_TEST_DIE_BEFORE_RECORD": fault}
+        else:
+            spec["env"] = {"PRIVSET_TEST_HOLD_AFTER_SEND": f"{roles[0]}:1"}
         if over_tls:
             spec["tls_dir"] = str(tmp_path / "certs")
         else:
@@ -99,8 +96,8 @@ def run_both(
         procs[role] = subprocess.Popen(
             [sys.executable, str(PARTY), json.dumps(spec)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
-    # Kill a bucket task's worker while it runs one (the receiver's or the sender's: both
-    # organisations' tasks have the same title; either must survive it).
+    # Kill the held task's worker once it announces the hold (its pid in the job
+    # directory); Ray runs the task again and the peer's task must meet the retry.
     killed: Optional[int] = None
     deadline = time.monotonic() + 180
     while (
@@ -109,17 +106,15 @@ def run_both(
         and time.monotonic() < deadline
         and all(p.poll() is None for p in procs.values())
     ):
-        workers = bucket_workers()
-        if workers:
-            time.sleep(0.2)
-            if workers[0] in bucket_workers():
-                os.kill(workers[0], signal.SIGKILL)
-                killed = workers[0]
+        held = list(tmp_path.glob(f"state-{roles[0]}/**/test-held-1.pid"))
+        if held:
+            killed = int(held[0].read_text())
+            os.kill(killed, signal.SIGKILL)
         time.sleep(0.02)
     outs = {role: p.communicate(timeout=600) for role, p in procs.items()}
     for role, p in procs.items():
         assert p.returncode == 0, f"{role}: {outs[role][1][-3000:]}"
-    assert fault is not None or killed is not None, "no bucket task was seen running to kill"
+    assert fault is not None or killed is not None, "no held task was seen to kill"
     return {role: json.loads(outs[role][0].strip().splitlines()[-1]) for role in procs}
 
 

@@ -33,6 +33,7 @@ use crate::output_rows::RowWriter;
 use crate::report::{BucketedReport, BucketsSection, PiSumReport, PsoReport};
 use crate::source::{InputSpec, RowStream};
 
+mod faults;
 mod tasks;
 pub use tasks::{TaskLink, Waves};
 
@@ -722,6 +723,18 @@ impl Runner<'_> {
             Some(earlier) => earlier.runs + 1,
             None => 1,
         };
+        let mut held;
+        let transport: &mut (dyn Transport + Send) =
+            match faults::hold_asked(self.job.names().0, b, &self.dir.dir) {
+                Some(announce) => {
+                    held = faults::HoldAfterSend {
+                        inner: transport,
+                        announce: Some(announce),
+                    };
+                    &mut held
+                }
+                None => transport,
+            };
         let stopwatch = Stopwatch::start();
         let before = transport.counters();
         let ran = if self.by_value() {
@@ -743,7 +756,7 @@ impl Runner<'_> {
             wall_seconds,
             runs,
         };
-        die_if_asked(self.job.names().0, b, &self.dir.dir);
+        faults::die_if_asked(self.job.names().0, b, &self.dir.dir);
         before_record()?;
         self.dir.save_done(&figures, ran.rows.as_deref())
     }
@@ -1106,31 +1119,6 @@ struct Ran {
 
 /// Participant names of every bucketed session: the receiver is participant 0.
 const NAMES: [&str; 2] = ["receiver", "sender"];
-
-/// The tests' fault: with `PRIVSET_TEST_DIE_BEFORE_RECORD=<role>:<unit>`, the first run
-/// of that unit in that role dies (its process aborted) between its session's end and
-/// its record (before a Ray task's report), as a party killed there would. Its peer
-/// has then recorded the unit and this party has not: a Ray task's retry must learn that
-/// the peer finished and the next round run the unit again (python/tests/test_ray.py),
-/// and a peer that finished meanwhile must keep its state to serve the unit later
-/// (crates/cli/tests/buckets.rs). Once per job directory (a marker file in it).
-fn die_if_asked(role: &str, unit: u32, dir: &std::path::Path) {
-    let Ok(asked) = std::env::var("PRIVSET_TEST_DIE_BEFORE_RECORD") else {
-        return;
-    };
-    if asked != format!("{role}:{unit}") {
-        return;
-    }
-    let once = dir.join(format!("test-died-before-record-{unit}"));
-    if std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(once)
-        .is_ok()
-    {
-        std::process::abort();
-    }
-}
 
 fn derive(seed: &[u8; 32], label: &[u8]) -> [u8; 32] {
     let mut h = Sha256::new();
