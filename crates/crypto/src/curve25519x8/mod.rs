@@ -28,8 +28,10 @@
 //! * the sum of several tables' products (`ρ h + m G`) shares one accumulator, and a
 //!   term whose scalars are known to be small (`m` a filter bit) reads only its first
 //!   rows;
-//! * the results are encoded with RFC 9496's encoding in lanes (one inverse square
-//!   root per point, two vectors interleaved).
+//! * the tables hold the multiples of `B / 2`, so the products are halves of the
+//!   results, which are then doubled and encoded at once in lanes
+//!   ([`ristretto::double_and_encode`]: one batched inversion where RFC 9496's encoding
+//!   would pay an inverse square root per point).
 
 pub(crate) mod edwards;
 pub(crate) mod exponent;
@@ -61,7 +63,8 @@ const ENTRIES: usize = 8;
 /// One affine point as the limbs of `(y + x, y - x, 2d xy)`, canonical.
 type NielsLimbs = [[u64; 5]; 3];
 
-/// The table of one point for [`mul_and_encode`]: entry `8 i + j - 1` is `j 16^i B`.
+/// The table of one point `B` for [`mul_and_encode`]: entry `8 i + j - 1` is
+/// `j 16^i B / 2` (the sums of its products are doubled as they are encoded).
 pub(crate) struct FixedBase {
     entries: Box<[NielsLimbs]>,
 }
@@ -74,7 +77,7 @@ impl std::fmt::Debug for FixedBase {
 
 impl FixedBase {
     /// The table of `base`; `None` on a CPU without AVX-512 F, VL and IFMA. The 512
-    /// multiples are computed with curve25519-dalek, encoded, and decoded
+    /// multiples of `base / 2` are computed with curve25519-dalek, encoded, and decoded
     /// into lanes: a decoded point may differ from dalek's representative by a point of
     /// order 4, which changes no sum's encoding.
     pub(crate) fn new(base: &RistrettoPoint) -> Option<FixedBase> {
@@ -82,7 +85,7 @@ impl FixedBase {
             return None;
         }
         let mut multiples = Vec::with_capacity(ROWS * ENTRIES);
-        let mut row_base = *base;
+        let mut row_base = base * *HALF;
         for _ in 0..ROWS {
             let mut multiple = row_base;
             for _ in 0..ENTRIES {
@@ -99,6 +102,15 @@ impl FixedBase {
         Some(FixedBase { entries })
     }
 }
+
+/// `1 / 2` modulo the group order: results are computed halved, then doubled as they
+/// are encoded ([`ristretto::double_and_encode`]).
+pub(crate) static HALF: std::sync::LazyLock<Scalar> =
+    std::sync::LazyLock::new(|| Scalar::from(2u8).invert());
+
+/// Vectors whose encodings share one batched inversion: enough that the inversion's
+/// exponentiation is a small part, few enough that the products stay in the cache.
+pub(crate) const ENCODE_BLOCK: usize = 64;
 
 /// The 64 signed radix-16 digits `d_i` in `[-8, 8]` with `sum d_i 16^i` the scalar
 /// (little-endian bytes, below 2^255), computed with arithmetic only: the scalars are
@@ -240,20 +252,15 @@ pub(crate) fn product(terms: &[Term], first: usize) -> Point8 {
 unsafe fn mul_and_encode_lanes(terms: &[Term], out: &mut [u8]) {
     let n = out.len() / 32;
     let groups = n.div_ceil(LANES);
-    // Two vectors at a time so that the encodings' exponentiations interleave.
-    let mut g = 0;
-    while g < groups {
-        let pair = (groups - g).min(2);
-        let first = product(terms, g * LANES);
-        let second = if pair == 2 {
-            product(terms, (g + 1) * LANES)
-        } else {
-            first
-        };
-        let encoded = ristretto::encode(&[first, second]);
-        let end = ((g + pair) * LANES).min(n);
-        lanes::store(&encoded[..pair], &mut out[32 * g * LANES..32 * end]);
-        g += pair;
+    for block in (0..groups).step_by(ENCODE_BLOCK) {
+        let end = (block + ENCODE_BLOCK).min(groups);
+        // Halves of the results (the tables hold halves of the bases).
+        let halves: Vec<Point8> = (block..end).map(|g| product(terms, g * LANES)).collect();
+        let encoded = ristretto::double_and_encode(&halves);
+        lanes::store(
+            &encoded,
+            &mut out[32 * block * LANES..32 * (end * LANES).min(n)],
+        );
     }
 }
 

@@ -106,6 +106,35 @@ fn add_batch(sums: &mut [StoredPoint], points: &[StoredPoint], batch: &[(u32, u3
     }
 }
 
+/// Whether `a[k]` and `b[k]` are the same ristretto255 element, for every `k`:
+/// `X_a Y_b = Y_a X_b` or `X_a X_b = Y_a Y_b` (curve25519-dalek's test), four products
+/// where comparing encodings would pay an inverse square root per pair.
+pub(crate) fn equal_all(a: &[StoredPoint], b: &[StoredPoint]) -> Vec<bool> {
+    assert_cpu();
+    assert_eq!(a.len(), b.len(), "compared point for point");
+    // SAFETY: the CPU has the features (checked above).
+    unsafe { equal_lanes(a, b) }
+}
+
+#[target_feature(enable = "avx512f,avx512vl,avx512ifma")]
+unsafe fn equal_lanes(a: &[StoredPoint], b: &[StoredPoint]) -> Vec<bool> {
+    let mut out = Vec::with_capacity(a.len());
+    for (a, b) in a.chunks(LANES).zip(b.chunks(LANES)) {
+        let mut left = [IDENTITY; LANES];
+        let mut right = [IDENTITY; LANES];
+        left[..a.len()].copy_from_slice(a);
+        right[..b.len()].copy_from_slice(b);
+        let coordinate = |points: &[StoredPoint; LANES], c: usize| {
+            Fe8::from_lanes(&core::array::from_fn(|j| points[j][c]))
+        };
+        let (xa, ya) = (coordinate(&left, 0), coordinate(&left, 1));
+        let (xb, yb) = (coordinate(&right, 0), coordinate(&right, 1));
+        let equal = xa.mul(&yb).equals(&ya.mul(&xb)) | xa.mul(&xb).equals(&ya.mul(&yb));
+        out.extend((0..a.len()).map(|j| equal >> j & 1 == 1));
+    }
+    out
+}
+
 /// The encodings (32 bytes each) of the points.
 pub(crate) fn encode_all(points: &[StoredPoint]) -> Vec<u8> {
     assert_cpu();

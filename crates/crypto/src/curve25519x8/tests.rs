@@ -193,6 +193,15 @@ fn decoded_points_sum_to_dalek_sums() {
     }
     // Re-encoding the decoded points gives the encodings back.
     assert_eq!(sums::encode_all(&decoded), encodings.concat());
+    // The sums (other representatives, Z not 1) equal the decoded points of the same
+    // elements, and no other: each against the next one's.
+    let want_encodings: Vec<[u8; 32]> = want.iter().map(|w| w.compress().to_bytes()).collect();
+    let want_decoded = sums::decode_all(&want_encodings.iter().collect::<Vec<_>>()).unwrap();
+    assert_eq!(sums::equal_all(&acc, &want_decoded), vec![true; 12]);
+    let next: Vec<sums::StoredPoint> = (0..12).map(|i| want_decoded[(i + 1) % 12]).collect();
+    let expect: Vec<bool> = (0..12).map(|i| want[i] == want[(i + 1) % 12]).collect();
+    assert!(expect.contains(&false));
+    assert_eq!(sums::equal_all(&acc, &next), expect);
 }
 
 #[test]
@@ -326,5 +335,55 @@ fn a_variable_base_point_that_does_not_decode_is_named() {
             Err(at),
             "{at}"
         );
+    }
+}
+
+#[test]
+fn double_and_encode_is_dalek_compress_of_the_double() {
+    if !ifma_or_skip() {
+        return;
+    }
+    let mut rng = SessionRng::from_seed([9; 32]);
+    // The identity, the base point, small multiples and random ones: 21 points (three
+    // vectors, the last part-filled), each a sum of two decoded points so that Z is
+    // not 1 and T is not XY's affine value.
+    let parts: Vec<(RistrettoPoint, RistrettoPoint)> = (0..21u64)
+        .map(|i| match i {
+            0 => (RistrettoPoint::default(), RistrettoPoint::default()),
+            1 => (RISTRETTO_BASEPOINT_POINT, RistrettoPoint::default()),
+            2..=6 => (
+                RISTRETTO_BASEPOINT_POINT * Scalar::from(i),
+                -RISTRETTO_BASEPOINT_POINT * Scalar::from(i),
+            ),
+            _ => (
+                RISTRETTO_BASEPOINT_POINT * random(&mut rng),
+                RISTRETTO_BASEPOINT_POINT * random(&mut rng),
+            ),
+        })
+        .collect();
+    let encodings: Vec<[u8; 32]> = parts
+        .iter()
+        .flat_map(|(a, b)| [a.compress().to_bytes(), b.compress().to_bytes()])
+        .collect();
+    let decoded = sums::decode_all(&encodings.iter().collect::<Vec<_>>()).unwrap();
+    let mut acc = vec![sums::IDENTITY; parts.len()];
+    let hits: Vec<(u32, u32)> = (0..2 * parts.len() as u32).map(|p| (p / 2, p)).collect();
+    sums::add_hits(&mut acc, &decoded, &hits);
+    let mut got = vec![0u8; 32 * acc.len()];
+    // SAFETY: the CPU has the features (checked above).
+    unsafe {
+        let vectors: Vec<edwards::Point8> = acc
+            .chunks(lanes::LANES)
+            .map(|c| {
+                let mut group = [sums::IDENTITY; lanes::LANES];
+                group[..c.len()].copy_from_slice(c);
+                sums::to_lanes(&group)
+            })
+            .collect();
+        lanes::store(&ristretto::double_and_encode(&vectors), &mut got);
+    }
+    for (i, (a, b)) in parts.iter().enumerate() {
+        let want = (a + b) + (a + b);
+        assert_eq!(&got[32 * i..32 * i + 32], want.compress().as_bytes(), "{i}");
     }
 }

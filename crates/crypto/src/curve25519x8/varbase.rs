@@ -8,9 +8,12 @@
 //! representation. Per lane, constant time in the scalar (a secret key share):
 //! * a table of `P, 2P, ..., 8P` as [`Cached8`] (4 doublings, 3 additions);
 //! * the scalar as 64 signed radix-16 digits in `[-8, 8]` ([`super::radix16`]);
-//! * from the top digit down, four doublings and the addition of the digit's entry,
-//!   read by scanning all eight entries with masked blends (no memory address depends
-//!   on a digit) and negated by a blend.
+//! * from the top digit down, four doublings (only the last computes `T`) and the
+//!   addition of the digit's entry, read by scanning all eight entries with masked
+//!   blends (no memory address depends on a digit) and negated by a blend;
+//! * the scalars are halved first, and the halves of the products doubled as they are
+//!   encoded ([`ristretto::double_and_encode`], one batched inversion instead of an
+//!   inverse square root per product).
 
 use core::arch::x86_64::*;
 
@@ -21,7 +24,10 @@ use super::edwards::{Cached8, Point8};
 use super::field::Fe8;
 use super::lanes::{self, LANES};
 use super::sums::{IDENTITY, StoredPoint, from_lanes, to_lanes};
-use super::{FixedTerm, ROWS, Term, digit_vector, lane_terms, radix16, ristretto, term_digits};
+use super::{
+    ENCODE_BLOCK, FixedTerm, HALF, ROWS, Term, digit_vector, lane_terms, radix16, ristretto,
+    term_digits,
+};
 
 /// The scalars of a batch of products.
 #[derive(Clone, Copy)]
@@ -132,21 +138,27 @@ unsafe fn mul_lanes(
     fixed: &[Term<'_>],
     mut keep: Option<&mut Vec<StoredPoint>>,
 ) -> Result<Vec<u8>, usize> {
-    let mut digits = vec![[0i8; ROWS]; n];
-    for (k, d) in digits.iter_mut().enumerate() {
-        *d = match scalars {
-            Scalars::Shared(s) => radix16(s.as_bytes()),
-            Scalars::Each(each) => radix16(each[k].as_bytes()),
-        };
-    }
+    // Halves of the products are computed (the fixed tables hold halves of their
+    // bases), then doubled as they are encoded.
+    let halved = |s: &Scalar| {
+        let mut h = s * *HALF;
+        let digits = radix16(h.as_bytes());
+        h.zeroize();
+        digits
+    };
+    let mut digits = match scalars {
+        Scalars::Shared(s) => vec![halved(s); n],
+        Scalars::Each(each) => each.iter().map(halved).collect(),
+    };
     let mut out = vec![0u8; 32 * n];
     let groups = n.div_ceil(LANES);
     let mut result = Ok(());
-    // Two vectors at a time so that the encodings' exponentiations interleave.
+    let mut halves: Vec<Point8> = Vec::with_capacity(ENCODE_BLOCK + 1);
+    let mut flushed = 0;
+    // Two vectors at a time so that their decodings' exponentiations interleave.
     let mut g = 0;
     while g < groups {
         let pair = (groups - g).min(2);
-        let mut products = [Point8::identity(); 2];
         let points = match source {
             Source::Encoded(encodings) => {
                 let first = |i: usize| (g + i.min(pair - 1)) * LANES;
@@ -168,29 +180,35 @@ unsafe fn mul_lanes(
                 out
             }
         };
-        for (i, (product, point)) in products.iter_mut().zip(points).enumerate().take(pair) {
+        for (i, point) in points.into_iter().enumerate().take(pair) {
             let first = (g + i) * LANES;
+            let mut half = Point8::identity();
             match point {
                 Ok(point) => {
-                    *product = multiply(&point, &digits[first..]);
+                    half = multiply(&point, &digits[first..]);
                     if !fixed.is_empty() {
-                        *product = product.add(&super::product(fixed, first));
+                        half = half.add(&super::product(fixed, first));
                     }
                 }
                 Err(j) => result = result.and(Err(first + j)),
             }
+            halves.push(half);
         }
-        let encoded = ristretto::encode(&products);
-        let end = ((g + pair) * LANES).min(n);
-        if let Some(kept) = keep.as_deref_mut() {
-            for (i, product) in products.iter().enumerate().take(pair) {
-                let first = (g + i) * LANES;
-                let stored = from_lanes(product);
-                kept.extend_from_slice(&stored[..(n - first).min(LANES)]);
-            }
-        }
-        lanes::store(&encoded[..pair], &mut out[32 * g * LANES..32 * end]);
         g += pair;
+        if halves.len() >= ENCODE_BLOCK || g == groups {
+            let encoded = ristretto::double_and_encode(&halves);
+            let end = ((flushed + halves.len()) * LANES).min(n);
+            lanes::store(&encoded, &mut out[32 * flushed * LANES..32 * end]);
+            if let Some(kept) = keep.as_deref_mut() {
+                for (v, half) in halves.iter().enumerate() {
+                    let first = (flushed + v) * LANES;
+                    let stored = from_lanes(&half.double());
+                    kept.extend_from_slice(&stored[..(n - first).min(LANES)]);
+                }
+            }
+            flushed += halves.len();
+            halves.clear();
+        }
     }
     digits.zeroize();
     result.map(|()| out)
@@ -236,7 +254,7 @@ fn multiply(p: &Point8, digits: &[[i8; ROWS]]) -> Point8 {
     let mut acc = Point8::identity();
     for row in (0..ROWS).rev() {
         if row != ROWS - 1 {
-            acc = acc.double().double().double().double();
+            acc = acc.double_times(4);
         }
         let (abs, negative) = digit_vector(digits, 0, row);
         acc = acc.add_cached(&select(&table, abs, negative));

@@ -4,7 +4,7 @@
 //! Every use of them reads encodings or lanes: the batch coefficients hash the `c1_k`'s
 //! encodings, the shares `w c1_k` are products in lanes that take encodings, the proofs'
 //! `Σ ρ_k c1_k` is a multi-scalar multiplication over the `c1_k` decoded in lanes, and a
-//! zero test compares the encodings of its sums with those of the `c2_k`. Decoding them
+//! zero test compares its sums with the `c2_k` decoded in lanes. Decoding them
 //! into curve25519-dalek's points (an inverse square root in serial arithmetic each)
 //! was a tenth of a Miyaji-Nishida party's time (docs/benchmarks.md). On a CPU with
 //! AVX-512 IFMA they are validated and decoded eight at a time; elsewhere dalek decodes
@@ -32,8 +32,6 @@ use crate::tahe::{TaheError, invalid};
 pub struct Tested {
     /// The `c1_k`'s encodings, back to back.
     pub(super) c1_encoded: Vec<u8>,
-    /// The `c2_k`'s encodings, back to back.
-    pub(super) c2_encoded: Vec<u8>,
     pub(super) points: Points,
 }
 
@@ -50,10 +48,12 @@ pub(super) struct OwnShares {
 pub(super) enum Points {
     /// curve25519-dalek's points.
     Serial(Vec<Ciphertext>),
-    /// The `c1_k` decoded in lanes (the `c2_k` are only validated: a zero test compares
-    /// their encodings).
+    /// The `c1_k` and the `c2_k` decoded in lanes.
     #[cfg(target_arch = "x86_64")]
-    Lanes(Vec<StoredPoint>),
+    Lanes {
+        c1: Vec<StoredPoint>,
+        c2: Vec<StoredPoint>,
+    },
 }
 
 impl Tested {
@@ -79,11 +79,7 @@ impl Tested {
             c2_encoded.extend_from_slice(&c[32..]);
         }
         let points = decode_points(bytes, &c1_encoded, &c2_encoded).map_err(error)?;
-        Ok(Tested {
-            c1_encoded,
-            c2_encoded,
-            points,
-        })
+        Ok(Tested { c1_encoded, points })
     }
 }
 
@@ -99,8 +95,8 @@ fn decode_points(bytes: &[u8], c1_encoded: &[u8], c2_encoded: &[u8]) -> Result<P
         }
         let (c1, c2) = rayon::join(|| decode_lanes(c1_encoded), || decode_lanes(c2_encoded));
         let c1 = c1.map_err(|i| bad(i, "c1 is not a canonical ristretto255 encoding"))?;
-        c2.map_err(|i| bad(i, "c2 is not a canonical ristretto255 encoding"))?;
-        return Ok(Points::Lanes(c1));
+        let c2 = c2.map_err(|i| bad(i, "c2 is not a canonical ristretto255 encoding"))?;
+        return Ok(Points::Lanes { c1, c2 });
     }
     let _ = (c1_encoded, c2_encoded);
     crate::ahe::elgamal::bulk::decode_many(bytes).map(Points::Serial)
@@ -138,7 +134,7 @@ impl Tested {
                 }
             }
             #[cfg(target_arch = "x86_64")]
-            Points::Lanes(c1) => {
+            Points::Lanes { c1, .. } => {
                 use crate::curve25519x8::varbase::{Scalars, mul_points};
                 let parts: Vec<(Vec<u8>, Vec<StoredPoint>)> = c1
                     .par_chunks(TASK)
@@ -166,7 +162,7 @@ impl Tested {
                 RistrettoPoint::vartime_multiscalar_mul(&rho, cts.iter().map(|c| c.c1))
             }
             #[cfg(target_arch = "x86_64")]
-            Points::Lanes(c1) => dalek_point(&vartime_msm(rho, c1)),
+            Points::Lanes { c1, .. } => dalek_point(&vartime_msm(rho, c1)),
         }
     }
 }

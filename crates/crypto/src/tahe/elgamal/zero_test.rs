@@ -5,7 +5,7 @@
 //! On a CPU with AVX-512 IFMA the shares are decoded eight at a time
 //! (`curve25519x8::sums`), both multiplications run as a bucket method in lanes
 //! (`curve25519x8::msm`, over the `c1_k` that [`Tested`] decoded in lanes), and the sums
-//! stay in lanes until their encodings are compared with the `c2_k`'s as they arrived.
+//! stay in lanes, compared there with the `c2_k` that [`Tested`] decoded.
 //! Elsewhere curve25519-dalek does each step. A party checking nine other parties'
 //! batches of thousands of shares spent most of its time in dalek's serial decoding
 //! (docs/benchmarks.md). A party's own batch is added without checking its proof
@@ -22,7 +22,7 @@ use super::{KeyShare, PublicKey};
 #[cfg(target_arch = "x86_64")]
 use crate::curve25519x8::{
     msm::vartime_msm,
-    sums::{StoredPoint, add_hits, encode_all},
+    sums::{StoredPoint, add_hits, equal_all},
 };
 use crate::tahe::TaheError;
 
@@ -248,18 +248,11 @@ pub(super) fn zero_test_finish(test: ZeroTest, tested: &Tested) -> Result<Vec<bo
             .zip(sums.par_iter())
             .map(|(c, s)| (c.c2 - s).is_identity())
             .collect()),
-        // c2_k = s_k iff their encodings are equal (encodings are canonical).
         #[cfg(target_arch = "x86_64")]
-        (Sums::Lanes(sums), Points::Lanes(_)) => Ok(sums
+        (Sums::Lanes(sums), Points::Lanes { c2, .. }) => Ok(sums
             .par_chunks(TASK)
-            .zip(tested.c2_encoded.par_chunks(32 * TASK))
-            .flat_map_iter(|(s, c2)| {
-                let ours = encode_all(s);
-                ours.chunks_exact(32)
-                    .zip(c2.chunks_exact(32))
-                    .map(|(a, b)| a == b)
-                    .collect::<Vec<_>>()
-            })
+            .zip(c2.par_chunks(TASK))
+            .flat_map_iter(|(s, c2)| equal_all(s, c2))
             .collect()),
         #[cfg(target_arch = "x86_64")]
         _ => unreachable!("a test and its ciphertexts are decoded on the same path"),
