@@ -38,7 +38,7 @@ use sha2::{Digest, Sha512};
 use zeroize::Zeroize;
 
 use super::tested::Tested;
-use super::{Ciphertext, KeyShare, PublicKey, lagrange_at_zero};
+use super::{Ciphertext, KeyShare, PublicKey};
 use crate::ahe::elgamal::bulk;
 use crate::ahe::elgamal::random_nonzero_scalar;
 use crate::rng::SessionRng;
@@ -70,12 +70,6 @@ pub(super) fn decode_many(bytes: &[u8]) -> Result<Vec<Ciphertext>, TaheError> {
 
 /// Ciphertexts hashed per step of the batch coefficients.
 pub(super) const TASK: usize = 1024;
-
-/// `λ_i` over all parties `1..=n`.
-pub(super) fn weight(parties: u32, party: u32) -> Scalar {
-    let all: Vec<u32> = (1..=parties).collect();
-    lagrange_at_zero(&all)[party as usize - 1]
-}
 
 /// The coefficients `ρ_k` (below `2^128`) for the ciphertexts whose `c1_k`'s encodings
 /// are `c1_encoded` and the shares `ds`: one SHA-512 of everything gives the seed
@@ -155,7 +149,7 @@ pub(super) fn check_proof(
     d_star: &RistrettoPoint,
     (e, z): (Scalar, Scalar),
 ) -> Result<(), TaheError> {
-    let weighted_key = pk.verification[party as usize - 1] * weight(pk.parties, party);
+    let weighted_key = pk.weighted[party as usize - 1];
     let a = RistrettoPoint::vartime_double_scalar_mul_basepoint(&-e, &weighted_key, &z);
     let b = RistrettoPoint::vartime_multiscalar_mul([z, -e], [*a_star, *d_star]);
     if challenge(pk, party, a_star, d_star, &a, &b) != e {
@@ -170,7 +164,7 @@ pub(super) fn check_proof(
 /// Party `ks.index`'s batch of weighted shares `D_k = w_i c1_k` with one proof.
 pub(super) fn share_batch(ks: &KeyShare, tested: &Tested, rng: &mut SessionRng) -> Vec<u8> {
     let pk = &ks.pk;
-    let mut w = weight(pk.parties, ks.index) * ks.x;
+    let mut w = pk.weight(ks.index) * ks.x;
     let mut out = tested.shares(&w).encoded;
     let rho = coefficients(pk, ks.index, &tested.c1_encoded, &out);
     let a_star = tested.combination(&rho);

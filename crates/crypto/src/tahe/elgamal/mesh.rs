@@ -41,7 +41,7 @@ use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
 use sha2::{Digest, Sha512};
 use zeroize::Zeroize;
 
-use super::batch::{challenge, check_proof, expand, proof_scalars, weight};
+use super::batch::{challenge, check_proof, expand, proof_scalars};
 use super::tested::Tested;
 use super::zero_test::Shares;
 use super::zero_test::{ZeroTest, check_batch, check_count, zero_test_finish, zero_test_new};
@@ -130,7 +130,7 @@ pub(super) fn mesh_own_shares(
     mesh: &mut Mesh,
     tested: &Tested,
 ) -> Result<Vec<u8>, TaheError> {
-    let mut w = weight(ks.pk.parties, ks.index) * ks.x;
+    let mut w = ks.pk.weight(ks.index) * ks.x;
     let shares = tested.shares(&w);
     w.zeroize();
     // Made in lanes: added as they are, not decoded from their encodings again.
@@ -178,7 +178,7 @@ pub(super) fn mesh_own_proof(
     rng: &mut SessionRng,
 ) -> Result<Vec<u8>, TaheError> {
     let pk = &ks.pk;
-    let mut w = weight(pk.parties, ks.index) * ks.x;
+    let mut w = pk.weight(ks.index) * ks.x;
     let view = view(pk, mesh, tested)?;
     let (seed, a_star) = (view.seed, view.a);
     let d_star = a_star * w;

@@ -106,6 +106,11 @@ pub struct PublicKey {
     h: RistrettoPoint,
     table: BaseTable,
     verification: Vec<RistrettoPoint>,
+    /// `λ_i` over all parties `1..=n` and `λ_i h_i`, what a share made with every
+    /// party's key is proved against: made once (ten scalar inversions and a
+    /// variable-base product for ten parties), not for every proof.
+    weights: Vec<Scalar>,
+    weighted: Vec<RistrettoPoint>,
     /// Local decryption setting (not encoded).
     max_table_bits: u32,
     /// SHA-512 of the encoding, bound into every proof.
@@ -131,12 +136,21 @@ impl PublicKey {
         h: RistrettoPoint,
         verification: Vec<RistrettoPoint>,
     ) -> Self {
+        let all: Vec<u32> = (1..=parties).collect();
+        let weights = lagrange_at_zero(&all);
+        let weighted = verification
+            .iter()
+            .zip(&weights)
+            .map(|(h_i, l)| h_i * l)
+            .collect();
         let mut pk = PublicKey {
             parties,
             threshold,
             table: BaseTable::new(&h),
             h,
             verification,
+            weights,
+            weighted,
             max_table_bits: DEFAULT_TABLE_BITS,
             digest: [0; 64],
         };
@@ -150,6 +164,11 @@ impl PublicKey {
     /// The joint public key `h`.
     pub fn point(&self) -> &RistrettoPoint {
         &self.h
+    }
+
+    /// `λ_i` over all parties (`i` in `1..=n`, checked by the caller).
+    pub(super) fn weight(&self, i: u32) -> Scalar {
+        self.weights[i as usize - 1]
     }
 
     /// Party `i`'s verification key `h_i = x_i G` (`i` in `1..=n`).
