@@ -26,6 +26,7 @@ pub(crate) mod curve25519x8;
 pub mod cwprf;
 pub mod filter;
 pub mod group;
+pub(crate) mod in_order;
 pub mod oprf;
 pub mod ot;
 pub mod rng;

@@ -124,12 +124,8 @@ unsafe fn equal_lanes(a: &[StoredPoint], b: &[StoredPoint]) -> Vec<bool> {
         let mut right = [IDENTITY; LANES];
         left[..a.len()].copy_from_slice(a);
         right[..b.len()].copy_from_slice(b);
-        let coordinate = |points: &[StoredPoint; LANES], c: usize| {
-            Fe8::from_lanes(&core::array::from_fn(|j| points[j][c]))
-        };
-        let (xa, ya) = (coordinate(&left, 0), coordinate(&left, 1));
-        let (xb, yb) = (coordinate(&right, 0), coordinate(&right, 1));
-        let equal = xa.mul(&yb).equals(&ya.mul(&xb)) | xa.mul(&xb).equals(&ya.mul(&yb));
+        let (p, q) = (to_lanes(&left), to_lanes(&right));
+        let equal = p.x.mul(&q.y).equals(&p.y.mul(&q.x)) | p.x.mul(&q.x).equals(&p.y.mul(&q.y));
         out.extend((0..a.len()).map(|j| equal >> j & 1 == 1));
     }
     out

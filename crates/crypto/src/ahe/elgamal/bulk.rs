@@ -403,12 +403,10 @@ pub fn decode_many(bytes: &[u8]) -> Result<Vec<Ciphertext>, HeError> {
             ct_len: CIPHERTEXT_LEN,
         });
     }
-    // Decoded in parallel, the errors then read in order: rayon's collect into a
-    // `Result` stops at whichever error a thread meets first.
-    let decoded: Vec<Result<Ciphertext, HeError>> = bytes
-        .par_chunks_exact(CIPHERTEXT_LEN)
-        .enumerate()
-        .map(|(i, c)| decode(c, i))
-        .collect();
-    decoded.into_iter().collect()
+    crate::in_order::collect_in_order(
+        bytes
+            .par_chunks_exact(CIPHERTEXT_LEN)
+            .enumerate()
+            .map(|(i, c)| decode(c, i)),
+    )
 }

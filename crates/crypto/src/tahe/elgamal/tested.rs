@@ -110,13 +110,12 @@ pub(super) fn decode_lanes(bytes: &[u8]) -> Result<Vec<StoredPoint>, usize> {
         .chunks_exact(32)
         .map(|b| b.try_into().expect("32 bytes"))
         .collect();
-    // The errors read in order: rayon's collect into a `Result` stops at any one.
-    let parts: Vec<Result<Vec<StoredPoint>, usize>> = refs
-        .par_chunks(TASK)
-        .enumerate()
-        .map(|(t, task)| decode_all(task).map_err(|i| t * TASK + i))
-        .collect();
-    Ok(parts.into_iter().collect::<Result<Vec<_>, _>>()?.concat())
+    let parts = crate::in_order::collect_in_order(
+        refs.par_chunks(TASK)
+            .enumerate()
+            .map(|(t, task)| decode_all(task).map_err(|i| t * TASK + i)),
+    )?;
+    Ok(parts.concat())
 }
 
 impl Tested {

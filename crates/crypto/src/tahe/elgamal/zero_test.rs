@@ -73,19 +73,15 @@ impl Sums {
     /// the first that is not a canonical encoding.
     pub(super) fn decode(&self, bytes: &[u8]) -> Result<Shares, usize> {
         match self {
-            Sums::Serial(_) => bytes
-                .par_chunks_exact(32)
-                .enumerate()
-                .map(|(k, b)| {
+            Sums::Serial(_) => crate::in_order::collect_in_order(
+                bytes.par_chunks_exact(32).enumerate().map(|(k, b)| {
                     CompressedRistretto::from_slice(b)
                         .ok()
                         .and_then(|c| c.decompress())
                         .ok_or(k)
-                })
-                .collect::<Vec<_>>()
-                .into_iter()
-                .collect::<Result<_, _>>()
-                .map(Shares::Serial),
+                }),
+            )
+            .map(Shares::Serial),
             #[cfg(target_arch = "x86_64")]
             Sums::Lanes(_) => super::tested::decode_lanes(bytes).map(Shares::Lanes),
         }
