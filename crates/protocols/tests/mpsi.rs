@@ -11,8 +11,8 @@ use privset_crypto::rng::SessionRng;
 use privset_crypto::tahe::paillier::{Dealer, Params, insecure_test_primes};
 use privset_net::memory::{HarnessError, HookAction, LinkHook, run_parties_with};
 use privset_protocols::mpsi::{
-    self, KIND_FILTER, KIND_POLYNOMIALS, KIND_PROOF, KIND_SHARES, MpsiConfig, MpsiKey, MpsiOutput,
-    MpsiProtocol, Role,
+    self, KIND_FILTER, KIND_POLYNOMIALS, KIND_PROOF, KIND_RELAYED, KIND_SHARES, KIND_VERDICT,
+    MpsiConfig, MpsiKey, MpsiOutput, MpsiProtocol, Role,
 };
 use privset_protocols::party::{OutputParty, Party, PartyId};
 use privset_protocols::wire::HEADER_LEN;
@@ -387,9 +387,10 @@ fn bad_decryption_shares_are_blamed_on_their_sender() {
     }
 }
 
-/// Miyaji-Nishida's parties send their shares and, once every party's are in, their
-/// proofs: a party that sends one party valid but wrong shares (two swapped), or a
-/// proof that does not verify, is named.
+/// Miyaji-Nishida's parties send their shares to the chunk's relay (participant 1 for
+/// the first chunk) and, once the relay has passed them on, their proofs to everybody:
+/// a party that sends the relay valid but wrong shares (two swapped), or a proof that
+/// does not verify, is named; so is a relay that passes on wrong shares or sums.
 #[test]
 fn miyaji_nishida_names_wrong_shares_sent_to_one_party_and_bad_proofs() {
     let protocol = MpsiProtocol::MiyajiNishida;
@@ -421,6 +422,54 @@ fn miyaji_nishida_names_wrong_shares_sent_to_one_party_and_bad_proofs() {
                 "{scheme:?} {case}: participant {participant} failed with {error}"
             );
         }
+        // What the relay of the first chunk passes on is changed on its way, the same
+        // for every party. Paillier: the first forwarded share, the relay's own, fails
+        // the relay's proof at every other party, which names the relay. ElGamal: the
+        // first two sums swapped give the other parties another seed than the relay's,
+        // so the relay names the first party whose proof names it and that party names
+        // the relay, whichever checks first (a relay that proves with the sums it sent
+        // is named after its verdict: the conformance suite's `dishonest_relay`).
+        let (participant, error) = failure(
+            &format!("{scheme:?} wrong relayed shares"),
+            run_with(scheme, protocol, &sets, 0, &mut |from, _, _, m| {
+                if from == 1 && kind_of(m) == KIND_RELAYED {
+                    let body = &mut m[HEADER_LEN..];
+                    match scheme {
+                        Scheme::ElGamal => {
+                            let (a, b) = body.split_at_mut(32);
+                            a.swap_with_slice(&mut b[..32]);
+                        }
+                        Scheme::Paillier => body[10] ^= 1,
+                    }
+                }
+                HookAction::Deliver
+            }),
+        );
+        let named = |suffix: &str| matches!(&error, ProtocolError::PeerMisbehaved(PeerMisbehaved::Threshold { party, .. }) if party.ends_with(suffix));
+        let expected = match scheme {
+            Scheme::Paillier => participant != 1 && named(" 1"),
+            Scheme::ElGamal => {
+                (participant == 1 && named(" 2")) || (participant == 2 && named(" 1"))
+            }
+        };
+        assert!(
+            expected,
+            "{scheme:?} relayed: participant {participant} failed with {error}"
+        );
+        // A verdict that is not empty is malformed.
+        let (participant, error) = failure(
+            &format!("{scheme:?} long verdict"),
+            run_with(scheme, protocol, &sets, 0, &mut |from, _, _, m| {
+                if from == 1 && kind_of(m) == KIND_VERDICT {
+                    m.push(0);
+                }
+                HookAction::Deliver
+            }),
+        );
+        assert!(
+            matches!(error, ProtocolError::PeerMisbehaved(_)) && participant != 1,
+            "{scheme:?} long verdict: participant {participant} failed with {error}"
+        );
     }
 }
 

@@ -64,6 +64,7 @@ pub fn run_all<S: ThresholdAhe>(shares: &[S::KeyShare]) {
     bulk::<S>(&pk, shares);
     sums::<S>(&pk, shares);
     mesh::<S>(&pk, shares);
+    dishonest_relay::<S>(&pk, shares);
 }
 
 /// Shares of `c` from the parties in `set` (1-based).
@@ -742,21 +743,40 @@ pub fn sums<S: ThresholdAhe>(pk: &S::PublicKey, shares: &[S::KeyShare]) {
     assert!(S::sums_add(pk, &mut sums, &bad[1..], &[(0, 4)]).is_err());
 }
 
-/// What a party of a mesh run ends with: its flags, or the error that stopped it.
+/// What a party of a relayed decryption ends with: its flags, or the error that
+/// stopped it.
 type MeshOutcome = Result<Vec<bool>, TaheError>;
 
-/// A decryption in a full mesh between every party of the key, each with its own
-/// `Mesh`: `shares_to(from, to, bytes)` and `proof_to(from, to, bytes)` may change what
-/// `from` sends `to`. A party stops at its first error.
-fn run_mesh<S: ThresholdAhe>(
+/// A change to what `from` sends `to`: `(from, to, bytes)`.
+type Tamper<'a> = &'a dyn Fn(u32, u32, &mut Vec<u8>);
+
+/// The changes to a relayed decryption's three kinds of message.
+struct Tampering<'a> {
+    shares: Tamper<'a>,
+    relayed: Tamper<'a>,
+    proofs: Tamper<'a>,
+}
+
+const HONEST: Tampering<'static> = Tampering {
+    shares: &|_, _, _| {},
+    relayed: &|_, _, _| {},
+    proofs: &|_, _, _| {},
+};
+
+/// A decryption through party `relay` between every party of the key, each with its
+/// own `Mesh`, as Miyaji-Nishida runs it. A party stops at its first error; one that is
+/// not the relay and checked every proof finishes only once the relay has finished, and
+/// ends with the relay's error if the relay failed (the relay's alert, in a session).
+fn run_relay<S: ThresholdAhe>(
     pk: &S::PublicKey,
     shares: &[S::KeyShare],
     tested: &S::Tested,
     rng: &mut SessionRng,
-    shares_to: &dyn Fn(u32, u32, &mut Vec<u8>),
-    proof_to: &dyn Fn(u32, u32, &mut Vec<u8>),
+    relay: u32,
+    tamper: &Tampering<'_>,
 ) -> Vec<MeshOutcome> {
     let n = S::parties(pk) as usize;
+    let r = relay as usize - 1;
     let count = S::tested_len(tested);
     let mut meshes: Vec<S::Mesh> = (0..n).map(|_| S::mesh_new(pk, count)).collect();
     let mut failed: Vec<Option<TaheError>> = vec![None; n];
@@ -765,18 +785,30 @@ fn run_mesh<S: ThresholdAhe>(
         .zip(meshes.iter_mut())
         .map(|(ks, m)| S::mesh_own_shares(ks, m, tested, rng).expect("own shares"))
         .collect();
-    for s in &sent {
-        assert_eq!(s.len(), S::mesh_shares_len(pk, count));
-    }
-    for to in 0..n {
-        for from in (0..n).filter(|&f| f != to) {
-            let mut bytes = sent[from].clone();
-            shares_to(from as u32 + 1, to as u32 + 1, &mut bytes);
-            if failed[to].is_none() {
-                let r = S::mesh_absorb_shares(pk, &mut meshes[to], tested, from as u32 + 1, &bytes);
-                failed[to] = r.err();
-            }
+    for from in (0..n).filter(|&f| f != r) {
+        assert_eq!(sent[from].len(), S::mesh_shares_len(pk, count));
+        let mut bytes = sent[from].clone();
+        (tamper.shares)(from as u32 + 1, relay, &mut bytes);
+        if failed[r].is_none() {
+            let absorbed =
+                S::mesh_absorb_shares(pk, &mut meshes[r], tested, from as u32 + 1, &bytes);
+            failed[r] = absorbed.err();
         }
+    }
+    let relayed = match failed[r] {
+        None => Some(S::mesh_relay(pk, &mut meshes[r], tested).expect("relayed")),
+        Some(_) => None,
+    };
+    for to in (0..n).filter(|&t| t != r) {
+        failed[to] = match &relayed {
+            Some(relayed) => {
+                assert_eq!(relayed.len(), S::mesh_relay_len(pk, count));
+                let mut bytes = relayed.clone();
+                (tamper.relayed)(relay, to as u32 + 1, &mut bytes);
+                S::mesh_absorb_relay(pk, &mut meshes[to], tested, relay, &bytes).err()
+            }
+            None => failed[r].clone(),
+        };
     }
     let proofs: Vec<Option<Vec<u8>>> = (0..n)
         .map(|i| {
@@ -788,35 +820,48 @@ fn run_mesh<S: ThresholdAhe>(
     for p in proofs.iter().flatten() {
         assert_eq!(p.len(), S::mesh_proof_len(pk));
     }
-    let mut out = Vec::with_capacity(n);
+    // Each party's mesh once it checked every proof, or the error that stopped it.
+    let mut checked: Vec<Result<S::Mesh, TaheError>> = Vec::with_capacity(n);
     for (to, mut mesh) in meshes.into_iter().enumerate() {
         if let Some(e) = failed[to].take() {
-            out.push(Err(e));
+            checked.push(Err(e));
             continue;
         }
-        let mut result = Ok(());
-        for from in (0..n).filter(|&f| f != to) {
+        let absorbed = (0..n).filter(|&f| f != to).try_for_each(|from| {
             // A party that stopped sends nothing: its peers would time out.
             let Some(proof) = &proofs[from] else {
-                result = Err(TaheError::MissingShares {
+                return Err(TaheError::MissingShares {
                     party: from as u32 + 1,
                 });
-                break;
             };
             let mut bytes = proof.clone();
-            proof_to(from as u32 + 1, to as u32 + 1, &mut bytes);
-            result = S::mesh_absorb_proof(pk, &mut mesh, tested, from as u32 + 1, &bytes);
-            if result.is_err() {
-                break;
-            }
-        }
-        out.push(result.and_then(|()| S::mesh_finish(pk, mesh, tested)));
+            (tamper.proofs)(from as u32 + 1, to as u32 + 1, &mut bytes);
+            S::mesh_absorb_proof(pk, &mut mesh, tested, from as u32 + 1, &bytes)
+        });
+        checked.push(absorbed.map(|()| mesh));
     }
-    out
+    let spent = Err(TaheError::MissingShares { party: relay });
+    let at_relay =
+        std::mem::replace(&mut checked[r], spent).and_then(|mesh| S::mesh_finish(pk, mesh, tested));
+    checked
+        .into_iter()
+        .enumerate()
+        .map(|(to, mesh)| {
+            if to == r {
+                return at_relay.clone();
+            }
+            let mesh = mesh?;
+            match &at_relay {
+                Ok(_) => S::mesh_finish(pk, mesh, tested),
+                Err(e) => Err(e.clone()),
+            }
+        })
+        .collect()
 }
 
-/// Mesh decryption: every party decrypts to the plaintext answer; a wrong share, sent
-/// to everybody or to one party only, and a wrong proof are named; misuse is refused.
+/// Relayed decryption: every party decrypts to the plaintext answer whichever party
+/// relays; a wrong share, wrong relayed bytes and a wrong proof are named; misuse is
+/// refused.
 pub fn mesh<S: ThresholdAhe>(pk: &S::PublicKey, shares: &[S::KeyShare]) {
     let mut rng = seeded(80);
     let n = S::parties(pk);
@@ -829,81 +874,148 @@ pub fn mesh<S: ThresholdAhe>(pk: &S::PublicKey, shares: &[S::KeyShare]) {
     let tested = S::tested_from_encoded(pk, &S::encrypt_encoded(pk, &ms, &mut rng))
         .expect("valid ciphertexts");
     let want: Vec<bool> = values.iter().map(|&v| v == 0).collect();
-    let keep = |_: u32, _: u32, _: &mut Vec<u8>| {};
-    for (p, outcome) in run_mesh::<S>(pk, shares, &tested, &mut rng, &keep, &keep)
-        .into_iter()
-        .enumerate()
-    {
-        assert_eq!(
-            outcome.as_ref(),
-            Ok(&want),
-            "party {} of an honest mesh",
-            p + 1
-        );
+    for relay in [1, n] {
+        for (p, outcome) in run_relay::<S>(pk, shares, &tested, &mut rng, relay, &HONEST)
+            .into_iter()
+            .enumerate()
+        {
+            assert_eq!(
+                outcome.as_ref(),
+                Ok(&want),
+                "party {} of an honest decryption relayed by {relay}",
+                p + 1
+            );
+        }
     }
     if n < 2 {
         return;
     }
-    // Party 2's first two shares swapped: valid encodings, wrong shares.
+    // The first two of a message's shares swapped: valid encodings, wrong values.
     let per_share = S::mesh_shares_len(pk, 2) - S::mesh_shares_len(pk, 1);
     let swap = |bytes: &mut Vec<u8>| {
         let (a, b) = bytes.split_at_mut(per_share);
         a.swap_with_slice(&mut b[..per_share]);
     };
-    let named_2 = |o: &MeshOutcome| matches!(o, Err(TaheError::BadShare { party: 2, .. }));
-    let to_all = |from: u32, _: u32, b: &mut Vec<u8>| {
-        if from == 2 {
-            swap(b)
-        }
-    };
-    let outcomes = run_mesh::<S>(pk, shares, &tested, &mut rng, &to_all, &keep);
+    let named = |o: &MeshOutcome, party: u32| matches!(o, Err(TaheError::BadShare { party: p, .. }) if *p == party);
+    // Party 2's shares to relay 1: the relay names it and stops everybody.
+    let outcomes = run_relay::<S>(
+        pk,
+        shares,
+        &tested,
+        &mut rng,
+        1,
+        &Tampering {
+            shares: &|from, _, b| {
+                if from == 2 {
+                    swap(b)
+                }
+            },
+            ..HONEST
+        },
+    );
     for (p, o) in outcomes.iter().enumerate() {
-        if p != 1 {
+        assert!(
+            named(o, 2),
+            "party {} given party 2's swapped shares: {o:?}",
+            p + 1
+        );
+    }
+    // The relay's message to the last party: that party names the relay (ElGamal: the
+    // relay's proof is for other sums; Paillier: the relay's own forwarded shares do
+    // not match its proof). The others decrypt (Paillier), or name the last party, whose
+    // proof is for other sums than theirs (ElGamal: they cannot tell a relay that sent
+    // it other sums from a party that lies about the sums it got; docs/mpsi.md).
+    let outcomes = run_relay::<S>(
+        pk,
+        shares,
+        &tested,
+        &mut rng,
+        1,
+        &Tampering {
+            relayed: &|_, to, b| {
+                if to == n {
+                    swap(b)
+                }
+            },
+            ..HONEST
+        },
+    );
+    for (p, o) in outcomes.iter().enumerate() {
+        if p as u32 + 1 == n {
+            assert!(named(o, 1), "party {n} given changed sums: {o:?}");
+        } else {
             assert!(
-                named_2(o),
-                "party {} given party 2's swapped shares: {o:?}",
+                o.as_ref() == Ok(&want) || named(o, n),
+                "party {} beside party {n}: {o:?}",
                 p + 1
             );
         }
     }
-    // ... to party 1 only: party 1 names it; the others decrypt.
-    let to_one = |from: u32, to: u32, b: &mut Vec<u8>| {
-        if from == 2 && to == 1 {
-            swap(b)
-        }
-    };
-    let outcomes = run_mesh::<S>(pk, shares, &tested, &mut rng, &to_one, &keep);
-    assert!(named_2(&outcomes[0]), "party 1: {:?}", outcomes[0]);
-    for (p, o) in outcomes.iter().enumerate().skip(1) {
-        assert_eq!(o.as_ref(), Ok(&want), "party {} beside party 1", p + 1);
-    }
-    // Party 2's proof changed in its last byte, and cut short.
+    // Party 2's proof changed in its last byte, and cut short: to everybody (the relay
+    // names it), and to the last party alone when that is not the relay (it names it).
     for change in [
         &(|b: &mut Vec<u8>| *b.last_mut().expect("a proof") ^= 1) as &dyn Fn(&mut Vec<u8>),
         &|b: &mut Vec<u8>| {
             b.pop();
         },
     ] {
-        let proof_to = |from: u32, _: u32, b: &mut Vec<u8>| {
-            if from == 2 {
-                change(b)
-            }
-        };
-        let outcomes = run_mesh::<S>(pk, shares, &tested, &mut rng, &keep, &proof_to);
+        let outcomes = run_relay::<S>(
+            pk,
+            shares,
+            &tested,
+            &mut rng,
+            1,
+            &Tampering {
+                proofs: &|from, _, b| {
+                    if from == 2 {
+                        change(b)
+                    }
+                },
+                ..HONEST
+            },
+        );
         for (p, o) in outcomes.iter().enumerate() {
             if p != 1 {
                 assert!(
-                    named_2(o),
+                    named(o, 2),
                     "party {} given party 2's bad proof: {o:?}",
                     p + 1
                 );
             }
         }
+        if n >= 3 {
+            let outcomes = run_relay::<S>(
+                pk,
+                shares,
+                &tested,
+                &mut rng,
+                1,
+                &Tampering {
+                    proofs: &|from, to, b| {
+                        if from == 2 && to == n {
+                            change(b)
+                        }
+                    },
+                    ..HONEST
+                },
+            );
+            for (p, o) in outcomes.iter().enumerate() {
+                if p as u32 + 1 == n {
+                    assert!(named(o, 2), "party {n} given party 2's bad proof: {o:?}");
+                } else {
+                    assert_eq!(o.as_ref(), Ok(&want), "party {} beside party {n}", p + 1);
+                }
+            }
+        }
     }
-    // Misuse: a proof before every party's shares, a second set of shares, a party out
-    // of range, shares of the wrong length.
+    // Misuse at the relay: a relay or a proof before every party's shares, a second set
+    // of shares, a party out of range, shares of the wrong length.
     let mut mesh = S::mesh_new(pk, count);
     let own = S::mesh_own_shares(&shares[0], &mut mesh, &tested, &mut rng).expect("own");
+    assert_eq!(
+        S::mesh_relay(pk, &mut mesh, &tested).err(),
+        Some(TaheError::MissingShares { party: 2 })
+    );
     assert_eq!(
         S::mesh_own_proof(&shares[0], &mut mesh, &tested, &mut rng).err(),
         Some(TaheError::MissingShares { party: 2 })
@@ -920,4 +1032,83 @@ pub fn mesh<S: ThresholdAhe>(pk: &S::PublicKey, shares: &[S::KeyShare]) {
         S::mesh_absorb_shares(pk, &mut mesh, &tested, 2, &own[1..]),
         Err(TaheError::BadShare { party: 2, .. })
     ));
+    // ... and elsewhere: relayed bytes of the wrong length, or twice.
+    let mut mesh = S::mesh_new(pk, count);
+    S::mesh_own_shares(&shares[1], &mut mesh, &tested, &mut rng).expect("own");
+    let len = S::mesh_relay_len(pk, count);
+    assert!(matches!(
+        S::mesh_absorb_relay(pk, &mut mesh, &tested, 1, &vec![0; len - 1]),
+        Err(TaheError::BadShare { party: 1, .. })
+    ));
+    let honest = run_relay_bytes::<S>(pk, shares, &tested, &mut rng);
+    S::mesh_absorb_relay(pk, &mut mesh, &tested, 1, &honest).expect("relayed");
+    assert_eq!(
+        S::mesh_absorb_relay(pk, &mut mesh, &tested, 1, &honest).err(),
+        Some(TaheError::DuplicateShare { party: 1 })
+    );
+}
+
+/// What relay 1 sends when every party's shares are honest.
+fn run_relay_bytes<S: ThresholdAhe>(
+    pk: &S::PublicKey,
+    shares: &[S::KeyShare],
+    tested: &S::Tested,
+    rng: &mut SessionRng,
+) -> Vec<u8> {
+    let count = S::tested_len(tested);
+    let mut at_relay = S::mesh_new(pk, count);
+    S::mesh_own_shares(&shares[0], &mut at_relay, tested, rng).expect("own");
+    for (i, ks) in shares.iter().enumerate().skip(1) {
+        let mut mesh = S::mesh_new(pk, count);
+        let bytes = S::mesh_own_shares(ks, &mut mesh, tested, rng).expect("own");
+        S::mesh_absorb_shares(pk, &mut at_relay, tested, i as u32 + 1, &bytes).expect("shares");
+    }
+    S::mesh_relay(pk, &mut at_relay, tested).expect("relayed")
+}
+
+/// A relay that passes every party the same wrong message and proves with it (its own
+/// check then passes, so it sends its verdict): every other party names the relay.
+/// ElGamal's relay swaps two sums, and every proof verifies under the seed they give;
+/// Paillier's changes its own forwarded shares, which fail its proof.
+pub fn dishonest_relay<S: ThresholdAhe>(pk: &S::PublicKey, shares: &[S::KeyShare]) {
+    let n = S::parties(pk);
+    if n < 2 {
+        return;
+    }
+    let mut rng = seeded(81);
+    let ms: Vec<S::Scalar> = (0..5).map(|v| S::scalar_from_u64(pk, v)).collect();
+    let tested = S::tested_from_encoded(pk, &S::encrypt_encoded(pk, &ms, &mut rng))
+        .expect("valid ciphertexts");
+    let mut relayed = run_relay_bytes::<S>(pk, shares, &tested, &mut rng);
+    let per_share = S::mesh_shares_len(pk, 2) - S::mesh_shares_len(pk, 1);
+    let (a, b) = relayed.split_at_mut(per_share);
+    a.swap_with_slice(&mut b[..per_share]);
+    let mut meshes: Vec<S::Mesh> = shares
+        .iter()
+        .map(|ks| {
+            let mut mesh = S::mesh_new(pk, 5);
+            S::mesh_own_shares(ks, &mut mesh, &tested, &mut rng).expect("own shares");
+            // The relay too takes the changed message as its view.
+            S::mesh_absorb_relay(pk, &mut mesh, &tested, 1, &relayed).expect("relayed");
+            mesh
+        })
+        .collect();
+    let proofs: Vec<Vec<u8>> = shares
+        .iter()
+        .zip(meshes.iter_mut())
+        .map(|(ks, m)| S::mesh_own_proof(ks, m, &tested, &mut rng).expect("own proof"))
+        .collect();
+    for (to, mut mesh) in meshes.into_iter().enumerate().skip(1) {
+        let outcome = (0..n as usize)
+            .filter(|&from| from != to)
+            .try_for_each(|from| {
+                S::mesh_absorb_proof(pk, &mut mesh, &tested, from as u32 + 1, &proofs[from])
+            })
+            .and_then(|()| S::mesh_finish(pk, mesh, &tested));
+        assert!(
+            matches!(outcome, Err(TaheError::BadShare { party: 1, .. })),
+            "party {} given a dishonest relay's message: {outcome:?}",
+            to + 1
+        );
+    }
 }

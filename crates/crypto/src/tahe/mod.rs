@@ -50,10 +50,11 @@
 //! and [`ThresholdAhe::is_zero`] verify every share they are given and fail with
 //! [`TaheError::BadShare`] naming the first party whose share does not verify, so a
 //! wrong plaintext is never returned and the cheater is identified. In bulk, a party's
-//! batch of shares carries one proof ([`ThresholdAhe::share_batch`]); in a full mesh,
-//! where every party decrypts with every party's shares, the shares go first and the
-//! proofs once all are in ([`ThresholdAhe::Mesh`]), so that a scheme can check all the
-//! shares a party decrypts with at once and name the wrong party only when that fails.
+//! batch of shares carries one proof ([`ThresholdAhe::share_batch`]). Where every party
+//! decrypts the same ciphertexts ([`ThresholdAhe::Mesh`]), the shares go to one party,
+//! the relay, and the proofs to everybody once the relay has passed the shares on, so
+//! that a scheme can check all the shares a party decrypts with at once and name the
+//! wrong party only when that fails.
 
 pub mod elgamal;
 pub mod paillier;
@@ -356,25 +357,31 @@ pub trait ThresholdAhe: Send + Sync + 'static {
 
     /// Bytes of one party's shares of `count` ciphertexts in a mesh decryption.
     fn mesh_shares_len(pk: &Self::PublicKey, count: usize) -> usize;
+    /// Bytes of the relay's message ([`Self::mesh_relay`]) for `count` ciphertexts.
+    fn mesh_relay_len(pk: &Self::PublicKey, count: usize) -> usize;
     /// Bytes of one party's proof in a mesh decryption.
     fn mesh_proof_len(pk: &Self::PublicKey) -> usize;
-    /// A decryption in a full mesh (Miyaji-Nishida): every party sends every other its
-    /// shares of the same ciphertexts ([`Self::mesh_own_shares`]), then, once it holds
-    /// every party's shares, a proof ([`Self::mesh_own_proof`]); each party decrypts
-    /// with every party's shares. ElGamal checks all the shares a party decrypts with at
-    /// once (`elgamal::mesh`); Paillier sends its batch's shares and its proof apart
-    /// ([`SplitMesh`]).
+    /// A decryption by every party of the same ciphertexts, through a relay
+    /// (Miyaji-Nishida): every party sends its shares ([`Self::mesh_own_shares`]) to one
+    /// party, the relay; once the relay holds every party's shares it sends every other
+    /// party what they decrypt with ([`Self::mesh_relay`]); then every party sends every
+    /// other a proof ([`Self::mesh_own_proof`]) and decrypts. ElGamal relays the shares'
+    /// sums and every party checks them at once (`elgamal::mesh`); Paillier relays every
+    /// party's shares and sends each batch's proof apart ([`SplitMesh`]).
+    ///
+    /// A party that is not the relay runs [`Self::mesh_finish`] only once the relay has
+    /// said that its own finish passed: a failure there is then the relay's.
     type Mesh: Send;
     fn mesh_new(pk: &Self::PublicKey, count: usize) -> Self::Mesh;
-    /// This party's shares of `cts`, kept in `mesh` and to be sent to every other party.
+    /// This party's shares of `cts`, kept in `mesh`, to send to the relay.
     fn mesh_own_shares(
         ks: &Self::KeyShare,
         mesh: &mut Self::Mesh,
         cts: &Self::Tested,
         rng: &mut SessionRng,
     ) -> Result<Vec<u8>, TaheError>;
-    /// Keeps `party`'s shares. Errors name `party`: a bad length or encoding, a second
-    /// set of shares.
+    /// At the relay: keeps `party`'s shares. Errors name `party`: a bad length or
+    /// encoding, a second set of shares.
     fn mesh_absorb_shares(
         pk: &Self::PublicKey,
         mesh: &mut Self::Mesh,
@@ -382,15 +389,32 @@ pub trait ThresholdAhe: Send + Sync + 'static {
         party: u32,
         shares: &[u8],
     ) -> Result<(), TaheError>;
-    /// This party's proof, once every party's shares are in (else `MissingShares`).
+    /// At the relay, once every party's shares are in (else `MissingShares`): what it
+    /// sends every other party, kept (a proof's seed hashes it).
+    fn mesh_relay(
+        pk: &Self::PublicKey,
+        mesh: &mut Self::Mesh,
+        cts: &Self::Tested,
+    ) -> Result<Vec<u8>, TaheError>;
+    /// At any other party: keeps what `relay` sent in place of the other parties'
+    /// shares. Errors name `relay` (a bad length or encoding, a second message).
+    fn mesh_absorb_relay(
+        pk: &Self::PublicKey,
+        mesh: &mut Self::Mesh,
+        cts: &Self::Tested,
+        relay: u32,
+        relayed: &[u8],
+    ) -> Result<(), TaheError>;
+    /// This party's proof, once the relay's message is made or in (else
+    /// `MissingShares`).
     fn mesh_own_proof(
         ks: &Self::KeyShare,
         mesh: &mut Self::Mesh,
         cts: &Self::Tested,
         rng: &mut SessionRng,
     ) -> Result<Vec<u8>, TaheError>;
-    /// Checks and keeps `party`'s proof, once every party's shares are in. Errors name
-    /// `party`.
+    /// Checks and keeps `party`'s proof, once the relay's message is made or in. Errors
+    /// name `party`.
     fn mesh_absorb_proof(
         pk: &Self::PublicKey,
         mesh: &mut Self::Mesh,
@@ -398,9 +422,10 @@ pub trait ThresholdAhe: Send + Sync + 'static {
         party: u32,
         proof: &[u8],
     ) -> Result<(), TaheError>;
-    /// For each ciphertext, whether it decrypts to zero, once every party's shares and
-    /// proof are in. A party whose shares, as this party received them, are wrong is
-    /// named ([`TaheError::BadShare`]), whichever message showed it.
+    /// For each ciphertext, whether it decrypts to zero, once every party's proof is in.
+    /// At the relay, a party whose shares are wrong is named ([`TaheError::BadShare`]);
+    /// elsewhere, a wrong relayed message names the relay (ElGamal) or the party whose
+    /// relayed shares do not match its proof (Paillier).
     fn mesh_finish(
         pk: &Self::PublicKey,
         mesh: Self::Mesh,
@@ -505,14 +530,19 @@ impl<C: Clone + Send + Sync> SerialSums<C> {
 }
 
 /// [`ThresholdAhe::Mesh`] from whole batches of shares ([`ThresholdAhe::share_batch`]):
-/// each batch is split into its shares, sent first, and the rest (its proof), sent once
-/// every party's shares are in; the two are joined again and absorbed into a zero test
-/// when the proof arrives. Each party's proof is checked on its own, as in a star.
+/// each batch is split into its shares, sent to the relay, and the rest (its proof),
+/// sent to everybody once the relay has passed every party's shares on; the two are
+/// joined again and absorbed into a zero test when the proof arrives. Each party's proof
+/// is checked on its own, as in a star. The relay only forwards (a combination of
+/// Paillier shares is not a sum that could be checked at once), so a relay that changes
+/// a party's shares gets that party named (docs/mpsi.md).
 pub struct SplitMesh<S: ThresholdAhe> {
     test: S::ZeroTest,
     shares: Vec<Option<Vec<u8>>>,
     own_proof: Option<Vec<u8>>,
     proved: Vec<bool>,
+    /// The relay's message is made (at the relay) or in (elsewhere).
+    relayed: bool,
 }
 
 impl<S: ThresholdAhe> SplitMesh<S> {
@@ -532,7 +562,13 @@ impl<S: ThresholdAhe> SplitMesh<S> {
             shares: vec![None; parties],
             own_proof: None,
             proved: vec![false; parties],
+            relayed: false,
         }
+    }
+
+    /// Every party's shares, in party order.
+    pub fn relay_len(pk: &S::PublicKey, count: usize) -> usize {
+        S::parties(pk) as usize * Self::shares_len(pk, count)
     }
 
     /// The party's index checked against the key (0-based).
@@ -597,8 +633,55 @@ impl<S: ThresholdAhe> SplitMesh<S> {
         }
     }
 
-    pub fn own_proof(&mut self) -> Result<Vec<u8>, TaheError> {
+    /// At the relay: every party's shares, in party order.
+    pub fn relay(&mut self) -> Result<Vec<u8>, TaheError> {
         self.all_shares_in()?;
+        self.relayed = true;
+        Ok(self.shares.iter().flatten().flatten().copied().collect())
+    }
+
+    /// Elsewhere: the other parties' shares, as the relay forwarded them (this party's
+    /// own, in them, are ignored).
+    pub fn absorb_relay(
+        &mut self,
+        pk: &S::PublicKey,
+        cts: &S::Tested,
+        relay: u32,
+        relayed: &[u8],
+    ) -> Result<(), TaheError> {
+        Self::slot(pk, relay)?;
+        if self.relayed {
+            return Err(TaheError::DuplicateShare { party: relay });
+        }
+        let each = Self::shares_len(pk, S::tested_len(cts));
+        let len = Self::relay_len(pk, S::tested_len(cts));
+        if relayed.len() != len {
+            return Err(TaheError::BadShare {
+                party: relay,
+                reason: format!("{} bytes of relayed shares ({len} expected)", relayed.len()),
+            });
+        }
+        for (slot, shares) in self.shares.iter_mut().zip(relayed.chunks_exact(each)) {
+            if slot.is_none() {
+                *slot = Some(shares.to_vec());
+            }
+        }
+        self.relayed = true;
+        Ok(())
+    }
+
+    fn relayed(&self) -> Result<(), TaheError> {
+        self.all_shares_in()?;
+        if !self.relayed {
+            return Err(TaheError::Parameters(
+                "no proof before the relay's message is made or in".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn own_proof(&mut self) -> Result<Vec<u8>, TaheError> {
+        self.relayed()?;
         self.own_proof
             .clone()
             .ok_or(TaheError::Parameters("no own shares were made".into()))
@@ -611,7 +694,7 @@ impl<S: ThresholdAhe> SplitMesh<S> {
         party: u32,
         proof: &[u8],
     ) -> Result<(), TaheError> {
-        self.all_shares_in()?;
+        self.relayed()?;
         let slot = Self::slot(pk, party)?;
         if self.proved[slot] {
             return Err(TaheError::DuplicateShare { party });

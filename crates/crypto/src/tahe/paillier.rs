@@ -950,6 +950,9 @@ impl ThresholdAhe for ThresholdPaillier {
     fn mesh_shares_len(pk: &PublicKey, count: usize) -> usize {
         SplitMesh::<Self>::shares_len(pk, count)
     }
+    fn mesh_relay_len(pk: &PublicKey, count: usize) -> usize {
+        SplitMesh::<Self>::relay_len(pk, count)
+    }
     fn mesh_proof_len(pk: &PublicKey) -> usize {
         SplitMesh::<Self>::proof_len(pk)
     }
@@ -973,6 +976,22 @@ impl ThresholdAhe for ThresholdPaillier {
         shares: &[u8],
     ) -> Result<(), TaheError> {
         mesh.absorb_shares(pk, cts, party, shares)
+    }
+    fn mesh_relay(
+        _pk: &PublicKey,
+        mesh: &mut Self::Mesh,
+        _cts: &Vec<Ciphertext>,
+    ) -> Result<Vec<u8>, TaheError> {
+        mesh.relay()
+    }
+    fn mesh_absorb_relay(
+        pk: &PublicKey,
+        mesh: &mut Self::Mesh,
+        cts: &Vec<Ciphertext>,
+        relay: u32,
+        relayed: &[u8],
+    ) -> Result<(), TaheError> {
+        mesh.absorb_relay(pk, cts, relay, relayed)
     }
     fn mesh_own_proof(
         _ks: &KeyShare,

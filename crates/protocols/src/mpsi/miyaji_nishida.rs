@@ -1,17 +1,18 @@
 //! Miyaji and Nishida's protocol (de Jong, Ch. 4): encrypted Bloom filters summed by a
-//! dealer, decrypted by every party with every other's shares; a full mesh.
+//! dealer, decrypted by every party with every party's shares, passed on by a relay.
 //!
 //! ```text
-//!   party i (1..=t)                 other parties            dealer (participant 0)
+//!   party i (1..=t)                 relay R of the chunk      dealer (participant 0)
 //!     key contribution ---------------> (and to the dealer) ------>
-//!     for each chunk of the filter:
+//!     for each chunk c of the filter (R = 1 + c mod t):
 //!       Enc(BF_i[chunk]) ------------------------------------------>
 //!                                                  M_j = ReRand(r_j (Σ_i BF_i[j] − t))
 //!                     <-------------------------------------------- M[chunk]
-//!       shares of M[chunk] ----------> (every other party)
-//!                     <------------- their shares of M[chunk]
+//!       shares of M[chunk] ----------> R
+//!                     <------------- the sums of every party's shares (ElGamal)
 //!       proof of correct decryption --> (every other party)
 //!                     <------------- their proofs
+//!                     <------------- R's verdict: its own check passed
 //!       F[j] = 1 iff M_j decrypts to zero (every filter has bit j)
 //!     output: own items whose k bits are all set in F
 //! ```
@@ -22,10 +23,15 @@
 //! filter chunk as soon as it has the dealer's answer for the current one), so no party
 //! ever holds more than a chunk of ciphertexts besides its filter's bits.
 //!
-//! The shares and their proofs travel apart (`ThresholdAhe::Mesh`): each party proves
-//! its shares once it holds every party's, so that with threshold ElGamal it checks all
-//! the shares it decrypts with at once instead of each party's batch on its own
-//! (`privset_crypto::tahe::elgamal`'s `mesh` module).
+//! The shares go to the chunk's relay, and the proofs to everybody once the relay has
+//! passed the shares on (`ThresholdAhe::Mesh`): with threshold ElGamal the relay sends
+//! the shares' sums, so a party decodes one point per position where a full mesh had it
+//! decode every other party's share, and every party checks all the shares it decrypts
+//! with at once (`privset_crypto::tahe::elgamal`'s `mesh` module). The relay holds every
+//! party's shares and names the one that is wrong; another party's check can fail only
+//! if the relay's sums are wrong or the relay's own check failed first, so it finishes
+//! a chunk only after the relay's verdict, an empty message the relay sends once its
+//! own check passed, and then names the relay.
 
 use std::sync::Arc;
 
@@ -36,8 +42,8 @@ use privset_crypto::tahe::elgamal::joint::CONTRIBUTION_LEN;
 use super::scheme::Scheme;
 use super::setup::{Expected, JointKey, Setup, blame, bloom_bits};
 use super::{
-    HUB, KIND_FILTER, KIND_KEY, KIND_MASKED, KIND_PROOF, KIND_SHARES, MpsiConfig, MpsiOutput, Role,
-    chunk, chunks, diagonal,
+    HUB, KIND_FILTER, KIND_KEY, KIND_MASKED, KIND_PROOF, KIND_RELAYED, KIND_SHARES, KIND_VERDICT,
+    MpsiConfig, MpsiOutput, Role, chunk, chunks, diagonal,
 };
 use crate::engine::{Message, Protocol, Session};
 use crate::error::ProtocolError;
@@ -64,7 +70,11 @@ fn filter_params(setup: &Setup) -> BloomParams {
 enum PartyPhase {
     Keys,
     Masked,
+    /// The relay of the chunk, collecting every other party's shares.
     Shares,
+    /// Any other party, waiting for what the relay passes on.
+    Relayed,
+    /// Every party: the other parties' proofs, and the relay's verdict.
     Proofs,
     Done,
 }
@@ -124,6 +134,28 @@ impl<S: Scheme> Party<S> {
             .collect()
     }
 
+    /// The relay of the current chunk: every party in turn.
+    fn relay(&self) -> PartyId {
+        (1 + self.chunk % self.setup.holders() as usize) as PartyId
+    }
+
+    /// This party's proof to every other party, once the relay's message is made or in;
+    /// then their proofs are awaited.
+    fn send_proof(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
+        let key = self.key.clone().expect("key");
+        let pk = S::share_public_key(&key);
+        let mesh = self.mesh.as_mut().expect("mesh decryption");
+        let masked = self.masked.as_ref().expect("the dealer's chunk");
+        let proof = S::mesh_own_proof(&key, mesh, masked, session.rng)
+            .map_err(|e| ProtocolError::Config(e.to_string()))?;
+        for p in self.others(session.me()) {
+            session.send(p, KIND_PROOF, &proof);
+            self.expected.push(p, KIND_PROOF, S::mesh_proof_len(pk));
+        }
+        self.phase = PartyPhase::Proofs;
+        Ok(())
+    }
+
     fn send_filter_chunk(&self, c: usize, session: &mut Session<'_>) {
         let (start, len) = chunk(self.bloom.len(), c);
         let pk = self.pk().clone();
@@ -140,6 +172,41 @@ impl<S: Scheme> Party<S> {
         let len = chunk(self.bloom.len(), self.chunk).1 * S::ciphertext_len(self.pk());
         self.expected.push(HUB, KIND_MASKED, len);
         self.phase = PartyPhase::Masked;
+    }
+
+    /// Every proof (and, elsewhere than at the relay, the relay's verdict) is in: the
+    /// chunk's positions are decrypted, and the relay says its check passed.
+    fn finish_chunk(&mut self, session: &mut Session<'_>) -> Result<(), ProtocolError> {
+        let pk = self.pk().clone();
+        let mesh = self.mesh.take().expect("mesh decryption");
+        let masked = self.masked.take().expect("the dealer's chunk");
+        let relay = self.relay();
+        let flags = S::mesh_finish(&pk, mesh, &masked).map_err(|e| match e {
+            TaheError::BadShare { party, .. } => {
+                let what = if party as PartyId == relay && session.me() != relay {
+                    "relayed decryption shares"
+                } else {
+                    "decryption shares"
+                };
+                blame(self.setup.name(party as PartyId), what)(e)
+            }
+            other => ProtocolError::Config(other.to_string()),
+        })?;
+        if session.me() == relay {
+            for p in self.others(relay) {
+                session.send(p, KIND_VERDICT, &[]);
+            }
+        }
+        let start = chunk(self.bloom.len(), self.chunk).0;
+        self.and[start..start + flags.len()].copy_from_slice(&flags);
+        session.meter.add(flags.len());
+        self.chunk += 1;
+        if self.chunk < chunks(self.bloom.len()) {
+            self.expect_masked();
+        } else {
+            self.finish();
+        }
+        Ok(())
     }
 
     fn finish(&mut self) {
@@ -216,10 +283,18 @@ impl<S: Scheme> Protocol for Party<S> {
                 let mut mesh = S::mesh_new(&pk, count);
                 let shares = S::mesh_own_shares(key, &mut mesh, &masked, session.rng)
                     .map_err(|e| ProtocolError::Config(e.to_string()))?;
-                for p in self.others(session.me()) {
-                    session.send(p, KIND_SHARES, &shares);
+                let relay = self.relay();
+                if session.me() == relay {
+                    for p in self.others(relay) {
+                        self.expected
+                            .push(p, KIND_SHARES, S::mesh_shares_len(&pk, count));
+                    }
+                    self.phase = PartyPhase::Shares;
+                } else {
+                    session.send(relay, KIND_SHARES, &shares);
                     self.expected
-                        .push(p, KIND_SHARES, S::mesh_shares_len(&pk, count));
+                        .push(relay, KIND_RELAYED, S::mesh_relay_len(&pk, count));
+                    self.phase = PartyPhase::Relayed;
                 }
                 self.mesh = Some(mesh);
                 self.masked = Some(masked);
@@ -227,50 +302,43 @@ impl<S: Scheme> Protocol for Party<S> {
                 if self.chunk + 1 < chunks(self.bloom.len()) {
                     self.send_filter_chunk(self.chunk + 1, session);
                 }
-                self.phase = PartyPhase::Shares;
             }
             PartyPhase::Shares => {
-                let key = self.key.clone().expect("key");
-                let pk = S::share_public_key(&key);
-                let mesh = self.mesh.as_mut().expect("mesh decryption");
-                let masked = self.masked.as_ref().expect("the dealer's chunk");
-                S::mesh_absorb_shares(pk, mesh, masked, u32::from(e.from), body)
-                    .map_err(blame(name, "decryption shares"))?;
-                if self.expected.is_empty() {
-                    // Every party's shares are in: the proof, then everybody's.
-                    let proof = S::mesh_own_proof(&key, mesh, masked, session.rng)
-                        .map_err(|e| ProtocolError::Config(e.to_string()))?;
-                    for p in self.others(session.me()) {
-                        session.send(p, KIND_PROOF, &proof);
-                        self.expected.push(p, KIND_PROOF, S::mesh_proof_len(pk));
-                    }
-                    self.phase = PartyPhase::Proofs;
-                }
-            }
-            PartyPhase::Proofs => {
                 let pk = self.pk().clone();
                 let mesh = self.mesh.as_mut().expect("mesh decryption");
                 let masked = self.masked.as_ref().expect("the dealer's chunk");
-                S::mesh_absorb_proof(&pk, mesh, masked, u32::from(e.from), body)
-                    .map_err(blame(name, "proof of correct decryption"))?;
+                S::mesh_absorb_shares(&pk, mesh, masked, u32::from(e.from), body)
+                    .map_err(blame(name, "decryption shares"))?;
                 if self.expected.is_empty() {
-                    let mesh = self.mesh.take().expect("mesh decryption");
-                    let masked = self.masked.take().expect("the dealer's chunk");
-                    let flags = S::mesh_finish(&pk, mesh, &masked).map_err(|e| match e {
-                        TaheError::BadShare { party, .. } => {
-                            blame(self.setup.name(party as PartyId), "decryption shares")(e)
-                        }
-                        other => ProtocolError::Config(other.to_string()),
-                    })?;
-                    let start = chunk(self.bloom.len(), self.chunk).0;
-                    self.and[start..start + flags.len()].copy_from_slice(&flags);
-                    session.meter.add(flags.len());
-                    self.chunk += 1;
-                    if self.chunk < chunks(self.bloom.len()) {
-                        self.expect_masked();
-                    } else {
-                        self.finish();
+                    // Every party's shares are in: passed on, then the proofs.
+                    let relayed = S::mesh_relay(&pk, mesh, masked)
+                        .map_err(|e| ProtocolError::Config(e.to_string()))?;
+                    for p in self.others(session.me()) {
+                        session.send(p, KIND_RELAYED, &relayed);
                     }
+                    self.send_proof(session)?;
+                }
+            }
+            PartyPhase::Relayed => {
+                let pk = self.pk().clone();
+                let mesh = self.mesh.as_mut().expect("mesh decryption");
+                let masked = self.masked.as_ref().expect("the dealer's chunk");
+                S::mesh_absorb_relay(&pk, mesh, masked, u32::from(e.from), body)
+                    .map_err(blame(name, "relayed decryption shares"))?;
+                self.send_proof(session)?;
+                // The relay's verdict comes after its proof, once its own check passed.
+                self.expected.push(e.from, KIND_VERDICT, 0);
+            }
+            PartyPhase::Proofs => {
+                if e.kind == KIND_PROOF {
+                    let pk = self.pk().clone();
+                    let mesh = self.mesh.as_mut().expect("mesh decryption");
+                    let masked = self.masked.as_ref().expect("the dealer's chunk");
+                    S::mesh_absorb_proof(&pk, mesh, masked, u32::from(e.from), body)
+                        .map_err(blame(name, "proof of correct decryption"))?;
+                }
+                if self.expected.is_empty() {
+                    self.finish_chunk(session)?;
                 }
             }
             PartyPhase::Done => return Err(ProtocolError::ApiMisuse("message after the end")),
@@ -299,7 +367,12 @@ impl<S: Scheme> Protocol for Party<S> {
                 self.chunk + 1
             ),
             PartyPhase::Shares => format!(
-                "exchanging decryption shares of chunk {} of {total}",
+                "collecting decryption shares of chunk {} of {total} (its relay)",
+                self.chunk + 1
+            ),
+            PartyPhase::Relayed => format!(
+                "waiting for {}'s relayed decryption shares of chunk {} of {total}",
+                self.setup.name(self.relay()),
                 self.chunk + 1
             ),
             PartyPhase::Proofs => format!(

@@ -78,6 +78,8 @@ pub const KIND_SHARES: u8 = 7;
 pub const KIND_POLYNOMIALS: u8 = 8;
 pub const KIND_MASKED: u8 = 9;
 pub const KIND_PROOF: u8 = 10;
+pub const KIND_RELAYED: u8 = 11;
+pub const KIND_VERDICT: u8 = 12;
 
 pub(crate) fn kind_name(kind: u8) -> &'static str {
     match kind {
@@ -91,6 +93,8 @@ pub(crate) fn kind_name(kind: u8) -> &'static str {
         KIND_POLYNOMIALS => "encrypted polynomial chunk",
         KIND_MASKED => "masked filter chunk",
         KIND_PROOF => "proof of correct decryption",
+        KIND_RELAYED => "relayed decryption shares",
+        KIND_VERDICT => "relay's verdict",
         _ => "an unknown mpsi message",
     }
 }

@@ -640,6 +640,9 @@ impl ThresholdAhe for ThresholdElGamal {
     fn mesh_shares_len(_pk: &PublicKey, count: usize) -> usize {
         32 * count
     }
+    fn mesh_relay_len(_pk: &PublicKey, count: usize) -> usize {
+        32 * count
+    }
     fn mesh_proof_len(_pk: &PublicKey) -> usize {
         mesh::PROOF_LEN
     }
@@ -663,6 +666,22 @@ impl ThresholdAhe for ThresholdElGamal {
         shares: &[u8],
     ) -> Result<(), TaheError> {
         mesh::mesh_absorb_shares(pk, m, cts, party, shares)
+    }
+    fn mesh_relay(
+        pk: &PublicKey,
+        m: &mut mesh::Mesh,
+        cts: &tested::Tested,
+    ) -> Result<Vec<u8>, TaheError> {
+        mesh::mesh_relay(pk, m, cts)
+    }
+    fn mesh_absorb_relay(
+        pk: &PublicKey,
+        m: &mut mesh::Mesh,
+        cts: &tested::Tested,
+        relay: u32,
+        relayed: &[u8],
+    ) -> Result<(), TaheError> {
+        mesh::mesh_absorb_relay(pk, m, cts, relay, relayed)
     }
     fn mesh_own_proof(
         ks: &KeyShare,

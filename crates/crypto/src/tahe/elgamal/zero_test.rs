@@ -22,7 +22,7 @@ use super::{KeyShare, PublicKey};
 #[cfg(target_arch = "x86_64")]
 use crate::curve25519x8::{
     msm::vartime_msm,
-    sums::{StoredPoint, add_hits, equal_all},
+    sums::{StoredPoint, add_hits, encode_all, equal_all},
 };
 use crate::tahe::TaheError;
 
@@ -89,12 +89,39 @@ impl Sums {
 }
 
 impl Sums {
+    /// The sums' encodings, 32 bytes each (what a relay sends).
+    pub(super) fn encode(&self) -> Vec<u8> {
+        match self {
+            Sums::Serial(sums) => sums
+                .par_iter()
+                .flat_map_iter(|s| s.compress().to_bytes())
+                .collect(),
+            #[cfg(target_arch = "x86_64")]
+            Sums::Lanes(sums) => sums
+                .par_chunks(TASK)
+                .map(encode_all)
+                .collect::<Vec<_>>()
+                .concat(),
+        }
+    }
+
     /// `Σ ρ_k S_k` over the sums.
     pub(super) fn combination(&self, rho: &[u128]) -> RistrettoPoint {
         match self {
             Sums::Serial(sums) => serial_combination(rho, sums),
             #[cfg(target_arch = "x86_64")]
             Sums::Lanes(sums) => super::tested::dalek_point(&vartime_msm(rho, sums)),
+        }
+    }
+}
+
+impl From<Shares> for Sums {
+    /// Decoded points taken as the sums themselves (the sums a relay sent).
+    fn from(shares: Shares) -> Sums {
+        match shares {
+            Shares::Serial(points) => Sums::Serial(points),
+            #[cfg(target_arch = "x86_64")]
+            Shares::Lanes(points) => Sums::Lanes(points),
         }
     }
 }
