@@ -385,3 +385,34 @@ fn zero_test_batches_on_other_ciphertexts_verify_against_their_own() {
     let err = ThresholdElGamal::zero_test_absorb(pk, &mut other, &a, 2, &b2).unwrap_err();
     assert!(matches!(err, TaheError::BadShare { party: 2, .. }), "{err}");
 }
+
+/// A `c2` that is not a canonical encoding (its `c1` valid) is refused: when the
+/// ciphertexts arrive (serial decoding), or by the zero test that needs it as a point
+/// (lanes, where only the `c1` are decoded on arrival).
+#[test]
+fn an_invalid_c2_is_refused_by_the_zero_test() {
+    let shares = keys(3, 3, 9);
+    let pk = ThresholdElGamal::share_public_key(&shares[0]).clone();
+    let mut rng = SessionRng::from_seed([10; 32]);
+    let zero = ThresholdElGamal::scalar_from_u64(&pk, 0);
+    let mut encoded = ThresholdElGamal::encrypt_encoded(&pk, &vec![zero; 20], &mut rng);
+    // Ciphertext 13's c2: 0xff... is above the field's modulus.
+    encoded[13 * 64 + 32..14 * 64].fill(0xff);
+    let tested = match ThresholdElGamal::tested_from_encoded(&pk, &encoded) {
+        Err(e) => {
+            assert!(e.to_string().contains("13"), "{e}");
+            return;
+        }
+        Ok(tested) => tested,
+    };
+    let mut test = ThresholdElGamal::zero_test_new(&pk, 20);
+    for ks in &shares {
+        let batch = ThresholdElGamal::share_batch(ks, &tested, &mut rng);
+        ThresholdElGamal::zero_test_absorb_own(ks, &mut test, &tested, &batch).expect("own");
+    }
+    let e = ThresholdElGamal::zero_test_finish(&pk, test, &tested).expect_err("refused");
+    assert!(
+        matches!(e, TaheError::Invalid { .. }) && e.to_string().contains("13"),
+        "{e}"
+    );
+}

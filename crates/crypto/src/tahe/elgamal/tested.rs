@@ -3,12 +3,18 @@
 //!
 //! Every use of them reads encodings or lanes: the batch coefficients hash the `c1_k`'s
 //! encodings, the shares `w c1_k` are products in lanes that take encodings, the proofs'
-//! `Σ ρ_k c1_k` is a multi-scalar multiplication over the `c1_k` decoded in lanes, and a
-//! zero test compares its sums with the `c2_k` decoded in lanes. Decoding them
+//! `Σ ρ_k c1_k` is a multi-scalar multiplication over the `c1_k` decoded in lanes, a
+//! zero test compares its sums with the `c2_k` decoded in lanes, and a relayed
+//! decryption compares the relayed sums' encodings with the `c2_k`'s. Decoding them
 //! into curve25519-dalek's points (an inverse square root in serial arithmetic each)
 //! was a tenth of a Miyaji-Nishida party's time (docs/benchmarks.md). On a CPU with
-//! AVX-512 IFMA they are validated and decoded eight at a time; elsewhere dalek decodes
-//! them once, as before.
+//! AVX-512 IFMA the `c1_k` are validated and decoded eight at a time when they arrive,
+//! the `c2_k` only when a zero test needs them as points; elsewhere dalek decodes both
+//! at once, as before.
+//!
+//! A relayed decryption never decodes the `c2_k`, so in lanes a `c2_k` that is not a
+//! valid encoding equals no sum and reads as a nonzero plaintext: what the sender could
+//! equally cause with a valid `c2_k` of its choosing.
 
 #[cfg(target_arch = "x86_64")]
 use curve25519_dalek::ristretto::CompressedRistretto;
@@ -32,6 +38,8 @@ use crate::tahe::{TaheError, invalid};
 pub struct Tested {
     /// The `c1_k`'s encodings, back to back.
     pub(super) c1_encoded: Vec<u8>,
+    /// The `c2_k`'s encodings, back to back.
+    pub(super) c2_encoded: Vec<u8>,
     pub(super) points: Points,
 }
 
@@ -48,12 +56,9 @@ pub(super) struct OwnShares {
 pub(super) enum Points {
     /// curve25519-dalek's points.
     Serial(Vec<Ciphertext>),
-    /// The `c1_k` and the `c2_k` decoded in lanes.
+    /// The `c1_k` decoded in lanes.
     #[cfg(target_arch = "x86_64")]
-    Lanes {
-        c1: Vec<StoredPoint>,
-        c2: Vec<StoredPoint>,
-    },
+    Lanes { c1: Vec<StoredPoint> },
 }
 
 impl Tested {
@@ -62,8 +67,9 @@ impl Tested {
         self.c1_encoded.len() / 32
     }
 
-    /// Back-to-back ciphertext encodings, each validated as [`super::batch::decode_many`]
-    /// validates them (canonical points, `c1` not the identity), with the same errors.
+    /// Back-to-back ciphertext encodings, validated as [`super::batch::decode_many`]
+    /// validates them (canonical points, `c1` not the identity), with the same errors;
+    /// in lanes, each `c2` only when a zero test decodes it.
     pub(super) fn from_encoded(bytes: &[u8]) -> Result<Tested, TaheError> {
         let error = |e: HeError| invalid("ciphertexts", e.to_string());
         if !bytes.len().is_multiple_of(CIPHERTEXT_LEN) {
@@ -78,12 +84,28 @@ impl Tested {
             c1_encoded.extend_from_slice(&c[..32]);
             c2_encoded.extend_from_slice(&c[32..]);
         }
-        let points = decode_points(bytes, &c1_encoded, &c2_encoded).map_err(error)?;
-        Ok(Tested { c1_encoded, points })
+        let points = decode_points(bytes, &c1_encoded).map_err(error)?;
+        Ok(Tested {
+            c1_encoded,
+            c2_encoded,
+            points,
+        })
+    }
+
+    /// The `c2_k` decoded in lanes, or an error naming the first invalid one.
+    #[cfg(target_arch = "x86_64")]
+    pub(super) fn c2_lanes(&self) -> Result<Vec<StoredPoint>, TaheError> {
+        decode_lanes(&self.c2_encoded).map_err(|index| {
+            let e = HeError::InvalidCiphertext {
+                index,
+                reason: "c2 is not a canonical ristretto255 encoding".into(),
+            };
+            invalid("ciphertexts", e.to_string())
+        })
     }
 }
 
-fn decode_points(bytes: &[u8], c1_encoded: &[u8], c2_encoded: &[u8]) -> Result<Points, HeError> {
+fn decode_points(bytes: &[u8], c1_encoded: &[u8]) -> Result<Points, HeError> {
     #[cfg(target_arch = "x86_64")]
     if crate::cpu::ristretto_ifma() {
         let bad = |index: usize, reason: &str| HeError::InvalidCiphertext {
@@ -93,12 +115,11 @@ fn decode_points(bytes: &[u8], c1_encoded: &[u8], c2_encoded: &[u8]) -> Result<P
         if let Some(index) = c1_encoded.chunks_exact(32).position(|b| b == [0u8; 32]) {
             return Err(bad(index, "c1 is the identity"));
         }
-        let (c1, c2) = rayon::join(|| decode_lanes(c1_encoded), || decode_lanes(c2_encoded));
-        let c1 = c1.map_err(|i| bad(i, "c1 is not a canonical ristretto255 encoding"))?;
-        let c2 = c2.map_err(|i| bad(i, "c2 is not a canonical ristretto255 encoding"))?;
-        return Ok(Points::Lanes { c1, c2 });
+        let c1 = decode_lanes(c1_encoded)
+            .map_err(|i| bad(i, "c1 is not a canonical ristretto255 encoding"))?;
+        return Ok(Points::Lanes { c1 });
     }
-    let _ = (c1_encoded, c2_encoded);
+    let _ = c1_encoded;
     crate::ahe::elgamal::bulk::decode_many(bytes).map(Points::Serial)
 }
 
@@ -133,7 +154,7 @@ impl Tested {
                 }
             }
             #[cfg(target_arch = "x86_64")]
-            Points::Lanes { c1, .. } => {
+            Points::Lanes { c1 } => {
                 use crate::curve25519x8::varbase::{Scalars, mul_points};
                 let parts: Vec<(Vec<u8>, Vec<StoredPoint>)> = c1
                     .par_chunks(TASK)
@@ -161,7 +182,7 @@ impl Tested {
                 RistrettoPoint::vartime_multiscalar_mul(&rho, cts.iter().map(|c| c.c1))
             }
             #[cfg(target_arch = "x86_64")]
-            Points::Lanes { c1, .. } => dalek_point(&vartime_msm(rho, c1)),
+            Points::Lanes { c1 } => dalek_point(&vartime_msm(rho, c1)),
         }
     }
 }

@@ -272,11 +272,14 @@ pub(super) fn zero_test_finish(test: ZeroTest, tested: &Tested) -> Result<Vec<bo
             .map(|(c, s)| (c.c2 - s).is_identity())
             .collect()),
         #[cfg(target_arch = "x86_64")]
-        (Sums::Lanes(sums), Points::Lanes { c2, .. }) => Ok(sums
-            .par_chunks(TASK)
-            .zip(c2.par_chunks(TASK))
-            .flat_map_iter(|(s, c2)| equal_all(s, c2))
-            .collect()),
+        (Sums::Lanes(sums), Points::Lanes { .. }) => {
+            let c2 = tested.c2_lanes()?;
+            Ok(sums
+                .par_chunks(TASK)
+                .zip(c2.par_chunks(TASK))
+                .flat_map_iter(|(s, c2)| equal_all(s, c2))
+                .collect())
+        }
         #[cfg(target_arch = "x86_64")]
         _ => unreachable!("a test and its ciphertexts are decoded on the same path"),
     }
