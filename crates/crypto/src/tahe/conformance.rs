@@ -897,22 +897,17 @@ pub fn mesh<S: ThresholdAhe>(pk: &S::PublicKey, shares: &[S::KeyShare]) {
         a.swap_with_slice(&mut b[..per_share]);
     };
     let named = |o: &MeshOutcome, party: u32| matches!(o, Err(TaheError::BadShare { party: p, .. }) if *p == party);
+    let mut relayed_by_1 =
+        |tampering: Tampering<'_>| run_relay::<S>(pk, shares, &tested, &mut rng, 1, &tampering);
     // Party 2's shares to relay 1: the relay names it and stops everybody.
-    let outcomes = run_relay::<S>(
-        pk,
-        shares,
-        &tested,
-        &mut rng,
-        1,
-        &Tampering {
-            shares: &|from, _, b| {
-                if from == 2 {
-                    swap(b)
-                }
-            },
-            ..HONEST
+    let outcomes = relayed_by_1(Tampering {
+        shares: &|from, _, b| {
+            if from == 2 {
+                swap(b)
+            }
         },
-    );
+        ..HONEST
+    });
     for (p, o) in outcomes.iter().enumerate() {
         assert!(
             named(o, 2),
@@ -925,21 +920,14 @@ pub fn mesh<S: ThresholdAhe>(pk: &S::PublicKey, shares: &[S::KeyShare]) {
     // not match its proof). The others decrypt (Paillier), or name the last party, whose
     // proof is for other sums than theirs (ElGamal: they cannot tell a relay that sent
     // it other sums from a party that lies about the sums it got; docs/mpsi.md).
-    let outcomes = run_relay::<S>(
-        pk,
-        shares,
-        &tested,
-        &mut rng,
-        1,
-        &Tampering {
-            relayed: &|_, to, b| {
-                if to == n {
-                    swap(b)
-                }
-            },
-            ..HONEST
+    let outcomes = relayed_by_1(Tampering {
+        relayed: &|_, to, b| {
+            if to == n {
+                swap(b)
+            }
         },
-    );
+        ..HONEST
+    });
     for (p, o) in outcomes.iter().enumerate() {
         if p as u32 + 1 == n {
             assert!(named(o, 1), "party {n} given changed sums: {o:?}");
@@ -959,21 +947,14 @@ pub fn mesh<S: ThresholdAhe>(pk: &S::PublicKey, shares: &[S::KeyShare]) {
             b.pop();
         },
     ] {
-        let outcomes = run_relay::<S>(
-            pk,
-            shares,
-            &tested,
-            &mut rng,
-            1,
-            &Tampering {
-                proofs: &|from, _, b| {
-                    if from == 2 {
-                        change(b)
-                    }
-                },
-                ..HONEST
+        let outcomes = relayed_by_1(Tampering {
+            proofs: &|from, _, b| {
+                if from == 2 {
+                    change(b)
+                }
             },
-        );
+            ..HONEST
+        });
         for (p, o) in outcomes.iter().enumerate() {
             if p != 1 {
                 assert!(
@@ -984,21 +965,14 @@ pub fn mesh<S: ThresholdAhe>(pk: &S::PublicKey, shares: &[S::KeyShare]) {
             }
         }
         if n >= 3 {
-            let outcomes = run_relay::<S>(
-                pk,
-                shares,
-                &tested,
-                &mut rng,
-                1,
-                &Tampering {
-                    proofs: &|from, to, b| {
-                        if from == 2 && to == n {
-                            change(b)
-                        }
-                    },
-                    ..HONEST
+            let outcomes = relayed_by_1(Tampering {
+                proofs: &|from, to, b| {
+                    if from == 2 && to == n {
+                        change(b)
+                    }
                 },
-            );
+                ..HONEST
+            });
             for (p, o) in outcomes.iter().enumerate() {
                 if p as u32 + 1 == n {
                     assert!(named(o, 2), "party {n} given party 2's bad proof: {o:?}");
