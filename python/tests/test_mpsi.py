@@ -218,8 +218,10 @@ def test_an_exception_in_the_callback_stops_the_session(rng) -> None:
 
 
 def test_ctrl_c_stops_a_local_session() -> None:
-    # A server and two clients of 5,000 items each: many seconds of crypto; 1.5 s in.
-    r = interrupt("mpsi-local", 5000, 1.5)
+    # A server with 30,000 items and two clients with 15,000: about 11 s of Bay et al.
+    # on this machine (5,000 took 1.8 s once Bay was in lanes, so the signal at 1.5 s
+    # could come after the end); interrupted 1.5 s in.
+    r = interrupt("mpsi-local", 30000, 1.5)
     assert r["delay"] < 1.0, r
     assert r["live_at_raise"] == 3, r  # every participant was still working...
     assert r["live_workers"] == 0, r  # ...and ended at its next message boundary
