@@ -300,6 +300,7 @@ pub(crate) fn drive_client(
         kind,
         seed_file: None,
         seed: [0; 32],
+        notice: None,
     };
     let (metered, _) = run::drive_metered(party, link, label, stopwatch, prices.prices())?;
     Ok(metered)

@@ -28,6 +28,11 @@ pub struct TlsArgs {
     /// Name to verify the server's certificate against (default: the peer's host).
     #[arg(long, value_name = "NAME")]
     pub tls_server_name: Option<String>,
+    /// The name the peer's certificate must hold (as `privset certs` names it),
+    /// checked whether this party listens or connects: with a CA that vouches for
+    /// several organisations, only this one is accepted as the peer.
+    #[arg(long, value_name = "NAME")]
+    pub tls_peer_name: Option<String>,
     /// Send everything in plaintext over TCP. Anyone on the path sees the protocol
     /// messages and can impersonate either party: use only on a trusted link.
     #[arg(long)]
@@ -95,6 +100,7 @@ impl TlsArgs {
             tls: self.tls_files()?,
             timeout: Duration::from_secs(self.timeout),
             server_name: self.tls_server_name.clone(),
+            peer_name: self.tls_peer_name.clone(),
             cancel: Cancel::default(),
         };
         let link = spec.open("client", "server")?;
@@ -113,7 +119,11 @@ impl ConnectArgs {
     /// Opens the link. `role`/`peer_role` name the message files in an exchange
     /// directory; `output` locates the default private state directory.
     pub fn open(&self, role: &str, peer_role: &str, output: &Path) -> Result<Link, Failure> {
-        self.spec(output)?.open(role, peer_role)
+        let link = self.spec(output)?.open(role, peer_role)?;
+        if let Some(notice) = &link.notice {
+            eprintln!("note: {notice}");
+        }
+        Ok(link)
     }
 
     /// The private state directory: `--state-dir`, or one beside `output`.
@@ -150,6 +160,7 @@ impl ConnectArgs {
             tls,
             timeout: Duration::from_secs(self.tls.timeout),
             server_name: self.tls.tls_server_name.clone(),
+            peer_name: self.tls.tls_peer_name.clone(),
             cancel: Cancel::default(),
         })
     }

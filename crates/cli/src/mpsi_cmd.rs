@@ -295,6 +295,9 @@ pub fn run(args: &MpsiArgs) -> Result<MpsiReport, Failure> {
     // Refuse a bad roster or input before opening any link.
     mpsi::new_party(config.clone(), [0; 32])?;
     let links = args.spec(&roster, me)?.open()?;
+    if let Some(notice) = &links.notice {
+        eprintln!("note: {notice}");
+    }
     let mut party = mpsi::new_party(config, links.seed)?;
     let label = format!("mpsi {} {}", protocol.name(), args.name);
     let mut progress = Progress::new(&label, party.meter());

@@ -115,6 +115,8 @@ impl ToySumArgs {
             topology: self.form().topology(),
             session,
             tls,
+            // The toy sum names its participants by index only: no roster to pin.
+            identities: None,
             timeout: Duration::from_secs(self.tls.timeout),
             server_name: self.tls.tls_server_name.clone(),
             cancel: Cancel::default(),

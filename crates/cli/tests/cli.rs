@@ -167,6 +167,83 @@ fn two_processes_over_mutual_tls() {
     );
 }
 
+/// `--tls-peer-name`: with one CA vouching for several organisations, a party accepts
+/// only the peer it names, whether it listens or connects; the named peers run.
+#[test]
+fn tls_peer_name_refuses_another_certificate_from_the_same_ca() {
+    let dir = scratch("peer-name");
+    let (card, _) = write_inputs(&dir, 120, 80, 40);
+    let certs = certs(&dir, "bank,shop,rival");
+    let side = |how: &str, addr: &str, cert: &str, peer: &str| {
+        let mut l = vec![how.to_string(), addr.to_string()];
+        l.extend(tls_args(&certs, cert));
+        l.extend(["--tls-peer-name".to_string(), peer.to_string()]);
+        l
+    };
+    // The rival connects in the shop's place: the bank (listening) refuses it.
+    let addr = port();
+    let p1 = spawn(&as_refs(&party_args(
+        &dir,
+        "p1",
+        &side("--listen", &addr, "bank", "shop"),
+        &[],
+    )));
+    let p2 = spawn(&as_refs(&party_args(
+        &dir,
+        "p2",
+        &side("--peer", &addr, "rival", "bank"),
+        &[],
+    )));
+    let (o1, o2) = (finish(p1), finish(p2));
+    assert_eq!(o1.status.code(), Some(4), "p1: {}", stderr(&o1));
+    assert!(!o2.status.success(), "p2: {}", stderr(&o2));
+    assert!(
+        stderr(&o1).contains("the certificate of rival") && stderr(&o1).contains("\"shop\""),
+        "{}",
+        stderr(&o1)
+    );
+    // The rival listens in the bank's place: the shop (connecting) refuses it.
+    let addr = port();
+    let p1 = spawn(&as_refs(&party_args(
+        &dir,
+        "p1",
+        &side("--listen", &addr, "rival", "shop"),
+        &[],
+    )));
+    let p2 = spawn(&as_refs(&party_args(
+        &dir,
+        "p2",
+        &side("--peer", &addr, "shop", "bank"),
+        &[],
+    )));
+    let (o1, o2) = (finish(p1), finish(p2));
+    assert_eq!(o2.status.code(), Some(4), "p2: {}", stderr(&o2));
+    assert!(!o1.status.success(), "p1: {}", stderr(&o1));
+    assert!(
+        stderr(&o2).contains("the certificate of rival"),
+        "{}",
+        stderr(&o2)
+    );
+    // The named peers run.
+    let addr = port();
+    let p1 = spawn(&as_refs(&party_args(
+        &dir,
+        "p1",
+        &side("--listen", &addr, "bank", "shop"),
+        &[],
+    )));
+    let p2 = spawn(&as_refs(&party_args(
+        &dir,
+        "p2",
+        &side("--peer", &addr, "shop", "bank"),
+        &[],
+    )));
+    let (o1, o2) = (finish(p1), finish(p2));
+    assert!(o1.status.success(), "p1: {}", stderr(&o1));
+    assert!(o2.status.success(), "p2: {}", stderr(&o2));
+    assert_eq!(json(&dir.join("p1.json"))["cardinality"], card);
+}
+
 /// Ion et al. 2020's three protocols (and the DDH one on X25519) as two processes over
 /// mutual TLS, each against the plaintext answer; a protocol mismatch stops both.
 #[test]
@@ -366,6 +443,71 @@ fn exchange_dir_with_restart(victim: &str, after: &str) {
         r1["bytes_sent"], r2["bytes_received"],
         "a resumed run reports the same totals"
     );
+}
+
+/// The review's reproduction of seed reuse, and what the storage sees: p1 times out
+/// waiting for p2; rerun on the same directory it resumes its run (same link key) and
+/// finishes with p2; with the folder recreated in between it draws fresh randomness (a
+/// different link key, which is derived from the seed) and says so. No file ever holds a
+/// privset frame in the clear.
+#[test]
+fn exchange_dir_files_hold_no_plaintext_and_a_recreated_dir_draws_fresh_randomness() {
+    let dir = scratch("xdir-fresh");
+    let (card, sum) = write_inputs(&dir, 200, 150, 60);
+    let x = dir.join("exchange");
+    let link = vec![
+        "--exchange-dir".to_string(),
+        x.display().to_string(),
+        "--poll-interval-ms".into(),
+        "20".into(),
+    ];
+    let p1_alone = || {
+        let o = privset(&as_refs(&party_args(
+            &dir,
+            "p1",
+            &link,
+            &["--timeout", "2"],
+        )))
+        .output()
+        .unwrap();
+        assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+        (std::fs::read(x.join("p1.pub")).unwrap(), stderr(&o))
+    };
+    let (first_key, first_err) = p1_alone();
+    assert!(!first_err.contains("fresh randomness"), "{first_err}");
+    // The same directory: the same run, resumed.
+    let (again_key, again_err) = p1_alone();
+    assert_eq!(again_key, first_key);
+    assert!(!again_err.contains("fresh randomness"), "{again_err}");
+    // The folder recreated: fresh randomness, said on stderr.
+    std::fs::remove_dir_all(&x).unwrap();
+    std::fs::create_dir(&x).unwrap();
+    let (fresh_key, fresh_err) = p1_alone();
+    assert_ne!(
+        fresh_key, first_key,
+        "a new run must not reuse the old seed"
+    );
+    assert!(fresh_err.contains("draws fresh randomness"), "{fresh_err}");
+    // Now p2 comes: p1 resumes the run in the directory and both reach the answer.
+    let p1 = spawn(&as_refs(&party_args(&dir, "p1", &link, &[])));
+    let p2 = spawn(&as_refs(&party_args(&dir, "p2", &link, &[])));
+    let (o1, o2) = (finish(p1), finish(p2));
+    assert!(o1.status.success(), "p1: {}", stderr(&o1));
+    assert!(o2.status.success(), "p2: {}", stderr(&o2));
+    assert!(!stderr(&o1).contains("fresh randomness"), "{}", stderr(&o1));
+    assert_eq!(std::fs::read(x.join("p1.pub")).unwrap(), fresh_key);
+    let (r1, r2) = (json(&dir.join("p1.json")), json(&dir.join("p2.json")));
+    assert_eq!(r1["cardinality"], card);
+    assert_eq!(r2["sums"][0], sum);
+    for entry in std::fs::read_dir(&x).unwrap() {
+        let path = entry.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(
+            !bytes.windows(4).any(|w| w == b"PSET"),
+            "{} holds a privset frame in the clear",
+            path.display()
+        );
+    }
 }
 
 #[test]

@@ -30,14 +30,24 @@ fn name(i: usize) -> String {
 
 /// Certificates for every participant and the parties file naming them.
 fn roster(dir: &Path, n: usize, tcp: bool) -> PathBuf {
+    roster_with(dir, n, tcp, &[])
+}
+
+/// [`roster`], with certificates from the same CA for `others`, who are not listed.
+fn roster_with(dir: &Path, n: usize, tcp: bool, others: &[&str]) -> PathBuf {
     let names: Vec<String> = (0..n).map(name).collect();
+    let all: Vec<String> = names
+        .iter()
+        .cloned()
+        .chain(others.iter().map(|s| s.to_string()))
+        .collect();
     let o = Command::new(BIN)
         .args([
             "certs",
             "--out",
             dir.join("certs").to_str().unwrap(),
             "--names",
-            &names.join(","),
+            &all.join(","),
         ])
         .output()
         .unwrap();
@@ -196,6 +206,59 @@ fn ten_processes_over_mutual_tls_for_every_protocol() {
             .map(|i| spawn(&dir, protocol, i, &parties, &tls_key(&dir, i)))
             .collect();
         check(&dir, protocol, N, children, "tcp+mtls");
+    }
+}
+
+/// An outsider holding a certificate from the consortium's CA tries to take org2's place:
+/// every listed participant it links with refuses it, naming the participant and both
+/// certificates, and nobody finishes (the review's reproduction gave an intersection of
+/// 41 where the real sets give 37, every participant exiting 0).
+#[test]
+fn an_outsider_with_a_certificate_from_the_same_ca_is_refused() {
+    const N: usize = 3;
+    for protocol in ["bay", "miyaji-nishida", "hazay"] {
+        let dir = scratch(&format!("outsider-{protocol}"));
+        // The consortium's CA signs the outsider's certificate too.
+        let parties = roster_with(&dir, N, true, &["outsider"]);
+        let certs = dir.join("certs");
+        let outsider_tls = vec![
+            "--tls-cert".to_string(),
+            certs.join("outsider.pem").display().to_string(),
+            "--tls-key".to_string(),
+            certs.join("outsider.key").display().to_string(),
+        ];
+        let mut children: Vec<Child> = (0..2)
+            .map(|i| spawn(&dir, protocol, i, &parties, &tls_key(&dir, i)))
+            .collect();
+        children.push(spawn(&dir, protocol, 2, &parties, &outsider_tls));
+        let outputs: Vec<Output> = children
+            .into_iter()
+            .map(|c| c.wait_with_output().unwrap())
+            .collect();
+        for (i, o) in outputs.iter().enumerate() {
+            assert!(
+                !o.status.success(),
+                "{protocol} participant {i} finished with the outsider"
+            );
+        }
+        let refused = outputs.iter().take(2).any(|o| {
+            stderr(o).contains("participant 2 is \"org2\"")
+                && stderr(o).contains("the certificate of outsider")
+        });
+        assert!(
+            refused,
+            "{protocol}: {}",
+            outputs
+                .iter()
+                .map(stderr)
+                .collect::<Vec<_>>()
+                .join("\n---\n")
+        );
+        assert!(
+            stderr(&outputs[2]).contains("refused"),
+            "{protocol}: {}",
+            stderr(&outputs[2])
+        );
     }
 }
 

@@ -12,7 +12,11 @@
 //!   the lock when its holder exits, however it dies; the file holds its pid only to
 //!   name it in the refusal.
 //!
-//! An n-party session ([`open_links`]) shares one directory among all its participants,
+//! * `<role>.pub`: the role's link key; every message file is sealed for its one
+//!   recipient with keys agreed from these (see [`crate::sealed_dir`], which every front
+//!   end uses: a plain [`ExchangeDir`] is for tests of the file mechanics).
+//!
+//! An n-party session ([`crate::sealed_dir::open_links`]) shares one directory among all its participants,
 //! named `p0`, `p1`, ... by index. Each ordered pair of participants that talk has its own
 //! sequence of files, `NNNN-p<from>-to-p<to>.msg` (message NNNN on that link), so the
 //! messages of different links never mix; each participant holds one lock, `p<i>.lock`,
@@ -34,7 +38,6 @@ use std::time::{Duration, Instant};
 use privset_protocols::party::PartyId;
 
 use crate::cancel::Cancel;
-use crate::driver::LinkSet;
 use crate::error::{TransportError, secs};
 use crate::{ByteCounters, Transport};
 
@@ -81,39 +84,61 @@ pub fn participant_role(p: PartyId) -> String {
     format!("p{p}")
 }
 
-/// Opens `dir` (creating it if needed) as participant `me` of an n-party session, with
-/// one link to each of `peers`, and takes `me`'s lock. Message files are named per
-/// ordered pair (see the module documentation), so resuming replays each link as in a
-/// two-party run.
-pub fn open_links(
-    dir: &Path,
-    me: PartyId,
-    peers: &[PartyId],
+/// A participant's place in an exchange directory: the directory, its role there and
+/// the role's lock, held until the last link made from it is dropped. Links made from
+/// it are plain ([`DirPlace::link`]) or sealed for their peer
+/// ([`crate::sealed_dir`]); every front end uses sealed ones.
+#[derive(Debug)]
+pub struct DirPlace {
+    dir: PathBuf,
+    role: String,
     opts: DirOptions,
-) -> Result<LinkSet, TransportError> {
-    if peers.contains(&me) {
-        return Err(TransportError::Config(format!(
-            "participant {me} cannot have a link to itself"
-        )));
-    }
-    let role = participant_role(me);
-    let lock = Arc::new(create_and_lock(dir, &role)?);
-    let mut links = LinkSet::new();
-    for &peer in peers {
-        let peer_role = participant_role(peer);
-        let link = ExchangeDir {
+    lock: Arc<LockFile>,
+}
+
+impl DirPlace {
+    /// Opens (creating if needed) `dir` as `role` and takes the role's lock. Role names
+    /// are used in file names: letters, digits, `-`, `_`.
+    pub fn take(dir: &Path, role: &str, opts: DirOptions) -> Result<Self, TransportError> {
+        check_role(role)?;
+        let lock = Arc::new(create_and_lock(dir, role)?);
+        Ok(Self {
             dir: dir.to_path_buf(),
-            send_tag: format!("{role}-to-{peer_role}"),
-            recv_tag: format!("{peer_role}-to-{role}"),
-            opts: opts.clone(),
+            role: role.to_string(),
+            opts,
+            lock,
+        })
+    }
+
+    /// The directory in use.
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// This participant's role.
+    pub fn role(&self) -> &str {
+        &self.role
+    }
+
+    /// A plain link whose own files are named by `send_tag` and the peer's by
+    /// `recv_tag`.
+    pub(crate) fn link(&self, send_tag: &str, recv_tag: &str) -> ExchangeDir {
+        ExchangeDir {
+            dir: self.dir.clone(),
+            send_tag: send_tag.to_string(),
+            recv_tag: recv_tag.to_string(),
+            opts: self.opts.clone(),
             next_send: 0,
             next_recv: 0,
             counters: ByteCounters::default(),
-            _lock: lock.clone(),
-        };
-        links.insert(peer, Box::new(link));
+            _lock: self.lock.clone(),
+        }
     }
-    Ok(links)
+
+    /// Writes `name` in the directory so that it appears whole or not at all.
+    pub(crate) fn write_file(&self, name: &str, contents: &[u8]) -> Result<(), TransportError> {
+        write_atomically(&self.dir, &self.dir.join(name), contents)
+    }
 }
 
 /// Creates `dir` if needed and takes `role`'s lock in it.
@@ -156,24 +181,13 @@ impl ExchangeDir {
         peer_role: &str,
         opts: DirOptions,
     ) -> Result<Self, TransportError> {
-        check_role(my_role)?;
         check_role(peer_role)?;
         if my_role == peer_role {
             return Err(TransportError::Config(format!(
                 "both parties have the role {my_role:?}; roles must differ"
             )));
         }
-        let lock = create_and_lock(dir, my_role)?;
-        Ok(Self {
-            dir: dir.to_path_buf(),
-            send_tag: my_role.to_string(),
-            recv_tag: peer_role.to_string(),
-            opts,
-            next_send: 0,
-            next_recv: 0,
-            counters: ByteCounters::default(),
-            _lock: Arc::new(lock),
-        })
+        Ok(DirPlace::take(dir, my_role, opts)?.link(my_role, peer_role))
     }
 
     /// The directory in use.
@@ -184,6 +198,57 @@ impl ExchangeDir {
     /// Path of message `n` of `role`.
     pub fn message_path(&self, role: &str, n: u32) -> PathBuf {
         self.dir.join(message_file_name(role, n))
+    }
+
+    /// The index of the next message this side sends.
+    pub(crate) fn next_send(&self) -> u32 {
+        self.next_send
+    }
+
+    /// The index of the next message this side receives.
+    pub(crate) fn next_recv(&self) -> u32 {
+        self.next_recv
+    }
+
+    /// What names this side's message files.
+    pub(crate) fn send_tag(&self) -> &str {
+        &self.send_tag
+    }
+
+    /// What names the peer's message files.
+    pub(crate) fn recv_tag(&self) -> &str {
+        &self.recv_tag
+    }
+
+    /// Polls for `path` until it exists (returning its length), the timeout passes or
+    /// the run is cancelled; `what` names the file in the timeout error.
+    pub(crate) fn wait_for(&self, path: &Path, what: &str) -> Result<u64, TransportError> {
+        let start = Instant::now();
+        loop {
+            self.opts.cancel.check()?;
+            match fs::metadata(path) {
+                Ok(m) => return Ok(m.len()),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    if start.elapsed() >= self.opts.timeout {
+                        return Err(TransportError::Timeout {
+                            what: format!("waiting for {what} ({})", path.display()),
+                            seconds: secs(self.opts.timeout),
+                        });
+                    }
+                    thread::sleep(
+                        self.opts
+                            .poll_interval
+                            .min(self.opts.timeout.saturating_sub(start.elapsed())),
+                    );
+                }
+                Err(e) => {
+                    return Err(TransportError::io(
+                        format!("checking {}", path.display()),
+                        e,
+                    ));
+                }
+            }
+        }
     }
 }
 
@@ -351,36 +416,8 @@ impl Transport for ExchangeDir {
     fn recv(&mut self, max_len: usize) -> Result<Vec<u8>, TransportError> {
         let n = self.next_recv;
         let path = self.message_path(&self.recv_tag, n);
-        let start = Instant::now();
-        let len = loop {
-            self.opts.cancel.check()?;
-            match fs::metadata(&path) {
-                Ok(m) => break m.len(),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    if start.elapsed() >= self.opts.timeout {
-                        return Err(TransportError::Timeout {
-                            what: format!(
-                                "waiting for message {n} of {:?} ({})",
-                                self.recv_tag,
-                                path.display()
-                            ),
-                            seconds: secs(self.opts.timeout),
-                        });
-                    }
-                    thread::sleep(
-                        self.opts
-                            .poll_interval
-                            .min(self.opts.timeout.saturating_sub(start.elapsed())),
-                    );
-                }
-                Err(e) => {
-                    return Err(TransportError::io(
-                        format!("checking {}", path.display()),
-                        e,
-                    ));
-                }
-            }
-        };
+        let what = format!("message {n} of {:?}", self.recv_tag);
+        let len = self.wait_for(&path, &what)?;
         if len > max_len as u64 {
             return Err(TransportError::TooLarge {
                 len,

@@ -9,7 +9,8 @@
 //! * [`links`]: the TCP links of one participant of an n-party session (a star or a
 //!   mesh), each connection identified by a link preamble;
 //! * [`dir`]: a shared exchange directory polled for message files (the batch deployment
-//!   of Ion et al. 2020, Sec. 2.4), which can resume a killed party.
+//!   of Ion et al. 2020, Sec. 2.4), which can resume a killed party; [`sealed_dir`]
+//!   seals every message file there for its one recipient.
 //!
 //! A [`Cancel`] token given in the options stops a run from another thread.
 //! [`certs::generate`] makes a throwaway CA and per-party certificates for trying it out.
@@ -25,6 +26,7 @@ mod error;
 mod framing;
 pub mod links;
 pub mod memory;
+pub mod sealed_dir;
 mod socket;
 pub mod tcp;
 pub mod tls;
@@ -33,7 +35,7 @@ pub use cancel::Cancel;
 pub use dir::{DirOptions, ExchangeDir};
 pub use driver::{LinkSet, Links, RunError, drive, drive_links};
 pub use error::TransportError;
-pub use links::{LinkPlan, Security};
+pub use links::{Identity, LinkPlan, Security};
 pub use memory::{MemoryTransport, pair, run_pair, run_pair_with, run_parties, run_parties_with};
 pub use socket::{ConnectOptions, host_of};
 pub use tcp::PlainTcpTransport;

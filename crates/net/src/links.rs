@@ -171,6 +171,17 @@ pub enum Security {
     Plaintext,
 }
 
+/// Who each participant is: the name and end-entity certificate (DER) the parties file
+/// lists for it. With mutual TLS every link is accepted only from the participant's own
+/// certificate, checked on both ends, not from anyone the CA vouches for (a CA shared
+/// by a consortium vouches for every member, and any of them could otherwise take
+/// another's place).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Identity {
+    pub name: String,
+    pub certificate: Vec<u8>,
+}
+
 /// Everything one participant needs to open its links.
 #[derive(Clone, Debug)]
 pub struct LinkPlan {
@@ -184,6 +195,9 @@ pub struct LinkPlan {
     pub security: Security,
     /// Where to listen, when not on `addresses[me]` (e.g. "0.0.0.0:port" behind NAT).
     pub listen: Option<String>,
+    /// Every participant's identity, by index; `None`: any certificate the CA vouches
+    /// for (tests of the link mechanics only: every front end gives them).
+    pub identities: Option<Vec<Identity>>,
 }
 
 impl LinkPlan {
@@ -202,6 +216,14 @@ impl LinkPlan {
         {
             return Err(TransportError::Config(format!(
                 "the hub is participant {hub} of {n}"
+            )));
+        }
+        if let Some(ids) = &self.identities
+            && ids.len() != n
+        {
+            return Err(TransportError::Config(format!(
+                "{} identities for {n} participants",
+                ids.len()
             )));
         }
         if self.session.len() > MAX_SESSION_LABEL {
@@ -336,6 +358,15 @@ impl LinkPlan {
         }
     }
 
+    /// Why `link` is not participant `p`'s, if it is not: its certificate is not the one
+    /// the identities list (a plaintext link has no identity to check).
+    fn wrong_identity(&self, link: &Link, p: PartyId) -> Option<String> {
+        let (Some(ids), Link::Tls(t)) = (&self.identities, link) else {
+            return None;
+        };
+        identity_mismatch(ids, p, t.peer_certificate().unwrap_or_default())
+    }
+
     /// Connects to `peer`, handshakes and presents this participant.
     fn connect(
         &self,
@@ -357,6 +388,9 @@ impl LinkPlan {
             .watch(link.tcp())
             .map_err(|e| TransportError::io(format!("configuring connection to {addr}"), e))?;
         let what = format!("participant {peer} at {addr}");
+        if let Some(why) = self.wrong_identity(&link, peer) {
+            return Err(TransportError::Link(format!("{what}: {why}")));
+        }
         link.during_handshake(opts, &what, |t| {
             t.send(&preamble.encode())?;
             let reply = t.recv(MAX_REPLY)?;
@@ -370,6 +404,22 @@ impl LinkPlan {
         })?;
         Ok(link.boxed())
     }
+}
+
+/// Why a connection that presented the certificate `presented` is not participant
+/// `p` of `ids`, if it is not.
+fn identity_mismatch(ids: &[Identity], p: PartyId, presented: &[u8]) -> Option<String> {
+    let expected = &ids[usize::from(p)];
+    (presented != expected.certificate.as_slice()).then(|| {
+        format!(
+            "participant {p} is {:?}, whose certificate is {}, but the connection presents \
+             {} (not the certificate the parties file lists for it, though the CA may vouch \
+             for it)",
+            expected.name,
+            tls::describe_certificate(&expected.certificate),
+            tls::describe_certificate(presented)
+        )
+    })
 }
 
 /// One accepted or made connection, before it is boxed.
@@ -505,6 +555,10 @@ impl Acceptor<'_> {
             .watch(link.tcp())
             .map_err(|e| TransportError::io(format!("configuring connection from {peer}"), e))?;
         let what = format!("the connection from {peer}");
+        let presented = match &link {
+            Link::Tls(t) => Some(t.peer_certificate().unwrap_or_default().to_vec()),
+            Link::Plain(_) => None,
+        };
         let index = link.during_handshake(self.opts, &what, |t| {
             let bytes = match t.recv(MAX_PREAMBLE) {
                 Err(TransportError::TooLarge { len, .. }) => {
@@ -514,7 +568,7 @@ impl Acceptor<'_> {
                 other => other?,
             };
             let preamble = Preamble::decode(&bytes).map_err(|why| self.refuse(t, peer, &why))?;
-            match self.admit(&preamble) {
+            match self.admit(&preamble, presented.as_deref()) {
                 Ok(()) => {
                     t.send(&encode_reply(None))?;
                     Ok(preamble.connector)
@@ -525,8 +579,9 @@ impl Acceptor<'_> {
         Ok((index, link.boxed()))
     }
 
-    /// Whether `preamble` may be linked here; claims its index if so.
-    fn admit(&self, preamble: &Preamble) -> Result<(), String> {
+    /// Whether `preamble` may be linked here, over a connection that presented the
+    /// certificate `presented` (`None`: plaintext); claims its index if so.
+    fn admit(&self, preamble: &Preamble, presented: Option<&[u8]>) -> Result<(), String> {
         let me = self.plan.me;
         let n = self.plan.addresses.len();
         let c = preamble.connector;
@@ -552,6 +607,11 @@ impl Acceptor<'_> {
             return Err(format!(
                 "participant {c} does not connect to participant {me} in this session's topology"
             ));
+        }
+        if let (Some(ids), Some(presented)) = (&self.plan.identities, presented)
+            && let Some(why) = identity_mismatch(ids, c, presented)
+        {
+            return Err(why);
         }
         let mut claimed = self.claimed.lock().unwrap_or_else(|e| e.into_inner());
         if !claimed.insert(c) {

@@ -155,6 +155,16 @@ impl TlsTransport {
         &self.peer
     }
 
+    /// The end-entity certificate the peer presented (DER): what a run that expects one
+    /// identity compares with the certificate it was told to expect.
+    pub fn peer_certificate(&self) -> Option<&[u8]> {
+        let certs = match &self.stream {
+            Stream::Client(s) => s.conn.peer_certificates(),
+            Stream::Server(s) => s.conn.peer_certificates(),
+        };
+        certs.and_then(|c| c.first()).map(|c| c.as_ref())
+    }
+
     /// Ends the connection cleanly (TLS close_notify) and returns the final counters,
     /// which include the close_notify record. Dropping does the same, without counters.
     pub fn close(mut self) -> ByteCounters {
@@ -497,6 +507,29 @@ fn mismatch(files: &TlsFiles, e: rustls::Error) -> TransportError {
         files.cert.display(),
         files.key.display()
     ))
+}
+
+/// The end-entity certificate (the first) of a PEM file, in DER: what a parties file
+/// lists for a participant, to compare with what its connections present.
+pub fn end_entity_certificate(path: &Path) -> Result<Vec<u8>, TransportError> {
+    Ok(load_certs(path)?.swap_remove(0).as_ref().to_vec())
+}
+
+/// The DNS names a certificate (DER) is issued for (`None` if it cannot be read).
+pub fn certificate_names(der: &[u8]) -> Option<Vec<String>> {
+    let der = CertificateDer::from(der);
+    let cert = webpki::EndEntityCert::try_from(&der).ok()?;
+    Some(cert.valid_dns_names().map(str::to_owned).collect())
+}
+
+/// The names a certificate (DER) is issued for, for messages: "the certificate of
+/// NAME, ...", "a certificate that names no host" or "an unreadable certificate".
+pub fn describe_certificate(der: &[u8]) -> String {
+    match certificate_names(der) {
+        Some(names) if names.is_empty() => "a certificate that names no host".into(),
+        Some(names) => format!("the certificate of {}", names.join(", ")),
+        None => "an unreadable certificate".into(),
+    }
 }
 
 /// All certificates in a PEM file; the error names the file.

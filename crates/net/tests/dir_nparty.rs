@@ -8,7 +8,8 @@ use std::thread;
 use std::time::Duration;
 
 use common::temp_dir;
-use privset_net::dir::{self, DirOptions};
+use privset_net::dir::DirOptions;
+use privset_net::sealed_dir::open_links;
 use privset_net::{RunError, TransportError, drive_links};
 use privset_protocols::party::PartyId;
 use privset_protocols::toy::{self, Form, ToySumConfig};
@@ -29,7 +30,8 @@ fn peers(n: usize, form: Form, me: PartyId) -> Vec<PartyId> {
 
 /// Participant `me` of the toy sum over `dir`, from a seed derived from `seed`.
 fn participant(dir: &Path, n: usize, form: Form, me: PartyId, seed: u8) -> Result<u128, RunError> {
-    let mut links = dir::open_links(dir, me, &peers(n, form, me), opts())?;
+    let link_seed = [seed.wrapping_add(me) ^ 0x5a; 32];
+    let mut links = open_links(dir, me, &peers(n, form, me), &link_seed, opts())?;
     let config = ToySumConfig {
         parties: n,
         me,
@@ -81,10 +83,59 @@ fn a_participant_recreated_from_its_seed_replays_identical_files() {
     // Every peer's files are there: the restarted participant replays to the end.
     assert_eq!(participant(&dir, 4, Form::Mesh, 2, 1).unwrap(), expected(4));
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), files);
-    // Another seed writes another hello: refused, not overwritten.
+    // Another seed publishes another link key: refused, not overwritten.
     let err = participant(&dir, 4, Form::Mesh, 2, 99).unwrap_err();
     assert!(
-        matches!(err.transport(), Some(TransportError::ExchangeDir(why)) if why.contains("different message")),
+        matches!(err.transport(), Some(TransportError::ExchangeDir(why)) if why.contains("another run's link key")),
+        "{err}"
+    );
+}
+
+/// Every message file in `dir`.
+fn message_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension() == Some("msg".as_ref()))
+        .collect()
+}
+
+#[test]
+fn message_files_are_sealed_for_their_one_recipient() {
+    let dir = temp_dir("dir-nparty-sealed");
+    assert_eq!(session(&dir, 3, Form::Mesh), vec![expected(3); 3]);
+    // No file holds a privset frame in the clear (every frame starts with "PSET").
+    let files = message_files(&dir);
+    assert!(!files.is_empty());
+    for f in &files {
+        let bytes = std::fs::read(f).unwrap();
+        assert!(
+            !bytes
+                .windows(4)
+                .any(|w| w == privset_protocols::wire::MAGIC),
+            "{} holds a plaintext frame",
+            f.display()
+        );
+    }
+    // p2 handed p0's message to p1 (as a participant reading the folder would try):
+    // it does not open with p2's keys.
+    let stolen = std::fs::read(dir.join("0000-p0-to-p1.msg")).unwrap();
+    let own = std::fs::read(dir.join("0000-p0-to-p2.msg")).unwrap();
+    std::fs::write(dir.join("0000-p0-to-p2.msg"), &stolen).unwrap();
+    let err = participant(&dir, 3, Form::Mesh, 2, 1).unwrap_err();
+    assert!(
+        matches!(err.transport(), Some(TransportError::ExchangeDir(why)) if why.contains("does not open")),
+        "{err}"
+    );
+    std::fs::write(dir.join("0000-p0-to-p2.msg"), &own).unwrap();
+    // One byte flipped in a file is refused too.
+    let path = dir.join("0000-p1-to-p0.msg");
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[0] ^= 1;
+    std::fs::write(&path, &bytes).unwrap();
+    let err = participant(&dir, 3, Form::Mesh, 0, 1).unwrap_err();
+    assert!(
+        matches!(err.transport(), Some(TransportError::ExchangeDir(why)) if why.contains("does not open")),
         "{err}"
     );
 }
@@ -92,13 +143,14 @@ fn a_participant_recreated_from_its_seed_replays_identical_files() {
 #[test]
 fn one_process_per_participant() {
     let dir = temp_dir("dir-nparty-lock");
-    let _held = dir::open_links(&dir, 1, &[0, 2], opts()).unwrap();
-    let err = dir::open_links(&dir, 1, &[0], opts()).err().unwrap();
+    let seed = [7; 32];
+    let _held = open_links(&dir, 1, &[0, 2], &seed, opts()).unwrap();
+    let err = open_links(&dir, 1, &[0], &seed, opts()).err().unwrap();
     assert!(
         matches!(&err, TransportError::ExchangeDir(why) if why.contains("\"p1\" is already in use")),
         "{err}"
     );
     // Another participant is free to open.
-    assert!(dir::open_links(&dir, 2, &[1], opts()).is_ok());
-    assert!(dir::open_links(&dir, 3, &[3], opts()).is_err());
+    assert!(open_links(&dir, 2, &[1], &seed, opts()).is_ok());
+    assert!(open_links(&dir, 3, &[3], &seed, opts()).is_err());
 }

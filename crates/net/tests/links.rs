@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use common::temp_dir;
 use privset_net::links::{Preamble, decode_reply};
 use privset_net::{
-    ConnectOptions, LinkPlan, PlainTcpTransport, Security, TlsFiles, Transport, TransportError,
-    certs, drive_links,
+    ConnectOptions, Identity, LinkPlan, PlainTcpTransport, Security, TlsFiles, Transport,
+    TransportError, certs, drive_links,
 };
 use privset_protocols::party::PartyId;
 use privset_protocols::toy::{self, Form, ToySumConfig};
@@ -31,7 +31,12 @@ fn names(n: usize) -> Vec<String> {
 
 /// Runs the toy sum among `n` participants over real sockets, one thread each; returns
 /// each participant's total.
-fn run_session(n: usize, form: Form, security: impl Fn(usize) -> Security) -> Vec<u128> {
+fn run_session(
+    n: usize,
+    form: Form,
+    security: impl Fn(usize) -> Security,
+    identities: Option<Vec<Identity>>,
+) -> Vec<u128> {
     let listeners: Vec<TcpListener> = (0..n)
         .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
         .collect();
@@ -50,6 +55,7 @@ fn run_session(n: usize, form: Form, security: impl Fn(usize) -> Security) -> Ve
                 session: "toy-sum/test".into(),
                 security: security(i),
                 listen: None,
+                identities: identities.clone(),
             };
             thread::spawn(move || {
                 let listener = plan.needs_listener().then_some(listener);
@@ -79,17 +85,99 @@ fn mutual_tls_star_and_mesh() {
     let dir = temp_dir("links-tls");
     certs::generate(&dir, &names(5)).unwrap();
     for form in [Form::Star, Form::Mesh] {
-        let totals = run_session(5, form, |i| {
-            Security::MutualTls(TlsFiles::in_dir(&dir, &format!("p{i}")))
-        });
+        let totals = run_session(
+            5,
+            form,
+            |i| Security::MutualTls(TlsFiles::in_dir(&dir, &format!("p{i}"))),
+            Some(identities(&dir, 5)),
+        );
         assert_eq!(totals, vec![expected(5); 5], "{form:?}");
     }
+}
+
+/// Participants `p0` .. `p<n-1>` of `dir`'s certificates, as a parties file lists them.
+fn identities(dir: &std::path::Path, n: usize) -> Vec<Identity> {
+    (0..n)
+        .map(|i| Identity {
+            name: format!("p{i}"),
+            certificate: privset_net::tls::end_entity_certificate(&dir.join(format!("p{i}.pem")))
+                .unwrap(),
+        })
+        .collect()
+}
+
+/// Opens participant `me`'s links of a 3-party star (hub 0) at `addresses`, presenting
+/// the certificate `cert` of `dir`, on `listener` if it is the hub.
+fn star_member(
+    dir: &std::path::Path,
+    addresses: &[String],
+    me: PartyId,
+    cert: &str,
+    listener: Option<TcpListener>,
+) -> thread::JoinHandle<Result<privset_net::LinkSet, TransportError>> {
+    let plan = LinkPlan {
+        addresses: addresses.to_vec(),
+        me,
+        topology: Form::Star.topology(),
+        session: "s".into(),
+        security: Security::MutualTls(TlsFiles {
+            ca: dir.join("ca.pem"),
+            cert: dir.join(format!("{cert}.pem")),
+            key: dir.join(format!("{cert}.key")),
+        }),
+        listen: None,
+        identities: Some(identities(dir, 3)),
+    };
+    thread::spawn(move || plan.open_on(listener.as_ref(), &opts()))
+}
+
+#[test]
+fn an_outsider_with_a_certificate_from_the_same_ca_is_refused_on_both_ends() {
+    let dir = temp_dir("links-identity");
+    let all: Vec<String> = ["p0", "p1", "p2", "outsider"].map(String::from).to_vec();
+    certs::generate(&dir, &all).unwrap();
+    let bind = || TcpListener::bind("127.0.0.1:0").unwrap();
+    let link_error = |r: Result<privset_net::LinkSet, TransportError>| match r {
+        Err(TransportError::Link(why)) => why,
+        Err(other) => panic!("expected a link refusal, got {other}"),
+        Ok(_) => panic!("the outsider was linked"),
+    };
+    // The outsider connects as participant 2: the hub refuses it, naming both.
+    let hub = bind();
+    let addresses = vec![
+        hub.local_addr().unwrap().to_string(),
+        "127.0.0.1:9".into(),
+        "127.0.0.1:9".into(),
+    ];
+    let h = star_member(&dir, &addresses, 0, "p0", Some(hub));
+    let o = star_member(&dir, &addresses, 2, "outsider", None);
+    let why = link_error(h.join().unwrap());
+    assert!(
+        why.contains("participant 2 is \"p2\"") && why.contains("the certificate of outsider"),
+        "{why}"
+    );
+    let why = link_error(o.join().unwrap());
+    assert!(why.contains("refused the link"), "{why}");
+    // The outsider listens as the hub: participant 1 refuses it before its preamble.
+    let fake_hub = bind();
+    let addresses = vec![
+        fake_hub.local_addr().unwrap().to_string(),
+        "127.0.0.1:9".into(),
+        "127.0.0.1:9".into(),
+    ];
+    let _h = star_member(&dir, &addresses, 0, "outsider", Some(fake_hub));
+    let c = star_member(&dir, &addresses, 1, "p1", None);
+    let why = link_error(c.join().unwrap());
+    assert!(
+        why.contains("participant 0 is \"p0\"") && why.contains("the certificate of outsider"),
+        "{why}"
+    );
 }
 
 #[test]
 fn plaintext_star_and_mesh() {
     for form in [Form::Star, Form::Mesh] {
-        let totals = run_session(4, form, |_| Security::Plaintext);
+        let totals = run_session(4, form, |_| Security::Plaintext, None);
         assert_eq!(totals, vec![expected(4); 4], "{form:?}");
     }
 }
@@ -112,6 +200,7 @@ fn acceptor(
         session: "s".into(),
         security,
         listen: None,
+        identities: None,
     };
     let handle = thread::spawn(move || plan.open_on(Some(&listener), &opts));
     (addr, handle)
@@ -237,6 +326,7 @@ fn plan_shape_is_checked() {
         session: "s".into(),
         security: Security::Plaintext,
         listen: None,
+        identities: None,
     };
     assert!(matches!(plan(1, 0).check(), Err(TransportError::Config(_))));
     assert!(matches!(plan(3, 3).check(), Err(TransportError::Config(_))));

@@ -97,6 +97,7 @@ impl LinkArgs {
             tls,
             timeout,
             server_name: self.server_name.clone(),
+            peer_name: None,
             cancel,
         })
     }

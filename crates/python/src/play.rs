@@ -180,6 +180,7 @@ pub(crate) fn local<P: Paired>(
                 kind: "memory",
                 seed_file: None,
                 seed: SessionRng::from_os().seed(),
+                notice: None,
             }))
         };
         job(party, Cancel::new(), stopwatch.clone(), prices, open)
@@ -226,6 +227,7 @@ pub(crate) fn local_session<P: Playable>(
                     kind: "memory",
                     seed_file: None,
                     seed: SessionRng::from_os().seed(),
+                    notice: None,
                 }))
             };
             job(party, Cancel::new(), stopwatch.clone(), prices, open)

@@ -6,8 +6,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use privset_net::dir::DirPlace;
+use privset_net::sealed_dir::{LinkKeyPair, published_key};
 use privset_net::{
-    Cancel, ConnectOptions, DirOptions, ExchangeDir, PlainTcpTransport, TlsFiles, Transport, tls,
+    Cancel, ConnectOptions, DirOptions, PlainTcpTransport, TlsFiles, Transport, tls,
 };
 use sha2::{Digest, Sha256};
 
@@ -41,6 +43,10 @@ pub struct LinkSpec {
     pub timeout: Duration,
     /// Name to verify the server's certificate against (default: the peer's host).
     pub server_name: Option<String>,
+    /// The name the peer's certificate must hold, checked whether this party listens
+    /// or connects: with a CA that vouches for several organisations, the one peer
+    /// this run expects (`None`: anyone the CA vouches for).
+    pub peer_name: Option<String>,
     /// Stops the link from another thread.
     pub cancel: Cancel,
 }
@@ -53,6 +59,9 @@ pub struct Link {
     /// Exchange directory runs: the file holding this party's seed, to delete on success.
     pub seed_file: Option<PathBuf>,
     pub seed: [u8; 32],
+    /// What a front end should tell the user about how the seed was chosen (a stale
+    /// one replaced by fresh randomness).
+    pub notice: Option<String>,
 }
 
 impl LinkSpec {
@@ -76,8 +85,14 @@ impl LinkSpec {
             cancel: self.cancel.clone(),
         };
         let (transport, kind): (Box<dyn Transport + Send>, _) = match (&self.tls, listen) {
-            (Some(files), true) => (Box::new(tls::accept(addr, files, &opts)?), "tcp+mtls"),
-            (Some(files), false) => (Box::new(tls::connect(addr, files, &opts)?), "tcp+mtls"),
+            (Some(files), listen) => {
+                let t = match listen {
+                    true => tls::accept(addr, files, &opts)?,
+                    false => tls::connect(addr, files, &opts)?,
+                };
+                self.check_peer_name(&t)?;
+                (Box::new(t), "tcp+mtls")
+            }
             (None, true) => (
                 Box::new(PlainTcpTransport::accept(addr, &opts)?),
                 "tcp-plaintext",
@@ -92,7 +107,28 @@ impl LinkSpec {
             kind,
             seed_file: None,
             seed: fresh_seed(),
+            notice: None,
         })
+    }
+
+    /// Refuses a TLS peer whose certificate does not hold [`LinkSpec::peer_name`].
+    fn check_peer_name(&self, t: &privset_net::TlsTransport) -> Result<(), Failure> {
+        let Some(expected) = &self.peer_name else {
+            return Ok(());
+        };
+        let presented = t.peer_certificate().unwrap_or_default();
+        let holds = tls::certificate_names(presented)
+            .is_some_and(|names| names.iter().any(|n| n.eq_ignore_ascii_case(expected)));
+        if holds {
+            return Ok(());
+        }
+        Err(privset_net::TransportError::Tls(format!(
+            "the peer at {} presents {}, not a certificate of {expected:?} (--tls-peer-name): \
+             the CA vouches for it, but it is not the peer this run expects",
+            t.peer(),
+            tls::describe_certificate(presented)
+        ))
+        .into())
     }
 
     fn open_dir(
@@ -103,18 +139,19 @@ impl LinkSpec {
         role: &str,
         peer_role: &str,
     ) -> Result<Link, Failure> {
-        let (seed, seed_file) = resume_seed(state_dir, dir, role)?;
         let opts = DirOptions {
             poll_interval,
             timeout: self.timeout,
             cancel: self.cancel.clone(),
         };
-        let transport = ExchangeDir::open(dir, role, peer_role, opts)?;
+        let run = join_exchange_dir(state_dir, dir, role, opts)?;
+        let keys = run.place.publish_key(&run.seed)?;
         Ok(Link {
-            transport: Box::new(transport),
+            transport: Box::new(run.place.seal_pair(keys, peer_role)),
             kind: "exchange-dir",
-            seed_file: Some(seed_file),
-            seed,
+            notice: run.origin.notice(dir),
+            seed_file: Some(run.seed_file),
+            seed: run.seed,
         })
     }
 }
@@ -134,17 +171,62 @@ pub(crate) fn fresh_seed() -> [u8; 32] {
     privset_crypto::rng::SessionRng::from_os().seed()
 }
 
-/// The seed of this party for this exchange directory: read back if a previous
-/// (killed) run left one, else made fresh and stored (mode 0600) before any message
-/// is written, so a restart replays the same run. Public for the fuzz target that feeds
-/// it corrupt state files (fuzz/fuzz_targets/resume_state.rs).
-pub fn resume_seed(
+/// How a party's seed for an exchange-directory run was chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeedOrigin {
+    /// A new run: nothing of this role in the directory, no seed stored.
+    New,
+    /// The same run, restarted: the stored seed's link key is the one the directory
+    /// holds, so the party replays its messages.
+    Resumed,
+    /// A stored seed whose run left nothing in the directory (the directory was emptied
+    /// or recreated after a failure): never used again; the run draws fresh randomness.
+    Replaced,
+}
+
+impl SeedOrigin {
+    /// What to tell the user, if anything.
+    pub fn notice(self, dir: &Path) -> Option<String> {
+        (self == SeedOrigin::Replaced).then(|| {
+            format!(
+                "the resume state of an earlier run at {} was discarded (that run left no \
+                 message there); this run draws fresh randomness",
+                dir.display()
+            )
+        })
+    }
+}
+
+/// A party's place in an exchange directory and the seed of its run there.
+pub struct DirRun {
+    /// The directory and this role's lock in it.
+    pub place: DirPlace,
+    pub seed: [u8; 32],
+    /// Where the seed is kept (mode 0600), to delete once the run has succeeded.
+    pub seed_file: PathBuf,
+    pub origin: SeedOrigin,
+}
+
+/// Joins exchange directory `exchange_dir` as `role` (taking the role's lock) and
+/// chooses the seed of this party's run there. A stored seed (in `state_dir`, named
+/// after the directory's canonical path and the role) is resumed only when the run it
+/// belongs to is provably this one: the link key the directory holds for this role is
+/// the seed's. A stored seed whose run left nothing in the directory is replaced by a
+/// fresh one (all of a party's randomness comes from its seed, so reusing it in a new
+/// run would repeat salts, keys and masks); one whose role holds another key is deleted
+/// and the run refused. Public for the fuzz target that feeds it corrupt state files
+/// (fuzz/fuzz_targets/resume_state.rs).
+pub fn join_exchange_dir(
     state_dir: &Path,
     exchange_dir: &Path,
     role: &str,
-) -> Result<([u8; 32], PathBuf), Failure> {
+    opts: DirOptions,
+) -> Result<DirRun, Failure> {
     refuse_shared_state_dir(state_dir, exchange_dir)?;
-    let canonical = privset_net::dir::create_exchange_dir(exchange_dir)?;
+    let place = DirPlace::take(exchange_dir, role, opts)?;
+    let canonical = exchange_dir
+        .canonicalize()
+        .map_err(|e| Failure::other(format!("cannot resolve {}: {e}", exchange_dir.display())))?;
     std::fs::create_dir_all(state_dir).map_err(|e| {
         Failure::other(format!(
             "cannot create state directory {}: {e}",
@@ -155,16 +237,53 @@ pub fn resume_seed(
     h.update(canonical.as_os_str().as_encoded_bytes());
     h.update(role.as_bytes());
     let file = state_dir.join(format!("{}.seed", hex::encode(&h.finalize()[..16])));
-    if let Ok(bytes) = std::fs::read(&file) {
-        let seed: [u8; 32] = hex::decode(bytes.trim_ascii())
-            .ok()
-            .and_then(|b| b.try_into().ok())
-            .ok_or_else(|| Failure::other(format!("corrupt resume state {}", file.display())))?;
-        return Ok((seed, file));
-    }
+    let stored = std::fs::read(&file).ok();
+    let origin = match (published_key(place.path(), role)?, stored) {
+        (None, None) => SeedOrigin::New,
+        (None, Some(_)) => SeedOrigin::Replaced,
+        (Some(public), Some(bytes)) => {
+            let seed = parse_seed(&bytes).ok_or_else(|| {
+                Failure::other(format!("corrupt resume state {}", file.display()))
+            })?;
+            if LinkKeyPair::from_seed(&seed).public() != public {
+                // Its run is not this directory's: it can never be resumed.
+                let _ = std::fs::remove_file(&file);
+                return Err(another_run(place.path(), role));
+            }
+            return Ok(DirRun {
+                place,
+                seed,
+                seed_file: file,
+                origin: SeedOrigin::Resumed,
+            });
+        }
+        (Some(_), None) => return Err(another_run(place.path(), role)),
+    };
     let seed = fresh_seed();
     write_private(&file, hex::encode(seed).as_bytes())?;
-    Ok((seed, file))
+    Ok(DirRun {
+        place,
+        seed,
+        seed_file: file,
+        origin,
+    })
+}
+
+/// A stored seed: 64 hex digits, surrounding white space allowed.
+fn parse_seed(bytes: &[u8]) -> Option<[u8; 32]> {
+    hex::decode(bytes.trim_ascii())
+        .ok()
+        .and_then(|b| b.try_into().ok())
+}
+
+/// The refusal of a directory whose `role` belongs to a run this party cannot resume.
+fn another_run(dir: &Path, role: &str) -> Failure {
+    privset_net::TransportError::ExchangeDir(format!(
+        "{} holds the messages of another run of {role:?} (a finished run, or one started \
+         with another state directory); give each run its own directory",
+        dir.display()
+    ))
+    .into()
 }
 
 /// Refuses a state directory inside the exchange directory: the other organisation
@@ -271,7 +390,9 @@ mod tests {
         let x = d.join("exchange");
         // Directly inside, and through a path that only resolves inside.
         for state in [x.join(".privset-state"), d.join("elsewhere/../exchange/s")] {
-            let err = resume_seed(&state, &x, "p1").unwrap_err();
+            let err = join_exchange_dir(&state, &x, "p1", DirOptions::default())
+                .err()
+                .unwrap();
             assert_eq!(
                 err.kind,
                 crate::fail::FailureKind::Config,
@@ -286,9 +407,59 @@ mod tests {
             assert!(!x.exists(), "nothing is created before the refusal");
         }
         // Beside it is fine, and the seed is readable by its owner only.
-        let (_, seed_file) = resume_seed(&d.join("state"), &x, "p1").unwrap();
+        let run = join_exchange_dir(&d.join("state"), &x, "p1", DirOptions::default()).unwrap();
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&seed_file).unwrap().permissions().mode();
+        let mode = std::fs::metadata(&run.seed_file)
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600);
+    }
+
+    fn join(state: &Path, x: &Path) -> Result<DirRun, Failure> {
+        join_exchange_dir(state, x, "p1", DirOptions::default())
+    }
+
+    #[test]
+    fn a_seed_is_resumed_only_by_the_run_it_belongs_to() {
+        let d = scratch("seed-reuse");
+        let (x, state) = (d.join("exchange"), d.join("state"));
+        let first = join(&state, &x).unwrap();
+        assert_eq!(first.origin, SeedOrigin::New);
+        first.place.publish_key(&first.seed).unwrap();
+        let seed = first.seed;
+        drop(first);
+        // Restarted while the directory still holds the run: the same seed.
+        let again = join(&state, &x).unwrap();
+        assert_eq!((again.origin, again.seed), (SeedOrigin::Resumed, seed));
+        drop(again);
+        // The folder recreated after a failure (the review's reproduction): fresh
+        // randomness, and a notice saying so.
+        std::fs::remove_dir_all(&x).unwrap();
+        let fresh = join(&state, &x).unwrap();
+        assert_eq!(fresh.origin, SeedOrigin::Replaced);
+        assert_ne!(fresh.seed, seed);
+        assert!(
+            fresh
+                .origin
+                .notice(&x)
+                .unwrap()
+                .contains("fresh randomness")
+        );
+        fresh.place.publish_key(&fresh.seed).unwrap();
+        let seed_file = fresh.seed_file.clone();
+        drop(fresh);
+        // Another run's key in the directory: refused, and the stored seed (which can
+        // never be resumed) deleted.
+        std::fs::remove_dir_all(&x).unwrap();
+        let other = join(&d.join("other-state"), &x).unwrap();
+        other.place.publish_key(&other.seed).unwrap();
+        drop(other);
+        let err = join(&state, &x).err().unwrap();
+        assert!(err.message.contains("another run"), "{}", err.message);
+        assert!(!seed_file.exists());
+        // And a finished run (its seed deleted) is not started again from scratch.
+        let err = join(&state, &x).err().unwrap();
+        assert!(err.message.contains("another run"), "{}", err.message);
     }
 }

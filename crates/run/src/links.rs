@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use privset_net::dir::{self, DirOptions};
-use privset_net::{Cancel, ConnectOptions, LinkPlan, LinkSet, Security, TlsFiles};
+use privset_net::{Cancel, ConnectOptions, Identity, LinkPlan, LinkSet, Security, TlsFiles};
 use privset_protocols::engine::Topology;
 use privset_protocols::party::PartyId;
 
 use crate::fail::Failure;
-use crate::link::{fresh_seed, resume_seed};
+use crate::link::{fresh_seed, join_exchange_dir};
 
 /// Where the participants are.
 #[derive(Clone, Debug)]
@@ -83,6 +83,10 @@ pub struct PartiesSpec {
     pub session: String,
     /// Mutual TLS files for TCP links; `None` = plaintext (asked for explicitly).
     pub tls: Option<TlsFiles>,
+    /// Every participant's name and certificate: with mutual TLS, each link is
+    /// accepted only from the certificate listed for that participant. `None`: any
+    /// certificate the CA vouches for (the toy sum's demo only).
+    pub identities: Option<Vec<Identity>>,
     /// How long to wait for the peers (connections, or any one message).
     pub timeout: Duration,
     /// Name to verify every listening peer's certificate against (default: its host).
@@ -99,6 +103,8 @@ pub struct PartyLinks {
     /// success.
     pub seed_file: Option<PathBuf>,
     pub seed: [u8; 32],
+    /// What a front end should tell the user about how the seed was chosen.
+    pub notice: Option<String>,
 }
 
 impl PartiesSpec {
@@ -135,6 +141,7 @@ impl PartiesSpec {
                     session: self.session.clone(),
                     security,
                     listen: listen.clone(),
+                    identities: self.identities.clone(),
                 };
                 let opts = ConnectOptions {
                     connect_timeout: self.timeout,
@@ -148,6 +155,7 @@ impl PartiesSpec {
                     kind,
                     seed_file: None,
                     seed: fresh_seed(),
+                    notice: None,
                 })
             }
             PartiesEndpoint::ExchangeDir {
@@ -156,17 +164,19 @@ impl PartiesSpec {
                 poll_interval,
             } => {
                 let role = dir::participant_role(self.me);
-                let (seed, seed_file) = resume_seed(state_dir, dir, &role)?;
                 let opts = DirOptions {
                     poll_interval: *poll_interval,
                     timeout: self.timeout,
                     cancel: self.cancel.clone(),
                 };
+                let run = join_exchange_dir(state_dir, dir, &role, opts)?;
+                let keys = run.place.publish_key(&run.seed)?;
                 Ok(PartyLinks {
-                    links: dir::open_links(dir, self.me, &self.peers(), opts)?,
+                    links: run.place.seal_links(keys, self.me, &self.peers()),
                     kind: "exchange-dir",
-                    seed_file: Some(seed_file),
-                    seed,
+                    notice: run.origin.notice(dir),
+                    seed_file: Some(run.seed_file),
+                    seed: run.seed,
                 })
             }
         }

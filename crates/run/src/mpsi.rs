@@ -153,13 +153,19 @@ impl LinkSettings {
             &self.state_near,
             self.poll_interval,
         )?;
+        let tls = tls.filter(|_| self.exchange_dir.is_none());
+        let identities = match &tls {
+            Some(_) => Some(roster.identities()?),
+            None => None,
+        };
         Ok(PartiesSpec {
             endpoint,
             parties: roster.list.len(),
             me,
             topology: protocol.topology(),
             session: format!("mpsi/{}/{}", protocol.name(), self.session),
-            tls: tls.filter(|_| self.exchange_dir.is_none()),
+            tls,
+            identities,
             timeout: self.timeout,
             server_name: self.server_name.clone(),
             cancel,

@@ -125,6 +125,29 @@ impl Participants {
             })
     }
 
+    /// Every participant's name and end-entity certificate, in order: over mutual TLS
+    /// a link is accepted only from the certificate listed for its participant (a CA
+    /// shared by a consortium vouches for every member, so "from the CA" is not enough).
+    pub fn identities(&self) -> Result<Vec<privset_net::Identity>, Failure> {
+        self.list
+            .iter()
+            .map(|p| {
+                let path = p.certificate.as_ref().ok_or_else(|| {
+                    Failure::config(format!(
+                        "participant {:?} has no certificate in the parties file: over TLS every \
+                         participant's certificate is needed, so that each link is accepted \
+                         only from the participant it claims to be",
+                        p.name
+                    ))
+                })?;
+                Ok(privset_net::Identity {
+                    name: p.name.clone(),
+                    certificate: privset_net::tls::end_entity_certificate(path)?,
+                })
+            })
+            .collect()
+    }
+
     /// Every participant's address, in order (TCP links need all of them).
     pub fn addresses(&self) -> Result<Vec<String>, Failure> {
         self.list
