@@ -693,6 +693,22 @@ impl HeChoice for ElGamal {
 mod tests {
     use super::*;
 
+    /// Review item 5: a run's smudged Paillier randomizers stay below the `2^40` the
+    /// masking party's slack is sized for. Reverse: one per item (below `2^32`) and
+    /// encrypted column (value columns and their squares). Forward: one per segment,
+    /// encrypted column and slot, the slots of a ciphertext fewer than the plaintext's
+    /// bits over 41 (the narrowest slot), the plaintext shorter than the longest key
+    /// a peer may send.
+    #[test]
+    fn smudged_randomizers_per_run_fit_the_paillier_slack() {
+        let columns = 2 * MAX_VALUE_COLUMNS as u128;
+        let reverse = u32::MAX as u128 * columns;
+        let slots = (MAX_PUBLIC_KEY_LEN as u128 * 8) / 41;
+        let forward = hello::MAX_SEGMENTS as u128 * columns * slots;
+        let budget = 1u128 << paillier::MAX_SMUDGED_OUTPUTS_BITS;
+        assert!(reverse < budget && forward < budget, "{reverse} {forward}");
+    }
+
     /// A P2 hello announcing sums of squares with the largest value and total bounds
     /// (the fuzz target `hello` found the overflow): the squared column's bounds
     /// saturate instead of wrapping to a bound below the real one.
