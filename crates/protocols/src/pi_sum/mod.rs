@@ -9,6 +9,8 @@
 //!
 //! * threshold: the party that computes the intersection aborts before any sum is
 //!   computed if it is smaller than t; the other party learns only that it aborted;
+//!   with segments, each segment with fewer than t matches is suppressed (neither its
+//!   cardinality nor its sums reach P2), and the run aborts when every one is;
 //! * reverse (Fig. 6): P1 learns the sum instead of P2 ([`reverse`]);
 //! * segmented input: P1's items carry a segment; one cardinality and sum per segment;
 //! * several value columns, and sums of squares so P2 gets the variance.
@@ -243,10 +245,16 @@ impl Default for PiSumConfig {
 pub struct SegmentResult {
     /// P1: the segment's label; P2: its index (P2 never sees the labels).
     pub segment: String,
-    pub cardinality: u64,
-    /// Per value column; only for the party entitled to sums.
+    /// The segment's intersection size; `None` for P2 when the segment is suppressed.
+    pub cardinality: Option<u64>,
+    /// Per value column; only for the party entitled to sums, and never for a
+    /// suppressed segment.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sums: Option<Vec<u128>>,
+    /// The threshold variant withheld this segment from P2: fewer than the threshold
+    /// matched, so P2 learns only that (docs/pi-sum.md, "Variants"). P1 still sees its
+    /// cardinality.
+    pub suppressed: bool,
 }
 
 /// The sums over the intersection of the entitled party, per value column, with (sums
@@ -306,14 +314,18 @@ impl ColumnSums {
 pub enum PiSumOutput {
     /// The party that computes the intersection but is not entitled to the sums (P1;
     /// P2 with the reverse variant): `|V ∩ W|` (per segment with segmented input), and
-    /// whether its threshold stopped the run before any sum was computed.
+    /// whether its threshold stopped the run before any sum was computed (segmented:
+    /// whether every segment was below it; see [`SegmentResult::suppressed`]).
     Cardinality {
         cardinality: u64,
         aborted: bool,
         segments: Option<Vec<SegmentResult>>,
         peer_items: u64,
     },
-    /// The party entitled to the sums (P2; P1 with the reverse variant).
+    /// The party entitled to the sums (P2; P1 with the reverse variant). With
+    /// segments suppressed by the threshold, `cardinality` and `sums` cover the
+    /// revealed segments only (a total over all would give a lone suppressed
+    /// segment's values away by subtraction).
     Sums {
         cardinality: u64,
         sums: ColumnSums,
