@@ -31,9 +31,12 @@ class Segment:
 
     #: P1: the segment's label; P2: its index (P2 never sees the labels).
     segment: str
-    cardinality: int
-    #: Per value column, for the party entitled to sums.
+    #: None for P2 when the segment is suppressed.
+    cardinality: Optional[int]
+    #: Per value column, for the party entitled to sums (never for a suppressed segment).
     sums: Optional[Tuple[int, ...]] = None
+    #: The threshold withheld the segment from P2: fewer than the threshold matched.
+    suppressed: bool = False
 
 
 def _tuple(values: Optional[List[Any]]) -> Optional[Tuple[Any, ...]]:
@@ -128,7 +131,10 @@ class PiSumResult(_Report):
             variance=_tuple(d["variance"]),
             segments=None
             if segments is None
-            else tuple(Segment(s["segment"], s["cardinality"], _tuple(s.get("sums"))) for s in segments),
+            else tuple(
+                Segment(s["segment"], s["cardinality"], _tuple(s.get("sums")), s.get("suppressed", False))
+                for s in segments
+            ),
             peer_items=d["peer_items"],
             items=d["items"],
             pi_sum_protocol=d["pi_sum_protocol"],

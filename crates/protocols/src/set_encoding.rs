@@ -163,4 +163,31 @@ impl ReceivedSet<'_> {
             .filter_map(|(j, hit)| hit.then_some(j))
             .collect()
     }
+
+    /// Of the packed candidates at `positions` (ascending), those in the set, in
+    /// order. A segmented PI-Sum tests each segment's set only against the candidates
+    /// no earlier segment matched, so no candidate is ever counted twice.
+    pub fn matching_among(
+        &self,
+        candidates: &[u8],
+        width: usize,
+        positions: &[usize],
+    ) -> Vec<usize> {
+        let candidate = |j: usize| &candidates[j * width..(j + 1) * width];
+        match self {
+            ReceivedSet::List { packed, width: w } => {
+                let members: HashSet<&[u8]> = packed.chunks_exact(*w).collect();
+                positions
+                    .par_iter()
+                    .copied()
+                    .filter(|&j| members.contains(candidate(j)))
+                    .collect()
+            }
+            ReceivedSet::Filter(f) => positions
+                .par_iter()
+                .copied()
+                .filter(|&j| f.contains(candidate(j)))
+                .collect(),
+        }
+    }
 }

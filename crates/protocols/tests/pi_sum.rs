@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use privset_crypto::ahe::HeId;
 use privset_crypto::ahe::paillier;
 use privset_crypto::cwprf::CwPrfId;
-use privset_crypto::filter::FilterKind;
+use privset_crypto::filter::{FilterKind, FilterParams};
 use privset_crypto::group::GroupId;
 use privset_crypto::rng::SessionRng;
 use privset_net::memory::{Direction, HookAction, PairError, run_pair, run_pair_with};
@@ -409,12 +409,273 @@ fn segmented_input() {
     let s2 = o2.segments().unwrap();
     for s in 0..3 {
         assert_eq!(s1[s].segment, names[s]);
-        assert_eq!(s1[s].cardinality, card[s]);
-        assert_eq!(s2[s].cardinality, card[s]);
+        assert_eq!(s1[s].cardinality, Some(card[s]));
+        assert_eq!(s2[s].cardinality, Some(card[s]));
         assert_eq!(s2[s].sums.as_deref(), Some(&[sum[s]][..]));
         assert_eq!(s1[s].sums, None);
     }
     assert_eq!(o2.cardinality(), Some(card.iter().sum()));
+}
+
+/// A segmented run's P1 dataset: `v` with item `i` in segment `seg[i]` of `names`.
+fn segmented_p1(v: &[u64], seg: &[u32], names: usize) -> Dataset {
+    let mut d = p1_set(v);
+    d.segment_of = Some(seg.to_vec());
+    d.segment_names = (0..names).map(|s| format!("s{s}")).collect();
+    d
+}
+
+/// Plaintext answer per segment: cardinality and sum of the first value column.
+fn plaintext_segments(
+    v: &[u64],
+    seg: &[u32],
+    names: usize,
+    w: &[(u64, Vec<u64>)],
+) -> (Vec<u64>, Vec<u128>) {
+    let seg_of: HashMap<u64, u32> = v.iter().copied().zip(seg.iter().copied()).collect();
+    let mut card = vec![0u64; names];
+    let mut sum = vec![0u128; names];
+    for (x, t) in w {
+        if let Some(&s) = seg_of.get(x) {
+            card[s as usize] += 1;
+            sum[s as usize] += t[0] as u128;
+        }
+    }
+    (card, sum)
+}
+
+/// Review item 3: P1 tests every item of P2 against each of the `S` segment filters, so
+/// each Bloom filter in round 2 must be built for `S · n2` look-ups (`k = 40 +
+/// ceil(log2(S · n2))` partitions), not `n2`; the Bloom encoding's length is exact, so
+/// the message shows which. The answers still match the plaintext ones.
+#[test]
+fn segmented_filters_are_sized_for_every_segments_lookups() {
+    let mut rng = SessionRng::from_os();
+    const SEGMENTS: usize = 8;
+    let (v, w) = random_sets(&mut rng, 120, 40, 30, 1, 1000);
+    let seg: Vec<u32> = (0..v.len()).map(|i| (i % SEGMENTS) as u32).collect();
+    let sizes: Vec<usize> = (0..SEGMENTS)
+        .map(|s| seg.iter().filter(|&&x| x as usize == s).count())
+        .collect();
+    let (card, sum) = plaintext_segments(&v, &seg, SEGMENTS, &w);
+    for kind in FilterKind::ALL {
+        let c = PiSumConfig {
+            z_encoding: SetEncoding::Filter(kind),
+            ..test_config()
+        };
+        let mut a = pi_sum::new_party(
+            Role::P1,
+            &c,
+            segmented_p1(&v, &seg, SEGMENTS),
+            seed(&mut rng),
+        )
+        .unwrap();
+        let mut b = pi_sum::new_party(Role::P2, &c, p2_set(&w), seed(&mut rng)).unwrap();
+        let mut filter_lens = Vec::new();
+        run_pair_with(a.as_mut(), b.as_mut(), &mut |d, i, m| {
+            if d == Direction::BtoA && i == 1 {
+                // Round 2: bytes(pk), then bytes(filter) per segment.
+                let field = |at: usize| u32::from_be_bytes(m[at..at + 4].try_into().unwrap());
+                let mut at = HEADER_LEN + 4 + field(HEADER_LEN) as usize;
+                for _ in 0..SEGMENTS {
+                    let len = field(at) as usize;
+                    filter_lens.push(len);
+                    at += 4 + len;
+                }
+            }
+            HookAction::Deliver
+        })
+        .unwrap();
+        let lookups = SEGMENTS * w.len();
+        for (&size, &len) in sizes.iter().zip(&filter_lens) {
+            let sized = FilterParams::new(kind, size, lookups).max_encoded_len();
+            let unsized_ = FilterParams::new(kind, size, w.len()).max_encoded_len();
+            assert!(sized > unsized_, "{kind:?}: the test tells the two apart");
+            if kind == FilterKind::Bloom {
+                assert_eq!(len, sized, "Bloom filter for {lookups} look-ups");
+            } else {
+                // The GCS gap code has P = floor(log2(q · 2^40)) low bits per element,
+                // so at least n · (P + 1) bits; built for n2 look-ups it would have at
+                // most n · P bits (eight segments: P three bits shorter).
+                let p = 127 - ((lookups as u128) << 40).leading_zeros() as usize;
+                assert!(
+                    len * 8 >= size * (p + 1) && len <= sized,
+                    "GCS for {lookups} look-ups"
+                );
+            }
+        }
+        let (o1, o2) = (a.into_output().unwrap(), b.into_output().unwrap());
+        let (s1, s2) = (o1.segments().unwrap(), o2.segments().unwrap());
+        for s in 0..SEGMENTS {
+            assert_eq!(
+                (s1[s].cardinality, s2[s].cardinality),
+                (Some(card[s]), Some(card[s]))
+            );
+            assert_eq!(s2[s].sums.as_deref(), Some(&[sum[s]][..]));
+        }
+    }
+}
+
+/// Review item 3: an item of P2 that two segments' Z both hold (here P1 lists the same
+/// identifier in two segments; a filter's false positive does the same) is counted once,
+/// in the first of them, so the segment cardinalities and sums still add up to the
+/// totals.
+#[test]
+fn an_item_matching_two_segments_is_counted_once() {
+    for z in [
+        SetEncoding::List,
+        SetEncoding::Filter(FilterKind::Gcs),
+        SetEncoding::Filter(FilterKind::Bloom),
+    ] {
+        let c = PiSumConfig {
+            z_encoding: z,
+            he: HeId::ElGamal,
+            ..test_config()
+        };
+        // Identifier 7 in segments 1 and 2; 3 in segment 0 only.
+        let d1 = segmented_p1(&[3, 7, 7, 9], &[0, 1, 2, 2], 3);
+        let w = [(3, vec![10]), (7, vec![100]), (8, vec![1000])];
+        let (o1, o2) = run(&c, d1, &c, p2_set(&w)).unwrap();
+        let s2 = o2.segments().unwrap();
+        let cards: Vec<Option<u64>> = s2.iter().map(|s| s.cardinality).collect();
+        assert_eq!(cards, [Some(1), Some(1), Some(0)], "{z:?}");
+        let sums: Vec<u128> = s2.iter().map(|s| s.sums.as_ref().unwrap()[0]).collect();
+        assert_eq!(sums, [10, 100, 0], "{z:?}");
+        assert_eq!(o2.cardinality(), Some(2));
+        assert_eq!(o2.sums().unwrap().sums, [110]);
+        assert_eq!(o1.cardinality(), Some(2));
+    }
+}
+
+/// Review item 4: with threshold N, a segment with fewer than N matches is suppressed:
+/// P2 gets neither its sum nor its cardinality, and its totals cover the revealed
+/// segments only (else one suppressed segment's sum would follow by subtraction); the
+/// revealed segments still give the plaintext answers. Here N = 100, segment 0 holds
+/// 150 matches, segment 1 a single one and segment 2 exactly 100.
+#[test]
+fn threshold_suppresses_segments_below_it() {
+    let mut rng = SessionRng::from_os();
+    for he in [HeId::Paillier, HeId::ElGamal] {
+        let (v, w) = random_sets(&mut rng, 400, 300, 251, 1, 1000);
+        // P2's matching items are v[0..251]: 150 in segment 0, 1 in segment 1, 100 in
+        // segment 2; P1's other items go to segment 1.
+        let seg: Vec<u32> = (0..v.len())
+            .map(|i| match i {
+                0..150 => 0,
+                150 => 1,
+                151..251 => 2,
+                _ => 1,
+            })
+            .collect();
+        let (card, sum) = plaintext_segments(&v, &seg, 3, &w);
+        assert_eq!(card, [150, 1, 100]);
+        let c1 = PiSumConfig {
+            he,
+            threshold: Some(100),
+            ..test_config()
+        };
+        let c2 = PiSumConfig {
+            he,
+            ..test_config()
+        };
+        let (o1, o2) = run(&c1, segmented_p1(&v, &seg, 3), &c2, p2_set(&w)).unwrap();
+        assert!(!o1.aborted() && !o2.aborted());
+        let (s1, s2) = (o1.segments().unwrap(), o2.segments().unwrap());
+        // The suppressed segment: nothing but the fact.
+        assert!(s2[1].suppressed && s1[1].suppressed);
+        assert_eq!((s2[1].cardinality, &s2[1].sums), (None, &None), "{he:?}");
+        assert_eq!(s1[1].cardinality, Some(1), "P1 computed it and keeps it");
+        // The revealed ones: the plaintext answers.
+        for s in [0, 2] {
+            assert!(!s2[s].suppressed && !s1[s].suppressed);
+            assert_eq!(s2[s].cardinality, Some(card[s]));
+            assert_eq!(s1[s].cardinality, Some(card[s]));
+            assert_eq!(s2[s].sums.as_deref(), Some(&[sum[s]][..]), "{he:?}");
+        }
+        assert_eq!(
+            o2.cardinality(),
+            Some(250),
+            "P2's total: revealed segments only"
+        );
+        assert_eq!(o2.sums().unwrap().sums, [sum[0] + sum[2]]);
+        assert_eq!(o1.cardinality(), Some(251));
+
+        // Every segment below N (though the total, 251, is not): the run aborts.
+        let c1 = PiSumConfig {
+            threshold: Some(151),
+            ..c1
+        };
+        let (o1, o2) = run(&c1, segmented_p1(&v, &seg, 3), &c2, p2_set(&w)).unwrap();
+        assert!(o1.aborted() && o2.aborted());
+        assert_eq!(o2, PiSumOutput::Aborted { peer_items: 400 });
+        assert!(o1.segments().unwrap().iter().all(|s| s.suppressed));
+    }
+}
+
+/// A round 3 that suppresses every segment (P1 aborts instead) or an unsegmented run's
+/// only one is refused by P2 with an error, not read as an empty result.
+#[test]
+fn a_round_3_suppressing_everything_is_refused() {
+    let mut rng = SessionRng::from_os();
+    let (v, w) = random_sets(&mut rng, 20, 20, 10, 1, 100);
+    let c = PiSumConfig {
+        he: HeId::ElGamal,
+        ..test_config()
+    };
+    let mut a = pi_sum::new_party(Role::P1, &c, p1_set(&v), seed(&mut rng)).unwrap();
+    let mut b = pi_sum::new_party(Role::P2, &c, p2_set(&w), seed(&mut rng)).unwrap();
+    let result = run_pair_with(a.as_mut(), b.as_mut(), &mut |d, i, m| {
+        if d == Direction::AtoB && i == 2 {
+            // Round 3's body becomes the lone segment's suppression marker (the
+            // frame's length field, bytes 29..33, follows).
+            m.truncate(HEADER_LEN);
+            m[29..33].copy_from_slice(&8u32.to_be_bytes());
+            m.extend_from_slice(&u64::MAX.to_be_bytes());
+        }
+        HookAction::Deliver
+    });
+    match result {
+        Err(PairError::Failed { error, .. }) => assert!(
+            matches!(
+                &error,
+                ProtocolError::PeerMisbehaved(PeerMisbehaved::Inconsistent(m)) if m.contains("suppresses")
+            ),
+            "{error:?}"
+        ),
+        other => panic!("expected P2 to refuse round 3, got {other:?}"),
+    }
+}
+
+/// A filter run whose look-ups (segments × P2's items) exceed the filters' 2^32 ends at
+/// the hellos with an error naming the Z encoding, not a panic or a weaker filter.
+#[test]
+fn too_many_filter_lookups_end_the_run_at_the_hellos() {
+    let mut rng = SessionRng::from_os();
+    let c = test_config();
+    let segments = 4096;
+    let seg: Vec<u32> = (0..segments as u32).collect();
+    let v: Vec<u64> = (0..segments as u64).collect();
+    let mut d2 = p2_set(&[(1, vec![1])]);
+    // P2 announces 2^20 + 1 items: 4096 · (2^20 + 1) > 2^32. The run ends at the
+    // hellos, before P2's items would be hashed.
+    let items = (1 << 20) + 1;
+    d2.ids = (0..items).map(id).collect();
+    d2.columns = vec![vec![0; items as usize]];
+    let mut a = pi_sum::new_party(
+        Role::P1,
+        &c,
+        segmented_p1(&v, &seg, segments),
+        seed(&mut rng),
+    )
+    .unwrap();
+    let mut b = pi_sum::new_party(Role::P2, &c, d2, seed(&mut rng)).unwrap();
+    match run_pair(a.as_mut(), b.as_mut()) {
+        Err(PairError::Failed { error, .. }) => assert!(
+            matches!(&error, ProtocolError::Incompatible(m) if m.contains("Z encoding") && m.contains("list")),
+            "{error:?}"
+        ),
+        other => panic!("expected the hellos to refuse the run, got {other:?}"),
+    }
 }
 
 /// Runs a pair with a hook and returns the error of the side that failed first.

@@ -36,22 +36,23 @@
 //! * **Party without the key, on the owner's ciphertexts** (`mask_each`'s randomizers,
 //!   one per item, and `sum_selected`'s outputs): the same statistical hiding by
 //!   *smudging the owner's own exponent*, at a fraction of the cost. The randomizer is
-//!   `h^β` on the owner's published base, `β` uniform below `2^{2κ+72}` for one owner
-//!   ciphertext and below `2^{2κ+64+72}` for a product of up to `2^64` of them.
-//!   `mask_each` draws them from a fixed-base table (17 multiplications a randomizer
-//!   with 13-bit windows for the deployed key's 232-bit `β` at 100,000 items, plus three
+//!   `h^β` on the owner's published base, `β` uniform below `2^{2κ+80}` for one owner
+//!   ciphertext and below `2^{2κ+64+80}` for a product of up to `2^64` of them.
+//!   `mask_each` draws them from a fixed-base table (20 multiplications a randomizer
+//!   with 12-bit windows for the deployed key's 240-bit `β` at 100,000 items, plus three
 //!   for the item, its mask and the Montgomery factor). *Why it hides from the owner*,
 //!   for `mask_each` (a product of `K` owner ciphertexts has an exponent below
 //!   `K · 2^{2κ}`, and the same argument holds with the longer `β`): the owner encrypted
 //!   item `j` as `(1+n)^{t_j} h^{α_j}` with `α_j < 2^{2κ}`, so the masked item is
 //!   `(1+n)^{t_j + r_j} h^{α_j + β_j}`, a function of `t_j + r_j mod n^s` (uniform:
 //!   `r_j` is uniform and fresh) and of the integer `α_j + β_j`. Whatever `α_j` is,
-//!   `α_j + β_j` is within statistical distance `α_j / 2^{2κ+72} < 2^-72` of `β_j` alone
+//!   `α_j + β_j` is within statistical distance `α_j / 2^{2κ+80} < 2^-80` of `β_j` alone
 //!   (a uniform interval shifted by less than `2^{2κ}`). Replacing the `α_j` by 0 one
-//!   item at a time therefore moves the owner's view of all `N` shuffled items by at
-//!   most `N · 2^-72`, below `2^-40` ([`STAT_SECURITY`], as for the slot masks below)
-//!   for any run (`N < 2^32`: the wire's indices are 32-bit), and afterwards that view
-//!   no longer depends on the shuffle. No assumption is involved: `n^s`-th roots and
+//!   randomizer at a time therefore moves the owner's view of all `N` of them by at
+//!   most `N · 2^-80`, below `2^-40` ([`STAT_SECURITY`], as for the slot masks below)
+//!   for any run: `N < 2^40` ([`MAX_SMUDGED_OUTPUTS_BITS`]; the reverse variant draws
+//!   one per item *and encrypted column*, fewer than `2^32 · 128 = 2^39`), and
+//!   afterwards that view no longer depends on the shuffle. No assumption is involved: `n^s`-th roots and
 //!   discrete logarithms modulo `p` and `q`, which the owner can compute, tell it nothing
 //!   more than `α_j + β_j`, and that hides `α_j`. Like every privset protocol it assumes
 //!   a semi-honest owner, here one that encrypted as specified (a `2κ`-bit `α` on the
@@ -63,7 +64,9 @@
 //!   on a safe-prime key (152 multiplications an item at 100,000 items) and
 //!   `sum_selected` a full-size `r^{n^s}`; then, until privset's stop 45 the same day,
 //!   every key's `α` had 256 bits and `β` 128 more (each item within `2^-128`): 34
-//!   multiplications an item on the deployed key.
+//!   multiplications an item on the deployed key. Until 2026-12 (a review's item 5) the
+//!   slack was 72 bits, justified by fewer than `2^32` randomizers a run: true of items,
+//!   not of items times the reverse variant's up to 128 encrypted columns (`2^-33`).
 
 //! # Subset sums: multi-output slot packing
 //!
@@ -89,7 +92,7 @@
 //! * `decrypt_sum` (owner): `y_j` = bits `[kj, kj+k)` of output `j`;
 //!   `S = (sum_j y_j) mod 2^{k-1}`, which equals `sum_j S_j` because the `ρ'` cancel.
 //!
-//! **What the owner learns.** The outputs' randomness is within `2^-72` each of
+//! **What the owner learns.** The outputs' randomness is within `2^-80` each of
 //! independent of which ciphertexts were combined (smudging, above), so only their
 //! plaintexts matter. Adding a uniform `ρ ∈ [0, N)` to a value `J` gives a distribution at
 //! statistical distance `J / N` from uniform on `[0, N)`.
@@ -110,7 +113,7 @@
 //!
 //! **Reverse variant** (Ion et al. 2020, App. G): `encrypt_each` is one unpacked ciphertext per
 //! item; `mask_each` adds a uniform `r_j ∈ Z_{n^s}` to every item and re-randomizes with
-//! a smudging randomizer (above: 34 multiplications per item at 100,000 items);
+//! a smudging randomizer (above: 22 multiplications per item at 100,000 items);
 //! the owner opens `(S + R) mod n^s`; the non-owner subtracts `R`.
 //!
 //! # Arithmetic
@@ -164,11 +167,20 @@ pub const fn short_exponent_bits(modulus_bits: u32) -> u32 {
 }
 /// Window width of the fixed-base tables.
 const WINDOW_BITS: u32 = 8;
+/// `log2` of the most smudged randomizers one run may draw: fewer than `2^40`. The
+/// reverse variant draws one per item and encrypted column: fewer than `2^32` items
+/// (the wire's indices are 32-bit) times at most 128 encrypted columns (PI-Sum's 64
+/// value columns, doubled with their squares), below `2^39`. The forward variant draws
+/// one per output: segments (at most `2^12`) times encrypted columns (`2^7`) times
+/// slots per ciphertext (below `2^16` for any key a peer may send), below `2^35`.
+/// Counting items alone (`2^32`) understated the reverse variant's by up to `2^7`.
+pub const MAX_SMUDGED_OUTPUTS_BITS: u32 = 40;
 /// Bits beyond the owner's exponent of the masking party's: each masked item's or
-/// output's randomness is then within `2^-72` of independent of the owner's, so that
-/// of fewer than `2^32` of them (the wire's indices are 32-bit) within `2^-40`
-/// ([`STAT_SECURITY`]; module docs, "Three kinds of randomness").
-const SMUDGING_SLACK_BITS: u32 = STAT_SECURITY + 32;
+/// output's randomness is then within `2^-80` of independent of the owner's, so that
+/// of fewer than `2^40` of them ([`MAX_SMUDGED_OUTPUTS_BITS`]) within `2^-40`
+/// ([`STAT_SECURITY`]; module docs, "Three kinds of randomness"). A whole number of
+/// bytes beyond the owner's `2κ` bits, as the masking table's exponents are drawn.
+const SMUDGING_SLACK_BITS: u32 = STAT_SECURITY + MAX_SMUDGED_OUTPUTS_BITS;
 /// Bits for the number of the owner's ciphertexts multiplied into one `sum_selected`
 /// output (partial sums of many columns included): `2^64` is beyond any input.
 const PRODUCT_BITS: u32 = 64;
@@ -353,7 +365,7 @@ impl PublicKey {
         short_exponent_bits(self.modulus_bits)
     }
 
-    /// One encryption of 0 `h^β` from each rng, `β` uniform below `2^{2κ + 64 + 72}`:
+    /// One encryption of 0 `h^β` from each rng, `β` uniform below `2^{2κ + 64 + 80}`:
     /// the randomizers of `sum_selected`'s outputs, each a product of at most `2^64` of
     /// the owner's ciphertexts, whose randomness they smudge (module docs, "Three kinds
     /// of randomness"). Computed together, eight at a time on IFMA.
@@ -732,7 +744,7 @@ pub fn safe_prime(bits: u32, rng: &mut SessionRng) -> Integer {
 
 /// The masking party's randomizers (the reverse variant's `mask_each`; module docs,
 /// "Three kinds of randomness"): `h^β` on the owner's published base `h`, with `β`
-/// uniform in `[0, 2^{2κ + 72})` (72 bits longer than the owner's exponents), from a
+/// uniform in `[0, 2^{2κ + 80})` (80 bits longer than the owner's exponents), from a
 /// fixed-base table.
 pub(crate) struct MaskingRandomizer {
     table: FixedBase,
@@ -768,8 +780,8 @@ impl MaskingRandomizer {
 /// `b`-bit windows; each extra bit doubles the table, so a wider window is taken only
 /// when it saves a twentieth of the best cost so far, and only within [`TABLE_BUDGET`].
 /// At 100,000 items: 13 bits for the owner's 160-bit exponents on a 1,536-bit key (13
-/// multiplications instead of 20), 13 bits for the masking party's 232-bit ones (18
-/// instead of 29); 8
+/// multiplications instead of 20), 12 bits for the masking party's 240-bit ones (20
+/// instead of 30); 8
 /// bits for a few thousand.
 fn table_window_bits(exponent_bits: u32, entry_bytes: usize, items: usize) -> u32 {
     let windows = |bits: u32| exponent_bits.div_ceil(bits) as usize;
@@ -1751,9 +1763,10 @@ mod tests {
     }
 
     /// The masking party's randomizers: `h^β` on the owner's base with `β` of exactly
-    /// `160 + 72` bits from the caller's rng on a 1024-bit key (a shorter `β` would no
-    /// longer smudge the owner's 160-bit exponents), encryptions of 0, from one table per
-    /// key.
+    /// `160 + 80` bits from the caller's rng on a 1024-bit key (a shorter `β` would no
+    /// longer smudge the owner's 160-bit exponents over the `2^40` randomizers a run may
+    /// draw: review item 5, 72 bits covered only `2^32`), encryptions of 0, from one
+    /// table per key.
     #[test]
     fn masking_randomizers_smudge_the_owners_exponent() {
         let mut rng = SessionRng::from_seed([6; 32]);
@@ -1779,18 +1792,18 @@ mod tests {
             let drawn = source.randomize_each(&mut SessionRng::from_seed(seed), &groups);
             let mut replay = SessionRng::from_seed(seed);
             for ((r, c), m) in drawn.iter().zip(&cts).zip(&ms) {
-                let mut beta = [0u8; 29];
+                let mut beta = [0u8; 30];
                 replay.fill(&mut beta);
                 let beta = Integer::from_digits(&beta, Order::Msf);
                 let rho = pk.h.pow_mod_ref(&beta, pk.ciphertext_modulus()).unwrap();
                 let want = Integer::from(rho) * c % pk.ciphertext_modulus();
-                assert_eq!(*r, want, "c · h^β with β of 232 bits");
+                assert_eq!(*r, want, "c · h^β with β of 240 bits");
                 assert_eq!(sk.decrypt_int(r), *m, "the same plaintext");
             }
         }
     }
 
-    /// `sum_selected`'s output randomizers: `h^β` with `β` of exactly `160 + 64 + 72`
+    /// `sum_selected`'s output randomizers: `h^β` with `β` of exactly `160 + 64 + 80`
     /// bits from each rng on a 1024-bit key, encryptions of 0.
     #[test]
     fn output_randomizers_smudge_products() {
@@ -1803,12 +1816,25 @@ mod tests {
         let mut rngs: Vec<SessionRng> = seeds.iter().map(|&s| SessionRng::from_seed(s)).collect();
         let drawn = pk.smudging_randomizers(&mut rngs);
         for (r, seed) in drawn.iter().zip(&seeds) {
-            let mut beta = [0u8; 37];
+            let mut beta = [0u8; 38];
             SessionRng::from_seed(*seed).fill(&mut beta);
             let beta = Integer::from_digits(&beta, Order::Msf);
             let want = pk.h.pow_mod_ref(&beta, pk.ciphertext_modulus()).unwrap();
-            assert_eq!(*r, Integer::from(want), "h^β with β of 296 bits");
+            assert_eq!(*r, Integer::from(want), "h^β with β of 304 bits");
             assert_eq!(sk.decrypt_int(r), 0, "an encryption of 0");
+        }
+    }
+
+    /// The smudging slack covers every randomizer a run may draw (review item 5: the
+    /// reverse variant's items times its encrypted columns, up to `2^39`, not `2^32`)
+    /// within `2^-40` together, and keeps every `β` a whole number of bytes.
+    #[test]
+    fn smudging_slack_covers_every_randomizer_of_a_run() {
+        let reverse_outputs = (u32::MAX as u64) * 128;
+        assert!(reverse_outputs < 1 << MAX_SMUDGED_OUTPUTS_BITS);
+        assert!(SMUDGING_SLACK_BITS >= STAT_SECURITY + MAX_SMUDGED_OUTPUTS_BITS);
+        for bits in [1024, 1536, 2048, 3072, 7680, 15360] {
+            assert_eq!((short_exponent_bits(bits) + SMUDGING_SLACK_BITS) % 8, 0);
         }
     }
 

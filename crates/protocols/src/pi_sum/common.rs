@@ -298,10 +298,20 @@ impl<H: HeChoice> P2Values<H> {
     }
 }
 
+/// The cardinality field of round 3 for a segment the threshold suppressed: no sums
+/// follow it (docs/wire.md). Above every real cardinality, which P2 checks against the
+/// set sizes.
+pub const SUPPRESSED: u64 = u64::MAX;
+
 /// P1's last message, once it knows which of P2's items are in the intersection (one
-/// selection per segment): the threshold abort if the intersection is smaller than the
-/// threshold, else per segment `|J|` and the masked, re-randomized encrypted sum of every
-/// column. Returns P1's output.
+/// selection per segment). With a threshold `t` (Ion et al. 2020, Sec. 3.4), a segment
+/// with fewer than `t` matches is suppressed: P2 gets [`SUPPRESSED`] in place of its
+/// cardinality and sums, which is all the threshold lets it learn, since a segment's sum
+/// over one or a few matches would say which of P2's items are in P1's set however
+/// large the total is. When every segment is suppressed (always so for an unsegmented
+/// run below `t`) P1 sends the abort instead. Otherwise per segment `|J|` and the
+/// masked, re-randomized encrypted sum of every column. Returns P1's output: the total
+/// and every segment's cardinality, suppressed or not.
 pub fn send_sums<H: HeChoice>(
     session: &mut Session<'_>,
     setup: &Setup,
@@ -311,25 +321,37 @@ pub fn send_sums<H: HeChoice>(
     selections: &[Vec<usize>],
 ) -> Result<PiSumOutput, ProtocolError> {
     let cardinality: u64 = selections.iter().map(|s| s.len() as u64).sum();
+    let threshold = setup.config.threshold;
+    let suppressed: Vec<bool> = selections
+        .iter()
+        .map(|s| threshold.is_some_and(|t| (s.len() as u64) < t))
+        .collect();
     let segments = setup.input.segment_of.as_ref().map(|_| {
         selections
             .iter()
+            .zip(&suppressed)
             .zip(&setup.input.segment_names)
-            .map(|(s, name)| SegmentResult {
+            .map(|((s, &suppressed), name)| SegmentResult {
                 segment: name.clone(),
-                cardinality: s.len() as u64,
+                cardinality: Some(s.len() as u64),
                 sums: None,
+                suppressed,
             })
             .collect()
     });
     let to = Role::P2.id();
-    let aborted = setup.config.threshold.is_some_and(|t| cardinality < t);
+    let aborted = threshold.is_some() && suppressed.iter().all(|&s| s);
     if aborted {
         session.send(to, kind::ABORT, &[]);
     } else {
         let columns = super::encrypted_columns(peer);
         let mut round3 = Vec::new();
-        for selected in selections {
+        for (selected, &suppressed) in selections.iter().zip(&suppressed) {
+            if suppressed {
+                // Nothing of the segment is summed, so nothing of it can leak.
+                round3.extend_from_slice(&SUPPRESSED.to_be_bytes());
+                continue;
+            }
             round3.extend_from_slice(&(selected.len() as u64).to_be_bytes());
             for (bounds, column) in columns.iter().zip(packed_columns) {
                 let sum = H::sum_selected(pk, bounds, column, selected, session.rng)
@@ -374,7 +396,8 @@ pub fn max_sums_len<H: HeChoice>(
 }
 
 /// P2's output from P1's last message (round 3 or the threshold abort): per segment the
-/// cardinality and the decrypted sums of every column.
+/// cardinality and the decrypted sums of every column, or that the segment was
+/// suppressed; the totals over the revealed segments.
 pub fn read_sums<H: HeChoice>(
     message: Message<'_>,
     setup: &Setup,
@@ -398,6 +421,15 @@ pub fn read_sums<H: HeChoice>(
     let mut cardinality = 0u64;
     for (index, &size) in segment_sizes.iter().enumerate() {
         let card = r.u64()?;
+        if card == SUPPRESSED {
+            segments.push(SegmentResult {
+                segment: index.to_string(),
+                cardinality: None,
+                sums: None,
+                suppressed: true,
+            });
+            continue;
+        }
         if card > size.min(setup.hello.items) {
             return Err(PeerMisbehaved::Inconsistent(format!(
                 "segment {index}: cardinality {card} exceeds the smaller set size"
@@ -415,11 +447,19 @@ pub fn read_sums<H: HeChoice>(
         }
         segments.push(SegmentResult {
             segment: index.to_string(),
-            cardinality: card,
+            cardinality: Some(card),
             sums: Some(sums[..value_columns.min(sums.len())].to_vec()),
+            suppressed: false,
         });
     }
     r.finish()?;
+    if segments.iter().all(|s| s.suppressed) {
+        // P1 aborts when no segment reaches its threshold; an unsegmented run has one.
+        return Err(PeerMisbehaved::Inconsistent(
+            "round 3 suppresses every segment (a threshold run aborts instead)".into(),
+        )
+        .into());
+    }
     Ok(PiSumOutput::with_sums(
         cardinality,
         totals,

@@ -30,6 +30,43 @@ use crate::wire::{PartyId, Reader};
 /// Keyed-hash purpose of the Z filter.
 const FILTER_KEY: &str = "pi-sum/z-filter";
 
+/// The look-ups every Z filter is built for: P1 may test each of P2's `p2_items`
+/// elements against every one of the `segments` filters, so each filter gets the
+/// per-look-up false-positive budget `2^-40 / (segments · p2_items)` and a run's false
+/// positives stay at most `2^-40` together (union bound; `privset_crypto::filter`).
+/// Sized for `p2_items` alone, `S` segments would give `S · 2^-40`. Saturating: the
+/// hellos refuse a filter run above `filter::MAX_COUNT` look-ups
+/// ([`super::hello::Hello::check_peer`]).
+pub(crate) fn z_lookups(segments: usize, p2_items: u64) -> usize {
+    (segments.max(1) as u64).saturating_mul(p2_items) as usize
+}
+
+/// Each of P2's items (packed, doubly exponentiated) assigned to the first segment
+/// whose Z holds it: the positions per segment. An item matched by one segment is not
+/// tested against later ones, so even a filter's false positive can never count an
+/// item in two segments (or twice in the total).
+fn assign_to_segments(z_sets: &[ReceivedSet<'_>], doubled: &[u8], width: usize) -> Vec<Vec<usize>> {
+    let mut open: Vec<usize> = (0..doubled.len() / width).collect();
+    let mut selections = Vec::with_capacity(z_sets.len());
+    for z in z_sets {
+        let hits = z.matching_among(doubled, width, &open);
+        if !hits.is_empty() {
+            // Both ascending: keep the open positions that are not hits.
+            let mut next = hits.iter().peekable();
+            open.retain(|j| {
+                if next.peek() == Some(&j) {
+                    next.next();
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+        selections.push(hits);
+    }
+    selections
+}
+
 /// P1: holds identifiers (optionally segmented); learns the cardinality per segment.
 pub struct P1<C: CwPrf, H: HeChoice> {
     setup: Setup,
@@ -69,6 +106,7 @@ impl<C: CwPrf, H: HeChoice> P1<C, H> {
         let pk = common::read_public_key::<H>(&mut r, &params)?;
         let segment_sizes = self.setup.hello.segment_sizes();
         let n2 = peer.items as usize;
+        let lookups = z_lookups(segment_sizes.len(), peer.items);
         let filter_key = session.ctx.derive_key(FILTER_KEY);
         let mut z_sets = Vec::with_capacity(segment_sizes.len());
         for &size in &segment_sizes {
@@ -76,7 +114,7 @@ impl<C: CwPrf, H: HeChoice> P1<C, H> {
                 &mut r,
                 size as usize,
                 C::ELEMENT_LEN,
-                n2,
+                lookups,
                 &filter_key,
                 "Z",
             )?;
@@ -99,10 +137,7 @@ impl<C: CwPrf, H: HeChoice> P1<C, H> {
             key,
             "P2's items",
         )?;
-        let selections: Vec<Vec<usize>> = z_sets
-            .iter()
-            .map(|z| z.matching_positions(&doubled, C::ELEMENT_LEN))
-            .collect();
+        let selections = assign_to_segments(&z_sets, &doubled, C::ELEMENT_LEN);
         common::send_sums::<H>(
             session,
             &self.setup,
@@ -179,12 +214,12 @@ impl<C: CwPrf, H: HeChoice> Protocol for P1<C, H> {
             return 0;
         };
         let n2 = peer.items as usize;
-        let z: usize = self
-            .setup
-            .hello
-            .segment_sizes()
+        let segment_sizes = self.setup.hello.segment_sizes();
+        let lookups = z_lookups(segment_sizes.len(), peer.items);
+        let encoding = self.setup.hello.z;
+        let z: usize = segment_sizes
             .iter()
-            .map(|&s| self.setup.hello.z.max_len(s as usize, C::ELEMENT_LEN, n2))
+            .map(|&s| encoding.max_len(s as usize, C::ELEMENT_LEN, lookups))
             .fold(0usize, usize::saturating_add);
         let values = common::max_columns_len::<H>(&self.setup.config, peer);
         (4 + common::MAX_PUBLIC_KEY_LEN)
@@ -274,15 +309,17 @@ impl<C: CwPrf, H: HeChoice> P2<C, H> {
             Vec::with_capacity(body.len() + self.setup.hello.items as usize * C::ELEMENT_LEN);
         prep.values.put_key(&mut round2);
         let filter_key = session.ctx.derive_key(FILTER_KEY);
+        let segment_sizes = prep.peer.segment_sizes();
+        let lookups = z_lookups(segment_sizes.len(), self.setup.hello.items);
         let mut start = 0usize;
-        for size in prep.peer.segment_sizes() {
+        for size in segment_sizes {
             let end = start + size as usize * C::ELEMENT_LEN;
             // One set per segment, shuffled within the segment only (Ion et al. 2020,
-            // Sec. 3.4, segmented input).
+            // Sec. 3.4, segmented input), each filter built for all of P1's look-ups.
             round2.extend_from_slice(&self.setup.hello.z.encode(
                 &doubled[start..end],
                 C::ELEMENT_LEN,
-                self.setup.hello.items as usize,
+                lookups,
                 &filter_key,
                 session.rng,
             )?);

@@ -246,6 +246,24 @@ impl Hello {
             }
             .into());
         }
+        if let SetEncoding::Filter(kind) = self.z {
+            // Every Z filter is sized for all of P1's look-ups, one per item of P2 and
+            // segment (`forward::z_lookups`); the filters' maths stops at 2^32.
+            let (p1, p2) = match peer_role {
+                Role::P2 => (self, peer),
+                Role::P1 => (peer, self),
+            };
+            let lookups = super::forward::z_lookups(p1.segment_count(), p2.items);
+            if lookups > privset_crypto::filter::MAX_COUNT {
+                return Err(ProtocolError::Incompatible(format!(
+                    "Z encoding: {} segments of P1 times {} items of P2 make {lookups} look-ups, \
+                     more than a {} filter supports (2^32); use --z-encoding list or fewer segments",
+                    p1.segment_count(),
+                    p2.items,
+                    kind.name()
+                )));
+            }
+        }
         if peer_role == Role::P2 {
             if peer.value_columns == 0 {
                 return Err(

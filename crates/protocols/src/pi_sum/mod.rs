@@ -9,6 +9,8 @@
 //!
 //! * threshold: the party that computes the intersection aborts before any sum is
 //!   computed if it is smaller than t; the other party learns only that it aborted;
+//!   with segments, each segment with fewer than t matches is suppressed (neither its
+//!   cardinality nor its sums reach P2), and the run aborts when every one is;
 //! * reverse (Fig. 6): P1 learns the sum instead of P2 ([`reverse`]);
 //! * segmented input: P1's items carry a segment; one cardinality and sum per segment;
 //! * several value columns, and sums of squares so P2 gets the variance.
@@ -243,10 +245,16 @@ impl Default for PiSumConfig {
 pub struct SegmentResult {
     /// P1: the segment's label; P2: its index (P2 never sees the labels).
     pub segment: String,
-    pub cardinality: u64,
-    /// Per value column; only for the party entitled to sums.
+    /// The segment's intersection size; `None` for P2 when the segment is suppressed.
+    pub cardinality: Option<u64>,
+    /// Per value column; only for the party entitled to sums, and never for a
+    /// suppressed segment.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sums: Option<Vec<u128>>,
+    /// The threshold variant withheld this segment from P2: fewer than the threshold
+    /// matched, so P2 learns only that (docs/pi-sum.md, "Variants"). P1 still sees its
+    /// cardinality.
+    pub suppressed: bool,
 }
 
 /// The sums over the intersection of the entitled party, per value column, with (sums
@@ -306,14 +314,18 @@ impl ColumnSums {
 pub enum PiSumOutput {
     /// The party that computes the intersection but is not entitled to the sums (P1;
     /// P2 with the reverse variant): `|V ∩ W|` (per segment with segmented input), and
-    /// whether its threshold stopped the run before any sum was computed.
+    /// whether its threshold stopped the run before any sum was computed (segmented:
+    /// whether every segment was below it; see [`SegmentResult::suppressed`]).
     Cardinality {
         cardinality: u64,
         aborted: bool,
         segments: Option<Vec<SegmentResult>>,
         peer_items: u64,
     },
-    /// The party entitled to the sums (P2; P1 with the reverse variant).
+    /// The party entitled to the sums (P2; P1 with the reverse variant). With
+    /// segments suppressed by the threshold, `cardinality` and `sums` cover the
+    /// revealed segments only (a total over all would give a lone suppressed
+    /// segment's values away by subtraction).
     Sums {
         cardinality: u64,
         sums: ColumnSums,
@@ -692,6 +704,22 @@ impl HeChoice for ElGamal {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Review item 5: a run's smudged Paillier randomizers stay below the `2^40` the
+    /// masking party's slack is sized for. Reverse: one per item (below `2^32`) and
+    /// encrypted column (value columns and their squares). Forward: one per segment,
+    /// encrypted column and slot, the slots of a ciphertext fewer than the plaintext's
+    /// bits over 41 (the narrowest slot), the plaintext shorter than the longest key
+    /// a peer may send.
+    #[test]
+    fn smudged_randomizers_per_run_fit_the_paillier_slack() {
+        let columns = 2 * MAX_VALUE_COLUMNS as u128;
+        let reverse = u32::MAX as u128 * columns;
+        let slots = (MAX_PUBLIC_KEY_LEN as u128 * 8) / 41;
+        let forward = hello::MAX_SEGMENTS as u128 * columns * slots;
+        let budget = 1u128 << paillier::MAX_SMUDGED_OUTPUTS_BITS;
+        assert!(reverse < budget && forward < budget, "{reverse} {forward}");
+    }
 
     /// A P2 hello announcing sums of squares with the largest value and total bounds
     /// (the fuzz target `hello` found the overflow): the squared column's bounds
