@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use privset_net::Cancel;
+use privset_protocols::agreed::AgreedSettings;
 use privset_protocols::input::DuplicatePolicy;
 use privset_protocols::mpsi::{self, MpsiConfig, MpsiKey, MpsiProtocol, Role};
 use privset_run::keys::Keys;
@@ -299,6 +300,10 @@ pub fn run(args: &MpsiArgs) -> Result<MpsiReport, Failure> {
         eprintln!("note: {notice}");
     }
     let mut party = mpsi::new_party(config, links.seed)?;
+    party.agree(match &keys {
+        Some(keys) => keys.agreed(),
+        None => AgreedSettings::no_input(),
+    })?;
     let label = format!("mpsi {} {}", protocol.name(), args.name);
     let mut progress = Progress::new(&label, party.meter());
     let result = privset_run::drive_links_metered(

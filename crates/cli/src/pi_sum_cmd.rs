@@ -234,7 +234,7 @@ pub fn run(args: &PiSumArgs) -> Result<PiSumReport, Failure> {
     let config = args.config();
     let policy = DuplicatePolicy::from(args.duplicates);
     let stopwatch = Stopwatch::start();
-    let (_, dataset) = args.source.read(
+    let (keys, dataset) = args.source.read(
         &args.value_columns,
         args.segment_column.as_deref(),
         policy,
@@ -250,6 +250,7 @@ pub fn run(args: &PiSumArgs) -> Result<PiSumReport, Failure> {
     pi_sum::validate(role, &config, &dataset)?;
     let link = args.connect.open(me, peer, &args.output)?;
     let mut party = pi_sum::new_party(role, &config, dataset, link.seed)?;
+    party.agree(keys.agreed())?;
     let (run, seed_file) = run::drive_metered(
         party.as_mut(),
         link,

@@ -230,6 +230,7 @@ pub fn run(operation: Operation, args: &PsoArgs) -> Result<PsoReport, Failure> {
     };
     let link = args.connect.open(me, peer, &args.output)?;
     let mut party = pso::new_party(role, &config, dataset, link.seed)?;
+    party.agree(keys.agreed())?;
     let (run, seed_file) = run::drive_metered(
         party.as_mut(),
         link,

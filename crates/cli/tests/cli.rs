@@ -303,6 +303,136 @@ fn every_pi_sum_protocol_over_mutual_tls() {
     assert!(stderr(&o1).contains("protocol"), "{}", stderr(&o1));
 }
 
+/// Agreed settings: a key setting on one side only (the review found cardinality 260
+/// instead of 500 for `--normalize email` against the default, and 0 for `--hash-ids`
+/// on one side) stops both parties with exit 3 naming the setting, before any
+/// set-dependent message; the same settings on both sides run. psi, psi with buckets
+/// (checked in the plan session) and pi-sum, over an exchange directory.
+#[test]
+fn a_key_setting_on_one_side_only_stops_both_parties_naming_it() {
+    let dir = scratch("agreed");
+    let mut rows = String::from("phone,name\n");
+    for i in 0..60 {
+        rows.push_str(&format!("07700 900{i:03},Name {i}\n"));
+    }
+    std::fs::write(dir.join("people.csv"), &rows).unwrap();
+    let run = |op: &str, receiver: &[&str], sender: &[&str], tag: &str| -> (Output, Output) {
+        let x = dir.join(format!("x-{tag}"));
+        let args = |role: &str, extra: &[&str]| -> Vec<String> {
+            let mut a: Vec<String> = vec![op.into(), "--role".into(), role.into()];
+            a.extend([
+                "--exchange-dir".to_string(),
+                x.display().to_string(),
+                "--poll-interval-ms".into(),
+                "20".into(),
+                "--timeout".into(),
+                "60".into(),
+                "--input".into(),
+                dir.join("people.csv").display().to_string(),
+                "--output".into(),
+                dir.join(format!("{tag}-{role}.json")).display().to_string(),
+            ]);
+            a.extend(extra.iter().map(|s| s.to_string()));
+            a
+        };
+        let r = spawn(&as_refs(&args("receiver", receiver)));
+        let s = spawn(&as_refs(&args("sender", sender)));
+        (finish(r), finish(s))
+    };
+    let phone = ["--id-column", "phone", "--normalize", "phone-e164"];
+    let with = |base: &[&'static str], more: &[&'static str]| -> Vec<&'static str> {
+        base.iter().chain(more).copied().collect()
+    };
+    let cases: Vec<(&str, Vec<&str>, Vec<&str>)> = vec![
+        (
+            "normalize",
+            vec!["--id-column", "phone", "--normalize", "lower"],
+            vec!["--id-column", "phone"],
+        ),
+        (
+            "hash-ids",
+            vec!["--id-column", "phone", "--hash-ids", "sha256"],
+            vec!["--id-column", "phone"],
+        ),
+        (
+            "key-columns",
+            vec!["--id-column", "phone,name"],
+            vec!["--id-column", "phone"],
+        ),
+        (
+            "phone-region",
+            with(&phone, &["--phone-region", "GB"]),
+            with(&phone, &["--phone-region", "IE"]),
+        ),
+    ];
+    for (setting, receiver, sender) in &cases {
+        for op in ["psi", "psi-card"] {
+            let (r, s) = run(op, receiver, sender, &format!("{op}-{setting}"));
+            for (who, o) in [("receiver", &r), ("sender", &s)] {
+                assert_eq!(
+                    o.status.code(),
+                    Some(3),
+                    "{op} {setting} {who}: {}",
+                    stderr(o)
+                );
+                assert!(
+                    stderr(o).contains(&format!("input settings differ, {setting}")),
+                    "{op} {setting} {who}: {}",
+                    stderr(o)
+                );
+            }
+        }
+    }
+    // Bucketed: the plan session refuses before any bucket.
+    let (r, s) = run(
+        "psi",
+        &[
+            "--id-column",
+            "phone",
+            "--normalize",
+            "lower",
+            "--buckets",
+            "2",
+        ],
+        &["--id-column", "phone", "--buckets", "2"],
+        "buckets",
+    );
+    for o in [&r, &s] {
+        assert_eq!(o.status.code(), Some(3), "{}", stderr(o));
+        assert!(
+            stderr(o).contains("input settings differ, normalize"),
+            "{}",
+            stderr(o)
+        );
+    }
+    // The same settings on both sides: the whole set matches.
+    let same = with(&phone, &["--phone-region", "GB"]);
+    let (r, s) = run("psi-card", &same, &same, "same");
+    assert!(r.status.success(), "{}", stderr(&r));
+    assert!(s.status.success(), "{}", stderr(&s));
+    assert_eq!(json(&dir.join("same-receiver.json"))["cardinality"], 60);
+    // pi-sum: the review's case, --normalize email on P1 only.
+    let x = dir.join("x-pi-sum");
+    let link = vec![
+        "--exchange-dir".to_string(),
+        x.display().to_string(),
+        "--poll-interval-ms".into(),
+        "20".into(),
+    ];
+    write_inputs(&dir, 50, 40, 20);
+    let p1 = spawn(&as_refs(&party_args(
+        &dir,
+        "p1",
+        &link,
+        &["--normalize", "email"],
+    )));
+    let p2 = spawn(&as_refs(&party_args(&dir, "p2", &link, &[])));
+    for o in [finish(p1), finish(p2)] {
+        assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+        assert!(stderr(&o).contains("normalize email"), "{}", stderr(&o));
+    }
+}
+
 #[test]
 fn certificate_from_another_ca_is_rejected() {
     let dir = scratch("wrongca");

@@ -209,6 +209,50 @@ fn ten_processes_over_mutual_tls_for_every_protocol() {
     }
 }
 
+/// A participant that normalises its identifiers differently stops the session with
+/// exit 3 naming the setting, for every protocol; the dealer of Miyaji-Nishida, which
+/// holds no set, states none and is compared with nobody.
+#[test]
+fn a_key_setting_on_one_participant_stops_the_session() {
+    const N: usize = 3;
+    for protocol in ["bay", "miyaji-nishida", "hazay"] {
+        let dir = scratch(&format!("agreed-{protocol}"));
+        let parties = roster(&dir, N, false);
+        let exchange = dir.join("exchange");
+        let link = |i: usize| {
+            let mut l = vec![
+                "--exchange-dir".to_string(),
+                exchange.display().to_string(),
+                "--poll-interval-ms".into(),
+                "10".into(),
+            ];
+            if i == 2 {
+                l.extend(["--normalize".to_string(), "lower".into()]);
+            }
+            l
+        };
+        let outputs: Vec<Output> = (0..N)
+            .map(|i| spawn(&dir, protocol, i, &parties, &link(i)))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|c| c.wait_with_output().unwrap())
+            .collect();
+        for (i, o) in outputs.iter().enumerate() {
+            assert_eq!(
+                o.status.code(),
+                Some(3),
+                "{protocol} participant {i}: {}",
+                stderr(o)
+            );
+        }
+        assert!(
+            stderr(&outputs[2]).contains("input settings differ, normalize"),
+            "{protocol}: {}",
+            stderr(&outputs[2])
+        );
+    }
+}
+
 /// An outsider holding a certificate from the consortium's CA tries to take org2's place:
 /// every listed participant it links with refuses it, naming the participant and both
 /// certificates, and nobody finishes (the review's reproduction gave an intersection of

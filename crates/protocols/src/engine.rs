@@ -5,8 +5,9 @@
 //!
 //! * the session randomness (a [`SessionRng`] from a seed, so a re-created party replays
 //!   byte for byte) and this party's salt, drawn first;
-//! * the hellos: each party sends its salt and the protocol's settings to every peer it
-//!   talks to; the protocol checks each peer's settings;
+//! * the hellos: each party sends its salt, its [`AgreedSettings`] (how its input rows
+//!   became keys) and the protocol's settings to every peer it talks to; the engine
+//!   checks each peer's agreed settings and the protocol its protocol settings;
 //! * the participants' transcript: once every salt is known (in a star, the hub sends
 //!   each spoke a roster of all salts), the [`SessionContext`] covers every participant;
 //! * one [`Channel`] per peer, with its own sequence numbers, checking sender, recipient
@@ -17,8 +18,8 @@
 //!
 //! ```text
 //!   participant i                                   participant j (each peer)
-//!     hello(salt_i, settings) ------------------->
-//!                                  <------------- hello(salt_j, settings)
+//!     hello(salt_i, agreed, settings) ----------->
+//!                                  <------------- hello(salt_j, agreed, settings)
 //!     [star, spoke]                <------------- roster(salt_0 .. salt_n-1)  (hub)
 //!     session established: transcript = H(protocol, n, salt_0 .. salt_n-1)
 //!     Protocol::start, then Protocol::handle for each message, in the order
@@ -30,6 +31,7 @@ use std::sync::Arc;
 
 use privset_crypto::rng::SessionRng;
 
+use crate::agreed::{AgreedSettings, MAX_AGREED_LEN};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::meter::Meter;
 use crate::party::{Outgoing, OutputParty, Party};
@@ -301,13 +303,19 @@ pub struct Engine<P: Protocol> {
     rng: SessionRng,
     salts: Vec<Option<[u8; SALT_LEN]>>,
     out: Outbox,
+    /// The hello's salt and protocol settings until the hellos are queued (at the first
+    /// poll or message), so that [`Party::agree`] can still add the agreed settings.
+    pending_hello: Option<Vec<u8>>,
+    /// What this party states about how its input was made.
+    agreed: AgreedSettings,
     phase: Phase,
     meter: Arc<Meter>,
 }
 
 impl<P: Protocol> Engine<P> {
     /// A party whose randomness all comes from `seed` (keep it private): its salt first,
-    /// then whatever the protocol draws. Queues the hellos.
+    /// then whatever the protocol draws. The hellos are queued at the first poll or
+    /// message.
     pub fn new(mut protocol: P, seed: [u8; 32]) -> Result<Self, ProtocolError> {
         let handshake = protocol.handshake();
         let roster = handshake.roster();
@@ -318,7 +326,7 @@ impl<P: Protocol> Engine<P> {
         rng.fill(&mut salt);
         let mut salts = vec![None; roster.count()];
         salts[roster.me as usize] = Some(salt);
-        let mut out = Outbox {
+        let out = Outbox {
             channels: roster
                 .peers()
                 .into_iter()
@@ -328,9 +336,6 @@ impl<P: Protocol> Engine<P> {
         };
         let mut hello = salt.to_vec();
         hello.extend_from_slice(&protocol.handshake().settings());
-        for peer in roster.peers() {
-            out.send(peer, KIND_HELLO, &hello);
-        }
         Ok(Self {
             protocol,
             roster,
@@ -338,6 +343,8 @@ impl<P: Protocol> Engine<P> {
             rng,
             salts,
             out,
+            pending_hello: Some(hello),
+            agreed: AgreedSettings::new(),
             phase: Phase::Hellos,
             meter: Arc::new(Meter::new()),
         })
@@ -355,6 +362,20 @@ impl<P: Protocol> Engine<P> {
     /// The protocol inside (for tests and reports).
     pub fn protocol(&self) -> &P {
         &self.protocol
+    }
+
+    /// Queues the hello to every peer (once): salt, agreed settings, protocol settings.
+    fn queue_hellos(&mut self) {
+        let Some(pending) = self.pending_hello.take() else {
+            return;
+        };
+        let (salt, settings) = pending.split_at(SALT_LEN);
+        let mut hello = salt.to_vec();
+        self.agreed.encode_into(&mut hello);
+        hello.extend_from_slice(settings);
+        for peer in self.roster.peers() {
+            self.out.send(peer, KIND_HELLO, &hello);
+        }
     }
 
     fn step(&mut self, from: PartyId, bytes: &[u8]) -> Result<(), ProtocolError> {
@@ -381,6 +402,9 @@ impl<P: Protocol> Engine<P> {
                 self.expect_engine_kind(kind, KIND_HELLO)?;
                 let mut r = wire::Reader::new(body, "hello");
                 let salt = r.array::<SALT_LEN>()?;
+                let theirs = AgreedSettings::read(&mut r)?;
+                let names = (self.roster.name(me), self.roster.name(from));
+                self.agreed.check(&theirs, names.0, names.1)?;
                 self.protocol.handshake().check_settings(from, r.rest())?;
                 self.salts[from as usize] = Some(salt);
                 if self.hellos_missing().is_none() {
@@ -537,7 +561,18 @@ impl<P: Protocol> Party for Engine<P> {
     }
 
     fn poll_outgoing(&mut self) -> Option<Outgoing> {
+        self.queue_hellos();
         self.out.queue.pop_front()
+    }
+
+    fn agree(&mut self, settings: AgreedSettings) -> Result<(), ProtocolError> {
+        if self.pending_hello.is_none() {
+            return Err(ProtocolError::ApiMisuse(
+                "agree after the hellos were sent: state the settings before the first poll",
+            ));
+        }
+        self.agreed = settings;
+        Ok(())
     }
 
     fn awaiting(&self) -> Option<PartyId> {
@@ -551,6 +586,7 @@ impl<P: Protocol> Party for Engine<P> {
     }
 
     fn handle_message(&mut self, from: PartyId, message: &[u8]) -> Result<(), ProtocolError> {
+        self.queue_hellos();
         if matches!(self.phase, Phase::Failed) {
             return Err(ProtocolError::ApiMisuse(
                 "handle_message on a party that already failed",
@@ -579,7 +615,7 @@ impl<P: Protocol> Party for Engine<P> {
 
     fn max_incoming_len(&self) -> usize {
         let body = match &self.phase {
-            Phase::Hellos => SALT_LEN.saturating_add(self.max_settings_len),
+            Phase::Hellos => (SALT_LEN + 2 + MAX_AGREED_LEN).saturating_add(self.max_settings_len),
             Phase::AwaitRoster { .. } => self.roster.count() * SALT_LEN,
             Phase::Running(_) => self.protocol.max_message_len(),
             Phase::Failed => 0,

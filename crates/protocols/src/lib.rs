@@ -11,6 +11,7 @@
 //!   for n-party transports.
 #![forbid(unsafe_code)]
 
+pub mod agreed;
 pub mod apsi;
 pub mod bucket_plan;
 pub mod engine;

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::agreed::AgreedSettings;
 use crate::error::ProtocolError;
 use crate::meter::Meter;
 pub use crate::wire::PartyId;
@@ -70,6 +71,15 @@ pub trait Party: Send {
     /// from another thread while the party works; `None` for a party that does not count.
     fn meter(&self) -> Option<Arc<Meter>> {
         None
+    }
+    /// States how this party's input was made (normalisation, hashing, key columns,
+    /// the duplicates rule): sent in its hellos, and a peer stating other settings is
+    /// refused before any set-dependent message ([`crate::agreed`]). Call before the
+    /// first [`Party::poll_outgoing`].
+    fn agree(&mut self, _settings: AgreedSettings) -> Result<(), ProtocolError> {
+        Err(ProtocolError::ApiMisuse(
+            "this party cannot state agreed settings",
+        ))
     }
     /// Alert frames telling every peer this party talks to why it stopped.
     fn alerts(&self, error: &ProtocolError) -> Vec<Outgoing>;

@@ -3,7 +3,7 @@
 //! ```text
 //! offset size field
 //!      0    4 magic "PSET"
-//!      4    1 wire version (4)
+//!      4    1 wire version (5)
 //!      5    1 protocol id (see ProtocolId)
 //!      6    1 message kind (0 = hello, 0xFE = roster, 0xFF = alert, others per protocol)
 //!      7    1 sender: the participant index of the party that wrote the frame
@@ -24,7 +24,7 @@
 use crate::error::{PeerMisbehaved, ProtocolError};
 
 pub const MAGIC: [u8; 4] = *b"PSET";
-pub const WIRE_VERSION: u8 = 4;
+pub const WIRE_VERSION: u8 = 5;
 pub const HEADER_LEN: usize = 33;
 pub const SESSION_ID_LEN: usize = 16;
 /// Message kind of a hello (the engine's: salt, then the protocol's settings).

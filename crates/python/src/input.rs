@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use arrow_array::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};
+use privset_protocols::agreed::AgreedSettings;
 use privset_protocols::input::{self, Dataset, DuplicatePolicy, Row};
 use privset_run::Failure;
 use privset_run::keys::Keys;
@@ -32,6 +33,8 @@ pub struct Input {
 
 pub(crate) struct InputData {
     pub dataset: Dataset,
+    /// How the identifiers were made, stated in the party's hellos.
+    pub agreed: AgreedSettings,
     /// In-memory inputs: each distinct identifier's first row (0-based), so results can
     /// hand back the caller's own objects. `None` for a CSV file (results carry bytes).
     rows: Option<HashMap<Vec<u8>, usize>>,
@@ -216,6 +219,7 @@ impl Input {
         Ok(Self {
             data: Arc::new(InputData {
                 dataset,
+                agreed: keys.agreed(),
                 rows: Some(first_rows),
             }),
         })
@@ -258,6 +262,7 @@ impl Input {
         Ok(Self {
             data: Arc::new(InputData {
                 dataset,
+                agreed: keys.agreed(),
                 rows: None,
             }),
         })
@@ -320,6 +325,7 @@ impl Input {
         Ok(Self {
             data: Arc::new(InputData {
                 dataset,
+                agreed: keys.agreed(),
                 rows: None,
             }),
         })

@@ -20,6 +20,7 @@ use crate::errors::{self, IntoPy};
 use crate::input::{Input, InputData};
 use crate::link;
 use crate::play::{self, Playable};
+use privset_protocols::agreed::AgreedSettings;
 
 /// One participant's protocol, role, set and settings, validated.
 #[pyclass(frozen, module = "privset._native")]
@@ -103,7 +104,12 @@ impl Playable for Seat {
     }
 
     fn machine(&self, seed: [u8; 32]) -> Result<Self::Machine, Failure> {
-        Ok(mpsi::new_party(self.config.clone(), seed)?)
+        let mut party = mpsi::new_party(self.config.clone(), seed)?;
+        party.agree(match &self.spec.input {
+            Some(input) => input.agreed.clone(),
+            None => AgreedSettings::no_input(),
+        })?;
+        Ok(party)
     }
 
     fn party(machine: &mut Self::Machine) -> &mut dyn Party {

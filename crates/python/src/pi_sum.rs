@@ -40,12 +40,10 @@ impl Playable for Spec {
     }
 
     fn machine(&self, seed: [u8; 32]) -> Result<Self::Machine, Failure> {
-        Ok(pi_sum::new_party(
-            self.role,
-            &self.config,
-            self.input.dataset.clone(),
-            seed,
-        )?)
+        let mut party =
+            pi_sum::new_party(self.role, &self.config, self.input.dataset.clone(), seed)?;
+        party.agree(self.input.agreed.clone())?;
+        Ok(party)
     }
 
     fn party(machine: &mut Self::Machine) -> &mut dyn Party {

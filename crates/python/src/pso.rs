@@ -48,12 +48,9 @@ impl Playable for Spec {
     }
 
     fn machine(&self, seed: [u8; 32]) -> Result<Self::Machine, Failure> {
-        Ok(pso::new_party(
-            self.role,
-            &self.config,
-            self.input.dataset.clone(),
-            seed,
-        )?)
+        let mut party = pso::new_party(self.role, &self.config, self.input.dataset.clone(), seed)?;
+        party.agree(self.input.agreed.clone())?;
+        Ok(party)
     }
 
     fn party(machine: &mut Self::Machine) -> &mut dyn Party {

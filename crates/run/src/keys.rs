@@ -10,6 +10,7 @@
 //! * `--hash-ids sha256`: the identifier is the lowercase hex SHA-256 of the bytes
 //!   above (64 characters), so the raw identifiers never reach the protocol.
 
+use privset_protocols::agreed::AgreedSettings;
 use sha2::{Digest, Sha256};
 
 use crate::fail::Failure;
@@ -359,6 +360,40 @@ impl Keys {
             phone_region,
             hash,
         })
+    }
+
+    /// What a party states in its hello about how its keys are made, checked against
+    /// the peer's before any set-dependent message (`privset_protocols::agreed`): the
+    /// number of key columns, each column's normalisation, the phone region where a
+    /// column holds phone numbers, and identifier hashing. Column names are not
+    /// compared (two organisations name their columns as they like); their order is
+    /// the user's to keep.
+    pub fn agreed(&self) -> AgreedSettings {
+        let per_column: Vec<&str> = (0..self.columns.len())
+            .map(|i| self.how(i).name())
+            .collect();
+        let settings = AgreedSettings::new()
+            .with("key-columns", self.columns.len().to_string())
+            .with("normalize", per_column.join(","))
+            .with(
+                "hash-ids",
+                if self.hash.is_some() {
+                    "sha256"
+                } else {
+                    "none"
+                },
+            );
+        if !per_column.contains(&Normalize::PhoneE164.name()) {
+            return settings;
+        }
+        let region = match self.phone_region {
+            Some(r) if r.keeps_leading_zero => {
+                format!("+{} (keeping the leading 0)", r.calling_code)
+            }
+            Some(r) => format!("+{}", r.calling_code),
+            None => "none".into(),
+        };
+        settings.with("phone-region", region)
     }
 
     fn how(&self, column: usize) -> Normalize {

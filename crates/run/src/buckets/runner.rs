@@ -417,6 +417,9 @@ impl Runner<'_> {
     ) -> Result<Decision, Failure> {
         let (_, _, index) = self.job.names();
         let mut party = bucket_plan::new_party(NAMES, index, self.request(prior, lane)?, seed)?;
+        // The plan session comes first: both parties' key settings are checked there,
+        // before any bucket's set-dependent message.
+        party.agree(self.job.keys.agreed())?;
         drive(&mut party, transport, "agreeing on the bucket plan")?;
         match party.into_output() {
             // A connection of a lane the peer no longer has: a broken link, reopened.
