@@ -1832,7 +1832,7 @@ mod tests {
     fn smudging_slack_covers_every_randomizer_of_a_run() {
         let reverse_outputs = (u32::MAX as u64) * 128;
         assert!(reverse_outputs < 1 << MAX_SMUDGED_OUTPUTS_BITS);
-        assert!(SMUDGING_SLACK_BITS >= STAT_SECURITY + MAX_SMUDGED_OUTPUTS_BITS);
+        const { assert!(SMUDGING_SLACK_BITS >= STAT_SECURITY + MAX_SMUDGED_OUTPUTS_BITS) };
         for bits in [1024, 1536, 2048, 3072, 7680, 15360] {
             assert_eq!((short_exponent_bits(bits) + SMUDGING_SLACK_BITS) % 8, 0);
         }
