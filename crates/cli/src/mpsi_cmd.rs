@@ -300,10 +300,11 @@ pub fn run(args: &MpsiArgs) -> Result<MpsiReport, Failure> {
         eprintln!("note: {notice}");
     }
     let mut party = mpsi::new_party(config, links.seed)?;
-    party.agree(match &keys {
+    let stated = match &keys {
         Some(keys) => keys.agreed(),
         None => AgreedSettings::no_input(),
-    })?;
+    };
+    party.agree(stated.with("roster", roster.digest()?))?;
     let label = format!("mpsi {} {}", protocol.name(), args.name);
     let mut progress = Progress::new(&label, party.meter());
     let result = privset_run::drive_links_metered(

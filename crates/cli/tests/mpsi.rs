@@ -253,6 +253,55 @@ fn a_key_setting_on_one_participant_stops_the_session() {
     }
 }
 
+/// A participant whose parties file lists the others in another order (org1 and org2
+/// swapped; it stays fourth) states another roster and the session stops at the hellos
+/// with exit 3 naming it, over an exchange directory too (over TCP the certificates
+/// listed at each index already differ).
+#[test]
+fn a_roster_in_another_order_is_refused() {
+    const N: usize = 4;
+    for protocol in ["bay", "miyaji-nishida"] {
+        let dir = scratch(&format!("roster-{protocol}"));
+        let parties = roster(&dir, N, false);
+        let text = std::fs::read_to_string(&parties).unwrap();
+        let swapped = text
+            .replace("org1", "TMP")
+            .replace("org2", "org1")
+            .replace("TMP", "org2");
+        let other = dir.join("parties-swapped.toml");
+        std::fs::write(&other, swapped).unwrap();
+        let exchange = dir.join("exchange");
+        let link = vec![
+            "--exchange-dir".to_string(),
+            exchange.display().to_string(),
+            "--poll-interval-ms".into(),
+            "10".into(),
+        ];
+        let outputs: Vec<Output> = (0..N)
+            .map(|i| {
+                let file = if i == 3 { &other } else { &parties };
+                spawn(&dir, protocol, i, file, &link)
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|c| c.wait_with_output().unwrap())
+            .collect();
+        for (i, o) in outputs.iter().enumerate() {
+            assert_eq!(
+                o.status.code(),
+                Some(3),
+                "{protocol} participant {i}: {}",
+                stderr(o)
+            );
+        }
+        assert!(
+            stderr(&outputs[3]).contains("input settings differ, roster"),
+            "{protocol}: {}",
+            stderr(&outputs[3])
+        );
+    }
+}
+
 /// An outsider holding a certificate from the consortium's CA tries to take org2's place:
 /// every listed participant it links with refuses it, naming the participant and both
 /// certificates, and nobody finishes (the review's reproduction gave an intersection of

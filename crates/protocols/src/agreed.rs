@@ -15,9 +15,10 @@
 //! ```
 //!
 //! A party that holds no input (the dealer of Miyaji-Nishida) states
-//! [`AgreedSettings::no_input`], which is compared with nobody; a party that states
-//! nothing (a front end that does not know its inputs' settings) is compared like any
-//! other, so a peer stating settings refuses it rather than trust it.
+//! [`AgreedSettings::no_input`] (and whatever else the session agrees on, such as the
+//! roster): between it and any peer only the settings both state are compared. A party
+//! that states nothing (a front end that does not know its inputs' settings) is compared
+//! like any other, so a peer stating settings refuses it rather than trust it.
 
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::wire::Reader;
@@ -66,7 +67,7 @@ impl AgreedSettings {
     }
 
     fn holds_no_input(&self) -> bool {
-        self.entries.len() == 1 && self.get(NO_INPUT.0) == Some(NO_INPUT.1)
+        self.get(NO_INPUT.0) == Some(NO_INPUT.1)
     }
 
     /// The readable form, "name=value" lines.
@@ -122,9 +123,7 @@ impl AgreedSettings {
     /// (in this party's order, then the peer's) is `Incompatible`, naming it and both
     /// values. `me` and `peer` name the two parties.
     pub fn check(&self, theirs: &Self, me: &str, peer: &str) -> Result<(), ProtocolError> {
-        if self.holds_no_input() || theirs.holds_no_input() {
-            return Ok(());
-        }
+        let either_without_input = self.holds_no_input() || theirs.holds_no_input();
         let names = self
             .entries
             .iter()
@@ -132,6 +131,9 @@ impl AgreedSettings {
             .map(|(n, _)| n.as_str());
         for name in names {
             let (mine, other) = (self.get(name), theirs.get(name));
+            if either_without_input && (name == NO_INPUT.0 || mine.is_none() || other.is_none()) {
+                continue;
+            }
             if mine != other {
                 let show = |v: Option<&str>| match v {
                     Some(v) => format!("uses {name} {v}"),
@@ -200,7 +202,7 @@ mod tests {
                 .contains("does not state it")
         );
         assert!(a.check(&AgreedSettings::new(), "p1", "p2").is_err());
-        // A party with no input is compared with nobody.
+        // A party with no input is compared only on what both state.
         assert!(
             a.check(&AgreedSettings::no_input(), "party", "dealer")
                 .is_ok()
@@ -210,6 +212,14 @@ mod tests {
                 .check(&b, "dealer", "party")
                 .is_ok()
         );
+        let dealer = AgreedSettings::no_input().with("roster", "r1");
+        let same = a.clone().with("roster", "r1");
+        assert!(same.check(&dealer, "party", "dealer").is_ok());
+        let e = a
+            .with("roster", "r2")
+            .check(&dealer, "party", "dealer")
+            .unwrap_err();
+        assert!(e.to_string().contains("roster"), "{e}");
     }
 
     #[test]

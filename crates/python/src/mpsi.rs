@@ -83,6 +83,9 @@ impl Spec {
 struct Seat {
     spec: Arc<Spec>,
     config: MpsiConfig,
+    /// The parties file's roster digest, agreed in the hellos (sessions among separate
+    /// processes; in one process every participant shares one roster).
+    roster: Option<String>,
 }
 
 impl Seat {
@@ -91,7 +94,11 @@ impl Seat {
     fn new(spec: Arc<Spec>, names: Vec<String>, me: u8) -> Result<Self, Failure> {
         let config = spec.config(names, me);
         mpsi::new_party(config.clone(), [0; 32])?;
-        Ok(Seat { spec, config })
+        Ok(Seat {
+            spec,
+            config,
+            roster: None,
+        })
     }
 }
 
@@ -105,9 +112,13 @@ impl Playable for Seat {
 
     fn machine(&self, seed: [u8; 32]) -> Result<Self::Machine, Failure> {
         let mut party = mpsi::new_party(self.config.clone(), seed)?;
-        party.agree(match &self.spec.input {
+        let stated = match &self.spec.input {
             Some(input) => input.agreed.clone(),
             None => AgreedSettings::no_input(),
+        };
+        party.agree(match &self.roster {
+            Some(roster) => stated.with("roster", roster.clone()),
+            None => stated,
         })?;
         Ok(party)
     }
@@ -366,7 +377,9 @@ impl MpsiParty {
         let me = mpsi_run::participant(&roster, &link.name, self.spec.protocol, self.spec.role)
             .py_err(py)?;
         let (spec, names) = (self.spec.clone(), roster.names());
-        let seat = py.detach(move || Seat::new(spec, names, me)).py_err(py)?;
+        let digest = roster.digest().py_err(py)?;
+        let mut seat = py.detach(move || Seat::new(spec, names, me)).py_err(py)?;
+        seat.roster = Some(digest);
         let tls = link.tls(py, &settings, &roster, me)?;
         let spec = settings
             .spec(self.spec.protocol, &roster, me, tls, Cancel::new())

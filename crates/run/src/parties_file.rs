@@ -148,6 +148,35 @@ impl Participants {
             .collect()
     }
 
+    /// The roster as every participant must see it, for the agreed settings of a
+    /// session: a digest of the names in order and each listed certificate (its
+    /// SHA-256; none when not listed), then the count and names in readable form. A
+    /// participant whose parties file lists the others in another order, or with
+    /// another certificate, states another roster and is refused at the hellos.
+    pub fn digest(&self) -> Result<String, Failure> {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        h.update(b"privset/v1/roster");
+        for p in &self.list {
+            h.update((p.name.len() as u32).to_be_bytes());
+            h.update(p.name.as_bytes());
+            match &p.certificate {
+                Some(path) => {
+                    let der = privset_net::tls::end_entity_certificate(path)?;
+                    h.update([1]);
+                    h.update(Sha256::digest(&der));
+                }
+                None => h.update([0]),
+            }
+        }
+        Ok(format!(
+            "{} ({} participants: {})",
+            hex::encode(&h.finalize()[..8]),
+            self.list.len(),
+            self.names().join(", ")
+        ))
+    }
+
     /// Every participant's address, in order (TCP links need all of them).
     pub fn addresses(&self) -> Result<Vec<String>, Failure> {
         self.list
