@@ -12,7 +12,7 @@ use privset_protocols::upsi::{Client, Oprf};
 use privset_run::output_rows;
 use privset_run::upsi::{
     DatabaseSpec, QueryReport, Rows, UpsiService, build_database, check_client_items, info,
-    match_rows, read_database, read_rows, write_database,
+    match_rows, read_database, read_rows, update_database, write_database,
 };
 
 use crate::apsi_cmd::{ListenArgs, drive_client, fresh_seed, serve_sessions};
@@ -175,19 +175,20 @@ pub fn run(cmd: &UpsiCommand) -> Result<(), Failure> {
             DbCommand::Remove(args) => change(args, false),
             DbCommand::RotateKey { db, oprf } => {
                 let started = Instant::now();
-                let mut database = read_database(db)?;
-                // Written to the file, never queried here: no bundle is held ready.
-                database.set_cache_bytes(0);
-                let mut progress = Progress::new("upsi db rotate-key", Some(database.meter()));
-                let oprf = oprf.map_or(database.oprf(), OprfArg::oprf);
-                database.rotate_key_to(oprf, &mut privset_crypto::rng::SessionRng::from_os())?;
-                database.prepare()?;
-                progress.status("writing the database file");
-                write_database(db, &database)?;
-                progress.finish();
+                let (items, oprf) = update_database(db, |database| {
+                    // Written to the file, never queried here: no bundle is held ready.
+                    database.set_cache_bytes(0);
+                    let mut progress = Progress::new("upsi db rotate-key", Some(database.meter()));
+                    let oprf = oprf.map_or(database.oprf(), OprfArg::oprf);
+                    database
+                        .rotate_key_to(oprf, &mut privset_crypto::rng::SessionRng::from_os())?;
+                    database.prepare()?;
+                    progress.finish();
+                    Ok((database.len(), oprf))
+                })?;
                 eprintln!(
                     "upsi db rotate-key: {} items under a new {} OPRF key in {:.1} s -> {}",
-                    database.len(),
+                    items,
                     oprf.name(),
                     started.elapsed().as_secs_f64(),
                     db.display()
@@ -196,18 +197,18 @@ pub fn run(cmd: &UpsiCommand) -> Result<(), Failure> {
             }
             DbCommand::SetPreset { db, preset } => {
                 let started = Instant::now();
-                let mut database = read_database(db)?;
-                database.set_cache_bytes(0);
-                let from = database.preset().to_toml();
-                database.set_preset(privset_protocols::upsi::Preset::named(preset)?)?;
-                let mut progress = Progress::new("upsi db set-preset", Some(database.meter()));
-                database.prepare()?;
-                progress.status("writing the database file");
-                write_database(db, &database)?;
-                progress.finish();
+                let (items, from) = update_database(db, |database| {
+                    database.set_cache_bytes(0);
+                    let from = database.preset().to_toml();
+                    database.set_preset(privset_protocols::upsi::Preset::named(preset)?)?;
+                    let mut progress = Progress::new("upsi db set-preset", Some(database.meter()));
+                    database.prepare()?;
+                    progress.finish();
+                    Ok((database.len(), from))
+                })?;
                 eprintln!(
                     "upsi db set-preset: {} items moved to preset {} in {:.1} s -> {}\nwas:\n{from}",
-                    database.len(),
+                    items,
                     preset,
                     started.elapsed().as_secs_f64(),
                     db.display()
@@ -277,37 +278,39 @@ fn build(args: &BuildArgs) -> Result<(), Failure> {
 
 fn change(args: &ChangeArgs, add: bool) -> Result<(), Failure> {
     let started = Instant::now();
-    let mut db = read_database(&args.db)?;
-    db.set_cache_bytes(0);
     let keys = args.source.keys()?;
-    if add && db.label_len() > 0 && args.label_column.is_empty() {
-        return Err(Failure::config(
-            "this database is labeled: give --label-column for the items added",
-        ));
-    }
+    // Read the rows before taking the database's lock: other writers wait only for the
+    // change itself.
     let rows = read_rows(
         &args.source.input,
         &keys,
         if add { &args.label_column } else { &[] },
     )?;
-    let Rows { ids, labels, .. } = rows.into_layout(db.label_layout(), db.label_len())?;
-    let before = db.len();
-    let mut rng = privset_crypto::rng::SessionRng::from_os();
-    let mut progress = Progress::new("upsi db", Some(db.meter()));
-    if add {
-        db.insert(&ids, &labels, &mut rng)?;
-    } else {
-        db.remove(&ids);
-    }
-    db.prepare()?;
-    progress.status("writing the database file");
-    write_database(&args.db, &db)?;
-    progress.finish();
+    let (before, after) = update_database(&args.db, |db| {
+        db.set_cache_bytes(0);
+        if add && db.label_len() > 0 && args.label_column.is_empty() {
+            return Err(Failure::config(
+                "this database is labeled: give --label-column for the items added",
+            ));
+        }
+        let Rows { ids, labels, .. } = rows.into_layout(db.label_layout(), db.label_len())?;
+        let before = db.len();
+        let mut rng = privset_crypto::rng::SessionRng::from_os();
+        let mut progress = Progress::new("upsi db", Some(db.meter()));
+        if add {
+            db.insert(&ids, &labels, &mut rng)?;
+        } else {
+            db.remove(&ids);
+        }
+        db.prepare()?;
+        progress.finish();
+        Ok((before, db.len()))
+    })?;
     eprintln!(
         "upsi db {}: {} -> {} items in {:.1} s -> {}",
         if add { "add" } else { "remove" },
         before,
-        db.len(),
+        after,
         started.elapsed().as_secs_f64(),
         args.db.display()
     );

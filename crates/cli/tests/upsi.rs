@@ -481,3 +481,86 @@ fn bad_databases_and_oversized_queries_are_clear_errors() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+/// Ten `db add` and ten `db remove` run at once on one database file while a server
+/// serves it: they take turns on the database's lock, so every update lands (without
+/// the lock, the review lost one in three trials of three), and the served answers
+/// equal the plaintext table after all twenty.
+#[test]
+fn concurrent_updates_all_land_while_served() {
+    let d = Dir::new("concurrent");
+    let mut table = write_db_csv(&d.p("db.csv"), 0..2000);
+    let o = run(&[
+        "upsi",
+        "db",
+        "build",
+        "--input",
+        &d.p("db.csv"),
+        "--id-column",
+        "phone",
+        "--label-column",
+        "risk,account",
+        "--label-bytes",
+        "24",
+        "--db",
+        &d.p("db.upsi"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let addr = port();
+    let mut server = serve(&d, &addr, 1);
+    let mut writers = Vec::new();
+    for k in 0..10u64 {
+        let add = d.p(&format!("add-{k}.csv"));
+        let mut text = String::from("phone,risk,account\n");
+        for i in 10_000 + 10 * k..10_010 + 10 * k {
+            text.push_str(&format!("{},new,acct-{i}\n", phone(i)));
+            table.insert(phone(i), ("new".into(), format!("acct-{i}")));
+        }
+        std::fs::write(&add, text).unwrap();
+        let remove = d.p(&format!("remove-{k}.csv"));
+        let mut text = String::from("phone\n");
+        for i in 10 * k..10 * k + 10 {
+            text.push_str(&format!("{}\n", phone(i)));
+            table.remove(&phone(i));
+        }
+        std::fs::write(&remove, text).unwrap();
+        for (what, file, labels) in [("add", add, true), ("remove", remove, false)] {
+            let mut a = vec![
+                "upsi".to_string(),
+                "db".into(),
+                what.into(),
+                "--input".into(),
+                file,
+                "--id-column".into(),
+                "phone".into(),
+                "--db".into(),
+                d.p("db.upsi"),
+            ];
+            if labels {
+                a.extend(["--label-column".into(), "risk,account".into()]);
+            }
+            writers.push(
+                Command::new(BIN)
+                    .args(&a)
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap(),
+            );
+        }
+    }
+    for w in writers {
+        let o = w.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    assert_eq!(db_info(&d.p("db.upsi"))["items"], 2000);
+    // The server picks the last file up within its reload interval (1 s).
+    std::thread::sleep(Duration::from_millis(2500));
+    let phones: Vec<String> = (0..120).chain(10_000..10_110).map(phone).collect();
+    write_contacts(&d.p("contacts.csv"), &phones);
+    let o = query(&d, &addr, &d.p("contacts.csv"), &d.p("rows.csv"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(read_rows(&d.p("rows.csv")), expected(&table, &phones));
+    let _ = server.kill();
+    let _ = server.wait();
+}

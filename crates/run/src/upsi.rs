@@ -33,10 +33,58 @@ pub fn read_database(path: &Path) -> Result<Database, Failure> {
     store::load_from(file, len).map_err(|e| Failure::input(format!("{}: {e}", path.display())))
 }
 
-/// Writes a database file atomically, readable by its owner only (it holds the OPRF
-/// key).
+/// Writes a database file atomically (a new file renamed into place, so a server
+/// reading it keeps the old one until the rename), readable by its owner only (it holds
+/// the OPRF key), under the database's lock (see [`update_database`]).
 pub fn write_database(path: &Path, db: &Database) -> Result<(), Failure> {
+    let _lock = DatabaseLock::take(path)?;
     write_private_with(path, |f| Ok(store::save_to(db, f)?))
+}
+
+/// Reads the database file, changes it with `change` and writes it back, holding the
+/// database's exclusive lock throughout: concurrent writers (two `upsi db add` and
+/// `remove` at once, a Python `save`) take turns, and every update lands instead of one
+/// silently overwriting another's.
+pub fn update_database<T>(
+    path: &Path,
+    change: impl FnOnce(&mut Database) -> Result<T, Failure>,
+) -> Result<T, Failure> {
+    let _lock = DatabaseLock::take(path)?;
+    let mut db = read_database(path)?;
+    let out = change(&mut db)?;
+    write_private_with(path, |f| Ok(store::save_to(&db, f)?))?;
+    Ok(out)
+}
+
+/// The exclusive lock of a database file: an advisory lock on `<file>.lock` beside it,
+/// which the kernel drops when the holder exits however it dies, so a crashed writer
+/// never leaves it held. Waits for the lock (writers take turns); the lock file stays.
+struct DatabaseLock(std::fs::File);
+
+impl DatabaseLock {
+    fn take(db: &Path) -> Result<Self, Failure> {
+        let mut name = db.as_os_str().to_owned();
+        name.push(".lock");
+        let path = std::path::PathBuf::from(name);
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| {
+                Failure::other(format!("cannot open lock file {}: {e}", path.display()))
+            })?;
+        file.lock()
+            .map_err(|e| Failure::other(format!("cannot lock {}: {e}", path.display())))?;
+        Ok(Self(file))
+    }
+}
+
+impl Drop for DatabaseLock {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
+    }
 }
 
 /// The rows of an input: identifiers and, labeled, one label per identifier.
