@@ -49,6 +49,7 @@ def link_args(
     timeout: float,
     poll_interval: float,
     state_dir: Optional[PathLike],
+    peer_name: Optional[str] = None,
 ) -> Dict[str, Any]:
     """The dict the native ``run`` reads (it checks the combination)."""
     return {
@@ -58,6 +59,7 @@ def link_args(
         "tls": None if tls is None else (os.fspath(tls.ca), os.fspath(tls.cert), os.fspath(tls.key)),
         "insecure_no_tls": insecure_no_tls,
         "server_name": server_name,
+        "peer_name": peer_name,
         "timeout": float(timeout),
         "poll_interval": float(poll_interval),
         "state_dir": None if state_dir is None else os.fspath(state_dir),

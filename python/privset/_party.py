@@ -54,6 +54,7 @@ class Party(Generic[R]):
         tls: Optional[TlsFiles] = None,
         insecure_no_tls: bool = False,
         server_name: Optional[str] = None,
+        peer_name: Optional[str] = None,
         timeout: float = DEFAULT_TIMEOUT,
         poll_interval: float = DEFAULT_POLL_INTERVAL,
         state_dir: Optional[PathLike] = None,
@@ -76,6 +77,9 @@ class Party(Generic[R]):
         (:func:`privset.generate_certs` makes throwaway ones), or
         ``insecure_no_tls=True`` on a trusted link only. ``server_name`` is the name
         the peer's certificate must have (default: the host of ``peer``).
+        ``peer_name`` (the CLI's ``--tls-peer-name``) is the name the peer's certificate
+        must hold, checked whether this party listens or connects: with a CA that
+        vouches for several organisations, only that one is accepted as the peer.
 
         ``timeout`` bounds every wait for the peer (seconds); ``poll_interval`` is the
         pause between looks for the peer's next file in an exchange directory.
@@ -100,6 +104,7 @@ class Party(Generic[R]):
             timeout=timeout,
             poll_interval=poll_interval,
             state_dir=state_dir,
+            peer_name=peer_name,
         )
         with callback(progress) as cb:
             outcome = self._native.run(link, (cpu_price, network_price), cb)

@@ -136,6 +136,37 @@ def test_certificate_from_another_ca_is_a_transport_error(tmp_path: pathlib.Path
     assert finish(p2)["error"] == "TransportError"
 
 
+def test_peer_name_refuses_another_certificate_from_the_same_ca(tmp_path: pathlib.Path) -> None:
+    certs = privset.generate_certs(tmp_path / "certs", ["p1", "p2", "rival"])
+    port = free_port()
+    rival = certs["rival"]
+    impostor = [str(rival.ca), str(rival.cert), str(rival.key)]
+    p2 = spawn_party(
+        {"party": "Psi.sender", "args": [["a"]], "run": {"peer": f"127.0.0.1:{port}", "tls": impostor, "timeout": 20}}
+    )
+    with pytest.raises(privset.TransportError) as e:
+        privset.Psi.receiver(["a"]).run(listen=f"127.0.0.1:{port}", tls=certs["p1"], peer_name="p2", timeout=20)
+    assert "rival" in str(e.value) and "p2" in str(e.value) and e.value.exit_code == 4
+    finish(p2)
+    # The named peer runs.
+    port = free_port()
+    p2 = spawn_party(
+        {
+            "party": "Psi.sender",
+            "args": [["a", "b"]],
+            "run": {
+                "peer": f"127.0.0.1:{port}",
+                "tls": [str(certs["p2"].ca), str(certs["p2"].cert), str(certs["p2"].key)],
+                "peer_name": "p1",
+                "timeout": 20,
+            },
+        }
+    )
+    r = privset.Psi.receiver(["a"]).run(listen=f"127.0.0.1:{port}", tls=certs["p1"], peer_name="p2", timeout=20)
+    assert r.intersection == ["a"]
+    finish(p2)
+
+
 def test_unreadable_certificate_files_are_named(tmp_path: pathlib.Path) -> None:
     files = privset.TlsFiles(tmp_path / "ca.pem", tmp_path / "me.pem", tmp_path / "me.key")
     with pytest.raises(privset.TransportError, match="ca.pem"):

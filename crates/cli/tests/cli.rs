@@ -174,27 +174,32 @@ fn tls_peer_name_refuses_another_certificate_from_the_same_ca() {
     let dir = scratch("peer-name");
     let (card, _) = write_inputs(&dir, 120, 80, 40);
     let certs = certs(&dir, "bank,shop,rival");
-    let side = |how: &str, addr: &str, cert: &str, peer: &str| {
-        let mut l = vec![how.to_string(), addr.to_string()];
-        l.extend(tls_args(&certs, cert));
-        l.extend(["--tls-peer-name".to_string(), peer.to_string()]);
-        l
+    // P1 listens presenting `p1_cert` and accepting only `p1_wants`; P2 connects
+    // presenting `p2_cert` and accepting only `p2_wants`.
+    let pair = |(p1_cert, p1_wants): (&str, &str), (p2_cert, p2_wants): (&str, &str)| {
+        let addr = port();
+        let side = |how: &str, cert: &str, peer: &str| {
+            let mut l = vec![how.to_string(), addr.clone()];
+            l.extend(tls_args(&certs, cert));
+            l.extend(["--tls-peer-name".to_string(), peer.to_string()]);
+            l
+        };
+        let p1 = spawn(&as_refs(&party_args(
+            &dir,
+            "p1",
+            &side("--listen", p1_cert, p1_wants),
+            &[],
+        )));
+        let p2 = spawn(&as_refs(&party_args(
+            &dir,
+            "p2",
+            &side("--peer", p2_cert, p2_wants),
+            &[],
+        )));
+        (finish(p1), finish(p2))
     };
     // The rival connects in the shop's place: the bank (listening) refuses it.
-    let addr = port();
-    let p1 = spawn(&as_refs(&party_args(
-        &dir,
-        "p1",
-        &side("--listen", &addr, "bank", "shop"),
-        &[],
-    )));
-    let p2 = spawn(&as_refs(&party_args(
-        &dir,
-        "p2",
-        &side("--peer", &addr, "rival", "bank"),
-        &[],
-    )));
-    let (o1, o2) = (finish(p1), finish(p2));
+    let (o1, o2) = pair(("bank", "shop"), ("rival", "bank"));
     assert_eq!(o1.status.code(), Some(4), "p1: {}", stderr(&o1));
     assert!(!o2.status.success(), "p2: {}", stderr(&o2));
     assert!(
@@ -203,20 +208,7 @@ fn tls_peer_name_refuses_another_certificate_from_the_same_ca() {
         stderr(&o1)
     );
     // The rival listens in the bank's place: the shop (connecting) refuses it.
-    let addr = port();
-    let p1 = spawn(&as_refs(&party_args(
-        &dir,
-        "p1",
-        &side("--listen", &addr, "rival", "shop"),
-        &[],
-    )));
-    let p2 = spawn(&as_refs(&party_args(
-        &dir,
-        "p2",
-        &side("--peer", &addr, "shop", "bank"),
-        &[],
-    )));
-    let (o1, o2) = (finish(p1), finish(p2));
+    let (o1, o2) = pair(("rival", "shop"), ("shop", "bank"));
     assert_eq!(o2.status.code(), Some(4), "p2: {}", stderr(&o2));
     assert!(!o1.status.success(), "p1: {}", stderr(&o1));
     assert!(
@@ -225,20 +217,7 @@ fn tls_peer_name_refuses_another_certificate_from_the_same_ca() {
         stderr(&o2)
     );
     // The named peers run.
-    let addr = port();
-    let p1 = spawn(&as_refs(&party_args(
-        &dir,
-        "p1",
-        &side("--listen", &addr, "bank", "shop"),
-        &[],
-    )));
-    let p2 = spawn(&as_refs(&party_args(
-        &dir,
-        "p2",
-        &side("--peer", &addr, "shop", "bank"),
-        &[],
-    )));
-    let (o1, o2) = (finish(p1), finish(p2));
+    let (o1, o2) = pair(("bank", "shop"), ("shop", "bank"));
     assert!(o1.status.success(), "p1: {}", stderr(&o1));
     assert!(o2.status.success(), "p2: {}", stderr(&o2));
     assert_eq!(json(&dir.join("p1.json"))["cardinality"], card);

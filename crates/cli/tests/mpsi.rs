@@ -209,46 +209,67 @@ fn ten_processes_over_mutual_tls_for_every_protocol() {
     }
 }
 
-/// A participant that normalises its identifiers differently stops the session with
-/// exit 3 naming the setting, for every protocol; the dealer of Miyaji-Nishida, which
-/// holds no set, states none and is compared with nobody.
-#[test]
-fn a_key_setting_on_one_participant_stops_the_session() {
-    const N: usize = 3;
-    for protocol in ["bay", "miyaji-nishida", "hazay"] {
-        let dir = scratch(&format!("agreed-{protocol}"));
-        let parties = roster(&dir, N, false);
-        let exchange = dir.join("exchange");
-        let link = |i: usize| {
-            let mut l = vec![
+/// Runs `n` participants of `protocol` over one exchange directory, participant `i`
+/// with parties file `file(i)` and the extra flags `extra(i)`; checks that every one
+/// stops with exit 3 and that participant `odd`'s error names `setting`.
+fn refused_at_the_hellos(
+    dir: &Path,
+    protocol: &str,
+    n: usize,
+    file: impl Fn(usize) -> PathBuf,
+    extra: impl Fn(usize) -> Vec<String>,
+    (odd, setting): (usize, &str),
+) {
+    let exchange = dir.join("exchange");
+    let outputs: Vec<Output> = (0..n)
+        .map(|i| {
+            let mut link = vec![
                 "--exchange-dir".to_string(),
                 exchange.display().to_string(),
                 "--poll-interval-ms".into(),
                 "10".into(),
             ];
-            if i == 2 {
-                l.extend(["--normalize".to_string(), "lower".into()]);
-            }
-            l
+            link.extend(extra(i));
+            spawn(dir, protocol, i, &file(i), &link)
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    for (i, o) in outputs.iter().enumerate() {
+        assert_eq!(
+            o.status.code(),
+            Some(3),
+            "{protocol} participant {i}: {}",
+            stderr(o)
+        );
+    }
+    let said = stderr(&outputs[odd]);
+    assert!(
+        said.contains(&format!("input settings differ, {setting}")),
+        "{protocol}: {said}"
+    );
+}
+
+/// A participant that normalises its identifiers differently stops the session with
+/// exit 3 naming the setting, for every protocol; the dealer of Miyaji-Nishida, which
+/// holds no set, states none of the key settings.
+#[test]
+fn a_key_setting_on_one_participant_stops_the_session() {
+    for protocol in ["bay", "miyaji-nishida", "hazay"] {
+        let dir = scratch(&format!("agreed-{protocol}"));
+        let parties = roster(&dir, 3, false);
+        let lower = |i: usize| match i {
+            2 => vec!["--normalize".to_string(), "lower".into()],
+            _ => vec![],
         };
-        let outputs: Vec<Output> = (0..N)
-            .map(|i| spawn(&dir, protocol, i, &parties, &link(i)))
-            .collect::<Vec<_>>()
-            .into_iter()
-            .map(|c| c.wait_with_output().unwrap())
-            .collect();
-        for (i, o) in outputs.iter().enumerate() {
-            assert_eq!(
-                o.status.code(),
-                Some(3),
-                "{protocol} participant {i}: {}",
-                stderr(o)
-            );
-        }
-        assert!(
-            stderr(&outputs[2]).contains("input settings differ, normalize"),
-            "{protocol}: {}",
-            stderr(&outputs[2])
+        refused_at_the_hellos(
+            &dir,
+            protocol,
+            3,
+            |_| parties.clone(),
+            lower,
+            (2, "normalize"),
         );
     }
 }
@@ -259,10 +280,9 @@ fn a_key_setting_on_one_participant_stops_the_session() {
 /// listed at each index already differ).
 #[test]
 fn a_roster_in_another_order_is_refused() {
-    const N: usize = 4;
     for protocol in ["bay", "miyaji-nishida"] {
         let dir = scratch(&format!("roster-{protocol}"));
-        let parties = roster(&dir, N, false);
+        let parties = roster(&dir, 4, false);
         let text = std::fs::read_to_string(&parties).unwrap();
         let swapped = text
             .replace("org1", "TMP")
@@ -270,35 +290,14 @@ fn a_roster_in_another_order_is_refused() {
             .replace("TMP", "org2");
         let other = dir.join("parties-swapped.toml");
         std::fs::write(&other, swapped).unwrap();
-        let exchange = dir.join("exchange");
-        let link = vec![
-            "--exchange-dir".to_string(),
-            exchange.display().to_string(),
-            "--poll-interval-ms".into(),
-            "10".into(),
-        ];
-        let outputs: Vec<Output> = (0..N)
-            .map(|i| {
-                let file = if i == 3 { &other } else { &parties };
-                spawn(&dir, protocol, i, file, &link)
-            })
-            .collect::<Vec<_>>()
-            .into_iter()
-            .map(|c| c.wait_with_output().unwrap())
-            .collect();
-        for (i, o) in outputs.iter().enumerate() {
-            assert_eq!(
-                o.status.code(),
-                Some(3),
-                "{protocol} participant {i}: {}",
-                stderr(o)
-            );
-        }
-        assert!(
-            stderr(&outputs[3]).contains("input settings differ, roster"),
-            "{protocol}: {}",
-            stderr(&outputs[3])
-        );
+        let file = |i: usize| {
+            if i == 3 {
+                other.clone()
+            } else {
+                parties.clone()
+            }
+        };
+        refused_at_the_hellos(&dir, protocol, 4, file, |_| vec![], (3, "roster"));
     }
 }
 

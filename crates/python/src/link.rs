@@ -22,6 +22,8 @@ pub(crate) struct LinkArgs {
     tls: Option<(PathBuf, PathBuf, PathBuf)>,
     insecure_no_tls: bool,
     server_name: Option<String>,
+    /// The name the peer's certificate must hold (`--tls-peer-name`).
+    peer_name: Option<String>,
     /// Seconds to wait for the peer (connection, or any one message).
     timeout: f64,
     /// Exchange directory: seconds between looks for the peer's next file.
@@ -97,7 +99,7 @@ impl LinkArgs {
             tls,
             timeout,
             server_name: self.server_name.clone(),
-            peer_name: None,
+            peer_name: self.peer_name.clone(),
             cancel,
         })
     }
