@@ -42,7 +42,7 @@ fuzz_target!(
                 // seed resumes and any other content is refused.
                 let run = join_exchange_dir(&s, &x, "receiver", DirOptions::default()).expect("fresh seed");
                 let known: [u8; 32] = std::array::from_fn(|i| i as u8);
-                run.place.publish_key(&known).expect("link key");
+                run.place.publish_key(&known, None).expect("link key");
                 (x, s, run.seed_file.clone())
             };
         }

@@ -117,6 +117,7 @@ impl ToySumArgs {
             tls,
             // The toy sum names its participants by index only: no roster to pin.
             identities: None,
+            dir_signing_key: None,
             timeout: Duration::from_secs(self.tls.timeout),
             server_name: self.tls.tls_server_name.clone(),
             cancel: Cancel::default(),

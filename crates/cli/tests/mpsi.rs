@@ -301,6 +301,60 @@ fn a_roster_in_another_order_is_refused() {
     }
 }
 
+/// Over an exchange directory with `--tls-key`, each participant signs its link key
+/// file with its certificate's key, and the others check it against the parties file:
+/// the session runs, and an outsider (a certificate from the same CA) writing org2's
+/// key file is refused, so a storage that rewrites key files cannot sit in the middle.
+#[test]
+fn signed_link_keys_over_an_exchange_directory() {
+    const N: usize = 3;
+    let dir = scratch("signed-dir");
+    let parties = roster_with(&dir, N, false, &["outsider"]);
+    let link = |exchange: &str, cert: &str| {
+        let certs = dir.join("certs");
+        vec![
+            "--exchange-dir".to_string(),
+            dir.join(exchange).display().to_string(),
+            "--poll-interval-ms".into(),
+            "10".into(),
+            "--tls-cert".into(),
+            certs.join(format!("{cert}.pem")).display().to_string(),
+            "--tls-key".into(),
+            certs.join(format!("{cert}.key")).display().to_string(),
+        ]
+    };
+    let children: Vec<Child> = (0..N)
+        .map(|i| spawn(&dir, "bay", i, &parties, &link("x-ok", &name(i))))
+        .collect();
+    check(&dir, "bay", N, children, "exchange-dir");
+    let key_file = std::fs::read(dir.join("x-ok").join("p2.pub")).unwrap();
+    assert!(
+        key_file.len() > 6 + 2 + 32 + 4,
+        "the key file carries a signature"
+    );
+    // The outsider writes org2's key file: the server refuses it.
+    let children: Vec<Child> = (0..N)
+        .map(|i| {
+            let cert = if i == 2 {
+                "outsider".to_string()
+            } else {
+                name(i)
+            };
+            spawn(&dir, "bay", i, &parties, &link("x-outsider", &cert))
+        })
+        .collect();
+    let outputs: Vec<Output> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    assert!(outputs.iter().all(|o| !o.status.success()));
+    let said = stderr(&outputs[0]);
+    assert!(
+        said.contains("p2.pub is refused") && said.contains("not by the certificate listed"),
+        "{said}"
+    );
+}
+
 /// An outsider holding a certificate from the consortium's CA tries to take org2's place:
 /// every listed participant it links with refuses it, naming the participant and both
 /// certificates, and nobody finishes (the review's reproduction gave an intersection of

@@ -27,11 +27,15 @@
 //!
 //! **What others see.** Other participants and the storage see the file names (roles,
 //! message counts), sizes and timing, and the public keys; the contents only under the
-//! Computational Diffie-Hellman assumption on X25519 broken. The key exchange is not
-//! authenticated by a certificate: it protects against everybody who *reads* the
-//! directory (the semi-honest participants and a curious storage), not against a storage
-//! operator who replaces a participant's key file before the others read it (docs/wire.md
-//! says so).
+//! Computational Diffie-Hellman assumption on X25519 broken.
+//!
+//! **Who wrote a key file.** Where the participants' certificates are known (a
+//! multi-party parties file lists them) and a participant has its private key, it signs
+//! its key file with that key ([`LinkSigner`]), and a participant told its peers'
+//! certificates refuses a key file that is unsigned or not signed by the certificate
+//! listed for its role: a storage operator who replaces a key file cannot then sit in
+//! the middle. Without certificates the exchange keeps out everybody who *reads* the
+//! directory (the semi-honest participants, a curious storage), not one who rewrites it.
 //!
 //! Key file layout (version 1):
 //!
@@ -42,6 +46,10 @@
 //!      5    1 role length R (1..=64)
 //!      6    R role (letters, digits, '-', '_')
 //!    6+R   32 X25519 public key
+//!   38+R    2 signed only: TLS SignatureScheme code
+//!   40+R    2 signed only: signature length S (1..=1024)
+//!   42+R    S signed only: signature over "privset/v1/exchange-dir/link-key\0" ||
+//!             role || 0x00 || public key, by the certificate's key
 //! ```
 
 use std::fs;
@@ -69,6 +77,9 @@ pub const KEY_FILE_VERSION: u8 = 1;
 pub const SEAL_OVERHEAD: usize = 16;
 /// Longest role name in a key file.
 const MAX_ROLE: usize = 64;
+/// Longest signature in a key file (RSA-4096 is 512 bytes).
+const MAX_SIGNATURE: usize = 1024;
+const SIGNATURE_CONTEXT: &[u8] = b"privset/v1/exchange-dir/link-key\0";
 const HKDF_SALT: &[u8] = b"privset/v1/exchange-dir";
 const KEY_DERIVATION_LABEL: &[u8] = b"privset/v1/exchange-dir/link-key";
 
@@ -106,9 +117,16 @@ impl LinkKeyPair {
 pub struct KeyFile {
     pub role: String,
     pub public: [u8; 32],
+    /// `(TLS SignatureScheme code, signature)` by the role's certificate key, if signed.
+    pub signature: Option<(u16, Vec<u8>)>,
 }
 
 impl KeyFile {
+    /// What a signature covers: the context, the role and the public key.
+    fn signed_message(role: &str, public: &[u8; 32]) -> Vec<u8> {
+        [SIGNATURE_CONTEXT, role.as_bytes(), &[0], public].concat()
+    }
+
     /// The file's bytes.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(6 + self.role.len() + 32);
@@ -117,7 +135,38 @@ impl KeyFile {
         out.push(self.role.len() as u8);
         out.extend_from_slice(self.role.as_bytes());
         out.extend_from_slice(&self.public);
+        if let Some((scheme, sig)) = &self.signature {
+            out.extend_from_slice(&scheme.to_be_bytes());
+            out.extend_from_slice(&(sig.len() as u16).to_be_bytes());
+            out.extend_from_slice(sig);
+        }
         out
+    }
+
+    /// Checks that the file is signed by the key of `certificate` (DER); the error says
+    /// why not.
+    pub fn verify(&self, certificate: &[u8]) -> Result<(), String> {
+        let Some((code, sig)) = &self.signature else {
+            return Err("it is not signed".into());
+        };
+        let scheme = rustls::SignatureScheme::from(*code);
+        let provider = rustls::crypto::ring::default_provider();
+        let algorithms = provider
+            .signature_verification_algorithms
+            .mapping
+            .iter()
+            .find(|(s, _)| *s == scheme)
+            .map(|(_, algs)| *algs)
+            .ok_or_else(|| format!("its signature scheme {scheme:?} is not supported"))?;
+        let der = rustls::pki_types::CertificateDer::from(certificate);
+        let cert = webpki::EndEntityCert::try_from(&der)
+            .map_err(|e| format!("the expected certificate is unreadable: {e}"))?;
+        let message = Self::signed_message(&self.role, &self.public);
+        algorithms
+            .iter()
+            .any(|alg| cert.verify_signature(*alg, &message, sig).is_ok())
+            .then_some(())
+            .ok_or_else(|| "its signature is not by the certificate listed for it".into())
     }
 
     /// Parses a key file; the error says what is wrong with it.
@@ -132,12 +181,31 @@ impl KeyFile {
             ));
         }
         let len = usize::from(bytes[5]);
-        if !(1..=MAX_ROLE).contains(&len) || bytes.len() != 6 + len + 32 {
+        if !(1..=MAX_ROLE).contains(&len) || bytes.len() < 6 + len + 32 {
             return Err(format!(
                 "a link key file of {} bytes with a {len}-byte role",
                 bytes.len()
             ));
         }
+        let rest = &bytes[6 + len + 32..];
+        let signature = match rest.len() {
+            0 => None,
+            n if n >= 4 => {
+                let code = u16::from_be_bytes([rest[0], rest[1]]);
+                let sig_len = usize::from(u16::from_be_bytes([rest[2], rest[3]]));
+                if !(1..=MAX_SIGNATURE).contains(&sig_len) || n != 4 + sig_len {
+                    return Err(format!(
+                        "a link key file whose signature section of {n} bytes announces {sig_len}"
+                    ));
+                }
+                Some((code, rest[4..].to_vec()))
+            }
+            n => {
+                return Err(format!(
+                    "a link key file with {n} stray bytes after its key"
+                ));
+            }
+        };
         let role = std::str::from_utf8(&bytes[6..6 + len])
             .ok()
             .filter(|r| {
@@ -145,10 +213,13 @@ impl KeyFile {
                     .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
             })
             .ok_or("the role in a link key file is not a role name")?;
-        let public = bytes[6 + len..].try_into().expect("length checked");
+        let public = bytes[6 + len..6 + len + 32]
+            .try_into()
+            .expect("length checked");
         Ok(Self {
             role: role.to_string(),
             public,
+            signature,
         })
     }
 }
@@ -156,6 +227,11 @@ impl KeyFile {
 /// The public key `role` has published in `dir`, if it has; a key file that is not one,
 /// or names another role, is an error.
 pub fn published_key(dir: &Path, role: &str) -> Result<Option<[u8; 32]>, TransportError> {
+    Ok(read_key_file(dir, role)?.map(|f| f.public))
+}
+
+/// The key file `role` has published in `dir`, if it has.
+fn read_key_file(dir: &Path, role: &str) -> Result<Option<KeyFile>, TransportError> {
     let path = dir.join(key_file_name(role));
     let bytes = match read_small(&path)? {
         Some(b) => b,
@@ -170,7 +246,40 @@ pub fn published_key(dir: &Path, role: &str) -> Result<Option<[u8; 32]>, Transpo
             file.role
         )));
     }
-    Ok(Some(file.public))
+    Ok(Some(file))
+}
+
+/// Signs this participant's link key file with its certificate's private key.
+pub struct LinkSigner {
+    key: Arc<dyn rustls::sign::SigningKey>,
+}
+
+impl LinkSigner {
+    /// The signer of the PEM private key in `path` (ECDSA, Ed25519 or RSA).
+    pub fn from_key_file(path: &Path) -> Result<Self, TransportError> {
+        let der = crate::tls::load_key(path)?;
+        let key = rustls::crypto::ring::sign::any_supported_type(&der).map_err(|e| {
+            TransportError::Config(format!("private key file {}: {e}", path.display()))
+        })?;
+        Ok(Self { key })
+    }
+
+    fn sign(&self, role: &str, public: &[u8; 32]) -> Result<(u16, Vec<u8>), TransportError> {
+        use rustls::SignatureScheme as S;
+        let schemes = [
+            S::ECDSA_NISTP256_SHA256,
+            S::ECDSA_NISTP384_SHA384,
+            S::ED25519,
+            S::RSA_PSS_SHA256,
+        ];
+        let signer = self.key.choose_scheme(&schemes).ok_or_else(|| {
+            TransportError::Config("the private key suits none of ECDSA, Ed25519, RSA-PSS".into())
+        })?;
+        let sig = signer
+            .sign(&KeyFile::signed_message(role, public))
+            .map_err(|e| TransportError::Config(format!("signing the link key: {e}")))?;
+        Ok((u16::from(signer.scheme()), sig))
+    }
 }
 
 /// Reads a file of at most a key file's size; `None` if it does not exist.
@@ -182,7 +291,7 @@ fn read_small(path: &Path) -> Result<Option<Vec<u8>>, TransportError> {
         Err(e) => return Err(TransportError::io(format!("opening {}", path.display()), e)),
     };
     let mut bytes = Vec::new();
-    file.take((6 + MAX_ROLE + 32 + 1) as u64)
+    file.take((6 + MAX_ROLE + 32 + 4 + MAX_SIGNATURE + 1) as u64)
         .read_to_end(&mut bytes)
         .map_err(|e| TransportError::io(format!("reading {}", path.display()), e))?;
     Ok(Some(bytes))
@@ -192,11 +301,17 @@ impl DirPlace {
     /// Publishes this role's link key for the run whose seed is `seed` (skipped if the
     /// same key is already there: a restart), and returns the key pair. A different key
     /// already published means the directory holds another run of this role: refused.
-    pub fn publish_key(&self, seed: &[u8; 32]) -> Result<Arc<LinkKeyPair>, TransportError> {
+    /// With `signer`, the key file is signed (and an unsigned one of the same key, from a
+    /// run started without it, signed now).
+    pub fn publish_key(
+        &self,
+        seed: &[u8; 32],
+        signer: Option<&LinkSigner>,
+    ) -> Result<Arc<LinkKeyPair>, TransportError> {
         let keys = LinkKeyPair::from_seed(seed);
-        match published_key(self.path(), self.role())? {
-            Some(p) if p == keys.public => {}
-            Some(_) => {
+        match read_key_file(self.path(), self.role())? {
+            Some(f) if f.public == keys.public && (signer.is_none() || f.signature.is_some()) => {}
+            Some(f) if f.public != keys.public => {
                 return Err(TransportError::ExchangeDir(format!(
                     "{} holds another run's link key of {:?}; was this directory used by \
                      another run? Give each run its own directory",
@@ -204,10 +319,14 @@ impl DirPlace {
                     self.role()
                 )));
             }
-            None => {
+            _ => {
+                let signature = signer
+                    .map(|s| s.sign(self.role(), &keys.public))
+                    .transpose()?;
                 let file = KeyFile {
                     role: self.role().to_string(),
                     public: keys.public,
+                    signature,
                 };
                 self.write_file(&key_file_name(self.role()), &file.encode())?;
             }
@@ -219,12 +338,20 @@ impl DirPlace {
     /// [`DirPlace::publish_key`] returned.
     pub fn seal_pair(&self, keys: Arc<LinkKeyPair>, peer_role: &str) -> SealedLink {
         let inner = self.link(self.role(), peer_role);
-        SealedLink::new(inner, keys, self.role(), peer_role)
+        SealedLink::new(inner, keys, self.role(), peer_role, None)
     }
 
     /// The sealed links of n-party participant `me` (this place's role is
     /// `p<me>`) to each of `peers`.
-    pub fn seal_links(&self, keys: Arc<LinkKeyPair>, me: PartyId, peers: &[PartyId]) -> LinkSet {
+    /// With `certificates` (every participant's, by index), each peer's key file must be
+    /// signed by its own.
+    pub fn seal_links(
+        &self,
+        keys: Arc<LinkKeyPair>,
+        me: PartyId,
+        peers: &[PartyId],
+        certificates: Option<&[Vec<u8>]>,
+    ) -> LinkSet {
         let role = participant_role(me);
         let mut links = LinkSet::new();
         for &peer in peers {
@@ -235,7 +362,13 @@ impl DirPlace {
             );
             links.insert(
                 peer,
-                Box::new(SealedLink::new(inner, keys.clone(), &role, &peer_role)),
+                Box::new(SealedLink::new(
+                    inner,
+                    keys.clone(),
+                    &role,
+                    &peer_role,
+                    certificates.and_then(|c| c.get(usize::from(peer)).cloned()),
+                )),
             );
         }
         links
@@ -283,6 +416,8 @@ pub struct SealedLink {
     keys: Arc<LinkKeyPair>,
     role: String,
     peer_role: String,
+    /// The peer's certificate (DER), when its key file must be signed by it.
+    peer_certificate: Option<Vec<u8>>,
     /// Derived once the peer's key file is read (at the first message either way).
     link_keys: Option<LinkKeys>,
 }
@@ -298,12 +433,19 @@ impl std::fmt::Debug for SealedLink {
 }
 
 impl SealedLink {
-    fn new(inner: ExchangeDir, keys: Arc<LinkKeyPair>, role: &str, peer_role: &str) -> Self {
+    fn new(
+        inner: ExchangeDir,
+        keys: Arc<LinkKeyPair>,
+        role: &str,
+        peer_role: &str,
+        peer_certificate: Option<Vec<u8>>,
+    ) -> Self {
         Self {
             inner,
             keys,
             role: role.to_string(),
             peer_role: peer_role.to_string(),
+            peer_certificate,
             link_keys: None,
         }
     }
@@ -315,9 +457,22 @@ impl SealedLink {
             let what = format!("the link key of {:?}", self.peer_role);
             let path = self.inner.path().join(key_file_name(&self.peer_role));
             self.inner.wait_for(&path, &what)?;
-            let peer = published_key(self.inner.path(), &self.peer_role)?.ok_or_else(|| {
+            let file = read_key_file(self.inner.path(), &self.peer_role)?.ok_or_else(|| {
                 TransportError::ExchangeDir(format!("{} vanished", path.display()))
             })?;
+            if let Some(certificate) = &self.peer_certificate {
+                file.verify(certificate).map_err(|why| {
+                    TransportError::ExchangeDir(format!(
+                        "{} is refused: {why} (the link key of {:?} must be signed with the key \
+                         of {}, which the parties file lists for it; every participant gives \
+                         --tls-key over an exchange directory when one does)",
+                        path.display(),
+                        self.peer_role,
+                        crate::tls::describe_certificate(certificate)
+                    ))
+                })?;
+            }
+            let peer = file.public;
             let shared = MontgomeryPoint(peer).mul_clamped(*self.keys.secret);
             let shared = Zeroizing::new(shared.to_bytes());
             if *shared == [0u8; 32] {
@@ -403,8 +558,8 @@ pub fn open_links(
         )));
     }
     let place = DirPlace::take(dir, &participant_role(me), opts)?;
-    let keys = place.publish_key(seed)?;
-    Ok(place.seal_links(keys, me, peers))
+    let keys = place.publish_key(seed, None)?;
+    Ok(place.seal_links(keys, me, peers, None))
 }
 
 #[cfg(test)]
@@ -416,6 +571,7 @@ mod tests {
         let file = KeyFile {
             role: "p3".into(),
             public: LinkKeyPair::from_seed(&[9; 32]).public(),
+            signature: None,
         };
         let bytes = file.encode();
         assert_eq!(KeyFile::decode(&bytes).unwrap(), file);
@@ -431,6 +587,55 @@ mod tests {
         let mut version = bytes;
         version[4] = 2;
         assert!(KeyFile::decode(&version).unwrap_err().contains("version 2"));
+    }
+
+    #[test]
+    fn signed_key_files_verify_only_against_their_certificate() {
+        let dir = std::env::temp_dir().join(format!("privset-sealed-sign-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        crate::certs::generate(&dir, &["p1".into(), "rival".into()]).unwrap();
+        let cert =
+            |n: &str| crate::tls::end_entity_certificate(&dir.join(format!("{n}.pem"))).unwrap();
+        let signer = LinkSigner::from_key_file(&dir.join("p1.key")).unwrap();
+        let public = LinkKeyPair::from_seed(&[5; 32]).public();
+        let file = KeyFile {
+            role: "p1".into(),
+            public,
+            signature: Some(signer.sign("p1", &public).unwrap()),
+        };
+        let back = KeyFile::decode(&file.encode()).unwrap();
+        assert_eq!(back, file);
+        assert!(back.verify(&cert("p1")).is_ok());
+        assert!(
+            back.verify(&cert("rival"))
+                .unwrap_err()
+                .contains("not by the certificate")
+        );
+        // Another role or key under the same signature, a changed signature, none.
+        let moved = KeyFile {
+            role: "p2".into(),
+            ..back.clone()
+        };
+        assert!(moved.verify(&cert("p1")).is_err());
+        let other = KeyFile {
+            public: [7; 32],
+            ..back.clone()
+        };
+        assert!(other.verify(&cert("p1")).is_err());
+        let mut bad = back.clone();
+        bad.signature.as_mut().unwrap().1[10] ^= 1;
+        assert!(bad.verify(&cert("p1")).is_err());
+        let unsigned = KeyFile {
+            signature: None,
+            ..back
+        };
+        assert!(
+            unsigned
+                .verify(&cert("p1"))
+                .unwrap_err()
+                .contains("not signed")
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

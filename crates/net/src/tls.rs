@@ -548,7 +548,7 @@ fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TransportErro
 }
 
 /// The private key in a PEM file (PKCS#8, PKCS#1 or SEC1); the error names the file.
-fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, TransportError> {
+pub(crate) fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, TransportError> {
     PrivateKeyDer::from_pem_file(path).map_err(|e| {
         let e = match e {
             rustls::pki_types::pem::Error::NoItemsFound => "no PEM private key found".to_string(),

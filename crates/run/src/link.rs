@@ -145,7 +145,7 @@ impl LinkSpec {
             cancel: self.cancel.clone(),
         };
         let run = join_exchange_dir(state_dir, dir, role, opts)?;
-        let keys = run.place.publish_key(&run.seed)?;
+        let keys = run.place.publish_key(&run.seed, None)?;
         Ok(Link {
             transport: Box::new(run.place.seal_pair(keys, peer_role)),
             kind: "exchange-dir",
@@ -426,7 +426,7 @@ mod tests {
         let (x, state) = (d.join("exchange"), d.join("state"));
         let first = join(&state, &x).unwrap();
         assert_eq!(first.origin, SeedOrigin::New);
-        first.place.publish_key(&first.seed).unwrap();
+        first.place.publish_key(&first.seed, None).unwrap();
         let seed = first.seed;
         drop(first);
         // Restarted while the directory still holds the run: the same seed.
@@ -446,14 +446,14 @@ mod tests {
                 .unwrap()
                 .contains("fresh randomness")
         );
-        fresh.place.publish_key(&fresh.seed).unwrap();
+        fresh.place.publish_key(&fresh.seed, None).unwrap();
         let seed_file = fresh.seed_file.clone();
         drop(fresh);
         // Another run's key in the directory: refused, and the stored seed (which can
         // never be resumed) deleted.
         std::fs::remove_dir_all(&x).unwrap();
         let other = join(&d.join("other-state"), &x).unwrap();
-        other.place.publish_key(&other.seed).unwrap();
+        other.place.publish_key(&other.seed, None).unwrap();
         drop(other);
         let err = join(&state, &x).err().unwrap();
         assert!(err.message.contains("another run"), "{}", err.message);

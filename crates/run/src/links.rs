@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use privset_net::dir::{self, DirOptions};
+use privset_net::sealed_dir::LinkSigner;
 use privset_net::{Cancel, ConnectOptions, Identity, LinkPlan, LinkSet, Security, TlsFiles};
 use privset_protocols::engine::Topology;
 use privset_protocols::party::PartyId;
@@ -84,9 +85,14 @@ pub struct PartiesSpec {
     /// Mutual TLS files for TCP links; `None` = plaintext (asked for explicitly).
     pub tls: Option<TlsFiles>,
     /// Every participant's name and certificate: with mutual TLS, each link is
-    /// accepted only from the certificate listed for that participant. `None`: any
-    /// certificate the CA vouches for (the toy sum's demo only).
+    /// accepted only from the certificate listed for that participant; over an exchange
+    /// directory with [`PartiesSpec::dir_signing_key`], each peer's link key file must
+    /// be signed by it. `None`: any certificate the CA vouches for (the toy sum's demo
+    /// only), or unsigned link keys.
     pub identities: Option<Vec<Identity>>,
+    /// Exchange directory: this participant's private key (PEM), to sign its link key
+    /// file with (`None`: unsigned, and peers' unchecked).
+    pub dir_signing_key: Option<PathBuf>,
     /// How long to wait for the peers (connections, or any one message).
     pub timeout: Duration,
     /// Name to verify every listening peer's certificate against (default: its host).
@@ -170,9 +176,27 @@ impl PartiesSpec {
                     cancel: self.cancel.clone(),
                 };
                 let run = join_exchange_dir(state_dir, dir, &role, opts)?;
-                let keys = run.place.publish_key(&run.seed)?;
+                // With this participant's key, its link key file is signed, and every
+                // peer's must be signed by the certificate the roster lists for it.
+                let signer = self
+                    .dir_signing_key
+                    .as_deref()
+                    .map(LinkSigner::from_key_file)
+                    .transpose()?;
+                let certificates: Option<Vec<Vec<u8>>> = match (&signer, &self.identities) {
+                    (Some(_), Some(ids)) => {
+                        Some(ids.iter().map(|id| id.certificate.clone()).collect())
+                    }
+                    _ => None,
+                };
+                let keys = run.place.publish_key(&run.seed, signer.as_ref())?;
                 Ok(PartyLinks {
-                    links: run.place.seal_links(keys, self.me, &self.peers()),
+                    links: run.place.seal_links(
+                        keys,
+                        self.me,
+                        &self.peers(),
+                        certificates.as_deref(),
+                    ),
                     kind: "exchange-dir",
                     notice: run.origin.notice(dir),
                     seed_file: Some(run.seed_file),

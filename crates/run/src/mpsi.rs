@@ -154,9 +154,12 @@ impl LinkSettings {
             self.poll_interval,
         )?;
         let tls = tls.filter(|_| self.exchange_dir.is_none());
-        let identities = match &tls {
-            Some(_) => Some(roster.identities()?),
-            None => None,
+        // Over an exchange directory the private key, when given, signs the link key
+        // file (docs/wire.md): then every participant's certificate is needed too.
+        let dir_signing_key = self.exchange_dir.as_ref().and(self.tls_key.clone());
+        let identities = match (&tls, &dir_signing_key) {
+            (None, None) => None,
+            _ => Some(roster.identities()?),
         };
         Ok(PartiesSpec {
             endpoint,
@@ -166,6 +169,7 @@ impl LinkSettings {
             session: format!("mpsi/{}/{}", protocol.name(), self.session),
             tls,
             identities,
+            dir_signing_key,
             timeout: self.timeout,
             server_name: self.server_name.clone(),
             cancel,
