@@ -258,10 +258,12 @@ mod tests {
         assert!(
             matches!(spec.endpoint, PartiesEndpoint::Tcp { ref addresses, .. } if addresses.len() == 3)
         );
-        // An exchange directory needs no address and carries no TLS.
+        // An exchange directory needs no address and carries no TLS; without a key its
+        // link key files are unsigned.
         let dir = LinkSettings {
             exchange_dir: Some("x".into()),
-            ..settings
+            tls_key: None,
+            ..settings.clone()
         };
         let files = TlsFiles {
             ca: "ca.pem".into(),
@@ -278,6 +280,23 @@ mod tests {
             )
             .unwrap();
         assert!(spec.tls.is_none() && spec.peers() == vec![0, 2]);
+        assert!(spec.dir_signing_key.is_none() && spec.identities.is_none());
+        // With a key, it signs with it and needs every participant's certificate (the
+        // roster's files do not exist here: refused, naming the file).
+        let signed = LinkSettings {
+            exchange_dir: Some("x".into()),
+            ..settings
+        };
+        let e = signed
+            .spec(
+                MpsiProtocol::Bay,
+                &roster(false),
+                1,
+                None,
+                Cancel::default(),
+            )
+            .unwrap_err();
+        assert!(e.message.contains("hub.pem"), "{}", e.message);
         // TCP needs every participant's address.
         let tcp = LinkSettings::default();
         assert!(
