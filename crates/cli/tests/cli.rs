@@ -115,6 +115,16 @@ fn party_args(dir: &Path, role: &str, link: &[String], extra: &[&str]) -> Vec<St
     a
 }
 
+/// The flags of an exchange-directory link in `x`, polled every 20 ms.
+fn dir_link(x: &Path) -> Vec<String> {
+    vec![
+        "--exchange-dir".to_string(),
+        x.display().to_string(),
+        "--poll-interval-ms".into(),
+        "20".into(),
+    ]
+}
+
 fn as_refs(v: &[String]) -> Vec<&str> {
     v.iter().map(|s| s.as_str()).collect()
 }
@@ -282,7 +292,7 @@ fn every_pi_sum_protocol_over_mutual_tls() {
     assert!(stderr(&o1).contains("protocol"), "{}", stderr(&o1));
 }
 
-/// Agreed settings: a key setting on one side only (the review found cardinality 260
+/// Agreed settings: a key setting on one side only (before this check, cardinality 260
 /// instead of 500 for `--normalize email` against the default, and 0 for `--hash-ids`
 /// on one side) stops both parties with exit 3 naming the setting, before any
 /// set-dependent message; the same settings on both sides run. psi, psi with buckets
@@ -299,11 +309,8 @@ fn a_key_setting_on_one_side_only_stops_both_parties_naming_it() {
         let x = dir.join(format!("x-{tag}"));
         let args = |role: &str, extra: &[&str]| -> Vec<String> {
             let mut a: Vec<String> = vec![op.into(), "--role".into(), role.into()];
+            a.extend(dir_link(&x));
             a.extend([
-                "--exchange-dir".to_string(),
-                x.display().to_string(),
-                "--poll-interval-ms".into(),
-                "20".into(),
                 "--timeout".into(),
                 "60".into(),
                 "--input".into(),
@@ -390,14 +397,9 @@ fn a_key_setting_on_one_side_only_stops_both_parties_naming_it() {
     assert!(r.status.success(), "{}", stderr(&r));
     assert!(s.status.success(), "{}", stderr(&s));
     assert_eq!(json(&dir.join("same-receiver.json"))["cardinality"], 60);
-    // pi-sum: the review's case, --normalize email on P1 only.
+    // pi-sum: --normalize email on P1 only (cardinality 260 instead of 500 before).
     let x = dir.join("x-pi-sum");
-    let link = vec![
-        "--exchange-dir".to_string(),
-        x.display().to_string(),
-        "--poll-interval-ms".into(),
-        "20".into(),
-    ];
+    let link = dir_link(&x);
     write_inputs(&dir, 50, 40, 20);
     let p1 = spawn(&as_refs(&party_args(
         &dir,
@@ -521,12 +523,7 @@ fn exchange_dir_with_restart(victim: &str, after: &str) {
     let dir = scratch(&format!("xdir-{victim}"));
     let (card, sum) = write_inputs(&dir, 400, 300, 150);
     let x = dir.join("exchange");
-    let link = vec![
-        "--exchange-dir".to_string(),
-        x.display().to_string(),
-        "--poll-interval-ms".into(),
-        "20".into(),
-    ];
+    let link = dir_link(&x);
     let a1 = party_args(&dir, "p1", &link, &[]);
     let a2 = party_args(&dir, "p2", &link, &[]);
     let (args_victim, args_other) = if victim == "p1" {
@@ -554,7 +551,7 @@ fn exchange_dir_with_restart(victim: &str, after: &str) {
     );
 }
 
-/// The review's reproduction of seed reuse, and what the storage sees: p1 times out
+/// Seed reuse after a failed run, and what the storage sees: p1 times out
 /// waiting for p2; rerun on the same directory it resumes its run (same link key) and
 /// finishes with p2; with the folder recreated in between it draws fresh randomness (a
 /// different link key, which is derived from the seed) and says so. No file ever holds a
@@ -564,12 +561,7 @@ fn exchange_dir_files_hold_no_plaintext_and_a_recreated_dir_draws_fresh_randomne
     let dir = scratch("xdir-fresh");
     let (card, sum) = write_inputs(&dir, 200, 150, 60);
     let x = dir.join("exchange");
-    let link = vec![
-        "--exchange-dir".to_string(),
-        x.display().to_string(),
-        "--poll-interval-ms".into(),
-        "20".into(),
-    ];
+    let link = dir_link(&x);
     let p1_alone = || {
         let o = privset(&as_refs(&party_args(
             &dir,
@@ -1287,12 +1279,7 @@ fn exchange_dir_that_is_a_file_exits_4_and_a_killed_party_restarts_at_once() {
     // Killed and restarted before the old process is reaped: the kernel released the
     // lock with the process, so the restart is not refused.
     let x = dir.join("exchange");
-    let link = vec![
-        "--exchange-dir".to_string(),
-        x.display().to_string(),
-        "--poll-interval-ms".into(),
-        "20".into(),
-    ];
+    let link = dir_link(&x);
     let args = party_args(&dir, "p1", &link, &[]);
     let mut first = spawn(&as_refs(&args));
     wait_for(&x.join("p1.lock"), Duration::from_secs(30));

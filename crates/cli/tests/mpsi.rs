@@ -357,7 +357,7 @@ fn signed_link_keys_over_an_exchange_directory() {
 
 /// An outsider holding a certificate from the consortium's CA tries to take org2's place:
 /// every listed participant it links with refuses it, naming the participant and both
-/// certificates, and nobody finishes (the review's reproduction gave an intersection of
+/// certificates, and nobody finishes (before this check, an intersection of
 /// 41 where the real sets give 37, every participant exiting 0).
 #[test]
 fn an_outsider_with_a_certificate_from_the_same_ca_is_refused() {

@@ -444,7 +444,7 @@ fn plaintext_segments(
     (card, sum)
 }
 
-/// Review item 3: P1 tests every item of P2 against each of the `S` segment filters, so
+/// P1 tests every item of P2 against each of the `S` segment filters, so
 /// each Bloom filter in round 2 must be built for `S · n2` look-ups (`k = 40 +
 /// ceil(log2(S · n2))` partitions), not `n2`; the Bloom encoding's length is exact, so
 /// the message shows which. The answers still match the plaintext ones.
@@ -516,7 +516,7 @@ fn segmented_filters_are_sized_for_every_segments_lookups() {
     }
 }
 
-/// Review item 3: an item of P2 that two segments' Z both hold (here P1 lists the same
+/// An item of P2 that two segments' Z both hold (here P1 lists the same
 /// identifier in two segments; a filter's false positive does the same) is counted once,
 /// in the first of them, so the segment cardinalities and sums still add up to the
 /// totals.
@@ -547,7 +547,7 @@ fn an_item_matching_two_segments_is_counted_once() {
     }
 }
 
-/// Review item 4: with threshold N, a segment with fewer than N matches is suppressed:
+/// With threshold N, a segment with fewer than N matches is suppressed:
 /// P2 gets neither its sum nor its cardinality, and its totals cover the revealed
 /// segments only (else one suppressed segment's sum would follow by subtraction); the
 /// revealed segments still give the plaintext answers. Here N = 100, segment 0 holds

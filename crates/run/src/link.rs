@@ -433,7 +433,7 @@ mod tests {
         let again = join(&state, &x).unwrap();
         assert_eq!((again.origin, again.seed), (SeedOrigin::Resumed, seed));
         drop(again);
-        // The folder recreated after a failure (the review's reproduction): fresh
+        // The folder recreated after a failure (what a user does after a timeout): fresh
         // randomness, and a notice saying so.
         std::fs::remove_dir_all(&x).unwrap();
         let fresh = join(&state, &x).unwrap();

@@ -64,7 +64,7 @@
 //!   on a safe-prime key (152 multiplications an item at 100,000 items) and
 //!   `sum_selected` a full-size `r^{n^s}`; then, until privset's stop 45 the same day,
 //!   every key's `α` had 256 bits and `β` 128 more (each item within `2^-128`): 34
-//!   multiplications an item on the deployed key. Until 2026-12 (a review's item 5) the
+//!   multiplications an item on the deployed key. Until 2026-12 the
 //!   slack was 72 bits, justified by fewer than `2^32` randomizers a run: true of items,
 //!   not of items times the reverse variant's up to 128 encrypted columns (`2^-33`).
 
@@ -1765,7 +1765,7 @@ mod tests {
     /// The masking party's randomizers: `h^β` on the owner's base with `β` of exactly
     /// `160 + 80` bits from the caller's rng on a 1024-bit key (a shorter `β` would no
     /// longer smudge the owner's 160-bit exponents over the `2^40` randomizers a run may
-    /// draw: review item 5, 72 bits covered only `2^32`), encryptions of 0, from one
+    /// draw, where 72 bits covered only `2^32`), encryptions of 0, from one
     /// table per key.
     #[test]
     fn masking_randomizers_smudge_the_owners_exponent() {
@@ -1825,7 +1825,7 @@ mod tests {
         }
     }
 
-    /// The smudging slack covers every randomizer a run may draw (review item 5: the
+    /// The smudging slack covers every randomizer a run may draw (the
     /// reverse variant's items times its encrypted columns, up to `2^39`, not `2^32`)
     /// within `2^-40` together, and keeps every `β` a whole number of bytes.
     #[test]

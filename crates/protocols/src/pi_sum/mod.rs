@@ -705,7 +705,7 @@ impl HeChoice for ElGamal {
 mod tests {
     use super::*;
 
-    /// Review item 5: a run's smudged Paillier randomizers stay below the `2^40` the
+    /// A run's smudged Paillier randomizers stay below the `2^40` the
     /// masking party's slack is sized for. Reverse: one per item (below `2^32`) and
     /// encrypted column (value columns and their squares). Forward: one per segment,
     /// encrypted column and slot, the slots of a ciphertext fewer than the plaintext's
