@@ -91,6 +91,19 @@ pub fn ristretto_ifma() -> bool {
     has_avx512_ifma() && !portable_forced()
 }
 
+/// True when GF(2^128) products ([`crate::gf128`]) may use the carry-less multiply
+/// instruction (PCLMULQDQ, in every x86-64 CPU since 2010).
+pub fn gf128_clmul() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("pclmulqdq") && !portable_forced()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// True when the polynomial arithmetic over Z_t ([`crate::bfv::zt`]) runs its AVX2
 /// loops: the CPU has AVX2 and the portable path is not forced.
 pub fn zt_avx2() -> bool {
@@ -170,6 +183,7 @@ pub fn report() -> String {
          BFV plaintext NTT (unbalanced PSI server): {}\n\
          Paillier / Damgard-Jurik products and powers: {}\n\
          ElGamal bulk encryptions (ristretto255 fixed-base products): {}\n\
+         GF(2^128) products (silent VOLE): {}\n\
          big integers (GMP): fat build, chosen at start",
         dalek_backend(),
         blst_backend(),
@@ -188,6 +202,11 @@ pub fn report() -> String {
             "AVX-512 IFMA, 8 lanes (privset)"
         } else {
             "curve25519-dalek tables, one at a time"
+        },
+        if gf128_clmul() {
+            "carry-less multiply (PCLMULQDQ)"
+        } else {
+            "portable"
         },
     )
 }

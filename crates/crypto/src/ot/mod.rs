@@ -231,6 +231,54 @@ impl OtReceiverSetup {
         choices: &[bool],
         k: usize,
     ) -> Result<(OtReceiverKeys, Vec<u8>), OtError> {
+        let count = choices.len();
+        let ctx = self.ctx;
+        let (mut r, t, message) = self.extend_matrix(base_reply, choices, k)?;
+        let row_hash = RowHash::new(&ctx);
+        let mut keys = Zeroizing::new(vec![[0u8; KEY_LEN]; count]);
+        for_each_row_block(&t, column_stride(count), &mut keys, |first, rows, out| {
+            for (offset, (key, row)) in out.iter_mut().zip(rows).enumerate() {
+                *key = row_hash.hash(first + offset, *row);
+            }
+        });
+        r.truncate(column_len(count));
+        Ok((OtReceiverKeys { choices: r, keys }, message))
+    }
+
+    /// Step 2 without the row hash: the receiver keeps IKNP's raw correlation
+    /// `t_i` (the sender gets `q_i = t_i ⊕ c_i·s`), a correlated OT. Silent VOLE
+    /// ([`crate::vole`]) reads the rows as GF(2^128) elements, so that the sender's offset
+    /// `s` becomes its global key; [`CorrelatedReceiver::key`] still gives the random-OT
+    /// key of any row. Same message as [`Self::extend`].
+    pub fn extend_correlated(
+        self,
+        base_reply: &[u8],
+        choices: &[bool],
+    ) -> Result<(CorrelatedReceiver, Vec<u8>), OtError> {
+        let count = choices.len();
+        let ctx = self.ctx;
+        let (mut r, t, message) = self.extend_matrix(base_reply, choices, SUBSPACE_BITS)?;
+        let rows = matrix_rows(&t, count);
+        r.truncate(column_len(count));
+        Ok((
+            CorrelatedReceiver {
+                row_hash: RowHash::new(&ctx),
+                choices: r,
+                rows,
+            },
+            message,
+        ))
+    }
+
+    /// The column matrix `t` (128 columns of [`column_stride`] bytes), the packed
+    /// choices and the extension message.
+    #[allow(clippy::type_complexity)]
+    fn extend_matrix(
+        self,
+        base_reply: &[u8],
+        choices: &[bool],
+        k: usize,
+    ) -> Result<(Zeroizing<Vec<u8>>, Zeroizing<Vec<u8>>, Vec<u8>), OtError> {
         debug_assert!(KAPPA.is_multiple_of(k) && k <= 8);
         let count = choices.len();
         check_count(count)?;
@@ -278,16 +326,7 @@ impl OtReceiverSetup {
                     }
                 });
         }
-
-        let row_hash = RowHash::new(&self.ctx);
-        let mut keys = Zeroizing::new(vec![[0u8; KEY_LEN]; count]);
-        for_each_row_block(&t, stride, &mut keys, |first, rows, out| {
-            for (offset, (key, row)) in out.iter_mut().zip(rows).enumerate() {
-                *key = row_hash.hash(first + offset, *row);
-            }
-        });
-        r.truncate(len);
-        Ok((OtReceiverKeys { choices: r, keys }, message))
+        Ok((r, t, message))
     }
 }
 
@@ -388,6 +427,46 @@ impl OtSenderSetup {
         count: usize,
         k: usize,
     ) -> Result<OtSenderKeys, OtError> {
+        let ctx = self.ctx;
+        let s = *self.s;
+        let q = self.extend_matrix(extension_message, count, k)?;
+        let row_hash = RowHash::new(&ctx);
+        let mut keys = Zeroizing::new(vec![[[0u8; KEY_LEN]; 2]; count]);
+        for_each_row_block(&q, column_stride(count), &mut keys, |first, rows, out| {
+            for (offset, (pair, row)) in out.iter_mut().zip(rows).enumerate() {
+                *pair = [
+                    row_hash.hash(first + offset, *row),
+                    row_hash.hash(first + offset, *row ^ s),
+                ];
+            }
+        });
+        Ok(OtSenderKeys { keys })
+    }
+
+    /// Finishes without the row hash: the rows `q_i = t_i ⊕ c_i·s` and the offset `s`, a
+    /// correlated OT (see [`OtReceiverSetup::extend_correlated`]).
+    pub fn extend_correlated(
+        self,
+        extension_message: &[u8],
+        count: usize,
+    ) -> Result<CorrelatedSender, OtError> {
+        let ctx = self.ctx;
+        let offset = Zeroizing::new(*self.s);
+        let q = self.extend_matrix(extension_message, count, SUBSPACE_BITS)?;
+        Ok(CorrelatedSender {
+            row_hash: RowHash::new(&ctx),
+            offset,
+            rows: matrix_rows(&q, count),
+        })
+    }
+
+    /// The column matrix `q` (128 columns of [`column_stride`] bytes).
+    fn extend_matrix(
+        self,
+        extension_message: &[u8],
+        count: usize,
+        k: usize,
+    ) -> Result<Zeroizing<Vec<u8>>, OtError> {
         debug_assert!(KAPPA.is_multiple_of(k) && k <= 8);
         check_count(count)?;
         let expected = message_len(count, k);
@@ -444,18 +523,7 @@ impl OtSenderSetup {
                     }
                 });
         }
-
-        let row_hash = RowHash::new(&self.ctx);
-        let mut keys = Zeroizing::new(vec![[[0u8; KEY_LEN]; 2]; count]);
-        for_each_row_block(&q, stride, &mut keys, |first, rows, out| {
-            for (offset, (pair, row)) in out.iter_mut().zip(rows).enumerate() {
-                *pair = [
-                    row_hash.hash(first + offset, *row),
-                    row_hash.hash(first + offset, *row ^ *s),
-                ];
-            }
-        });
-        Ok(OtSenderKeys { keys })
+        Ok(q)
     }
 }
 
@@ -492,6 +560,98 @@ impl OtSenderKeys {
 impl std::fmt::Debug for OtSenderKeys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "OtSenderKeys {{ len: {}, .. }}", self.len())
+    }
+}
+
+/// The rows of a column matrix, row `i` as a 128-bit word (bit `j` = column `j`).
+fn matrix_rows(matrix: &[u8], count: usize) -> Zeroizing<Vec<u128>> {
+    let mut rows = Zeroizing::new(vec![0u128; count]);
+    for_each_row_block(matrix, column_stride(count), &mut rows, |_, block, out| {
+        out.copy_from_slice(&block[..out.len()]);
+    });
+    rows
+}
+
+/// The correlated-OT receiver's output: choice bits `c_i` and rows `t_i`, where the
+/// sender holds `q_i = t_i ⊕ c_i·s`.
+pub struct CorrelatedReceiver {
+    row_hash: RowHash,
+    choices: Zeroizing<Vec<u8>>,
+    rows: Zeroizing<Vec<u128>>,
+}
+
+impl CorrelatedReceiver {
+    /// Number of OTs.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The choice bit of OT `i`. Panics if `i >= self.len()`.
+    pub fn choice(&self, i: usize) -> bool {
+        assert!(i < self.len(), "OT index {i} out of range {}", self.len());
+        (self.choices[i / 8] >> (i % 8)) & 1 == 1
+    }
+
+    /// Row `t_i`. Panics if `i >= self.len()`.
+    pub fn row(&self, i: usize) -> u128 {
+        self.rows[i]
+    }
+
+    /// The random-OT key of OT `i`, as [`OtReceiverKeys::key`] gives it. Each row may
+    /// serve either as a correlation or as a key, never both: a key of row `i` and the
+    /// row itself together would let the hash's input be guessed.
+    pub fn key(&self, i: usize) -> [u8; KEY_LEN] {
+        self.row_hash.hash(i, self.rows[i])
+    }
+}
+
+impl std::fmt::Debug for CorrelatedReceiver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CorrelatedReceiver {{ len: {}, .. }}", self.len())
+    }
+}
+
+/// The correlated-OT sender's output: the offset `s` and rows `q_i = t_i ⊕ c_i·s`.
+pub struct CorrelatedSender {
+    row_hash: RowHash,
+    offset: Zeroizing<u128>,
+    rows: Zeroizing<Vec<u128>>,
+}
+
+impl CorrelatedSender {
+    /// Number of OTs.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The offset `s`, the xor of the two rows of every OT.
+    pub fn offset(&self) -> u128 {
+        *self.offset
+    }
+
+    /// Row `q_i`, the key row of choice 0. Panics if `i >= self.len()`.
+    pub fn row(&self, i: usize) -> u128 {
+        self.rows[i]
+    }
+
+    /// The random-OT key of OT `i` for choice `bit`, as [`OtSenderKeys::key`] gives it.
+    pub fn key(&self, i: usize, bit: bool) -> [u8; KEY_LEN] {
+        let row = self.rows[i] ^ if bit { *self.offset } else { 0 };
+        self.row_hash.hash(i, row)
+    }
+}
+
+impl std::fmt::Debug for CorrelatedSender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CorrelatedSender {{ len: {}, .. }}", self.len())
     }
 }
 

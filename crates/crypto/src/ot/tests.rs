@@ -104,3 +104,39 @@ fn a_tampered_level_sum_breaks_keys_but_never_panics() {
         "{matching} of {count} keys still match"
     );
 }
+
+#[test]
+fn correlated_rows_differ_by_the_offset_exactly_where_chosen() {
+    for count in [0usize, 1, 127, 128, 129, 5000] {
+        let choices = random_choices(count, 11);
+        let (r, s, reply) = setups(1, 2);
+        let (receiver, message) = r.extend_correlated(&reply, &choices).unwrap();
+        let sender = s.extend_correlated(&message, count).unwrap();
+        assert_eq!((receiver.len(), sender.len()), (count, count));
+        let offset = sender.offset();
+        assert_ne!(offset, 0);
+        for (i, &c) in choices.iter().enumerate() {
+            assert_eq!(receiver.choice(i), c);
+            let expected = receiver.row(i) ^ if c { offset } else { 0 };
+            assert_eq!(sender.row(i), expected, "OT {i} of {count}");
+            assert_eq!(receiver.key(i), sender.key(i, c));
+            assert_ne!(receiver.key(i), sender.key(i, !c));
+        }
+    }
+}
+
+#[test]
+fn correlated_keys_are_the_random_ot_keys() {
+    let count = 300;
+    let choices = random_choices(count, 12);
+    let (r1, s1, reply1) = setups(1, 2);
+    let (r2, s2, reply2) = setups(1, 2);
+    let (plain_r, message) = r1.extend(&reply1, &choices).unwrap();
+    let plain_s = s1.extend(&message, count).unwrap();
+    let (corr_r, message) = r2.extend_correlated(&reply2, &choices).unwrap();
+    let corr_s = s2.extend_correlated(&message, count).unwrap();
+    for (i, &c) in choices.iter().enumerate() {
+        assert_eq!(*plain_r.key(i), corr_r.key(i));
+        assert_eq!(*plain_s.key(i, !c), corr_s.key(i, !c));
+    }
+}
