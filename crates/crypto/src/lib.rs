@@ -27,6 +27,7 @@ pub mod cwprf;
 pub mod filter;
 pub mod group;
 pub(crate) mod in_order;
+pub mod okvs;
 pub mod oprf;
 pub mod ot;
 pub mod rng;
