@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 use super::encode::bucket_offsets;
 use super::hashing::{BAND_WORDS, BATCH, RowHasher, shifted};
-use super::tables::{GROUP_BITS, Table, build_table};
+use super::tables::{GROUP_BITS, Table, build_table, lookup_word};
 
 /// Start positions per chunk.
 const CHUNK_COLUMNS: usize = 4096;
@@ -73,20 +73,16 @@ fn chunked<const N: usize>(hasher: &RowHasher, store: &[u128], keys: &[u128], ou
         .par_chunks_mut(BATCH)
         .zip(keys.par_chunks(BATCH))
         .for_each(|(s, k)| hasher.starts(k, s));
-    let chunk_of: Vec<u32> = starts
-        .iter()
-        .map(|&s| (s as usize / CHUNK_COLUMNS) as u32)
-        .collect();
     let chunks = hasher.range().div_ceil(CHUNK_COLUMNS);
-    let offsets = bucket_offsets(&chunk_of, chunks);
+    let offsets = bucket_offsets(starts.iter().map(|&s| s as usize / CHUNK_COLUMNS), chunks);
 
     // Keys and starts in chunk order (written once each: few chunks, so the writes stream).
     let mut next = offsets.clone();
     let mut order = vec![0u32; n];
     let mut c_keys = vec![0u128; n];
     let mut c_starts = vec![0u32; n];
-    for (i, &c) in chunk_of.iter().enumerate() {
-        let slot = &mut next[c as usize];
+    for (i, &s) in starts.iter().enumerate() {
+        let slot = &mut next[s as usize / CHUNK_COLUMNS];
         let p = *slot as usize;
         *slot += 1;
         order[p] = i as u32;
@@ -94,26 +90,25 @@ fn chunked<const N: usize>(hasher: &RowHasher, store: &[u128], keys: &[u128], ou
         c_starts[p] = starts[i];
     }
     drop(starts);
-    drop(chunk_of);
 
-    // One job per chunk with keys, each writing its own slice of the results.
-    let mut results = vec![0u128; n];
+    // One job per chunk with keys; each overwrites its keys with their results (memory
+    // is costly to first touch, so no separate array).
     let mut jobs = Vec::with_capacity(chunks);
-    let mut rest = results.as_mut_slice();
+    let mut rest = c_keys.as_mut_slice();
     for c in 0..chunks {
         let (lo, hi) = (offsets[c] as usize, offsets[c + 1] as usize);
-        let (res, r) = rest.split_at_mut(hi - lo);
+        let (ks, r) = rest.split_at_mut(hi - lo);
         rest = r;
         if hi > lo {
-            jobs.push((c, &c_keys[lo..hi], &c_starts[lo..hi], res));
+            jobs.push((c, ks, &c_starts[lo..hi]));
         }
     }
     jobs.into_par_iter()
-        .for_each_init(Vec::<Table>::new, |tables, (c, ks, ss, res)| {
-            decode_chunk::<N>(hasher, store, c, ks, ss, res, tables)
+        .for_each_init(Vec::<Table>::new, |tables, (c, ks, ss)| {
+            decode_chunk::<N>(hasher, store, c, ks, ss, tables)
         });
     // Results back in input order.
-    for (&i, r) in order.iter().zip(&results) {
+    for (&i, r) in order.iter().zip(&c_keys) {
         out[i as usize] = *r;
     }
 }
@@ -122,9 +117,8 @@ fn decode_chunk<const N: usize>(
     hasher: &RowHasher,
     store: &[u128],
     chunk: usize,
-    keys: &[u128],
+    keys: &mut [u128],
     starts: &[u32],
-    res: &mut [u128],
     tables: &mut Vec<Table>,
 ) {
     let width = hasher.width();
@@ -143,28 +137,21 @@ fn decode_chunk<const N: usize>(
         }
     }
     let mut bands = [[0u64; BAND_WORDS]; BATCH];
-    for ((ks, ss), rs) in keys
-        .chunks(BATCH)
-        .zip(starts.chunks(BATCH))
-        .zip(res.chunks_mut(BATCH))
-    {
+    for (ks, ss) in keys.chunks_mut(BATCH).zip(starts.chunks(BATCH)) {
         hasher.bands(ks, &mut bands[..ks.len()]);
-        for ((&s, r), band) in ss.iter().zip(rs.iter_mut()).zip(&bands) {
+        for ((&s, r), band) in ss.iter().zip(ks.iter_mut()).zip(&bands) {
             let s = s as usize;
             if !use_tables {
                 *r = xor_band(store, s, band);
                 continue;
             }
             let words = shifted::<N>(band, s % GROUP_BITS);
-            let mut g = s / GROUP_BITS - first_group;
+            let g = s / GROUP_BITS - first_group;
             let mut acc = 0u128;
-            for word in words {
-                let mut x = word;
-                for _ in 0..64 / GROUP_BITS {
-                    acc ^= tables[g][x as usize & ((1 << GROUP_BITS) - 1)];
-                    x >>= GROUP_BITS;
-                    g += 1;
-                }
+            for (t, &x) in words.iter().enumerate() {
+                let at = g + 16 * t;
+                let ts: &[Table; 16] = tables[at..at + 16].try_into().expect("16 tables");
+                acc ^= lookup_word(ts, x);
             }
             *r = acc;
         }

@@ -9,12 +9,12 @@
 use super::OkvsError;
 use super::hashing::{BAND_WORDS, BATCH, RowHasher, shifted};
 use super::params::{MAX_BAND_WIDTH, OkvsParams};
-use super::tables::{GROUP_BITS, Table, build_table};
+use super::tables::{GROUP_BITS, Table, build_table, lookup_word};
 
 /// Tables kept by the back-substitution: a band reaches at most `MAX_BAND_WIDTH /
 /// GROUP_BITS + 1` groups above its pivot's.
 const RING: usize = 128;
-const _: () = assert!(RING * GROUP_BITS >= MAX_BAND_WIDTH + 2 * GROUP_BITS);
+const _: () = assert!(RING * GROUP_BITS >= MAX_BAND_WIDTH + 128 && RING % 16 == 0);
 
 /// Encodes with the shape already checked and lengths already matched.
 pub(super) fn encode(
@@ -37,23 +37,21 @@ pub(super) fn encode(
         // More equations than unknowns: the rows are dependent whatever the seed.
         return Err(OkvsError::Singular);
     }
-    let sorted = Sorted::new(hasher, keys, values);
-    sorted.check_distinct()?;
     match params.band_width.div_ceil(64) {
-        1 => solve::<2>(hasher, sorted, &mut store)?,
-        2 => solve::<3>(hasher, sorted, &mut store)?,
-        3 => solve::<4>(hasher, sorted, &mut store)?,
-        _ => solve::<5>(hasher, sorted, &mut store)?,
+        1 => solve::<2>(System::new(hasher, keys, values)?, &mut store)?,
+        2 => solve::<3>(System::new(hasher, keys, values)?, &mut store)?,
+        3 => solve::<4>(System::new(hasher, keys, values)?, &mut store)?,
+        _ => solve::<5>(System::new(hasher, keys, values)?, &mut store)?,
     }
     Ok(store)
 }
 
-/// Where each bucket begins once items are ordered by bucket (`bucket_of[i] < buckets`):
+/// Where each bucket begins once items are ordered by bucket (`bucket_of(i) < buckets`):
 /// the exclusive prefix sums of the bucket sizes.
-pub(super) fn bucket_offsets(bucket_of: &[u32], buckets: usize) -> Vec<u32> {
+pub(super) fn bucket_offsets(items: impl Iterator<Item = usize>, buckets: usize) -> Vec<u32> {
     let mut next = vec![0u32; buckets + 1];
-    for &b in bucket_of {
-        next[b as usize + 1] += 1;
+    for b in items {
+        next[b + 1] += 1;
     }
     for i in 1..next.len() {
         next[i] += next[i - 1];
@@ -61,82 +59,128 @@ pub(super) fn bucket_offsets(bucket_of: &[u32], buckets: usize) -> Vec<u32> {
     next
 }
 
-/// The keys, their values and starts in order of start (a counting sort: each key is
-/// written once to its place, so the input is read in order).
-struct Sorted {
+/// Starts per coarse bucket of the sort by start: 1024, so a bucket's fine counts stay
+/// in L1 and the coarse pass writes to about `columns / 1024` places at once.
+const FINE_BITS: u32 = 10;
+
+/// The band system: rows in order of start, with their starts and right-hand sides.
+struct System<const K: usize> {
     starts: Vec<u32>,
-    keys: Vec<u128>,
+    rows: Vec<[u64; K]>,
     values: Vec<u128>,
 }
 
-impl Sorted {
-    fn new(hasher: &RowHasher, keys: &[u128], values: &[u128]) -> Self {
+impl<const K: usize> System<K> {
+    /// Hashes every key to its row and sorts the rows by start: a two-level counting
+    /// sort, first by `start >> FINE_BITS` (rows go to about `columns / 1024` places, so
+    /// the writes stream), then within each coarse bucket by the rest (in L2). Nothing is
+    /// read from a random place, and no array is kept that is not needed: on this kind of
+    /// machine first touching memory costs as much as the arithmetic.
+    fn new(hasher: &RowHasher, keys: &[u128], values: &[u128]) -> Result<Self, OkvsError> {
         let n = keys.len();
+        let mut in_starts = vec![0u32; n];
+        hasher.starts(keys, &mut in_starts);
+        let coarse_buckets = (hasher.range() >> FINE_BITS) + 1;
+        let offsets = bucket_offsets(
+            in_starts.iter().map(|&s| (s >> FINE_BITS) as usize),
+            coarse_buckets,
+        );
+        let mut next = offsets.clone();
         let mut starts = vec![0u32; n];
-        hasher.starts(keys, &mut starts);
-        let mut next = bucket_offsets(&starts, hasher.range());
-        let mut sorted = Self {
-            starts: vec![0; n],
-            keys: vec![0; n],
-            values: vec![0; n],
-        };
-        for ((&s, &k), &v) in starts.iter().zip(keys).zip(values) {
-            let slot = &mut next[s as usize];
-            let p = *slot as usize;
-            *slot += 1;
-            sorted.starts[p] = s;
-            sorted.keys[p] = k;
-            sorted.values[p] = v;
-        }
-        sorted
-    }
-
-    /// Equal keys have equal starts, so they are neighbours in start order; a run of equal
-    /// starts holds about one key, so comparing within runs is linear.
-    fn check_distinct(&self) -> Result<(), OkvsError> {
-        let mut run = 0;
-        for p in 1..self.keys.len() {
-            if self.starts[p] != self.starts[p - 1] {
-                run = p;
-            } else if self.keys[run..p].contains(&self.keys[p]) {
-                return Err(OkvsError::DuplicateKey);
+        let mut rows = vec![[0u64; K]; n];
+        let mut vals = vec![0u128; n];
+        let mut bands = vec![[0u64; BAND_WORDS]; BATCH];
+        for ((ks, ss), vs) in keys
+            .chunks(BATCH)
+            .zip(in_starts.chunks(BATCH))
+            .zip(values.chunks(BATCH))
+        {
+            hasher.bands(ks, &mut bands[..ks.len()]);
+            for ((&s, &v), band) in ss.iter().zip(vs).zip(&bands) {
+                let slot = &mut next[(s >> FINE_BITS) as usize];
+                let p = *slot as usize;
+                *slot += 1;
+                starts[p] = s;
+                rows[p] = shifted::<K>(band, s as usize % 64);
+                vals[p] = v;
             }
         }
-        Ok(())
+        drop((next, in_starts));
+
+        // Within each coarse bucket: the order by start, then starts, rows and values
+        // permuted in place.
+        let fine_mask = (1u32 << FINE_BITS) - 1;
+        let mut fine = vec![0u32; (1 << FINE_BITS) + 1];
+        let mut order: Vec<u32> = Vec::new();
+        let mut old: Vec<(u32, [u64; K], u128)> = Vec::new();
+        let mut equal_rows = false;
+        for b in 0..coarse_buckets {
+            let (lo, hi) = (offsets[b] as usize, offsets[b + 1] as usize);
+            fine.fill(0);
+            for &s in &starts[lo..hi] {
+                fine[(s & fine_mask) as usize + 1] += 1;
+            }
+            for f in 1..fine.len() {
+                fine[f] += fine[f - 1];
+            }
+            order.clear();
+            order.resize(hi - lo, 0);
+            for (j, &s) in starts[lo..hi].iter().enumerate() {
+                let slot = &mut fine[(s & fine_mask) as usize];
+                order[*slot as usize] = j as u32;
+                *slot += 1;
+            }
+            old.clear();
+            old.extend((lo..hi).map(|p| (starts[p], rows[p], vals[p])));
+            for (p, &j) in (lo..hi).zip(&order) {
+                (starts[p], rows[p], vals[p]) = old[j as usize];
+            }
+            // Equal keys have equal rows, and rows with equal starts are neighbours now;
+            // a run of equal starts holds about one row.
+            let mut run = lo;
+            for p in lo + 1..hi {
+                if starts[p] != starts[p - 1] {
+                    run = p;
+                } else if rows[run..p].contains(&rows[p]) {
+                    equal_rows = true;
+                }
+            }
+        }
+        if equal_rows {
+            // Equal rows: a duplicate key, or (for distinct keys, with probability about
+            // 2^-band_width) a singular system. Tell them apart exactly.
+            let mut sorted = keys.to_vec();
+            sorted.sort_unstable();
+            if sorted.windows(2).any(|w| w[0] == w[1]) {
+                return Err(OkvsError::DuplicateKey);
+            }
+            return Err(OkvsError::Singular);
+        }
+        Ok(Self {
+            starts,
+            rows,
+            values: vals,
+        })
     }
 }
 
-/// Builds the rows in start order, eliminates, back-substitutes into `store` (which
-/// holds random values on entry).
-fn solve<const K: usize>(
-    hasher: &RowHasher,
-    sorted: Sorted,
-    store: &mut [u128],
-) -> Result<(), OkvsError> {
-    let Sorted {
+/// Eliminates, then back-substitutes into `store` (which holds random values on entry).
+fn solve<const K: usize>(sys: System<K>, store: &mut [u128]) -> Result<(), OkvsError> {
+    let System {
         starts,
-        keys,
+        mut rows,
         values: mut vals,
-    } = sorted;
-    let n = keys.len();
-    let mut rows: Vec<[u64; K]> = Vec::with_capacity(n);
-    let mut bands = vec![[0u64; BAND_WORDS]; BATCH];
-    for (ks, ss) in keys.chunks(BATCH).zip(starts.chunks(BATCH)) {
-        hasher.bands(ks, &mut bands[..ks.len()]);
-        rows.extend(
-            ss.iter()
-                .zip(&bands)
-                .map(|(&s, band)| shifted::<K>(band, s as usize % 64)),
-        );
-    }
-    drop(keys);
+    } = sys;
+    let n = rows.len();
 
     // Forward elimination in start order. A row's pivot is its first set bit once the
     // earlier pivots are eliminated; it is then eliminated from the later rows that reach
     // it (those starting at or before it: rows are in start order, so they follow
     // contiguously). The rows touched are few: a pivot lags its start by O(1 / epsilon)
     // columns on average (about 6 at epsilon = 0.1, and 3.5 row additions per row).
-    let mut pivots = vec![0u32; n];
+    // Whether a later row has the pivot's bit is a coin flip, so the addition is masked
+    // rather than branched on.
+    let mut pivot_row = vec![u32::MAX; store.len()];
     for i in 0..n {
         let row = rows[i];
         let base = starts[i] as usize / 64;
@@ -144,22 +188,26 @@ fn solve<const K: usize>(
             return Err(OkvsError::Singular);
         };
         let p = (base + t) * 64 + row[t].trailing_zeros() as usize;
-        pivots[i] = p as u32;
+        pivot_row[p] = i as u32;
         let v = vals[i];
         for j in i + 1..n {
             if starts[j] as usize > p {
                 break;
             }
-            let bj = starts[j] as usize / 64;
-            let d = bj - base;
-            let (pw, pb) = (p / 64 - bj, p % 64);
-            if (rows[j][pw] >> pb) & 1 == 1 {
-                let target = &mut rows[j];
-                for u in 0..K - d {
-                    target[u] ^= row[u + d];
+            let d = starts[j] as usize / 64 - base;
+            let (pw, pb) = (t - d, p % 64);
+            let target = &mut rows[j];
+            let mask = 0u64.wrapping_sub((target[pw] >> pb) & 1);
+            if d == 0 {
+                for u in 0..K {
+                    target[u] ^= row[u] & mask;
                 }
-                vals[j] ^= v;
+            } else {
+                for u in 0..K - d {
+                    target[u] ^= row[u + d] & mask;
+                }
             }
+            vals[j] ^= v & (((mask as u128) << 64) | mask as u128);
         }
     }
 
@@ -172,10 +220,6 @@ fn solve<const K: usize>(
         .into_boxed_slice()
         .try_into()
         .expect("RING tables");
-    let mut pivot_row = vec![u32::MAX; store.len()];
-    for (i, &p) in pivots.iter().enumerate() {
-        pivot_row[p as usize] = i as u32;
-    }
     for col in (0..store.len()).rev() {
         let r = pivot_row[col];
         if r != u32::MAX {
@@ -191,7 +235,9 @@ fn solve<const K: usize>(
 }
 
 /// XOR of the final columns a row selects above its pivot `col`: bit by bit in the
-/// pivot's group, by table look-up in the groups above.
+/// pivot's group, by table look-ups from the next group on. Nibbles of the pivot's word
+/// at or below its group are masked to zero and look up entry 0, which is 0 in every
+/// table, built or not.
 #[inline]
 fn above_pivot<const K: usize>(
     row: &[u64; K],
@@ -211,25 +257,15 @@ fn above_pivot<const K: usize>(
         acc ^= store[(base + t0) * 64 + own.trailing_zeros() as usize];
         own &= own - 1;
     }
-    let mut g = col / GROUP_BITS + 1;
-    let mut x = row[t0] >> last >> 1;
-    let mut groups = (63 - last) / GROUP_BITS;
-    let mut t = t0;
-    loop {
-        if x == 0 {
-            g += groups;
-        } else {
-            for _ in 0..groups {
-                acc ^= ring[g % RING][x as usize & ((1 << GROUP_BITS) - 1)];
-                x >>= GROUP_BITS;
-                g += 1;
-            }
+    let first = row[t0] & (u64::MAX << last << 1);
+    for (t, &word) in row.iter().enumerate().skip(t0) {
+        let x = if t == t0 { first } else { word };
+        if x != 0 {
+            // Groups of word t: 16 (base + t) .., contiguous in the ring (RING % 16 == 0).
+            let slot = (16 * (base + t)) % RING;
+            let tables: &[Table; 16] = ring[slot..slot + 16].try_into().expect("16 tables");
+            acc ^= lookup_word(tables, x);
         }
-        t += 1;
-        if t == K {
-            return acc;
-        }
-        x = row[t];
-        groups = 64 / GROUP_BITS;
     }
+    acc
 }

@@ -23,3 +23,15 @@ pub(crate) fn build_table(table: &mut Table, store: &[u128], col: usize) {
         }
     }
 }
+
+/// XOR of the entries the 16 nibbles of `word` select, nibble `k` (bits `4k..4k+4`) in
+/// `tables[k]`: the look-ups of 64 consecutive columns, unrolled with fixed offsets.
+#[inline(always)]
+pub(crate) fn lookup_word(tables: &[Table; 16], word: u64) -> u128 {
+    const _: () = assert!(GROUP_BITS == 4);
+    let mut acc = 0u128;
+    for (k, table) in tables.iter().enumerate() {
+        acc ^= table[((word >> (4 * k)) & 15) as usize];
+    }
+    acc
+}
