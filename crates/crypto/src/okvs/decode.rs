@@ -12,10 +12,10 @@ use rayon::prelude::*;
 
 use super::encode::bucket_offsets;
 use super::hashing::{BAND_WORDS, BATCH, RowHasher, shifted};
-use super::tables::{GROUP_BITS, Table, build_table, lookup_word};
+use super::tables::{GROUP_BITS, Table, build_table, lookup_half, lookup_word};
 
 /// Start positions per chunk.
-const CHUNK_COLUMNS: usize = 4096;
+const CHUNK_COLUMNS: usize = 1024;
 
 /// Below this many keys, decode naively on one thread.
 const NAIVE_KEYS: usize = 1024;
@@ -136,6 +136,9 @@ fn decode_chunk<const N: usize>(
             build_table(table, store, (first_group + g) * GROUP_BITS);
         }
     }
+    // Whether the last word of a shifted band has bits in its low half only (for a band
+    // of 220 bits, 8 look-ups saved of 64).
+    let last_half = width + GROUP_BITS - 1 <= 64 * (N - 1) + 32;
     let mut bands = [[0u64; BAND_WORDS]; BATCH];
     for (ks, ss) in keys.chunks_mut(BATCH).zip(starts.chunks(BATCH)) {
         hasher.bands(ks, &mut bands[..ks.len()]);
@@ -148,11 +151,19 @@ fn decode_chunk<const N: usize>(
             let words = shifted::<N>(band, s % GROUP_BITS);
             let g = s / GROUP_BITS - first_group;
             let mut acc = 0u128;
-            for (t, &x) in words.iter().enumerate() {
+            for (t, &x) in words[..N - 1].iter().enumerate() {
                 let at = g + 16 * t;
                 let ts: &[Table; 16] = tables[at..at + 16].try_into().expect("16 tables");
                 acc ^= lookup_word(ts, x);
             }
+            let at = g + 16 * (N - 1);
+            acc ^= if last_half {
+                let ts: &[Table; 8] = tables[at..at + 8].try_into().expect("8 tables");
+                lookup_half(ts, words[N - 1])
+            } else {
+                let ts: &[Table; 16] = tables[at..at + 16].try_into().expect("16 tables");
+                lookup_word(ts, words[N - 1])
+            };
             *r = acc;
         }
     }

@@ -14,7 +14,7 @@ use super::tables::{GROUP_BITS, Table, build_table, lookup_word};
 /// Tables kept by the back-substitution: a band reaches at most `MAX_BAND_WIDTH /
 /// GROUP_BITS + 1` groups above its pivot's.
 const RING: usize = 128;
-const _: () = assert!(RING * GROUP_BITS >= MAX_BAND_WIDTH + 128 && RING % 16 == 0);
+const _: () = assert!(RING * GROUP_BITS >= MAX_BAND_WIDTH + 128 && RING.is_multiple_of(16));
 
 /// Encodes with the shape already checked and lengths already matched.
 pub(super) fn encode(

@@ -159,7 +159,8 @@ impl RowHasher {
         band[0] |= 1;
     }
 
-    /// The row of one key (for small inputs and tests).
+    /// The row of one key.
+    #[cfg(test)]
     pub(crate) fn row(&self, key: u128) -> (usize, [u64; BAND_WORDS]) {
         let mut s = [0u32];
         let mut b = [[0u64; BAND_WORDS]];

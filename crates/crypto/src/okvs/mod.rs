@@ -1,6 +1,102 @@
-//! Random-band oblivious key-value store (OKVS) over GF(2^128) with binary coefficients.
+//! Random-band oblivious key-value store (OKVS) over GF(2^128) with binary coefficients,
+//! for the VOLE-based PSI of Raghuraman and Rindal ("Blazing Fast PSI from Improved OKVS
+//! and Subfield VOLE", CCS 2022).
 //!
-//! (Module documentation is completed with the measured parameters.)
+//! The construction is the random-band OKVS of Bienstock, Patel, Seo and Yeo
+//! ("Near-Optimal Oblivious Key-Value Stores for Efficient PSI, PSU and Volume-Hiding
+//! Multi-Maps", USENIX Security 2023). An encoding is a vector `P` of `m = columns`
+//! 128-bit values. A key `x` has a row: a start `s` uniform in `[0, m - w]` and a band of
+//! `w = band_width` random bits `b_0 .. b_{w-1}` with `b_0` forced to 1 (as the paper
+//! does: no band is zero). Decoding is linear in `P`:
+//!
+//! `Decode(P, x) = XOR of P[s + j] over the j with b_j = 1`.
+//!
+//! **Encoding** solves `Decode(P, x_i) = v_i` for all keys over GF(2) (values added by
+//! XOR): rows sorted by start, Gaussian elimination within the band (a row's pivot is its
+//! first set bit once the earlier pivots are eliminated, and rows that reach it follow it
+//! in start order), then back-substitution from the last column down. Rows live in
+//! 64-bit words aligned to absolute columns, so adding rows is word-wise XOR
+//! (`encode` module). Back-substitution and decoding read sums of columns from
+//! subset-XOR tables of 4-column groups (`tables` module), one look-up per 4 columns
+//! instead of one XOR per set bit.
+//!
+//! **Free columns are random.** Columns no pivot claims get values from `fill`, which the
+//! caller draws uniformly (the session RNG), and never zero. With independent rows the
+//! map from (values, free columns) to `P` is a bijection, so encoding uniformly random
+//! values gives a uniformly random `P` whatever the keys: the obliviousness Bienstock et
+//! al. get by sampling the free variables at random, and what the PSI needs when `P`
+//! hides the receiver's set. Zero free columns would show which columns are free, and
+//! that depends on the keys. `fill` is called exactly `columns` times, in column order,
+//! whatever the keys.
+//!
+//! **Hash of keys to rows** (`hashing` module): AES-128 under three keys derived from
+//! the public seed, so rows are as good as independent uniform ones for any distinct
+//! keys fixed before the seed is drawn (a PRF argument; the module docs give it).
+//!
+//! # Parameters and failure probability
+//!
+//! [`OkvsParams::for_items`]`(n)`: `epsilon = 0.1`, i.e. `columns = max(ceil(1.1 n), n +
+//! 48)`, and `band_width = min(4 (38 + ceil(log2 n)), 256, columns)`: 216 at `2^16`, 232
+//! at `2^20`, 248 at `2^24`, 256 from `2^27` to `2^28` ([`MAX_ITEMS`]). Encoding fails
+//! (the rows are dependent: [`OkvsError::Singular`]) with probability at most `2^-40`,
+//! by this argument:
+//!
+//! * Bienstock et al. prove failure `2^-lambda` for `m = (1 + epsilon) n` and `w =
+//!   O(lambda / epsilon)` (their theorem for random band matrices), with constants too
+//!   loose to use, and measure instead: at `epsilon = 0.1` their linear fit is `lambda =
+//!   0.2691 w - 15.21` (their experimental section, statistical security against band
+//!   width for `epsilon` from 0.03 to 0.1), so `w = 206` for `lambda = 40`.
+//! * Why it is linear: the system fails when some window of `L` columns holds more rows
+//!   whose bands fit in it than it has columns. The rows of a window are Poisson with
+//!   mean `(L - w) / (1 + epsilon)`; overflowing `L` costs about `exp(-2 epsilon w)` at
+//!   the worst `L = w / epsilon`, that is `2.9 epsilon w` bits (0.29 per column at
+//!   `epsilon = 0.1`), less `log2 n` for the `n` places a window can be.
+//! * Measured here (`okvs_bench failure`, release build, `epsilon = 0.1`, widths far
+//!   below the chosen ones so failures are common enough to count; fresh random keys and
+//!   seed each trial), `-log2` of the failure rate:
+//!
+//!   | n      | trials  | w = 40 | 48   | 56   | 64    | 72    | 80    | 88    |
+//!   |--------|---------|--------|------|------|-------|-------|-------|-------|
+//!   | 2^10   | 100 000 | 4.93   | 7.06 | 9.38 | 11.44 | 13.02 | 15.02 |       |
+//!   | 2^14   | 20 000  |        | 3.60 | 5.68 | 7.91  | 9.90  | 11.70 | 13.29 |
+//!   | 2^18   | 2 000   |        |      |      | 3.86  | 5.97  | 7.80  | 9.97  |
+//!   | 2^20   | 500     |        |      |      |       | 4.32  | MEAS20_80 | MEAS20_88 |
+//!
+//!   Each step of 8 columns gains about 2 bits (slope 0.25 to 0.27 per column; the
+//!   paper's is 0.2691), and each doubling of `n` loses 0.9 to 1 bit (failure grows
+//!   linearly in `n`, as the window argument says). At `n = 2^8` (304 columns, so more
+//!   spare ones than `1.1 n`) the rates are lower still: 4.86 bits at `w = 24`, 12.29 at
+//!   40, 16.61 at 48.
+//! * The model `lambda(n, w) = 0.25 w + 4 - log2 n` takes the smallest measured slope, a
+//!   full bit per doubling of `n`, and lies at least 0.9 bit below every measured point.
+//!   [`OkvsParams::for_items`] takes the smallest `w` (a multiple of 4) with `lambda >=
+//!   42` in it: 2 bits of margin in the model, and more in the extrapolation, since the
+//!   slope does not fall as `w` grows (the window argument says 0.29, the paper measured
+//!   0.2691 over wider bands than these): at `2^20`, `w = 232` gives 42 bits in the
+//!   model, 45.6 with slope 0.26, 47 with the paper's fit. From `2^27` on the width is
+//!   capped at 256 (four words), where the model still gives 40 at `2^28`.
+//! * Small `n`: the 48 spare columns make `columns >= n + 48`; once the band covers every
+//!   column (`n` below about 140) the system is a dense random one, singular with
+//!   probability below `2^(n - columns + 1) = 2^-47`; between that and the banded regime
+//!   the spare columns only help (the `2^8` row above).
+//!
+//! # Failures, retries and what they leak
+//!
+//! A singular system is reported as [`OkvsError::Singular`]; [`encode_retrying`] then
+//! encodes again under a fresh seed, at most [`MAX_TRIES`] times. Failure depends only on
+//! the keys and the seed, never on the values. The seed that succeeded is public (it is
+//! sent with `P`) and the failed ones are never sent. The seed a peer sees is uniform
+//! among the seeds that succeed for these keys, which is within statistical distance
+//! `Pr[failure] <= 2^-40` of a uniform seed: a simulator sends a uniform seed. Whether a
+//! retry happened (its time) is the only other trace, and the chance of any retry is at
+//! most `2^-40`. The free columns of a retry are drawn afresh.
+//!
+//! # Cost
+//!
+//! `okvs_bench` at `2^20` keys on one core: see the crate's benchmark notes. The work is
+//! linear in `n w`: hashing (three AES blocks a key), a counting sort by start,
+//! elimination (about 3.5 row additions a row), and `w / 4` table look-ups a key in
+//! back-substitution and in decoding.
 
 mod decode;
 mod encode;
@@ -10,7 +106,7 @@ mod tables;
 #[cfg(test)]
 mod tests;
 
-pub use params::{MAX_BAND_WIDTH, MAX_ITEMS, MIN_SLACK, OkvsParams};
+pub use params::{MAX_BAND_WIDTH, MAX_ITEMS, MIN_SLACK, OkvsParams, SECURITY_BITS};
 
 use hashing::RowHasher;
 

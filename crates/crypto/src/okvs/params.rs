@@ -26,14 +26,22 @@ pub struct OkvsParams {
     pub band_width: usize,
 }
 
-/// Band width for `items` keys at `epsilon = 0.1`, failure probability at most `2^-40`
-/// with margin (see the module docs of [`super`]).
+/// Statistical security the band width is chosen for: encoding fails with probability at
+/// most `2^-SECURITY_BITS`.
+pub const SECURITY_BITS: usize = 40;
+
+/// Bits asked of the conservative model beyond [`SECURITY_BITS`] (module docs of
+/// [`super`]).
+const MARGIN_BITS: usize = 2;
+
+/// Band width for `items` keys at `epsilon = 0.1`: the smallest multiple of 4 with
+/// `0.25 w + 4 - log2(items) >= 40 + 2`, where `0.25 w + 4 - log2 n` lies below every
+/// failure rate measured (module docs of [`super`]): `w = 4 (38 + ceil(log2 items))`,
+/// 232 at `2^20`, capped at 256 from `2^27` on (where the model still gives 40).
 fn band_width_for(items: usize) -> usize {
-    // log2(items), rounded up; 0 for 0 and 1.
-    let log_n = usize::BITS - items.saturating_sub(1).leading_zeros();
-    // Placeholder until measured.
-    let _ = log_n;
-    224
+    // ceil(log2(items)); 0 for 0 and 1.
+    let log_n = (usize::BITS - items.saturating_sub(1).leading_zeros()) as usize;
+    (4 * (SECURITY_BITS + MARGIN_BITS - 4 + log_n)).min(MAX_BAND_WIDTH)
 }
 
 impl OkvsParams {

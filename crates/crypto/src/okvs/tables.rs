@@ -35,3 +35,14 @@ pub(crate) fn lookup_word(tables: &[Table; 16], word: u64) -> u128 {
     }
     acc
 }
+
+/// [`lookup_word`] for a word whose high 32 bits are zero.
+#[inline(always)]
+pub(crate) fn lookup_half(tables: &[Table; 8], word: u64) -> u128 {
+    debug_assert_eq!(word >> 32, 0);
+    let mut acc = 0u128;
+    for (k, table) in tables.iter().enumerate() {
+        acc ^= table[((word >> (4 * k)) & 15) as usize];
+    }
+    acc
+}
