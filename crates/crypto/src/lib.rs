@@ -4,7 +4,8 @@
 //! ([`group`]), commutative weak PRFs over them and X25519 ([`cwprf`]), additively homomorphic encryption ([`ahe`]) and its threshold variants for
 //! multi-party protocols ([`tahe`]), compact order-hiding set
 //! encodings ([`filter`]), semi-honest oblivious transfer with SoftSpokenOT extension ([`ot`]), the KKRT
-//! batched oblivious PRF on the same base OTs ([`oprf`])
+//! batched oblivious PRF on the same base OTs ([`oprf`]), the random-band oblivious
+//! key-value store of VOLE-based PSI ([`okvs`])
 //! and the session randomness every party draws from ([`rng`]).
 //! It does no I/O and knows nothing about protocols.
 // No unsafe code, except where a module opts out explicitly: the AVX-512 IFMA backend
@@ -28,6 +29,7 @@ pub mod filter;
 pub mod gf128;
 pub mod group;
 pub(crate) mod in_order;
+pub mod okvs;
 pub mod oprf;
 pub mod ot;
 pub mod rng;

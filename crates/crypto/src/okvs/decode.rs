@@ -1,0 +1,170 @@
+//! Decoding: `Decode(P, x)` is the XOR of the `P[start + j]` whose band bit `j` is 1.
+//!
+//! Done naively that is `band_width / 2` XORs of 16-byte values per key, one per set
+//! bit. For many keys the subset tables of [`super::tables`] are faster: the keys are
+//! bucketed by start into chunks of [`CHUNK_COLUMNS`] columns, each chunk builds the
+//! tables of the columns its keys reach (they fit in L2) and takes one look-up per group
+//! of columns a band covers. Chunks run in parallel. A chunk with too few keys to pay
+//! for its tables decodes them naively. Both ways compute the same linear function of
+//! `P`.
+
+use rayon::prelude::*;
+
+use super::encode::bucket_offsets;
+use super::hashing::{BAND_WORDS, BATCH, RowHasher, shifted};
+use super::tables::{GROUP_BITS, Table, build_table, lookup_half, lookup_word};
+
+/// Start positions per chunk.
+const CHUNK_COLUMNS: usize = 1024;
+
+/// Below this many keys, decode naively on one thread.
+const NAIVE_KEYS: usize = 1024;
+
+/// Decodes every key into `out` (lengths already checked).
+pub(super) fn decode(hasher: &RowHasher, store: &[u128], keys: &[u128], out: &mut [u128]) {
+    if keys.len() < NAIVE_KEYS {
+        naive(hasher, store, keys, out);
+        return;
+    }
+    // Words of a band shifted to a group boundary.
+    match (hasher.width() + GROUP_BITS - 1).div_ceil(64) {
+        1 => chunked::<1>(hasher, store, keys, out),
+        2 => chunked::<2>(hasher, store, keys, out),
+        3 => chunked::<3>(hasher, store, keys, out),
+        4 => chunked::<4>(hasher, store, keys, out),
+        _ => chunked::<5>(hasher, store, keys, out),
+    }
+}
+
+/// XOR of the `store` values a band selects, one set bit at a time.
+#[inline]
+fn xor_band(store: &[u128], start: usize, band: &[u64; BAND_WORDS]) -> u128 {
+    let mut acc = 0u128;
+    for (t, &word) in band.iter().enumerate() {
+        let mut bits = word;
+        while bits != 0 {
+            acc ^= store[start + t * 64 + bits.trailing_zeros() as usize];
+            bits &= bits - 1;
+        }
+    }
+    acc
+}
+
+/// Decodes key by key.
+pub(super) fn naive(hasher: &RowHasher, store: &[u128], keys: &[u128], out: &mut [u128]) {
+    let mut starts = [0u32; BATCH];
+    let mut bands = [[0u64; BAND_WORDS]; BATCH];
+    for (ks, os) in keys.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
+        let len = ks.len();
+        hasher.starts(ks, &mut starts[..len]);
+        hasher.bands(ks, &mut bands[..len]);
+        for ((o, &s), band) in os.iter_mut().zip(&starts).zip(&bands) {
+            *o = xor_band(store, s as usize, band);
+        }
+    }
+}
+
+/// Decodes in chunks of start positions with tables; `N` words hold a band shifted to a
+/// group boundary.
+fn chunked<const N: usize>(hasher: &RowHasher, store: &[u128], keys: &[u128], out: &mut [u128]) {
+    let n = keys.len();
+    let mut starts = vec![0u32; n];
+    starts
+        .par_chunks_mut(BATCH)
+        .zip(keys.par_chunks(BATCH))
+        .for_each(|(s, k)| hasher.starts(k, s));
+    let chunks = hasher.range().div_ceil(CHUNK_COLUMNS);
+    let offsets = bucket_offsets(starts.iter().map(|&s| s as usize / CHUNK_COLUMNS), chunks);
+
+    // Keys and starts in chunk order (written once each: few chunks, so the writes stream).
+    let mut next = offsets.clone();
+    let mut order = vec![0u32; n];
+    let mut c_keys = vec![0u128; n];
+    let mut c_starts = vec![0u32; n];
+    for (i, &s) in starts.iter().enumerate() {
+        let slot = &mut next[s as usize / CHUNK_COLUMNS];
+        let p = *slot as usize;
+        *slot += 1;
+        order[p] = i as u32;
+        c_keys[p] = keys[i];
+        c_starts[p] = starts[i];
+    }
+    drop(starts);
+
+    // One job per chunk with keys; each overwrites its keys with their results (memory
+    // is costly to first touch, so no separate array).
+    let mut jobs = Vec::with_capacity(chunks);
+    let mut rest = c_keys.as_mut_slice();
+    for c in 0..chunks {
+        let (lo, hi) = (offsets[c] as usize, offsets[c + 1] as usize);
+        let (ks, r) = rest.split_at_mut(hi - lo);
+        rest = r;
+        if hi > lo {
+            jobs.push((c, ks, &c_starts[lo..hi]));
+        }
+    }
+    jobs.into_par_iter()
+        .for_each_init(Vec::<Table>::new, |tables, (c, ks, ss)| {
+            decode_chunk::<N>(hasher, store, c, ks, ss, tables)
+        });
+    // Results back in input order.
+    for (&i, r) in order.iter().zip(&c_keys) {
+        out[i as usize] = *r;
+    }
+}
+
+fn decode_chunk<const N: usize>(
+    hasher: &RowHasher,
+    store: &[u128],
+    chunk: usize,
+    keys: &mut [u128],
+    starts: &[u32],
+    tables: &mut Vec<Table>,
+) {
+    let width = hasher.width();
+    let first_group = chunk * CHUNK_COLUMNS / GROUP_BITS;
+    // Groups the chunk's keys reach: a band shifted to a group boundary spans N words.
+    let groups = (CHUNK_COLUMNS + N * 64) / GROUP_BITS;
+    // Naively a key costs a XOR per set bit; with tables, a look-up per group it covers
+    // plus its share of building them.
+    let lookups = N * 64 / GROUP_BITS;
+    let use_tables =
+        keys.len() * (width / 2) > groups * (1 << GROUP_BITS) / 2 + keys.len() * lookups;
+    if use_tables {
+        tables.resize(groups, [0; 1 << GROUP_BITS]);
+        for (g, table) in tables.iter_mut().enumerate() {
+            build_table(table, store, (first_group + g) * GROUP_BITS);
+        }
+    }
+    // Whether the last word of a shifted band has bits in its low half only (for a band
+    // of 220 bits, 8 look-ups saved of 64).
+    let last_half = width + GROUP_BITS - 1 <= 64 * (N - 1) + 32;
+    let mut bands = [[0u64; BAND_WORDS]; BATCH];
+    for (ks, ss) in keys.chunks_mut(BATCH).zip(starts.chunks(BATCH)) {
+        hasher.bands(ks, &mut bands[..ks.len()]);
+        for ((&s, r), band) in ss.iter().zip(ks.iter_mut()).zip(&bands) {
+            let s = s as usize;
+            if !use_tables {
+                *r = xor_band(store, s, band);
+                continue;
+            }
+            let words = shifted::<N>(band, s % GROUP_BITS);
+            let g = s / GROUP_BITS - first_group;
+            let mut acc = 0u128;
+            for (t, &x) in words[..N - 1].iter().enumerate() {
+                let at = g + 16 * t;
+                let ts: &[Table; 16] = tables[at..at + 16].try_into().expect("16 tables");
+                acc ^= lookup_word(ts, x);
+            }
+            let at = g + 16 * (N - 1);
+            acc ^= if last_half {
+                let ts: &[Table; 8] = tables[at..at + 8].try_into().expect("8 tables");
+                lookup_half(ts, words[N - 1])
+            } else {
+                let ts: &[Table; 16] = tables[at..at + 16].try_into().expect("16 tables");
+                lookup_word(ts, words[N - 1])
+            };
+            *r = acc;
+        }
+    }
+}
