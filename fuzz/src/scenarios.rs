@@ -95,7 +95,8 @@ fn pso_scenario(tag: u8, config: PsoConfig) -> Scenario {
     Scenario::record(name, 2, make)
 }
 
-/// psi, psi-card, psi-card-sum, psu and psi-share over every group and last message.
+/// psi, psi-card, psi-card-sum, psu and psi-share over every group and last message,
+/// and psi from silent VOLE.
 pub fn pso() -> Vec<Scenario> {
     use CwPrfId::{Group, X25519};
     use GroupId::*;
@@ -155,6 +156,13 @@ pub fn pso() -> Vec<Scenario> {
             list,
         ),
         (Operation::PsiShare, Group(P256), Construction::Cwprf, gcs),
+        // psi from silent VOLE and an OKVS: its own messages (VOLE, OKVS, tags).
+        (
+            Operation::Psi,
+            Group(Ristretto255),
+            Construction::Vole,
+            bloom,
+        ),
     ];
     configs
         .into_iter()

@@ -5,7 +5,7 @@ and what each party learns.
 The **receiver** holds Y and gets the output; the **sender** holds X (and, for
 psi-card-sum, a value per item). Either may listen or connect. Settings both must agree
 on: ``group`` ("ristretto255" default, "p256", "p256-compressed", "x25519"),
-``mqrpmt`` ("cwprf" default, "poprf") and ``last_message`` ("bloom" default, "list",
+``mqrpmt`` ("cwprf" default, "poprf", or "vole": psi from silent VOLE and an OKVS, Raghuraman-Rindal 2022) and ``last_message`` ("bloom" default, "list",
 "gcs"; "ordered" for psi only, the classic DH-PSI: no OT, fewer bytes; "poprf" needs
 "list").
 

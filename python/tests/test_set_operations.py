@@ -141,3 +141,18 @@ def test_ordered_psi_is_dh_psi_and_psi_only(rng: random.Random, group: str) -> N
     for op in ("psi-card", "psu", "psi-share"):
         with pytest.raises(privset.ConfigurationError, match="ordered"):
             local(op, y, x, None, last_message="ordered")
+
+
+@pytest.mark.parametrize("n1, n2, overlap", SIZES)
+def test_vole_psi_matches_the_plaintext(rng: random.Random, n1: int, n2: int, overlap: int) -> None:
+    """psi from silent VOLE and an OKVS (Raghuraman-Rindal 2022) through the same call."""
+    y, x = sets(rng, n1, n2, overlap)
+    r = privset.local.psi(y, x, mqrpmt="vole")
+    assert sorted(map(repr, r.intersection)) == sorted(map(repr, set(x) & set(y)))
+    assert r.receiver.mqrpmt == "vole"
+
+
+def test_vole_runs_psi_only() -> None:
+    for op in ("psi-card", "psu", "psi-share", "private-id"):
+        with pytest.raises(privset.ConfigurationError, match="vole"):
+            local(op, ["a"], ["a"], None, mqrpmt="vole")

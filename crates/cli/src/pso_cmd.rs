@@ -58,6 +58,9 @@ pub enum MqrpmtArg {
     Cwprf,
     /// From a permuted OPRF (Chen et al. 2024, Figs. 5-6); list only, not x25519.
     Poprf,
+    /// psi only: silent VOLE and an OKVS (Raghuraman-Rindal 2022, Fig. 4), symmetric-key
+    /// work only; --group and --last-message are unused.
+    Vole,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -173,6 +176,7 @@ impl PsoArgs {
             construction: match self.mqrpmt {
                 MqrpmtArg::Cwprf => Construction::Cwprf,
                 MqrpmtArg::Poprf => Construction::Poprf,
+                MqrpmtArg::Vole => Construction::Vole,
             },
             last_message: match self.last_message {
                 LastMessageArg::List => LastMessage::LIST,

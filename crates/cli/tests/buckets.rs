@@ -284,6 +284,17 @@ fn bucketed_psi_matches_the_plaintext_and_the_unbucketed_run() {
             &format!("case {case}"),
         );
     }
+    // VOLE psi runs bucket by bucket like the DH constructions, over both transports.
+    let want = write_sets(&dir, 3000, 2000, 700, 42);
+    let vole = ["--buckets", "5", "--mqrpmt", "vole"];
+    check(&run_pair(&dir, &tls(), "vole", &vole), &want, 5, "vole");
+    let exchange = Meet::Dir(dir.join("vole-exchange"));
+    check(
+        &run_pair(&dir, &exchange, "vole-dir", &vole),
+        &want,
+        5,
+        "vole, exchange dir",
+    );
     // auto picks one bucket for sets this small; its answer and the unbucketed one agree.
     let want = write_sets(&dir, 2500, 2500, 1234, 99);
     let auto = run_pair(&dir, &tls(), "auto", &["--buckets", "auto"]);

@@ -890,8 +890,13 @@ fn set_operations_over_mtls_match_the_plaintext() {
     let emails = |range: std::ops::Range<u64>| -> Vec<String> {
         range.map(|i| format!("user{i}@example.com")).collect()
     };
-    for group in ["ristretto255", "x25519", "p256-compressed"] {
-        let g = ["--group", group];
+    for g in [
+        ["--group", "ristretto255"],
+        ["--group", "x25519"],
+        ["--group", "p256-compressed"],
+        ["--mqrpmt", "vole"],
+    ] {
+        let group = g.join(" ");
         let (r, _) = run_pso(&dir, "psi", &g);
         assert_eq!(r["cardinality"], card, "{group}");
         let mut got: Vec<String> = read_rows(&dir.join("psi-receiver.csv"))

@@ -32,6 +32,7 @@ pub(crate) mod in_order;
 pub mod okvs;
 pub mod oprf;
 pub mod ot;
+pub mod prefixed_sha256;
 pub mod rng;
 pub mod tahe;
 pub mod vole;

@@ -91,6 +91,8 @@ pub enum PeerMisbehaved {
     },
     #[error("oblivious transfer: {0}")]
     InvalidOt(privset_crypto::ot::OtError),
+    #[error("silent VOLE: {0}")]
+    InvalidVole(privset_crypto::vole::VoleError),
     #[error("{0}")]
     Inconsistent(String),
     /// In a session of three or more participants: what the named one did wrong.

@@ -746,3 +746,103 @@ fn ordered_psi_rejects_short_tags_and_mismatched_settings() {
     });
     assert!(matches!(e, ProtocolError::Incompatible(_)), "{e}");
 }
+
+fn vole() -> PsoConfig {
+    config(Operation::Psi, RISTRETTO, Construction::Vole, BLOOM)
+}
+
+#[test]
+fn vole_psi_matches_plaintext_on_random_and_edge_inputs() {
+    let mut rng = SessionRng::from_os();
+    for (ys, xs) in edge_cases(&mut rng) {
+        check(&vole(), &ys, &xs);
+    }
+    for (n1, n2, overlap) in [(1 << 16, 1 << 16, 1 << 15), (5000, 70_000, 4999)] {
+        let (ys, xs) = random_sets(&mut rng, n1, n2, overlap);
+        check(&vole(), &ys, &xs);
+    }
+}
+
+#[test]
+fn vole_psi_one_against_a_million() {
+    let mut rng = SessionRng::from_os();
+    let (ys, xs) = random_sets(&mut rng, 1, 1 << 20, 1);
+    check(&vole(), &ys, &xs);
+    let (ys, xs) = random_sets(&mut rng, 1 << 20, 1, 1);
+    check(&vole(), &ys, &xs);
+}
+
+#[test]
+fn vole_runs_psi_only_and_must_be_agreed() {
+    for op in Operation::ALL
+        .into_iter()
+        .filter(|&op| op != Operation::Psi)
+    {
+        let c = config(op, RISTRETTO, Construction::Vole, BLOOM);
+        let e = pso::new_party(PsoRole::Receiver, &c, receiver_set(&[1]), [0; 32]).err();
+        assert!(matches!(e, Some(ProtocolError::Config(_))), "{}", op.name());
+    }
+    let dh = config(Operation::Psi, RISTRETTO, Construction::Cwprf, BLOOM);
+    let e = run_tampered(Operation::Psi, &vole(), &dh, &mut |_, _, _| {
+        HookAction::Deliver
+    });
+    assert!(matches!(e, ProtocolError::Incompatible(_)), "{e}");
+}
+
+#[test]
+fn vole_psi_refuses_malformed_messages() {
+    // Receiver -> sender (A->B): hello (0), R1 (1), R2 (2), R3 (3); the sender's
+    // messages (B->A): hello (0), S1 (1), S2 (2), S3 (3). Truncating any of them, or
+    // lengthening it, is refused by length before anything is read.
+    for (direction, index) in [
+        (Direction::AtoB, 1),
+        (Direction::AtoB, 2),
+        (Direction::AtoB, 3),
+        (Direction::BtoA, 1),
+        (Direction::BtoA, 2),
+        (Direction::BtoA, 3),
+    ] {
+        for grow in [false, true] {
+            let e = run_tampered(Operation::Psi, &vole(), &vole(), &mut |d, i, m| {
+                if d == direction && i == index {
+                    if grow {
+                        m.extend_from_slice(&[0; 16]);
+                    } else {
+                        m.truncate(m.len() - 1);
+                    }
+                }
+                HookAction::Deliver
+            });
+            assert!(
+                matches!(e, ProtocolError::PeerMisbehaved(_)),
+                "{direction:?} {index} grow {grow}: {e}"
+            );
+        }
+    }
+    // A base-OT first message that is no ristretto255 point.
+    let e = run_tampered(Operation::Psi, &vole(), &vole(), &mut |d, i, m| {
+        if d == Direction::AtoB && i == 1 {
+            m[HEADER..HEADER + 32].fill(0xff);
+        }
+        HookAction::Deliver
+    });
+    assert!(
+        matches!(
+            e,
+            ProtocolError::PeerMisbehaved(PeerMisbehaved::InvalidVole(_))
+        ),
+        "{e}"
+    );
+    // A replayed message is refused by the framing.
+    let mut kept = None;
+    let e = run_tampered(Operation::Psi, &vole(), &vole(), &mut |d, i, m| {
+        if d == Direction::AtoB && i == 1 {
+            kept = Some(m.clone());
+        }
+        if d == Direction::AtoB && i == 2 {
+            *m = kept.clone().expect("R1 came first");
+        }
+        HookAction::Deliver
+    });
+    assert!(matches!(e, ProtocolError::PeerMisbehaved(_)), "{e}");
+}

@@ -264,11 +264,6 @@ pub(crate) fn settings(
             ));
         }
     };
-    let construction = match mqrpmt {
-        "cwprf" => Some(Construction::Cwprf),
-        "poprf" => Some(Construction::Poprf),
-        _ => None,
-    };
     let config = PsoConfig {
         operation,
         cwprf: errors::named(
@@ -278,7 +273,13 @@ pub(crate) fn settings(
             CwPrfId::from_name(group),
             "ristretto255, p256, p256-compressed, x25519",
         )?,
-        construction: errors::named(py, "mqrpmt", mqrpmt, construction, "cwprf, poprf")?,
+        construction: errors::named(
+            py,
+            "mqrpmt",
+            mqrpmt,
+            Construction::from_name(mqrpmt),
+            "cwprf, poprf, vole",
+        )?,
         last_message: errors::named(
             py,
             "last_message",

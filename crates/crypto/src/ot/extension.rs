@@ -10,6 +10,8 @@ use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 use zeroize::Zeroize;
 
+use crate::prefixed_sha256::PrefixedSha256;
+
 use super::KAPPA;
 use super::transpose::transpose128;
 
@@ -53,7 +55,7 @@ pub(super) fn column_stride(count: usize) -> usize {
 ///
 /// The KKRT OPRF uses the same hash under its own tag on its wider rows
 /// ([`Self::with_tag`], [`Self::hash_bytes`]).
-pub(crate) struct RowHash(Sha256);
+pub(crate) struct RowHash(PrefixedSha256);
 
 impl RowHash {
     pub(super) fn new(ctx: &[u8; 32]) -> Self {
@@ -62,11 +64,7 @@ impl RowHash {
 
     /// The hash under `tag` (at most 32 bytes, zero-padded to 32).
     pub(crate) fn with_tag(tag: &[u8], ctx: &[u8; 32]) -> Self {
-        debug_assert!(tag.len() <= 32);
-        let mut block = [0u8; 64];
-        block[..tag.len()].copy_from_slice(tag);
-        block[32..].copy_from_slice(ctx);
-        Self(Sha256::new_with_prefix(block))
+        Self(PrefixedSha256::with_tag_and_key(tag, ctx))
     }
 
     pub(super) fn hash(&self, i: usize, row: u128) -> [u8; 32] {
@@ -75,10 +73,7 @@ impl RowHash {
 
     /// `H'(i, row)` for a row of any width (its bytes as they are).
     pub(crate) fn hash_bytes(&self, i: usize, row: &[u8]) -> [u8; 32] {
-        let mut h = self.0.clone();
-        h.update((i as u64).to_be_bytes());
-        h.update(row);
-        h.finalize().into()
+        self.0.hash2(&(i as u64).to_be_bytes(), row)
     }
 }
 

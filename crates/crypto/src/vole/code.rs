@@ -121,9 +121,12 @@ fn convolve(x: &mut [u128], pass: u8) {
             let bits = u32::from(c[0]) | u32::from(c[1]) << 8 | u32::from(c[2]) << 16;
             if i + ACCUMULATOR_WIDTH + 1 < len {
                 let window = &mut x[i + 1..i + ACCUMULATOR_WIDTH + 2];
-                for (b, y) in window[..ACCUMULATOR_WIDTH].iter_mut().enumerate() {
-                    // Branch-free select: the compiler vectorises the window.
-                    *y ^= xi & 0u128.wrapping_sub(u128::from((bits >> b) & 1));
+                // Only the set bits (about half): the coefficients are public, so
+                // branching on them leaks nothing.
+                let mut rest = bits;
+                while rest != 0 {
+                    window[rest.trailing_zeros() as usize] ^= xi;
+                    rest &= rest - 1;
                 }
                 window[ACCUMULATOR_WIDTH] ^= xi;
             } else {

@@ -36,6 +36,7 @@ pub mod private_id;
 pub mod receiver;
 pub mod sender;
 pub mod transfer;
+pub mod vole_psi;
 
 use privset_crypto::cwprf::x25519::X25519;
 use privset_crypto::cwprf::{CwPrf, CwPrfId};
@@ -141,25 +142,35 @@ pub enum Construction {
     Cwprf,
     /// From a permuted OPRF (Sec. 5, Figs. 4-6); needs a prime-order group.
     Poprf,
+    /// Not an mqRPMT: psi from silent VOLE and an OKVS (Raghuraman, Rindal, CCS 2022,
+    /// Fig. 4; [`vole_psi`]). Symmetric-key work only; the group setting is unused.
+    Vole,
 }
 
 impl Construction {
+    pub const ALL: [Construction; 3] =
+        [Construction::Cwprf, Construction::Poprf, Construction::Vole];
+
+    /// The command-line name (`--mqrpmt`).
     pub fn name(self) -> &'static str {
         match self {
             Construction::Cwprf => "cwprf",
             Construction::Poprf => "poprf",
+            Construction::Vole => "vole",
         }
+    }
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.name() == name)
     }
     pub fn code(self) -> u8 {
         match self {
             Construction::Cwprf => 1,
             Construction::Poprf => 2,
+            Construction::Vole => 3,
         }
     }
     pub fn from_code(code: u8) -> Option<Self> {
-        [Construction::Cwprf, Construction::Poprf]
-            .into_iter()
-            .find(|c| c.code() == code)
+        Self::ALL.into_iter().find(|c| c.code() == code)
     }
 }
 
@@ -388,7 +399,15 @@ pub type PsoParty = Box<dyn OutputParty<PsoOutput>>;
 
 /// Checks a party's settings and input before anything is sent.
 pub fn validate(role: PsoRole, config: &PsoConfig, input: &Dataset) -> Result<(), ProtocolError> {
+    if config.construction == Construction::Vole && config.operation != Operation::Psi {
+        return Err(ProtocolError::Config(format!(
+            "--mqrpmt vole runs psi (Raghuraman-Rindal 2022); {} runs on cwprf or poprf",
+            config.operation.name()
+        )));
+    }
+    // vole has no last message of this kind: its tags are the sender's (see `vole_psi`).
     if config.last_message == LastMessage::Ordered
+        && config.construction != Construction::Vole
         && (config.operation != Operation::Psi || config.construction != Construction::Cwprf)
     {
         return Err(ProtocolError::Config(format!(
@@ -467,6 +486,13 @@ pub fn new_party(
     seed: [u8; SEED_LEN],
 ) -> Result<PsoParty, ProtocolError> {
     validate(role, config, &input)?;
+    if config.construction == Construction::Vole {
+        let common = core::Common::new(role, config.clone(), input);
+        return Ok(match role {
+            PsoRole::Receiver => Box::new(Engine::new(vole_psi::Receiver::new(common), seed)?),
+            PsoRole::Sender => Box::new(Engine::new(vole_psi::Sender::new(common), seed)?),
+        });
+    }
     fn build<C: CwPrf>(
         role: PsoRole,
         config: &PsoConfig,

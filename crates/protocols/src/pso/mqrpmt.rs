@@ -81,6 +81,7 @@ impl<C: CwPrf> Server<C> {
                     Ok::<_, ProtocolError>(slice.to_vec())
                 })
             }
+            Construction::Vole => Err(not_an_mqrpmt()),
         }
     }
 
@@ -103,6 +104,7 @@ impl<C: CwPrf> Server<C> {
         let set = encoding.read(r, n1, C::ELEMENT_LEN, n2, filter_key, "server's set")?;
         match (self.construction, set) {
             (Construction::Cwprf, set) => Ok(set.membership(absorbed, C::ELEMENT_LEN)),
+            (Construction::Vole, _) => Err(not_an_mqrpmt()),
             (Construction::Poprf, ReceivedSet::Filter(_)) => Err(ProtocolError::Config(
                 "the permuted OPRF needs the list last message".into(),
             )),
@@ -130,6 +132,11 @@ impl<C: CwPrf> Server<C> {
             }
         }
     }
+}
+
+/// The VOLE construction has parties of its own ([`super::vole_psi`]).
+fn not_an_mqrpmt() -> ProtocolError {
+    ProtocolError::ApiMisuse("the vole construction is not an mqRPMT")
 }
 
 impl<C: CwPrf> Server<C> {
