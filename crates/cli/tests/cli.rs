@@ -1068,6 +1068,22 @@ fn write_ids(path: &Path, header: &str, ids: impl Iterator<Item = u64>) {
     std::fs::write(path, s).unwrap();
 }
 
+/// `judge.key` and `judge.pub` in `dir`, from `privset judge keygen`.
+fn judge_keygen(dir: &Path) {
+    let (key, public) = (dir.join("judge.key"), dir.join("judge.pub"));
+    let o = privset(&[
+        "judge",
+        "keygen",
+        "--key",
+        key.to_str().unwrap(),
+        "--public",
+        public.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
 /// Judge, client and server as separate processes over mutual TLS: authorize once,
 /// intersect twice with the same signature file, in both modes; a set failing the
 /// exec policy is rejected with exit code 5; a subset item without signature is
@@ -1077,17 +1093,7 @@ fn apsi_three_processes_over_mutual_tls() {
     let dir = scratch("apsi");
     let certs = certs(&dir, "judge,client,server");
     let p = |name: &str| dir.join(name).display().to_string();
-    let o = privset(&[
-        "judge",
-        "keygen",
-        "--key",
-        &p("judge.key"),
-        "--public",
-        &p("judge.pub"),
-    ])
-    .output()
-    .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    judge_keygen(&dir);
     write_ids(&dir.join("x.csv"), "card", 0..300);
     write_ids(&dir.join("allow.csv"), "valid", 0..1000);
     write_ids(&dir.join("y.csv"), "card", 200..700);
@@ -1275,17 +1281,7 @@ fn apsi_key_settings_are_agreed_between_client_and_server() {
     let dir = scratch("apsi-agreed");
     let certs = certs(&dir, "judge,client,server");
     let p = |name: &str| dir.join(name).display().to_string();
-    let o = privset(&[
-        "judge",
-        "keygen",
-        "--key",
-        &p("judge.key"),
-        "--public",
-        &p("judge.pub"),
-    ])
-    .output()
-    .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    judge_keygen(&dir);
     let emails = |range: std::ops::Range<u64>| {
         let mut s = String::from("email\n");
         for i in range {
