@@ -369,6 +369,7 @@ fn authorize_make(tag: u8, partial: Option<PartialFraction>, kc: bool) -> Make {
                 client_id: b"client-7".to_vec(),
                 partial,
                 key_consistency: kc,
+                key_settings: Default::default(),
             };
             Box::new(authorize::Client::new(config, apsi_items(), seed(tag, 0)).unwrap())
                 as Box<dyn Party>
@@ -419,6 +420,7 @@ pub fn signature_set(partial: Option<PartialFraction>, kc: bool, tag: u8) -> Sig
             client_id: b"client-7".to_vec(),
             partial,
             key_consistency: kc,
+            key_settings: Default::default(),
         },
         apsi_items(),
         seed(tag, 0),

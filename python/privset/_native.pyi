@@ -258,6 +258,8 @@ class Signatures:
     @property
     def judge_public_key(self) -> JudgePublicKey: ...
     @property
+    def key_settings(self) -> Optional[Dict[str, str]]: ...
+    @property
     def items(self) -> List[bytes]: ...
     def __len__(self) -> int: ...
 
@@ -297,6 +299,7 @@ class ApsiParty:
         judge_public: JudgePublicKey,
         key_consistency: bool,
         max_server_items: int,
+        signed_items: bool = False,
     ) -> ApsiParty: ...
     @staticmethod
     def server(

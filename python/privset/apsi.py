@@ -221,6 +221,12 @@ class ApsiClient(Party[ApsiResult]):
     ``judge_public``: the judge key you trust (a :class:`JudgePublicKey` or its file),
     which must be the one that signed. Items of ``ids`` without a signature are left
     out and listed in ``result.unauthorized``.
+
+    The client states to the server how its items were made from rows (the key
+    settings ``signatures.key_settings`` recorded at authorize); ``ids`` given with
+    other ``id_column`` count, ``normalize``, ``phone_region`` or ``hash_ids`` raise
+    :class:`ConfigurationError` naming the setting, and a server that makes its keys
+    otherwise stops the run with :class:`PeerMisbehaved` (docs/apsi.md).
     """
 
     def __init__(
@@ -240,8 +246,11 @@ class ApsiClient(Party[ApsiResult]):
         if not isinstance(signatures, _native.Signatures):
             signatures = _native.Signatures.load(os.fspath(signatures))
         keys: Any = dict(normalize=normalize, phone_region=phone_region, hash_ids=hash_ids)
-        if ids is None:
-            # The signed items are identifiers already made (normalised, hashed).
+        signed_items = ids is None
+        if signed_items:
+            # The signed items are identifiers already made (normalised, hashed): taken
+            # as they are, and the settings stated to the server are those the
+            # signatures record from authorize.
             ids = [_text(x) for x in signatures.items]
             keys = dict(normalize="none")
         self._input = _ids(ids, id_column, duplicates, **keys)
@@ -251,6 +260,7 @@ class ApsiClient(Party[ApsiResult]):
             judge_public=_public(judge_public),
             key_consistency=key_consistency,
             max_server_items=max_server_items,
+            signed_items=signed_items,
         )
 
     def _result(self, outcome: Any) -> ApsiResult:

@@ -154,7 +154,10 @@ class UpsiDatabase:
         ``preset``: a preset's name (docs/upsi.md); default: chosen from the number of
         items and ``client_items``, the most items a client will query with.
         ``normalize``, ``phone_region``, ``hash_ids``: as for every input
-        (docs/inputs.md); clients must make their identifiers the same way.
+        (docs/inputs.md); clients must make their identifiers the same way. The
+        database records them (``info()["key_settings"]``) and its server states them
+        in every session: a client making its identifiers otherwise is refused at the
+        hello (:class:`privset.PeerMisbehaved`), naming the setting.
         ``cache_mb``: MiB of polynomials held ready for queries, as ``privset upsi
         serve --cache-mb`` (docs/upsi.md, "Memory"). ``oprf``: the OPRF's group,
         ``"x25519"`` (default) or ``"ristretto255"``, as ``--oprf``.
@@ -169,7 +172,9 @@ class UpsiDatabase:
     @classmethod
     def load(cls, path: PathOr, *, cache_mb: int = DEFAULT_CACHE_MB) -> "UpsiDatabase":
         """Reads a database file (written by :meth:`save` or ``privset upsi db
-        build``); ``cache_mb`` as for :meth:`build`."""
+        build``); ``cache_mb`` as for :meth:`build`. A file written before privset
+        recorded the key settings raises :class:`privset.ConfigurationError`: build
+        it again from its rows."""
         return cls(_native.UpsiDatabase.load(os.fspath(path), cache_mb))
 
     def save(self, path: PathOr) -> None:
@@ -190,7 +195,10 @@ class UpsiDatabase:
     ) -> None:
         """Inserts items (or replaces their labels) without a rebuild, as ``privset
         upsi db add``. Arguments as for :meth:`build`; a labeled database needs a label
-        per item, no longer than :attr:`label_bytes`."""
+        per item, no longer than :attr:`label_bytes`. ``id_column`` count,
+        ``normalize``, ``phone_region`` and ``hash_ids`` must make the identifiers as
+        the database was built, or :class:`privset.ConfigurationError` names the
+        setting."""
         rows = _rows(
             items, labels, id_column=id_column, label_columns=label_columns,
             normalize=normalize, phone_region=phone_region, hash_ids=hash_ids,
@@ -207,7 +215,8 @@ class UpsiDatabase:
         hash_ids: Optional[str] = None,
     ) -> int:
         """Removes items without a rebuild, as ``privset upsi db remove``; returns how
-        many were present."""
+        many were present. The key arguments must be the build's, as for
+        :meth:`insert`."""
         rows = _rows(
             items, None, id_column=id_column, label_columns=None,
             normalize=normalize, phone_region=phone_region, hash_ids=hash_ids,

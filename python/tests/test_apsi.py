@@ -5,6 +5,7 @@ parties as separate processes over mutual TLS, one of them the CLI."""
 
 from __future__ import annotations
 
+import hashlib
 import pathlib
 import random
 import subprocess
@@ -105,6 +106,49 @@ def test_a_server_of_another_mode_stops_the_run(rng: random.Random) -> None:
     server = privset.ApsiServer(y, judge_public=key.public_key, partial=0.5)
     with pytest.raises(privset.PeerMisbehaved):
         privset.local.run_pair(client, server)
+
+
+def test_key_settings_are_agreed_between_client_and_server(tmp_path: pathlib.Path) -> None:
+    """The client authorized lower-cased e-mail addresses; a server that trims only
+    used to give an empty intersection with no error, and now stops the run at the
+    hello naming the setting. The signatures record the settings; an intersect input
+    made otherwise is refused before any run; the same settings give the overlap."""
+    client_ids = [f"User{i}@Example.com" for i in range(30)]
+    server_ids = [f"User{i}@Example.com" for i in range(20, 60)]
+    key = privset.JudgeKey.generate()
+    r = privset.local.apsi(client_ids, server_ids, judge_key=key, normalize="email")
+    assert r.cardinality == 10
+    assert r.signatures.key_settings == {"key-columns": "1", "normalize": "email", "hash-ids": "none"}
+    trimming = privset.ApsiServer(server_ids, judge_public=key.public_key)
+    for client in (
+        privset.ApsiClient(r.signatures, judge_public=key.public_key),
+        privset.ApsiClient(r.signatures, client_ids, judge_public=key.public_key, normalize="email"),
+    ):
+        with pytest.raises(privset.PeerMisbehaved, match="input settings differ, normalize"):
+            privset.local.run_pair(client, trimming)
+    with pytest.raises(
+        privset.ConfigurationError, match="the signature file uses normalize email, the input uses normalize trim"
+    ):
+        privset.ApsiClient(r.signatures, client_ids, judge_public=key.public_key)
+    same = privset.ApsiServer(server_ids, judge_public=key.public_key, normalize="email")
+    found, _ = privset.local.run_pair(privset.ApsiClient(r.signatures, judge_public=key.public_key), same)
+    assert sorted(found.intersection) == sorted(f"user{i}@example.com" for i in range(20, 30))
+    # A signature file of version 1 (no settings): with ids, the input's settings are
+    # stated; without, there is nothing to state and the client says so.
+    r.signatures.save(tmp_path / "x.sig")
+    data = (tmp_path / "x.sig").read_bytes()[:-32]
+    at = 17 + 1 + 1 + 96 + 4 + len("client") + 33 + 145
+    n = int.from_bytes(data[at : at + 2], "big")
+    old = bytearray(data[:at] + data[at + 2 + n :])
+    old[17] = 1
+    (tmp_path / "v1.sig").write_bytes(bytes(old) + hashlib.sha256(bytes(old)).digest())
+    v1 = privset.Signatures.load(tmp_path / "v1.sig")
+    assert v1.key_settings is None and len(v1) == 30
+    with pytest.raises(privset.ConfigurationError, match="authorize again"):
+        privset.ApsiClient(v1, judge_public=key.public_key)
+    client = privset.ApsiClient(v1, client_ids, judge_public=key.public_key, normalize="email")
+    found, _ = privset.local.run_pair(client, same)
+    assert found.cardinality == 10
 
 
 def test_policy_forms(tmp_path: pathlib.Path) -> None:

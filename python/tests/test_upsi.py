@@ -8,6 +8,7 @@ Python client over mutual TLS)."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import pathlib
@@ -211,6 +212,65 @@ def test_a_corrupted_database_file_is_a_clear_error(tmp_path: pathlib.Path) -> N
         privset.Upsi.server(path)
     with pytest.raises(privset.InputError, match="cannot read"):
         privset.UpsiDatabase.load(tmp_path / "missing.upsi")
+
+
+def version_5_file(data: bytes) -> bytes:
+    """A database file as privset wrote it before the key settings were recorded
+    (version 5): the current file without its settings field (after the magic,
+    version, preset, label length, nonce length, label layout, key seed and OPRF
+    group), its checksum made again."""
+    body = data[:-32]
+    preset_len = int.from_bytes(body[20:24], "big")
+    at = 16 + 4 + 4 + preset_len + 4 + 1 + 1 + 32 + 1
+    n = int.from_bytes(body[at : at + 2], "big")
+    old = bytearray(body[:at] + body[at + 2 + n :])
+    old[16:20] = (5).to_bytes(4, "big")
+    return bytes(old) + hashlib.sha256(bytes(old)).digest()
+
+
+def test_key_settings_are_recorded_and_agreed(tmp_path: pathlib.Path) -> None:
+    """The database records how its items were made (here lower-cased e-mail
+    addresses); a client that trims only used to match nothing with no error, and now
+    stops at the hello naming the setting. Changes with other settings are refused; a
+    database recording none (an older file) is refused for serving."""
+    server = [f"User{i}@Example.com" for i in range(200)]
+    client = [f"User{i}@Example.com" for i in range(190, 230)]
+    db = privset.UpsiDatabase.build(server, normalize="email")
+    settings = {"key-columns": "1", "normalize": "email", "hash-ids": "none"}
+    assert db.info()["key_settings"] == settings
+    with pytest.raises(privset.PeerMisbehaved, match="input settings differ, normalize"):
+        privset.local.upsi(db, client)
+    assert len(privset.local.upsi(db, client, normalize="email").matches) == 10
+    mismatch = "normalize: the database uses normalize email, the input uses normalize trim"
+    with pytest.raises(privset.ConfigurationError, match=mismatch):
+        db.insert(["New@Example.com"])
+    with pytest.raises(privset.ConfigurationError, match=mismatch):
+        db.remove(server[:3])
+    assert len(db) == 200
+    db.insert(["New@Example.com"], normalize="email")
+    assert db.remove(server[:3], normalize="email") == 3
+    assert len(db) == 198
+    path = tmp_path / "db.upsi"
+    db.save(path)
+    assert privset.UpsiDatabase.load(path).info()["key_settings"] == settings
+    (tmp_path / "old.upsi").write_bytes(version_5_file(path.read_bytes()))
+    for open_old in (privset.UpsiDatabase.load, privset.Upsi.server):
+        with pytest.raises(privset.ConfigurationError, match="build it again"):
+            open_old(tmp_path / "old.upsi")
+    # The CLI still describes it, and refuses to serve it.
+    info = subprocess.run(
+        [privset_binary(), "upsi", "db", "info", "--db", str(tmp_path / "old.upsi")], capture_output=True, text=True
+    )
+    assert info.returncode == 0, info.stderr
+    assert json.loads(info.stdout)["key_settings"] is None
+    served = subprocess.run(
+        [
+            privset_binary(), "upsi", "serve", "--db", str(tmp_path / "old.upsi"),
+            "--listen", f"127.0.0.1:{free_port()}", "--insecure-no-tls",
+        ],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert served.returncode == 2 and "build it again" in served.stderr, served.stderr
 
 
 def test_a_client_over_the_presets_limit_is_a_clear_error() -> None:

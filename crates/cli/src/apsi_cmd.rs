@@ -16,9 +16,9 @@ use privset_protocols::apsi::authorize::{self, JudgeConfig};
 use privset_protocols::apsi::intersect::{self, ServerConfig};
 use privset_protocols::apsi::{DEFAULT_MAX_PEER_ITEMS, Mode, PartialFraction};
 use privset_run::apsi::{
-    AuthorizeReport, IntersectReport, JudgeService, PolicySpec, ServerService, read_keyed_ids,
-    read_public_key, read_secret_key, read_signatures, write_public_key, write_secret_key,
-    write_signatures,
+    AuthorizeReport, IntersectReport, JudgeService, PolicySpec, ServerService, intersect_settings,
+    read_keyed_ids, read_public_key, read_secret_key, read_signatures, write_public_key,
+    write_secret_key, write_signatures,
 };
 use privset_run::{Reporter, ServeOptions, Service, output_rows};
 
@@ -312,11 +312,13 @@ pub(crate) fn fresh_seed() -> [u8; 32] {
 
 fn authorize_cmd(args: &AuthorizeArgs) -> Result<(), Failure> {
     let stopwatch = Stopwatch::start();
-    let items = read_keyed_ids(&args.source.input, &args.source.keys()?)?;
+    let keys = args.source.keys()?;
+    let items = read_keyed_ids(&args.source.input, &keys)?;
     let config = authorize::ClientConfig {
         client_id: args.client_id.as_bytes().to_vec(),
         partial: fraction(args.partial)?,
         key_consistency: !args.no_key_consistency,
+        key_settings: keys.agreed(),
     };
     let mut client = authorize::Client::new(config, items, fresh_seed())?;
     let run = drive_client(
@@ -349,7 +351,8 @@ fn authorize_cmd(args: &AuthorizeArgs) -> Result<(), Failure> {
 
 fn serve_cmd(args: &ServeArgs) -> Result<(), Failure> {
     let judge_key = read_public_key(&args.judge_public)?;
-    let items = read_keyed_ids(&args.source.input, &args.source.keys()?)?;
+    let keys = args.source.keys()?;
+    let items = read_keyed_ids(&args.source.input, &keys)?;
     let mode = match fraction(args.partial)? {
         Some(_) => Mode::Partial,
         None => Mode::Full,
@@ -364,7 +367,7 @@ fn serve_cmd(args: &ServeArgs) -> Result<(), Failure> {
         items.len(),
         mode.name()
     );
-    let service = ServerService::new(config, items.into())?;
+    let service = ServerService::new(config, items.into(), keys.agreed())?;
     serve_sessions(&args.listen, Arc::new(service))
 }
 
@@ -372,7 +375,9 @@ fn intersect_cmd(args: &IntersectArgs) -> Result<(), Failure> {
     let stopwatch = Stopwatch::start();
     let judge_key = read_public_key(&args.judge_public)?;
     let sigs = read_signatures(&args.signatures, Some(args.client_id.as_bytes()))?;
-    let subset = read_keyed_ids(&args.source.input, &args.source.keys()?)?;
+    let keys = args.source.keys()?;
+    let settings = intersect_settings(&sigs, &keys.agreed())?;
+    let subset = read_keyed_ids(&args.source.input, &keys)?;
     let (signed, unsigned) = sigs.select(&subset);
     if !unsigned.is_empty() {
         let shown: Vec<String> = unsigned
@@ -395,6 +400,7 @@ fn intersect_cmd(args: &IntersectArgs) -> Result<(), Failure> {
         args.max_server_items,
         fresh_seed(),
     )?;
+    client.agree(settings)?;
     let run = drive_client(
         &mut client,
         &args.tls,
@@ -407,7 +413,6 @@ fn intersect_cmd(args: &IntersectArgs) -> Result<(), Failure> {
         .into_output()
         .ok_or_else(|| Failure::other("the server ended the session without a result"))?;
     if let Some(path) = &args.output_rows {
-        let keys = args.source.keys()?;
         let records: Vec<Vec<Vec<u8>>> = out.intersection.iter().map(|x| keys.split(x)).collect();
         output_rows::write_rows(path, &keys.output_columns(), &records)?;
     }

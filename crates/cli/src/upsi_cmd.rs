@@ -7,12 +7,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand, ValueEnum};
-use privset_protocols::Meter;
 use privset_protocols::upsi::{Client, Oprf};
+use privset_protocols::{Meter, Party};
 use privset_run::output_rows;
 use privset_run::upsi::{
-    DatabaseSpec, QueryReport, Rows, UpsiService, build_database, check_client_items, info,
-    match_rows, read_database, read_rows, update_database, write_database,
+    DatabaseSpec, QueryReport, Rows, UpsiService, build_database, check_client_items, check_rows,
+    info, match_rows, read_database, read_rows, update_database, write_database,
 };
 
 use crate::apsi_cmd::{ListenArgs, drive_client, fresh_seed, serve_sessions};
@@ -287,6 +287,7 @@ fn change(args: &ChangeArgs, add: bool) -> Result<(), Failure> {
         if add { &args.label_column } else { &[] },
     )?;
     let (before, after) = update_database(&args.db, |db| {
+        check_rows(db, &rows)?;
         db.set_cache_bytes(0);
         if add && db.label_len() > 0 && args.label_column.is_empty() {
             return Err(Failure::config(
@@ -353,6 +354,7 @@ fn query(args: &QueryArgs) -> Result<(), Failure> {
     let items = read_rows(&args.source.input, &keys, &[])?.ids;
     check_client_items(items.len())?;
     let mut client = Client::new(items.clone(), fresh_seed())?;
+    client.agree(keys.agreed())?;
     let run = drive_client(
         &mut client,
         &args.tls,

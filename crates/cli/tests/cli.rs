@@ -1073,6 +1073,22 @@ fn write_ids(path: &Path, header: &str, ids: impl Iterator<Item = u64>) {
     std::fs::write(path, s).unwrap();
 }
 
+/// `judge.key` and `judge.pub` in `dir`, from `privset judge keygen`.
+fn judge_keygen(dir: &Path) {
+    let (key, public) = (dir.join("judge.key"), dir.join("judge.pub"));
+    let o = privset(&[
+        "judge",
+        "keygen",
+        "--key",
+        key.to_str().unwrap(),
+        "--public",
+        public.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
 /// Judge, client and server as separate processes over mutual TLS: authorize once,
 /// intersect twice with the same signature file, in both modes; a set failing the
 /// exec policy is rejected with exit code 5; a subset item without signature is
@@ -1082,17 +1098,7 @@ fn apsi_three_processes_over_mutual_tls() {
     let dir = scratch("apsi");
     let certs = certs(&dir, "judge,client,server");
     let p = |name: &str| dir.join(name).display().to_string();
-    let o = privset(&[
-        "judge",
-        "keygen",
-        "--key",
-        &p("judge.key"),
-        "--public",
-        &p("judge.pub"),
-    ])
-    .output()
-    .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    judge_keygen(&dir);
     write_ids(&dir.join("x.csv"), "card", 0..300);
     write_ids(&dir.join("allow.csv"), "valid", 0..1000);
     write_ids(&dir.join("y.csv"), "card", 200..700);
@@ -1265,6 +1271,121 @@ fn apsi_three_processes_over_mutual_tls() {
     assert!(stderr(&o).contains("card 299 is blocked"), "{}", stderr(&o));
     assert!(!dir.join("x2.sig").exists());
     finish(judge);
+}
+
+/// Authorized PSI with the two sides' key settings apart: the client authorized and
+/// intersects e-mail addresses under `--normalize email` (lower-cased), the server
+/// keeps the default `trim`. Before the settings were agreed the intersection was
+/// silently empty (exit 0): the client's "user7@example.com" never met the server's
+/// "User7@Example.com". Now the client stops with exit 3 naming the setting, before
+/// any item leaves; the server logs the failed session. An input made otherwise
+/// than at authorize is refused before connecting (exit 2); the same settings on
+/// both sides give the whole overlap.
+#[test]
+fn apsi_key_settings_are_agreed_between_client_and_server() {
+    let dir = scratch("apsi-agreed");
+    let certs = certs(&dir, "judge,client,server");
+    let p = |name: &str| dir.join(name).display().to_string();
+    judge_keygen(&dir);
+    let emails = |range: std::ops::Range<u64>| {
+        let mut s = String::from("email\n");
+        for i in range {
+            s.push_str(&format!("User{i}@Example.com\n"));
+        }
+        s
+    };
+    std::fs::write(dir.join("x.csv"), emails(0..40)).unwrap();
+    std::fs::write(dir.join("y.csv"), emails(25..90)).unwrap();
+    let email = ["--id-column", "email", "--normalize", "email"];
+
+    let judge_addr = port();
+    let (jk, jp) = (p("judge.key"), p("judge.pub"));
+    let mut judge = vec![
+        "judge",
+        "serve",
+        "--listen",
+        &judge_addr,
+        "--max-sessions",
+        "1",
+    ];
+    judge.extend(["--key", &jk, "--policy", "exec:cat >/dev/null; echo accept"]);
+    let judge_tls = tls_args(&certs, "judge");
+    judge.extend(as_refs(&judge_tls));
+    let judge = spawn(&judge);
+    let client_tls = tls_args(&certs, "client");
+    let (xin, sig) = (p("x.csv"), p("x.sig"));
+    let mut auth = vec!["apsi", "authorize", "--judge", &judge_addr];
+    auth.extend(["--client-id", "acme", "--input", &xin, "--signatures", &sig]);
+    auth.extend(email);
+    auth.extend(as_refs(&client_tls));
+    let o = privset(&auth).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(finish(judge).status.success());
+
+    let yin = p("y.csv");
+    let server_tls = tls_args(&certs, "server");
+    let serve = |addr: &str, keys: &[&str]| {
+        let mut a = vec!["apsi", "serve", "--listen", addr, "--judge-public", &jp];
+        a.extend(["--input", &yin, "--max-sessions", "1"]);
+        a.extend(keys);
+        a.extend(as_refs(&server_tls));
+        spawn(&a)
+    };
+    let (out, rows) = (p("r.json"), p("rows.csv"));
+    let intersect = |addr: &str, keys: &[&str]| {
+        let mut a = vec!["apsi", "intersect", "--peer", addr, "--judge-public", &jp];
+        a.extend(["--client-id", "acme", "--signatures", &sig, "--input", &xin]);
+        a.extend(["--output", &out, "--output-rows", &rows]);
+        a.extend(keys);
+        a.extend(as_refs(&client_tls));
+        privset(&a).output().unwrap()
+    };
+
+    // The server trims only: refused at the hello, exit 3, naming the setting.
+    let addr = port();
+    let server = serve(&addr, &["--id-column", "email"]);
+    let o = intersect(&addr, &email);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "input settings differ, normalize: the client uses normalize email, the server uses normalize trim"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!dir.join("r.json").exists());
+    let s = finish(server);
+    let log = String::from_utf8_lossy(&s.stdout).into_owned();
+    assert!(
+        log.contains("\"ok\":false") && log.contains("normalize"),
+        "{log}"
+    );
+
+    // The intersect input made otherwise than at authorize: refused before connecting.
+    let o = intersect(&port(), &["--id-column", "email"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o)
+            .contains("the signature file uses normalize email, the input uses normalize trim"),
+        "{}",
+        stderr(&o)
+    );
+
+    // The same settings on both sides: the 15 shared addresses, lower-cased.
+    let addr = port();
+    let server = serve(&addr, &email);
+    let o = intersect(&addr, &email);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(json(&dir.join("r.json"))["cardinality"], 15);
+    let mut got: Vec<String> = read_rows(&dir.join("rows.csv"))
+        .into_iter()
+        .map(|r| r[0].clone())
+        .collect();
+    got.sort();
+    let mut expected: Vec<String> = (25..40).map(|i| format!("user{i}@example.com")).collect();
+    expected.sort();
+    assert_eq!(got, expected);
+    assert!(finish(server).status.success());
 }
 
 #[test]

@@ -557,3 +557,109 @@ fn concurrent_updates_all_land_while_served() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+/// The database records how its items were made from rows (here `--normalize email`,
+/// lower-cased) and its server states that in every session. A client that trims only
+/// used to get no match at all with exit 0 (its "User7@Example.com" is not the
+/// database's "user7@example.com"); now it stops with exit 3 naming the setting. `db
+/// add` and `db remove` with other settings are refused naming it (they would insert
+/// items no client finds, or miss the ones to remove); the same settings work.
+#[test]
+fn key_settings_are_recorded_in_the_database_and_agreed_with_clients() {
+    let d = Dir::new("agreed");
+    let emails = |range: std::ops::Range<u64>| {
+        let mut s = String::from("email\n");
+        for i in range {
+            s.push_str(&format!("User{i}@Example.com\n"));
+        }
+        s
+    };
+    std::fs::write(d.p("db.csv"), emails(0..300)).unwrap();
+    let (input, db) = (d.p("db.csv"), d.p("db.upsi"));
+    let email = ["--id-column", "email", "--normalize", "email"];
+    let mut build = vec!["upsi", "db", "build", "--input", &input, "--db", &db];
+    build.extend(email);
+    let o = run(&build);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let info = db_info(&db);
+    assert_eq!(info["key_settings"]["normalize"], "email");
+    assert_eq!(info["key_settings"]["key-columns"], "1");
+    assert_eq!(info["key_settings"]["hash-ids"], "none");
+
+    // Changes with the database's settings only.
+    std::fs::write(d.p("more.csv"), emails(300..320)).unwrap();
+    let more = d.p("more.csv");
+    for what in ["add", "remove"] {
+        let o = run(&[
+            "upsi",
+            "db",
+            what,
+            "--input",
+            &more,
+            "--id-column",
+            "email",
+            "--db",
+            &db,
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains(
+                "normalize: the database uses normalize email, the input uses normalize trim"
+            ),
+            "{}",
+            stderr(&o)
+        );
+    }
+    assert_eq!(db_info(&db)["items"], 300);
+    let mut add = vec!["upsi", "db", "add", "--input", &more, "--db", &db];
+    add.extend(email);
+    let o = run(&add);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(db_info(&db)["items"], 320);
+
+    let addr = port();
+    let mut server = serve(&d, &addr, 2);
+    let log = ServerLog::of(&mut server);
+    std::fs::write(d.p("contacts.csv"), emails(290..340)).unwrap();
+    let contacts = d.p("contacts.csv");
+    let (out, rows) = (d.p("result.json"), d.p("rows.csv"));
+    let tls = d.tls("client");
+    let query = |keys: &[&str]| {
+        let mut a = vec![
+            "upsi",
+            "query",
+            "--peer",
+            &addr,
+            "--tls-server-name",
+            "server",
+        ];
+        a.extend([
+            "--input",
+            &contacts,
+            "--output",
+            &out,
+            "--output-rows",
+            &rows,
+        ]);
+        a.extend(keys);
+        a.extend(tls.iter().map(String::as_str));
+        run(&a)
+    };
+    let o = query(&["--id-column", "email"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "input settings differ, normalize: the client uses normalize trim, the server uses normalize email"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!std::path::Path::new(&out).exists());
+    let o = query(&email);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(result["matches"], 30);
+    let out = server.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", log.text());
+}

@@ -14,11 +14,16 @@
 //!      2    L UTF-8 lines "name=value" joined by '\n', in the stating party's order
 //! ```
 //!
-//! A party that holds no input (the dealer of Miyaji-Nishida) states
-//! [`AgreedSettings::no_input`] (and whatever else the session agrees on, such as the
-//! roster): between it and any peer only the settings both state are compared. A party
-//! that states nothing (a front end that does not know its inputs' settings) is compared
-//! like any other, so a peer stating settings refuses it rather than trust it.
+//! A party that holds no input (the dealer of Miyaji-Nishida, the judge of authorized
+//! PSI) states [`AgreedSettings::no_input`] (and whatever else the session agrees on,
+//! such as the roster): between it and any peer only the settings both state are
+//! compared. A party that states nothing (a front end that does not know its inputs'
+//! settings) is compared like any other, so a peer stating settings refuses it rather
+//! than trust it.
+//!
+//! Where a party's keys were made earlier and kept in a file (the APSI signature file,
+//! the unbalanced-PSI database), the file records the same text, so the party states
+//! the settings its keys were actually made with, not those of today's flags.
 
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::wire::Reader;
@@ -91,6 +96,16 @@ impl AgreedSettings {
         out.extend_from_slice(&text.as_bytes()[..end]);
     }
 
+    /// True when no setting is stated.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The settings as (name, value) pairs, in the stating party's order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.entries.iter().map(|(n, v)| (n.as_str(), v.as_str()))
+    }
+
     /// Reads a peer's settings from `r`; malformed ones are the peer's fault.
     pub fn read(r: &mut Reader<'_>) -> Result<Self, ProtocolError> {
         let malformed =
@@ -102,17 +117,23 @@ impl AgreedSettings {
             );
         }
         let bytes = r.take(len)?;
-        let text = std::str::from_utf8(bytes).map_err(|_| malformed("not UTF-8"))?;
+        Self::parse(bytes).map_err(|why| malformed(&why).into())
+    }
+
+    /// The settings from their text (the bytes after the length, as a hello or a file
+    /// that records them holds them); `Err` says what is wrong with it.
+    pub fn parse(bytes: &[u8]) -> Result<Self, String> {
+        let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())?;
         let mut settings = Self::new();
         for line in text.split('\n').filter(|l| !l.is_empty()) {
             let (name, value) = line
                 .split_once('=')
-                .ok_or_else(|| malformed("a line without '='"))?;
+                .ok_or_else(|| "a line without '='".to_string())?;
             if !valid_name(name) || value.chars().any(char::is_control) {
-                return Err(malformed("a setting name or value with forbidden characters").into());
+                return Err("a setting name or value with forbidden characters".into());
             }
             if settings.get(name).is_some() {
-                return Err(malformed("a setting stated twice").into());
+                return Err("a setting stated twice".into());
             }
             settings.entries.push((name.to_string(), value.to_string()));
         }

@@ -9,12 +9,14 @@ use std::sync::Arc;
 use privset_crypto::bls::{self, SecretKey};
 use privset_crypto::rng::SessionRng;
 use privset_net::memory::{Direction, HookAction, PairError, run_pair, run_pair_with};
+use privset_protocols::agreed::AgreedSettings;
 use privset_protocols::apsi::authorize::{self, JudgeConfig};
 use privset_protocols::apsi::intersect::{self, ServerConfig};
 use privset_protocols::apsi::signatures::SignatureSet;
 use privset_protocols::apsi::{AllowList, DEFAULT_MAX_PEER_ITEMS, Mode, PartialFraction, h1};
 use privset_protocols::party::Party;
 use privset_protocols::{Engine, PeerMisbehaved, ProtocolError};
+use sha2::Digest;
 
 fn item(i: u64) -> Vec<u8> {
     format!("4111-{i:012}").into_bytes()
@@ -68,6 +70,7 @@ impl Setup {
             client_id: id.as_bytes().to_vec(),
             partial: self.partial,
             key_consistency: self.kc,
+            key_settings: Default::default(),
         };
         authorize::Client::new(config, xs.to_vec(), seed(&mut self.rng)).unwrap()
     }
@@ -496,6 +499,72 @@ fn mismatched_settings_are_refused_before_items_leave() {
         intersect::Client::new(&sigs, vec![], &b.key.public_key(), false, 10, [1; 32]),
         Err(ProtocolError::Config(_))
     ));
+}
+
+/// The authorize client states its key settings (the judge holds no set and states
+/// none, so nothing is compared between them) and records them in the signature set;
+/// every intersect client made from the set states them, so a server that makes its
+/// keys otherwise is refused before any item leaves. A version 1 signature file (no
+/// settings field) still loads, recording none.
+#[test]
+fn key_settings_recorded_at_authorize_are_stated_at_intersect() {
+    let settings = |normalize: &str| {
+        AgreedSettings::new()
+            .with("key-columns", "1")
+            .with("normalize", normalize)
+            .with("hash-ids", "none")
+    };
+    let mut s = Setup::new(None, false);
+    let xs = items(0..10);
+    let config = authorize::ClientConfig {
+        client_id: b"c".to_vec(),
+        partial: None,
+        key_consistency: false,
+        key_settings: settings("email"),
+    };
+    let mut client = authorize::Client::new(config, xs.clone(), [3; 32]).unwrap();
+    let mut judge = s.judge(&xs);
+    run_pair(&mut client, &mut judge).unwrap();
+    let sigs = client.into_output().unwrap();
+    assert_eq!(sigs.key_settings, Some(settings("email")));
+    let bytes = sigs.encode();
+    let back = SignatureSet::decode(&bytes).unwrap();
+    assert_eq!(back.key_settings, sigs.key_settings);
+    for (server_settings, agrees) in [(settings("trim"), false), (settings("email"), true)] {
+        let (signed, _) = back.select(&xs);
+        let mut client = s.intersect_client(&back, signed);
+        let mut server = s.server(&items(5..15));
+        server.agree(server_settings).unwrap();
+        let mut saw_items = false;
+        let result = run_pair_with(&mut client, &mut server, &mut |d, i, _| {
+            saw_items |= i >= 1 && d == Direction::BtoA;
+            HookAction::Deliver
+        });
+        if agrees {
+            result.unwrap();
+            assert_eq!(client.into_output().unwrap().intersection, items(5..10));
+        } else {
+            let e = result.unwrap_err();
+            assert!(
+                matches!(e.error(), Some(ProtocolError::Incompatible(m))
+                    if m.contains("normalize: the client uses normalize email, the server uses normalize trim")),
+                "{e}"
+            );
+            assert!(!saw_items);
+        }
+    }
+    // Version 1: no settings field (after the key-consistency token), none recorded.
+    let mut v1 = bytes[..bytes.len() - 32].to_vec();
+    v1[17] = 1;
+    let at = 17 + 1 + 1 + 96 + 4 + 1 + 33 + 145;
+    let len = u16::from_be_bytes([v1[at], v1[at + 1]]) as usize;
+    assert_eq!(&v1[at + 2..at + 2 + 12], b"key-columns=");
+    v1.drain(at..at + 2 + len);
+    let digest = sha2::Sha256::digest(&v1);
+    v1.extend_from_slice(&digest);
+    let old = SignatureSet::decode(&v1).unwrap();
+    assert_eq!(old.key_settings, None);
+    assert_eq!(old.items, sigs.items);
 }
 
 #[test]

@@ -322,11 +322,29 @@ fn with_checksum(mut file: Vec<u8>) -> Vec<u8> {
     file
 }
 
+/// Where the file of `db` holds its key settings (u16 length, then the text): after
+/// the nonce length, the label layout, the key seed and the OPRF group.
+fn settings_at(db: &Database) -> usize {
+    nonce_byte_at(db) + 1 + 1 + 32 + 1
+}
+
+/// A database file as privset wrote it before the key settings were recorded (version
+/// 5): the current file of a database recording none, without their empty field.
+fn version_5_file(db: &Database) -> Vec<u8> {
+    assert!(db.key_settings().is_none());
+    let mut file = privset_protocols::upsi::store::save(db).unwrap();
+    file[16..20].copy_from_slice(&5u32.to_be_bytes());
+    let at = settings_at(db);
+    assert_eq!(file[at..at + 2], [0, 0]);
+    file.drain(at..at + 2);
+    with_checksum(file)
+}
+
 /// A database file as privset wrote it before its label layout was stored (version 4:
-/// every label in prefixed cells): the current file of such a database without it.
+/// every label in prefixed cells): the version 5 file of such a database without it.
 fn version_4_file(db: &Database) -> Vec<u8> {
     assert_eq!(db.label_layout(), LabelLayout::Prefixed);
-    let mut file = privset_protocols::upsi::store::save(db).unwrap();
+    let mut file = version_5_file(db);
     file[16..20].copy_from_slice(&4u32.to_be_bytes());
     file.remove(nonce_byte_at(db) + 1);
     with_checksum(file)
@@ -407,6 +425,35 @@ fn version_4_files_load_with_prefixed_labels_and_the_layout_is_kept() {
     bad[nonce_byte_at(&db) + 1] = 2;
     let err = store::load(&with_checksum(bad)).err().unwrap().to_string();
     assert!(err.contains("label layout 2"), "{err}");
+}
+
+/// A version 5 file loads with no key settings recorded (the front ends refuse to serve
+/// or change it); the settings a database records are saved, loaded and kept by a key
+/// rotation, and a malformed settings field is a corrupt file.
+#[test]
+fn version_5_files_load_without_key_settings_and_settings_are_kept() {
+    use privset_protocols::agreed::AgreedSettings;
+    use privset_protocols::upsi::store;
+    let mut rng = SessionRng::from_seed([16; 32]);
+    let mut db = ristretto255_database(2000, &mut rng);
+    let (old, _) = load_old_file(&version_5_file(&db), &db, &mut rng);
+    assert!(old.key_settings().is_none());
+    let settings = AgreedSettings::new()
+        .with("key-columns", "1")
+        .with("normalize", "email")
+        .with("hash-ids", "none");
+    db.set_key_settings(settings.clone());
+    let mut again = store::load(&store::save(&db).unwrap()).unwrap();
+    assert_eq!(again.key_settings(), Some(&settings));
+    again.rotate_key(&mut rng).unwrap();
+    assert_eq!(again.key_settings(), Some(&settings));
+    // A setting without '=' in the recorded text.
+    let mut bad = store::save(&db).unwrap();
+    let at = settings_at(&db) + 2;
+    assert_eq!(&bad[at..at + 12], b"key-columns=");
+    bad[at + 11] = b'-';
+    let err = store::load(&with_checksum(bad)).err().unwrap().to_string();
+    assert!(err.contains("key settings"), "{err}");
 }
 
 #[test]

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use privset_crypto::bls::{PublicKey, SecretKey};
 use privset_crypto::rng::SessionRng;
+use privset_protocols::agreed::AgreedSettings;
 use privset_protocols::apsi::authorize::{self, ClientConfig, JudgeConfig};
 use privset_protocols::apsi::intersect::{self, ServerConfig};
 use privset_protocols::apsi::signatures::{SignatureSet, SignedItem};
@@ -20,7 +21,7 @@ use privset_protocols::{Engine, Party};
 use privset_run::apsi::{self as files, JudgeService, PolicySpec, ServerService};
 use privset_run::{Failure, Metered, Service};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use pyo3::{PyTraverseError, PyVisit};
 
 use crate::errors::{self, IntoPy};
@@ -157,6 +158,22 @@ impl Signatures {
         }
     }
 
+    /// How the items were made from rows at authorize (`{"key-columns": "1",
+    /// "normalize": "trim", "hash-ids": "none"}`, as the client stated them), stated
+    /// to the server by every intersect; None for a file saved before they were
+    /// recorded.
+    #[getter]
+    fn key_settings<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(settings) = &self.sigs.key_settings else {
+            return Ok(None);
+        };
+        let dict = PyDict::new(py);
+        for (name, value) in settings.iter() {
+            dict.set_item(name, value)?;
+        }
+        Ok(Some(dict))
+    }
+
     /// The authorized items, as bytes, in the order they were authorized.
     #[getter]
     fn items<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
@@ -286,11 +303,15 @@ enum Spec {
         judge_key: PublicKey,
         key_consistency: bool,
         max_server_items: u64,
+        /// The key settings stated to the server (`files::intersect_settings`).
+        key_settings: AgreedSettings,
     },
     Server {
         config: ServerConfig,
         /// The input's identifiers, shared by every run (never copied per run).
         items: Arc<[Vec<u8>]>,
+        /// How they were made from rows, stated in every run.
+        key_settings: AgreedSettings,
     },
 }
 
@@ -364,18 +385,29 @@ impl Playable for Spec {
                 judge_key,
                 key_consistency,
                 max_server_items,
+                key_settings,
                 ..
-            } => Machine::Intersect(Box::new(intersect::Client::new(
-                sigs,
-                signed.clone(),
-                judge_key,
-                *key_consistency,
-                *max_server_items,
-                seed,
-            )?)),
-            Spec::Server { config, items, .. } => Machine::Server(Box::new(
-                intersect::Server::new(config.clone(), items.clone(), seed)?,
-            )),
+            } => {
+                let mut client = intersect::Client::new(
+                    sigs,
+                    signed.clone(),
+                    judge_key,
+                    *key_consistency,
+                    *max_server_items,
+                    seed,
+                )?;
+                client.agree(key_settings.clone())?;
+                Machine::Intersect(Box::new(client))
+            }
+            Spec::Server {
+                config,
+                items,
+                key_settings,
+            } => {
+                let mut server = intersect::Server::new(config.clone(), items.clone(), seed)?;
+                server.agree(key_settings.clone())?;
+                Machine::Server(Box::new(server))
+            }
         })
     }
 
@@ -610,6 +642,7 @@ impl ApsiParty {
             client_id: client_id.as_bytes().to_vec(),
             partial: fraction(py, partial)?,
             key_consistency,
+            key_settings: input.data.agreed.clone(),
         };
         validate_client_id(&config.client_id)
             .and_then(|()| validate_items(&input.data.dataset.ids))
@@ -623,8 +656,11 @@ impl ApsiParty {
 
     /// The client of Intersect: the items of `input` that `signatures` covers (others
     /// are reported and left out), against a server trusting `judge_public`.
+    /// `signed_items`: `input` is the signature set's own items (already made into
+    /// identifiers), so the settings it states are the set's, never checked against
+    /// the input's.
     #[staticmethod]
-    #[pyo3(signature = (signatures, input, *, judge_public, key_consistency, max_server_items))]
+    #[pyo3(signature = (signatures, input, *, judge_public, key_consistency, max_server_items, signed_items=false))]
     fn intersect(
         py: Python<'_>,
         signatures: &Signatures,
@@ -632,9 +668,23 @@ impl ApsiParty {
         judge_public: &JudgePublicKey,
         key_consistency: bool,
         max_server_items: &Bound<'_, PyAny>,
+        signed_items: bool,
     ) -> PyResult<Self> {
         let max_server_items = errors::u64_arg(py, "max_server_items", max_server_items)?;
         let sigs = signatures.sigs.clone();
+        let key_settings = match (&sigs.key_settings, signed_items) {
+            (Some(recorded), true) => recorded.clone(),
+            (None, true) => {
+                return Err(errors::config(
+                    py,
+                    "these signatures were saved before privset recorded how their items were \
+                     made from rows, so the settings to state to the server are unknown: pass \
+                     the ids with the id_column, normalize, phone_region and hash_ids used at \
+                     authorize, or authorize again",
+                ));
+            }
+            (_, false) => files::intersect_settings(&sigs, &input.data.agreed).py_err(py)?,
+        };
         let (signed, unauthorized) = sigs.select(&input.data.dataset.ids);
         // Checks the judge key and the key-consistency token now, before any run.
         intersect::Client::check(&sigs, &judge_public.key, key_consistency)
@@ -648,6 +698,7 @@ impl ApsiParty {
             judge_key: judge_public.key,
             key_consistency,
             max_server_items,
+            key_settings,
         }))
     }
 
@@ -678,6 +729,7 @@ impl ApsiParty {
         Ok(Self::new(Spec::Server {
             config,
             items: input.data.dataset.ids.as_slice().into(),
+            key_settings: input.data.agreed.clone(),
         }))
     }
 
@@ -724,9 +776,14 @@ impl ApsiParty {
         timeout: f64,
     ) -> PyResult<Vec<String>> {
         let service: Arc<dyn Service> = match &*self.spec {
-            Spec::Server { config, items } => {
-                Arc::new(ServerService::new(config.clone(), items.clone()).py_err(py)?)
-            }
+            Spec::Server {
+                config,
+                items,
+                key_settings,
+            } => Arc::new(
+                ServerService::new(config.clone(), items.clone(), key_settings.clone())
+                    .py_err(py)?,
+            ),
             Spec::Judge {
                 config,
                 key,

@@ -66,11 +66,7 @@ impl UpsiRows {
         let made = input::rows_from_python(&cells, &keys, &[], None).py_err(py)?;
         let ids: Vec<Vec<u8>> = made.into_iter().map(|r| r.id).collect();
         let rows = match labels {
-            None => Rows {
-                ids,
-                labels: Vec::new(),
-                layout: Default::default(),
-            },
+            None => Rows::unlabeled(ids, &keys),
             Some(labels) => {
                 if labels.len() != ids.len() {
                     return Err(errors::config(
@@ -82,7 +78,7 @@ impl UpsiRows {
                     .iter()
                     .map(|row| row.iter().map(label_cell).collect::<PyResult<Vec<_>>>())
                     .collect::<PyResult<Vec<_>>>()?;
-                Rows::labeled(ids, &cells).py_err(py)?
+                Rows::labeled(ids, &cells, &keys).py_err(py)?
             }
         };
         Ok(Self { rows })
@@ -197,7 +193,10 @@ impl UpsiDatabase {
     #[staticmethod]
     fn load(py: Python<'_>, path: PathBuf, cache_mb: usize) -> PyResult<Self> {
         let db = py
-            .detach(|| files::serving(files::read_database(&path)?, files::mib(cache_mb)))
+            .detach(|| {
+                files::serving(files::read_database(&path)?, files::mib(cache_mb))
+                    .map_err(|f| f.in_file(&path))
+            })
             .py_err(py)?;
         Ok(Self::new(db))
     }
@@ -219,6 +218,7 @@ impl UpsiDatabase {
         }
         let rows = rows.rows.clone();
         self.edit(py, move |db| {
+            files::check_rows(db, &rows)?;
             let Rows { ids, labels, .. } = rows.into_layout(db.label_layout(), db.label_len())?;
             db.insert(&ids, &labels, &mut SessionRng::from_os())?;
             Ok(())
@@ -228,8 +228,11 @@ impl UpsiDatabase {
     /// Removes the rows' items, as `privset upsi db remove`; returns how many were
     /// present.
     fn remove(&self, py: Python<'_>, rows: &UpsiRows) -> PyResult<usize> {
-        let ids = rows.rows.ids.clone();
-        self.edit(py, move |db| Ok(db.remove(&ids)))
+        let rows = rows.rows.clone();
+        self.edit(py, move |db| {
+            files::check_rows(db, &rows)?;
+            Ok(db.remove(&rows.ids))
+        })
     }
 
     /// Replaces the OPRF key, as `privset upsi db rotate-key`, in the group named
@@ -315,10 +318,11 @@ impl Playable for Spec {
 
     fn machine(&self, seed: [u8; 32]) -> Result<Machine, Failure> {
         Ok(match self {
-            Spec::Client { input } => Machine::Client(Box::new(protocol::Client::new(
-                input.dataset.ids.clone(),
-                seed,
-            )?)),
+            Spec::Client { input } => {
+                let mut client = protocol::Client::new(input.dataset.ids.clone(), seed)?;
+                client.agree(input.agreed.clone())?;
+                Machine::Client(Box::new(client))
+            }
             Spec::Server { service } => {
                 Machine::Server(Box::new(protocol::Server::new(service.database(), seed)?))
             }

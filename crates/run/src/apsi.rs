@@ -12,19 +12,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use privset_crypto::bls::{PublicKey, SecretKey};
-use privset_protocols::Engine;
+use privset_protocols::agreed::AgreedSettings;
 use privset_protocols::apsi::authorize::{self, JudgeConfig, JudgeOutput};
 use privset_protocols::apsi::intersect::{self, ClientOutput, ServerConfig, ServerOutput};
 use privset_protocols::apsi::signatures::SignatureSet;
 use privset_protocols::apsi::{AllowList, Mode, Policy, validate_items};
 use privset_protocols::input::DuplicatePolicy;
+use privset_protocols::{Engine, Party};
 use zeroize::Zeroizing;
 
 use crate::csv_input::{self, Columns};
 use crate::drive::Metered;
 use crate::endpoint::{ServedParty, Service};
 use crate::fail::Failure;
-use crate::keys::Keys;
+use crate::keys::{Keys, check_recorded};
 use crate::link::write_private;
 use crate::source::{self, InputSpec};
 
@@ -98,6 +99,27 @@ pub fn read_signatures(path: &Path, client_id: Option<&[u8]>) -> Result<Signatur
         )));
     }
     Ok(sigs)
+}
+
+/// The key settings an Intersect client states: those its signature set records (the
+/// signed items were made with them at Authorize), which the input it is given now
+/// must share, or else its items would miss their signatures and be left out for a
+/// reason nobody is told; the input's own for a signature file that records none
+/// (version 1). A difference is refused naming the setting.
+pub fn intersect_settings(
+    sigs: &SignatureSet,
+    input: &AgreedSettings,
+) -> Result<AgreedSettings, Failure> {
+    let Some(recorded) = &sigs.key_settings else {
+        return Ok(input.clone());
+    };
+    check_recorded(
+        recorded,
+        "signature file",
+        input,
+        "make the input's identifiers as at authorize",
+    )?;
+    Ok(recorded.clone())
 }
 
 /// Writes a signature file, readable by its owner only (Partial-APSI files hold `r`).
@@ -350,17 +372,28 @@ fn outcome_json(outcome: Option<impl serde::Serialize>) -> serde_json::Value {
 }
 
 /// The server of Intersect as an endpoint serves it: its set, prepared once and shared
-/// by every session (each session draws its own random order of it).
+/// by every session (each session draws its own random order of it), and how the set
+/// was made from rows, stated in every session.
 pub struct ServerService {
     config: ServerConfig,
     items: Arc<[Vec<u8>]>,
+    key_settings: AgreedSettings,
 }
 
 impl ServerService {
-    /// Checks the items once; every session then shares them.
-    pub fn new(config: ServerConfig, items: Arc<[Vec<u8>]>) -> Result<Self, Failure> {
+    /// Checks the items once; every session then shares them. `key_settings`: how the
+    /// items were made from rows (`Keys::agreed`).
+    pub fn new(
+        config: ServerConfig,
+        items: Arc<[Vec<u8>]>,
+        key_settings: AgreedSettings,
+    ) -> Result<Self, Failure> {
         validate_items(&items)?;
-        Ok(Self { config, items })
+        Ok(Self {
+            config,
+            items,
+            key_settings,
+        })
     }
 
     pub fn mode(&self) -> Mode {
@@ -378,7 +411,8 @@ impl Service for ServerService {
     }
 
     fn party(&self, seed: [u8; 32]) -> Result<Box<dyn ServedParty>, Failure> {
-        let server = intersect::Server::new(self.config.clone(), self.items.clone(), seed)?;
+        let mut server = intersect::Server::new(self.config.clone(), self.items.clone(), seed)?;
+        server.agree(self.key_settings.clone())?;
         Ok(Box::new(server))
     }
 }

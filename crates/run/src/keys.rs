@@ -283,6 +283,28 @@ fn shown(cell: &[u8]) -> String {
     }
 }
 
+/// Checks the key settings `now` of the rows given today against those recorded in a
+/// file (`file` names it: a signature file, a database) when its keys were made: keys
+/// made otherwise would silently miss the recorded ones. A difference is a
+/// configuration error naming the setting and both values, then `fix`.
+pub fn check_recorded(
+    recorded: &AgreedSettings,
+    file: &str,
+    now: &AgreedSettings,
+    fix: &str,
+) -> Result<(), Failure> {
+    recorded.check(now, file, "input").map_err(|e| {
+        let why = match e {
+            privset_protocols::ProtocolError::Incompatible(why) => why,
+            other => other.to_string(),
+        };
+        Failure::config(format!(
+            "{why}; {fix} (the same number of id columns, normalisation, phone region and \
+             identifier hashing)"
+        ))
+    })
+}
+
 /// Which columns make the identifier, and how.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Keys {

@@ -13,6 +13,7 @@ use std::time::{Duration, SystemTime};
 
 use privset_crypto::rng::SessionRng;
 use privset_protocols::Meter;
+use privset_protocols::agreed::AgreedSettings;
 use privset_protocols::engine::Engine;
 use privset_protocols::input::DuplicatePolicy;
 use privset_protocols::upsi::{self, ClientOutput, Database, LabelLayout, Server, store};
@@ -20,7 +21,7 @@ use privset_protocols::upsi::{self, ClientOutput, Database, LabelLayout, Server,
 use crate::drive::Metered;
 use crate::endpoint::{ServedParty, Service};
 use crate::fail::Failure;
-use crate::keys::{Keys, Normalize, split_key};
+use crate::keys::{Keys, Normalize, check_recorded, split_key};
 use crate::link::write_private_with;
 use crate::source::{self, InputSpec};
 
@@ -95,11 +96,29 @@ pub struct Rows {
     pub labels: Vec<Vec<u8>>,
     /// How `labels` hold their cells (not yet padded).
     pub layout: LabelLayout,
+    /// How the identifiers were made from the rows (`Keys::agreed`): recorded in a
+    /// database built from them, checked against a database's before they change it.
+    pub key_settings: AgreedSettings,
 }
 
 impl Rows {
-    /// Rows of labels made from each row's cells: raw when every row has one cell.
-    pub fn labeled(ids: Vec<Vec<u8>>, cells: &[Vec<Vec<u8>>]) -> Result<Self, Failure> {
+    /// Unlabeled rows whose identifiers `keys` made.
+    pub fn unlabeled(ids: Vec<Vec<u8>>, keys: &Keys) -> Self {
+        Self {
+            ids,
+            labels: Vec::new(),
+            layout: LabelLayout::default(),
+            key_settings: keys.agreed(),
+        }
+    }
+
+    /// Rows whose identifiers `keys` made, with labels made from each row's cells: raw
+    /// when every row has one cell.
+    pub fn labeled(
+        ids: Vec<Vec<u8>>,
+        cells: &[Vec<Vec<u8>>],
+        keys: &Keys,
+    ) -> Result<Self, Failure> {
         let layout = if cells.iter().all(|c| c.len() == 1) {
             LabelLayout::Raw
         } else {
@@ -113,6 +132,7 @@ impl Rows {
             ids,
             labels,
             layout,
+            key_settings: keys.agreed(),
         })
     }
 
@@ -135,6 +155,7 @@ impl Rows {
             ids: self.ids,
             labels,
             layout,
+            key_settings: self.key_settings,
         })
     }
 }
@@ -151,11 +172,7 @@ pub fn read_rows(path: &Path, keys: &Keys, label_columns: &[String]) -> Result<R
             segment: None,
         };
         let ids = source::read_input(path, &spec, DuplicatePolicy::First, 0)?.ids;
-        return Ok(Rows {
-            ids,
-            labels: Vec::new(),
-            layout: LabelLayout::default(),
-        });
+        return Ok(Rows::unlabeled(ids, keys));
     }
     // One read of the id and label columns together: the label cells unnormalised,
     // nothing hashed; the identifier is then made from its cells as `keys` makes it.
@@ -196,6 +213,7 @@ pub fn read_rows(path: &Path, keys: &Keys, label_columns: &[String]) -> Result<R
         ids,
         labels,
         layout,
+        key_settings: keys.agreed(),
     })
 }
 
@@ -272,9 +290,40 @@ pub fn mib(mb: usize) -> usize {
     mb.saturating_mul(1 << 20)
 }
 
+/// Refuses a database that does not record how its items were made from rows (a file
+/// saved before version 6): its server could state no key settings, and a client
+/// whose keys are made otherwise would get a wrong answer (matches missed) with no
+/// error. Nothing in the file tells the settings, so the one honest remedy is to build
+/// it again from its rows.
+pub fn require_key_settings(db: &Database) -> Result<&AgreedSettings, Failure> {
+    db.key_settings().ok_or_else(|| {
+        Failure::config(
+            "this database was built before privset recorded how its items are made from \
+             rows (key columns, normalisation, phone region, hashing), so a server could \
+             not state them to its clients: build it again with `privset upsi db build` \
+             (or UpsiDatabase.build) from its rows, with the same key flags",
+        )
+    })
+}
+
+/// Refuses to change `db` with `rows` whose identifiers were made otherwise than the
+/// database's items (they would be inserted where no client finds them, or removals
+/// would miss), naming the setting; and a database without recorded settings.
+pub fn check_rows(db: &Database, rows: &Rows) -> Result<(), Failure> {
+    let recorded = require_key_settings(db)?;
+    check_recorded(
+        recorded,
+        "database",
+        &rows.key_settings,
+        "make the rows' identifiers as the database was built (privset upsi db info shows its key settings)",
+    )
+}
+
 /// `db` made ready to answer queries: the first bundles within `cache_bytes` held in
-/// NTT form (the rest are converted during each query).
+/// NTT form (the rest are converted during each query). A database without recorded
+/// key settings is refused ([`require_key_settings`]).
 pub fn serving(mut db: Database, cache_bytes: usize) -> Result<Database, Failure> {
+    require_key_settings(&db)?;
     db.set_cache_bytes(cache_bytes);
     // Blocks of 128 KiB and more get their own mappings while the cache is filled, and
     // come from the heap again for queries (see `set_mmap_threshold`).
@@ -341,10 +390,16 @@ pub fn build_database(
         ));
     }
     let layout = rows.layout;
-    let Rows { ids, labels, .. } = rows.into_layout(layout, label_len)?;
+    let Rows {
+        ids,
+        labels,
+        key_settings,
+        ..
+    } = rows.into_layout(layout, label_len)?;
     let mut rng = SessionRng::from_os();
     let mut db = Database::new(preset, label_len, spec.oprf, &mut rng)?;
     db.set_label_layout(layout);
+    db.set_key_settings(key_settings);
     db.set_cache_bytes(cache_bytes);
     db.set_meter(meter);
     db.insert(&ids, &labels, &mut rng)?;
@@ -369,6 +424,11 @@ pub fn info(db: &Database) -> serde_json::Value {
         "label_nonce_bytes": db.nonce_len(),
         "label_layout": db.label_layout().name(),
         "oprf": db.oprf().name(),
+        "key_settings": db.key_settings().map(|s| {
+            s.iter()
+                .map(|(n, v)| (n.to_string(), serde_json::Value::from(v)))
+                .collect::<serde_json::Map<_, _>>()
+        }),
         "bundle_counts": db.bundle_counts(),
         "max_client_items": preset.max_client_items,
         "false_positive_log2": preset.false_positive_log2(preset.max_client_items, db.max_bundles_per_index()),
@@ -445,7 +505,7 @@ impl UpsiService {
     /// queries.
     pub fn open(path: &Path, cache_bytes: usize) -> Result<Self, Failure> {
         let stamp = stamp(path);
-        let db = serving(read_database(path)?, cache_bytes)?;
+        let db = serving(read_database(path)?, cache_bytes).map_err(|f| f.in_file(path))?;
         Ok(Self {
             path: Some(path.to_path_buf()),
             loaded: RwLock::new(stamp),
@@ -483,7 +543,7 @@ impl UpsiService {
         if now == *self.loaded.read().unwrap_or_else(|p| p.into_inner()) {
             return Ok(false);
         }
-        let db = serving(read_database(path)?, self.cache_bytes)?;
+        let db = serving(read_database(path)?, self.cache_bytes).map_err(|f| f.in_file(path))?;
         *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(db);
         *self.loaded.write().unwrap_or_else(|p| p.into_inner()) = now;
         Ok(true)
@@ -626,7 +686,8 @@ mod tests {
 
     #[test]
     fn rows_move_between_layouts() {
-        let one = Rows::labeled(vec![b"a".to_vec()], &[vec![b"high".to_vec()]]).unwrap();
+        let keys = Keys::single("id");
+        let one = Rows::labeled(vec![b"a".to_vec()], &[vec![b"high".to_vec()]], &keys).unwrap();
         assert_eq!(one.layout, LabelLayout::Raw);
         let raw = one.clone().into_layout(LabelLayout::Raw, 4).unwrap();
         assert_eq!(raw.labels, vec![b"high".to_vec()]);
@@ -635,7 +696,55 @@ mod tests {
         assert_eq!(prefixed.labels, vec![b"\0\x04high\0\0".to_vec()]);
         // Too long for the database's labels; two cells into a one-column database.
         assert!(one.into_layout(LabelLayout::Raw, 3).is_err());
-        let two = Rows::labeled(vec![b"a".to_vec()], &[vec![b"x".to_vec(), b"y".to_vec()]]);
+        let two = Rows::labeled(
+            vec![b"a".to_vec()],
+            &[vec![b"x".to_vec(), b"y".to_vec()]],
+            &keys,
+        );
         assert!(two.unwrap().into_layout(LabelLayout::Raw, 8).is_err());
+    }
+
+    /// A database records how its items were made; rows made otherwise may not change
+    /// it (naming the setting), and a database recording nothing (a file of version 5
+    /// or older) is neither served nor changed.
+    #[test]
+    fn databases_record_their_key_settings_and_refuse_others() {
+        let keys =
+            |normalize: &str| Keys::new(vec!["email".into()], &[normalize.into()], None, None);
+        let email = keys("email").unwrap();
+        let rows = Rows::unlabeled(vec![b"a@example.com".to_vec()], &email);
+        let spec = DatabaseSpec {
+            preset: Some("n4096-c1k"),
+            client_items: 16,
+            label_bytes: None,
+            oprf: upsi::Oprf::X25519,
+        };
+        let db = build_database(rows.clone(), &spec, 0, Default::default()).unwrap();
+        assert_eq!(db.key_settings(), Some(&email.agreed()));
+        assert!(check_rows(&db, &rows).is_ok());
+        let trim = Rows::unlabeled(vec![b"a@example.com".to_vec()], &keys("trim").unwrap());
+        let e = check_rows(&db, &trim).unwrap_err();
+        assert_eq!(e.kind, crate::fail::FailureKind::Config);
+        assert!(
+            e.message.contains(
+                "normalize: the database uses normalize email, the input uses normalize trim"
+            ),
+            "{}",
+            e.message
+        );
+        // Saved and loaded, the settings stay; a database without them is refused.
+        let again = store::load(&store::save(&db).unwrap()).unwrap();
+        assert_eq!(again.key_settings(), Some(&email.agreed()));
+        assert!(serving(again, 0).is_ok());
+        let mut old = db.clone();
+        old.set_key_settings(AgreedSettings::new());
+        for e in [
+            serving(old.clone(), 0).err().unwrap(),
+            check_rows(&old, &rows).unwrap_err(),
+        ] {
+            assert!(e.message.contains("build it again"), "{}", e.message);
+        }
+        assert!(info(&old)["key_settings"].is_null());
+        assert_eq!(info(&db)["key_settings"]["normalize"], "email");
     }
 }

@@ -20,9 +20,11 @@ use super::signatures::SignatureSet;
 use super::{CLIENT, PROVIDER, invalid, invalid_at, not_now, on_off};
 use super::{KcToken, MAX_ITEM_LEN, Mode, PartialFraction, Policy, h1_batch, h2_batch, kind};
 use super::{kc_base, kc_message, validate_client_id, validate_items};
+use crate::agreed::AgreedSettings;
 use crate::engine::{Engine, Handshake, Message, Protocol, Roster, Session};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::meter::Meter;
+use crate::party::Party;
 use crate::wire::{MAX_ALERT_LEN, PartyId, ProtocolId, Reader, checked_len};
 
 const PROTOCOL: ProtocolId = ProtocolId::ApsiAuthorize;
@@ -51,6 +53,11 @@ pub struct ClientConfig {
     /// `None`: APSI. `Some(p)`: Partial-APSI, opening at most `ceil(p n)` items.
     pub partial: Option<PartialFraction>,
     pub key_consistency: bool,
+    /// How the items were made from rows (`privset_run::keys::Keys::agreed`): stated
+    /// in the hello (the judge holds no set and compares none of it) and recorded in
+    /// the [`SignatureSet`], so that every later Intersect states the settings the
+    /// signed items were made with. Empty: none stated or recorded.
+    pub key_settings: AgreedSettings,
 }
 
 impl ClientConfig {
@@ -107,6 +114,7 @@ impl Client {
         hello.items = items.len() as u64;
         hello.client_id = config.client_id.clone();
         hello.fraction_ppm = config.partial.map_or(0, PartialFraction::ppm);
+        let settings = config.key_settings.clone();
         let client = Self {
             config,
             items,
@@ -117,7 +125,9 @@ impl Client {
             judge_fraction: None,
             output: None,
         };
-        Engine::new(client, seed)
+        let mut engine = Engine::new(client, seed)?;
+        engine.agree(settings)?;
+        Ok(engine)
     }
 
     /// The Partial-APSI commitment to every item (APSI Fig. 3): `X_i = H1(x_i || ID)^r`
@@ -260,6 +270,8 @@ impl Client {
             kc_token,
             items: std::mem::take(&mut self.items),
             signatures: points,
+            key_settings: (!self.config.key_settings.is_empty())
+                .then(|| self.config.key_settings.clone()),
         });
         self.state = ClientState::Done;
         Ok(())
@@ -475,7 +487,12 @@ impl Judge {
             challenge: Vec::new(),
             output: None,
         };
-        Engine::new(judge, seed)
+        // The judge holds no set of its own (Falzon-Markatou, Figs. 2-3: its inputs are
+        // its key and its policy), so it states no key settings and compares none: the
+        // client's settings matter between the client and the server, at Intersect.
+        let mut engine = Engine::new(judge, seed)?;
+        engine.agree(AgreedSettings::no_input())?;
+        Ok(engine)
     }
 
     fn client(&self) -> Result<&Hello, ProtocolError> {

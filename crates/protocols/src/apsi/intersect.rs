@@ -32,6 +32,7 @@ use super::{KcToken, Mode, h1, h2, kc_message, kind, validate_items};
 use crate::engine::{Engine, Handshake, Message, Protocol, Roster, Session};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::meter::Meter;
+use crate::party::Party;
 use crate::session::SessionContext;
 use crate::wire::{PartyId, ProtocolId, checked_len, expect_len};
 
@@ -103,7 +104,10 @@ pub struct Client {
 impl Client {
     /// The client party (participant 0). `signed`: the items to intersect with their
     /// signatures (from [`SignatureSet::select`]); `judge_key`: the key the operator
-    /// trusts, which must be the one that signed.
+    /// trusts, which must be the one that signed. It states the key settings the
+    /// signature set records (the signed items were made from rows with them, at
+    /// Authorize); for a set that records none, the front end states its input's with
+    /// [`Party::agree`].
     pub fn new(
         signatures: &SignatureSet,
         signed: Vec<SignedItem>,
@@ -112,7 +116,7 @@ impl Client {
         max_server_items: u64,
         seed: [u8; 32],
     ) -> Result<Engine<Self>, ProtocolError> {
-        Engine::new(
+        let mut engine = Engine::new(
             Self::protocol(
                 signatures,
                 signed,
@@ -121,7 +125,11 @@ impl Client {
                 max_server_items,
             )?,
             seed,
-        )
+        )?;
+        if let Some(settings) = &signatures.key_settings {
+            engine.agree(settings.clone())?;
+        }
+        Ok(engine)
     }
 
     /// The client's settings checked, without a party: what [`Client::new`] refuses

@@ -1,21 +1,28 @@
 //! What Authorize leaves the client with, and its file format (`X.sig`): the judge's
-//! public key, the client ID, the items with their signatures, and for Partial-APSI
-//! the client's secret exponent `r` and key-consistency token. The file is reused by
-//! every later Intersect, so it is checksummed and every point in it is validated on
-//! load. It holds `r`: keep it as private as the items themselves.
+//! public key, the client ID, the items with their signatures, for Partial-APSI
+//! the client's secret exponent `r` and key-consistency token, and how the items were
+//! made from rows (the key settings, which every later Intersect states to the
+//! server). The file is reused by every later Intersect, so it is checksummed and
+//! every point in it is validated on load. It holds `r`: keep it as private as the
+//! items themselves.
 //!
 //! ```text
 //! "PRIVSET-APSI-SIG\n"   17 bytes
-//! version                 u8 (1)
+//! version                 u8 (2)
 //! mode                    u8 (1 APSI, 2 Partial-APSI)
 //! judge public key        96 bytes (compressed G2)
 //! client ID               u32 length + bytes
 //! r                       u8 present + 32 bytes (big-endian scalar, zero if absent)
 //! key-consistency token   u8 present + 144 bytes (D, h_d, signature; zero if absent)
+//! key settings            u16 length + UTF-8 "name=value" lines (`crate::agreed`;
+//!                         length 0: none recorded)
 //! count                   u64
 //! count records           u32 length + item bytes + 48-byte signature
 //! checksum                SHA-256 of everything above
 //! ```
+//!
+//! Version 1 files (no key settings) still load, with none recorded: Intersect then
+//! states the settings of the input it is given.
 
 use std::collections::HashMap;
 
@@ -23,10 +30,11 @@ use privset_crypto::bls::{self, G1Affine, PublicKey, Scalar};
 use sha2::{Digest, Sha256};
 
 use super::{KcToken, MAX_CLIENT_ID_LEN, MAX_ITEM_LEN, Mode};
+use crate::agreed::{AgreedSettings, MAX_AGREED_LEN};
 use crate::error::InputError;
 
 const MAGIC: &[u8; 17] = b"PRIVSET-APSI-SIG\n";
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
 
 /// An authorized item with its signature, as Intersect uses it.
 pub type SignedItem = (Vec<u8>, G1Affine);
@@ -43,6 +51,8 @@ pub struct SignatureSet {
     pub kc_token: Option<KcToken>,
     pub items: Vec<Vec<u8>>,
     pub signatures: Vec<G1Affine>,
+    /// How the items were made from rows at Authorize; `None` in a version 1 file.
+    pub key_settings: Option<AgreedSettings>,
 }
 
 impl std::fmt::Debug for SignatureSet {
@@ -52,6 +62,7 @@ impl std::fmt::Debug for SignatureSet {
             .field("client_id", &String::from_utf8_lossy(&self.client_id))
             .field("items", &self.items.len())
             .field("kc_token", &self.kc_token.is_some())
+            .field("key_settings", &self.key_settings)
             .finish_non_exhaustive()
     }
 }
@@ -79,6 +90,12 @@ impl SignatureSet {
             }
             None => out.extend_from_slice(&[0u8; 1 + KcToken::LEN]),
         }
+        // No settings recorded encode as length 0.
+        let none = AgreedSettings::new();
+        self.key_settings
+            .as_ref()
+            .unwrap_or(&none)
+            .encode_into(&mut out);
         out.extend_from_slice(&(self.items.len() as u64).to_be_bytes());
         let sigs = bls::encode_g1_batch(&self.signatures);
         for (item, sig) in self.items.iter().zip(sigs.chunks_exact(bls::G1_LEN)) {
@@ -106,9 +123,9 @@ impl SignatureSet {
         let mut r = crate::wire::Reader::new(&body[MAGIC.len()..], "signature file");
         let truncated = |_| bad("truncated");
         let version = r.u8().map_err(truncated)?;
-        if version != VERSION {
+        if !(1..=VERSION).contains(&version) {
             return Err(bad(&format!(
-                "format version {version}, this build reads {VERSION}"
+                "format version {version}, this build reads 1 to {VERSION}"
             )));
         }
         let mode =
@@ -134,6 +151,18 @@ impl SignatureSet {
         if (mode == Mode::Partial) != secret.is_some() {
             return Err(bad("mode and secret exponent disagree"));
         }
+        let key_settings = if version >= 2 {
+            let len = usize::from(u16::from_be_bytes(r.array().map_err(truncated)?));
+            if len > MAX_AGREED_LEN {
+                return Err(bad(&format!("key settings of {len} bytes")));
+            }
+            let text = r.take(len).map_err(truncated)?;
+            let settings =
+                AgreedSettings::parse(text).map_err(|why| bad(&format!("key settings: {why}")))?;
+            (!settings.is_empty()).then_some(settings)
+        } else {
+            None
+        };
         let count = r.u64().map_err(truncated)?;
         // Each record takes at least 4 + 48 bytes: bound the count before allocating.
         if count > (body.len() / (4 + bls::G1_LEN)) as u64 {
@@ -156,6 +185,7 @@ impl SignatureSet {
             kc_token,
             items,
             signatures,
+            key_settings,
         })
     }
 

@@ -30,6 +30,7 @@ use super::item::{
 };
 use super::preset::Preset;
 use super::records::Records;
+use crate::agreed::AgreedSettings;
 use crate::error::ProtocolError;
 use crate::meter::Meter;
 
@@ -93,6 +94,12 @@ pub struct Database {
     nonce_len: usize,
     /// How the labels hold the front end's label columns (kept and sent, never read).
     label_layout: LabelLayout,
+    /// How the front end made the items from its rows (key columns, normalisation,
+    /// hashing: `privset_run::keys::Keys::agreed`), recorded when the database was
+    /// built; `None` in a file saved before version 6. The server states it in every
+    /// session, so a client that makes its keys otherwise is refused instead of
+    /// matching nothing.
+    key_settings: Option<AgreedSettings>,
     /// The OPRF key (its group and seed, so that it can be stored).
     key: OprfKey,
     records: Records,
@@ -158,6 +165,7 @@ impl Database {
             label_len,
             nonce_len,
             label_layout: LabelLayout::default(),
+            key_settings: None,
             key,
             cache_bytes: DEFAULT_CACHE_BYTES,
             meter: Arc::new(Meter::new()),
@@ -202,6 +210,18 @@ impl Database {
     /// Records how the labels hold the label columns (before the first insert).
     pub fn set_label_layout(&mut self, layout: LabelLayout) {
         self.label_layout = layout;
+    }
+
+    /// How the items were made from rows, as recorded at the build; `None` for a
+    /// database saved before file version 6 (or built without settings).
+    pub fn key_settings(&self) -> Option<&AgreedSettings> {
+        self.key_settings.as_ref()
+    }
+
+    /// Records how the items are made from rows (at the build; empty settings record
+    /// none).
+    pub fn set_key_settings(&mut self, settings: AgreedSettings) {
+        self.key_settings = (!settings.is_empty()).then_some(settings);
     }
 
     /// Bytes of one encrypted label, nonce included (0: unlabeled).
@@ -388,11 +408,13 @@ impl Database {
         };
         let key = OprfKey::random(oprf, rng);
         let (cache_bytes, meter, layout) = (self.cache_bytes, self.meter(), self.label_layout);
+        let settings = self.key_settings.clone();
         let nonce_len = nonce_len_for(&self.preset, self.label_len);
         *self = Self::with_key(self.preset.clone(), self.label_len, nonce_len, key)?;
         self.cache_bytes = cache_bytes;
         self.meter = meter;
         self.label_layout = layout;
+        self.key_settings = settings;
         self.insert(&items, &labels, rng)
     }
 

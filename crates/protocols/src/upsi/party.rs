@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use crate::engine::{Engine, Handshake, Message, Protocol, Roster, Session};
 use crate::error::{PeerMisbehaved, ProtocolError};
+use crate::party::Party;
 use crate::wire::{self, PartyId, ProtocolId};
 
 use super::db::Database;
@@ -325,12 +326,17 @@ pub struct Server {
 }
 
 impl Server {
-    /// The server party (participant 1); `db` must be prepared.
+    /// The server party (participant 1); `db` must be prepared. It states the key
+    /// settings recorded in the database ([`Database::key_settings`], none for a
+    /// database without them): the items were made from rows when the database was
+    /// built, so those settings, not the serving process's, are what a client's keys
+    /// must match.
     pub fn new(db: Arc<Database>, seed: [u8; 32]) -> Result<Engine<Self>, ProtocolError> {
         for index in 0..db.preset().bundle_indices() {
             db.encoded(index)?;
         }
-        Engine::new(
+        let settings = db.key_settings().cloned().unwrap_or_default();
+        let mut engine = Engine::new(
             Self {
                 db,
                 client_items: 0,
@@ -338,7 +344,9 @@ impl Server {
                 output: None,
             },
             seed,
-        )
+        )?;
+        engine.agree(settings)?;
+        Ok(engine)
     }
 }
 

@@ -4,10 +4,12 @@
 //! loading does no polynomial arithmetic.
 //!
 //! ```text
-//! magic "PRIVSET-UPSI-DB\n" (16 bytes), version u32 (5)
+//! magic "PRIVSET-UPSI-DB\n" (16 bytes), version u32 (6)
 //! preset TOML (u32 length + bytes), label length u32, label nonce length u8,
 //!     label layout u8 (`item::LabelLayout::code`: 0 prefixed cells, 1 raw), OPRF key seed (32 bytes), OPRF group u8 (`item::Oprf::code`: 1 ristretto255,
 //!     16 X25519)
+//! key settings: u16 length + UTF-8 "name=value" lines, as a hello states them
+//!     (`crate::agreed`; length 0: none recorded)
 //! item count u64, then per item: item (u32 length + bytes), hash u128,
 //!     encrypted label (nonce + label length bytes; absent when unlabeled)
 //! per bin of the table: its bundle count u32, then per bundle: entry count u32 and
@@ -17,7 +19,10 @@
 //!     (u64 each, `bfv::packed::packed_words` of them)
 //! SHA-256 of everything above (32 bytes)
 //! ```
-//! Version 4 files (no label layout: prefixed cells), version 3 files (no nonce length
+//! Version 5 files (no key settings) load with none recorded: the front ends refuse
+//! to serve or change them until they are built again (a server cannot tell how their
+//! items were made, and a guess could answer wrongly). Version 4 files (no label
+//! layout: prefixed cells), version 3 files (no nonce length
 //! either: 16-byte nonces), version 2 files (no OPRF group
 //! byte either: ristretto255) and version 1 files (items only: their polynomials are
 //! computed on load) still load.
@@ -32,10 +37,11 @@ use zeroize::Zeroizing;
 use super::db::{Database, PackedBundle};
 use super::item::{self, LEGACY_NONCE_LEN, LabelLayout, MAX_LABEL_LEN, Oprf, OprfKey};
 use super::preset::Preset;
+use crate::agreed::{AgreedSettings, MAX_AGREED_LEN};
 use crate::error::ProtocolError;
 
 const MAGIC: &[u8; 16] = b"PRIVSET-UPSI-DB\n";
-const VERSION: u32 = 5;
+const VERSION: u32 = 6;
 /// Longest item a database stores.
 pub const MAX_ITEM_LEN: usize = 1 << 16;
 
@@ -81,6 +87,13 @@ pub fn save_to(db: &Database, out: impl Write) -> Result<(), ProtocolError> {
     w.put(&[db.label_layout().code()]).map_err(io)?;
     w.put(db.oprf_key().seed.as_ref()).map_err(io)?;
     w.put(&[db.oprf().code()]).map_err(io)?;
+    // No settings recorded encode as length 0.
+    let mut settings = Vec::new();
+    let none = AgreedSettings::new();
+    db.key_settings()
+        .unwrap_or(&none)
+        .encode_into(&mut settings);
+    w.put(&settings).map_err(io)?;
     w.put(&(db.len() as u64).to_be_bytes()).map_err(io)?;
     for (item, hash, label) in db.records() {
         w.u32(item.len()).map_err(io)?;
@@ -258,8 +271,20 @@ fn parse<R: Read>(r: &mut Body<R>) -> Result<Database, ProtocolError> {
     } else {
         Oprf::Ristretto255
     };
+    let settings = if version >= 6 {
+        let len = usize::from(u16::from_be_bytes(r.array()?));
+        if len > MAX_AGREED_LEN {
+            return Err(corrupt(format!("key settings of {len} bytes")));
+        }
+        let mut text = vec![0u8; len];
+        r.take(&mut text)?;
+        AgreedSettings::parse(&text).map_err(|why| corrupt(format!("key settings: {why}")))?
+    } else {
+        AgreedSettings::new()
+    };
     let mut db = Database::with_key(preset, label_len, nonce_len, OprfKey { oprf, seed })?;
     db.set_label_layout(layout);
+    db.set_key_settings(settings);
     let count = u64::from_be_bytes(r.array()?);
     let stride = db.encrypted_label_len();
     let count = r.check_count(count, 20 + stride as u64, "items")?;
