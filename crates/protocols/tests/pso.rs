@@ -846,3 +846,34 @@ fn vole_psi_refuses_malformed_messages() {
     });
     assert!(matches!(e, ProtocolError::PeerMisbehaved(_)), "{e}");
 }
+
+#[test]
+fn vole_psi_stops_when_the_key_settings_differ() {
+    use privset_protocols::agreed::AgreedSettings;
+    let mut rng = SessionRng::from_os();
+    let (ys, xs) = random_sets(&mut rng, 30, 30, 10);
+    let mut r = pso::new_party(
+        PsoRole::Receiver,
+        &vole(),
+        receiver_set(&ys),
+        seed(&mut rng),
+    )
+    .unwrap();
+    let mut s = pso::new_party(
+        PsoRole::Sender,
+        &vole(),
+        sender_set(&xs, false),
+        seed(&mut rng),
+    )
+    .unwrap();
+    r.agree(AgreedSettings::new().with("normalize", "email"))
+        .unwrap();
+    s.agree(AgreedSettings::new().with("normalize", "trim"))
+        .unwrap();
+    match run_pair(r.as_mut(), s.as_mut()) {
+        Err(PairError::Failed { error, .. }) => {
+            assert!(matches!(error, ProtocolError::Incompatible(_)), "{error}")
+        }
+        other => panic!("different key settings finished: {other:?}"),
+    }
+}
