@@ -17,8 +17,8 @@
 //! in start order), then back-substitution from the last column down. Rows live in
 //! 64-bit words aligned to absolute columns, so adding rows is word-wise XOR
 //! (`encode` module). Back-substitution and decoding read sums of columns from
-//! subset-XOR tables of 4-column groups (`tables` module), one look-up per 4 columns
-//! instead of one XOR per set bit.
+//! subset-XOR tables (`tables` module): one look-up per 4 columns (back-substitution) or
+//! per 8 columns (decoding) instead of one XOR per set bit.
 //!
 //! **Free columns are random.** Columns no pivot claims get values from `fill`, which the
 //! caller draws uniformly (the session RNG), and never zero. With independent rows the
