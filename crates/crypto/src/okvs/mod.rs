@@ -70,13 +70,14 @@
 //! * The model `lambda(n, w) = 0.25 w + 4 - log2 n` takes the smallest measured slope, a
 //!   full bit per doubling of `n`, and lies at least 0.9 bit below every measured point.
 //!   [`OkvsParams::for_items`] takes the smallest `w` (a multiple of 4) with `lambda >=
-//!   42` in it: 2 bits of margin in the model, and more in the extrapolation, since the
-//!   slope does not fall as `w` grows (the window argument says 0.29, the paper measured
-//!   0.2691 over wider bands than these): at `2^20`, `w = 232` gives 42 bits in the
-//!   model, 45.6 with slope 0.26, 47 with the paper's fit. From `2^27` on the width is
+//!   42` in it: 2 bits of margin in the model, and more in the extrapolation, since
+//!   nothing suggests the slope falls as `w` grows (the window argument says 0.29, the
+//!   paper's fit 0.2691, the larger `n` here 0.26): at `2^20`, `w = 232` gives 42 bits in
+//!   the model, 45.6 with slope 0.26 through the `2^18` and `2^20` rows, 47 with the
+//!   paper's fit. From `2^27` on the width is
 //!   capped at 256 (four words), where the model still gives 40 at `2^28`.
 //! * Small `n`: the 48 spare columns make `columns >= n + 48`; once the band covers every
-//!   column (`n` below about 140) the system is a dense random one, singular with
+//!   column (`n` up to 136) the system is a dense random one, singular with
 //!   probability below `2^(n - columns + 1) = 2^-47`; between that and the banded regime
 //!   the spare columns only help (the `2^8` row above).
 //!
@@ -93,10 +94,21 @@
 //!
 //! # Cost
 //!
-//! `okvs_bench` at `2^20` keys on one core: see the crate's benchmark notes. The work is
-//! linear in `n w`: hashing (three AES blocks a key), a counting sort by start,
-//! elimination (about 3.5 row additions a row), and `w / 4` table look-ups a key in
-//! back-substitution and in decoding.
+//! The work is linear in `n w`: three AES blocks a key, a counting sort by start,
+//! elimination (about 3.5 row additions a row), about `w / 4` table look-ups a row in
+//! back-substitution and `w / 8` a key in decoding. `okvs_bench` (CPU time of one
+//! thread, on this 2-core AMD EPYC VM while other builds ran, load average 4 to 7):
+//!
+//! | keys | columns    | band | encode  | decode, 1 thread | decode, 2 threads (wall) |
+//! |------|------------|------|---------|------------------|--------------------------|
+//! | 2^16 | 72 090     | 216  | 7.9 ms  | 3.1 ms           | 2.7 ms                   |
+//! | 2^20 | 1 153 434  | 232  | 168 ms  | 80 ms            | 94 ms                    |
+//! | 2^24 | 18 454 938 | 248  | 3.7 s   | 2.2 s            | 1.8 s                    |
+//!
+//! Per key, `2^20` costs about 1.5 times `2^16`: there the arrays (87 MB for encoding,
+//! 28 MB of it for decoding besides the store) no longer fit in cache, and first touching
+//! fresh memory costs about 0.4 ms per MB on this VM, a third of encoding's time. That is
+//! why the arrays are as few as they are.
 
 mod decode;
 mod encode;
