@@ -81,14 +81,16 @@ fn chunked<const N: usize>(hasher: &RowHasher, store: &[u128], keys: &[u128], ou
 
     // Keys and starts in chunk order (written once each: few chunks, so the writes stream).
     let mut next = offsets.clone();
-    let mut order = vec![0u32; n];
+    // Where each key went, to read its result back with independent loads (a gather)
+    // rather than scatter writes, which are slower on an array this size.
+    let mut place = vec![0u32; n];
     let mut c_keys = vec![0u128; n];
     let mut c_starts = vec![0u32; n];
     for (i, &s) in starts.iter().enumerate() {
         let slot = &mut next[s as usize / CHUNK_COLUMNS];
         let p = *slot as usize;
         *slot += 1;
-        order[p] = i as u32;
+        place[i] = p as u32;
         c_keys[p] = keys[i];
         c_starts[p] = starts[i];
     }
@@ -111,8 +113,8 @@ fn chunked<const N: usize>(hasher: &RowHasher, store: &[u128], keys: &[u128], ou
             decode_chunk::<N>(hasher, store, c, ks, ss, tables)
         });
     // Results back in input order.
-    for (&i, r) in order.iter().zip(&c_keys) {
-        out[i as usize] = *r;
+    for (o, &p) in out.iter_mut().zip(&place) {
+        *o = c_keys[p as usize];
     }
 }
 

@@ -105,10 +105,10 @@
 //! | 2^20 | 1 153 434  | 232  | 168 ms  | 80 ms            | 94 ms                    |
 //! | 2^24 | 18 454 938 | 248  | 3.7 s   | 2.2 s            | 1.8 s                    |
 //!
-//! Per key, `2^20` costs about 1.5 times `2^16`: there the arrays (87 MB for encoding,
-//! 28 MB of it for decoding besides the store) no longer fit in cache, and first touching
-//! fresh memory costs about 0.4 ms per MB on this VM, a third of encoding's time. That is
-//! why the arrays are as few as they are.
+//! Per key, `2^20` costs 1.3 to 1.6 times `2^16`: there the arrays (87 MB for encoding,
+//! 28 MB for decoding besides the store) no longer fit in cache, and first touching fresh
+//! memory costs about 0.4 ms per MB on this VM, a fifth of encoding's time. That is why
+//! the arrays are as few as they are.
 
 mod decode;
 mod encode;
