@@ -157,6 +157,18 @@ fn main() {
         failure(log2, trials, &widths);
         return;
     }
+    // One-thread times are CPU times, robust to a shared machine but not immune to it
+    // (caches, memory bandwidth): say how shared it was.
+    if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
+        println!(
+            "load average {} on {} cores",
+            load.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" "),
+            std::thread::available_parallelism().map_or(0, |n| n.get())
+        );
+    }
     let sizes: Vec<u32> = if args.is_empty() {
         vec![16, 20, 24]
     } else {

@@ -76,6 +76,12 @@
 //!   the model, 45.6 with slope 0.26 through the `2^18` and `2^20` rows, 47 with the
 //!   paper's fit. From `2^27` on the width is
 //!   capped at 256 (four words), where the model still gives 40 at `2^28`.
+//! * Why `epsilon = 0.1`: the exponent is about proportional to `epsilon w`, so a smaller
+//!   expansion needs a proportionally wider band, and encoding and decoding cost grows
+//!   with `w`. `epsilon = 0.1` is the smallest expansion for which the width at `2^20`
+//!   (232) fits the four-word band this implementation supports; `epsilon = 0.05` would
+//!   need about twice the width (Bienstock et al. report the same trade-off: 0.03 to 0.05
+//!   for size, 0.07 to 0.1 for speed).
 //! * Small `n`: the 48 spare columns make `columns >= n + 48`; once the band covers every
 //!   column (`n` up to 136) the system is a dense random one, singular with
 //!   probability below `2^(n - columns + 1) = 2^-47`; between that and the banded regime
