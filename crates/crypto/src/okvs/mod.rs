@@ -102,14 +102,15 @@
 //!
 //! The work is linear in `n w`: three AES blocks a key, a counting sort by start,
 //! elimination (about 3.5 row additions a row), about `w / 4` table look-ups a row in
-//! back-substitution and `w / 8` a key in decoding. `okvs_bench` (CPU time of one
-//! thread, on this 2-core AMD EPYC VM while other builds ran, load average 4 to 7):
+//! back-substitution and `w / 8` a key in decoding. `okvs_bench` on this 2-core AMD EPYC
+//! VM, one-thread times in CPU time, while other builds ran (load average 4 to 7, so the
+//! spread over several runs is given):
 //!
-//! | keys | columns    | band | encode  | decode, 1 thread | decode, 2 threads (wall) |
-//! |------|------------|------|---------|------------------|--------------------------|
-//! | 2^16 | 72 090     | 216  | 7.9 ms  | 3.1 ms           | 2.7 ms                   |
-//! | 2^20 | 1 153 434  | 232  | 168 ms  | 80 ms            | 94 ms                    |
-//! | 2^24 | 18 454 938 | 248  | 3.7 s   | 2.2 s            | 1.8 s                    |
+//! | keys | columns    | band | encode       | decode, 1 thread | decode, 2 threads (wall) |
+//! |------|------------|------|--------------|------------------|--------------------------|
+//! | 2^16 | 72 090     | 216  | 6 to 9 ms    | 1 to 5 ms        | 2 to 7 ms                |
+//! | 2^20 | 1 153 434  | 232  | 153 to 190 ms| 74 to 104 ms     | 77 to 190 ms             |
+//! | 2^24 | 18 454 938 | 248  | 3.7 to 6.0 s | 2.2 to 2.4 s     | 1.8 to 3.1 s             |
 //!
 //! Per key, `2^20` costs 1.3 to 1.6 times `2^16`: there the arrays (87 MB for encoding,
 //! 28 MB for decoding besides the store) no longer fit in cache, and first touching fresh
