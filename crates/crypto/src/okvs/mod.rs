@@ -150,7 +150,7 @@ pub enum OkvsError {
     WrongLength { expected: usize, got: usize },
 }
 
-/// Encodes keys[i] -> values[i]. Keys are 128-bit hashes the caller made (u128); duplicate
+/// Encodes `keys[i] -> values[i]`. Keys are 128-bit hashes the caller made (u128); duplicate
 /// keys are refused (OkvsError::DuplicateKey). `seed` is public (sent with the encoding) and
 /// picks the hash; on OkvsError::Singular the caller retries with a fresh seed. `fill` gives the
 /// random values of free columns (any FnMut() -> u128, e.g. from the session's RNG).
@@ -184,7 +184,7 @@ pub fn encode(
     encode::encode(params, &hasher, keys, values, fill)
 }
 
-/// Decodes every key: out[i] = Decode(store, keys[i]). store.len() must equal params.columns
+/// Decodes every key: `out[i] = Decode(store, keys[i])`. store.len() must equal params.columns
 /// (else WrongLength). Parallel with rayon over chunks for large inputs.
 ///
 /// Any key decodes, encoded or not; `out.len()` must equal `keys.len()` (else
