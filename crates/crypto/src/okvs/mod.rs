@@ -63,7 +63,7 @@
 //!   | 2^20   | 500     |        |      |      |       | 4.32  | 6.38  | 8.97  |
 //!
 //!   Each step of 8 columns gains about 2 bits (slope 0.25 to 0.27 per column; the
-//!   paper's is 0.2691), and each doubling of `n` loses 0.9 to 1 bit (failure grows
+//!   paper's is 0.2691), and each doubling of `n` loses 0.8 to 1 bit (failure grows
 //!   linearly in `n`, as the window argument says). At `n = 2^8` (304 columns, so more
 //!   spare ones than `1.1 n`) the rates are lower still: 4.86 bits at `w = 24`, 12.29 at
 //!   40, 16.61 at 48.
