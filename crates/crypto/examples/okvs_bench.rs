@@ -58,34 +58,35 @@ fn timing(log2: u32) {
     let params = OkvsParams::for_items(n).expect("a supported size");
     let s = seed(&mut rng);
 
-    // Best of a few runs for the smaller sizes, one run at 2^24.
-    let runs = if log2 >= 24 { 1 } else { 3 };
-    let mut enc = f64::MAX;
-    let mut store = Vec::new();
-    for _ in 0..runs {
-        let (st, t) =
-            one_thread(|| okvs::encode(&params, &s, &keys, &values, || random_u128(&mut rng)));
-        store = st.expect("encoding succeeds");
-        enc = enc.min(t);
-    }
+    // Enough runs for about 2^22 keys in all (the CPU clock may tick coarsely, so one
+    // short run can read low or high), one at 2^24; times are means over the runs.
+    let runs = ((1usize << 22) / n).clamp(1, 64);
+    let (st, enc) = one_thread(|| {
+        let mut store = Vec::new();
+        for _ in 0..runs {
+            store = okvs::encode(&params, &s, &keys, &values, || random_u128(&mut rng))
+                .expect("encoding succeeds");
+        }
+        store
+    });
+    let (store, enc) = (st, enc / runs as f64);
     let mut out = vec![0u128; n];
-    let mut dec1 = f64::MAX;
-    for _ in 0..runs {
-        let (r, t) = one_thread(|| okvs::decode(&params, &s, &store, &keys, &mut out));
-        r.expect("decodes");
-        dec1 = dec1.min(t);
-    }
+    let (_, dec1) = one_thread(|| {
+        for _ in 0..runs {
+            okvs::decode(&params, &s, &store, &keys, &mut out).expect("decodes");
+        }
+    });
+    let dec1 = dec1 / runs as f64;
     assert_eq!(out, values, "decoding returns the values");
-    let mut decn = f64::MAX;
+    out.fill(0);
+    let t = Instant::now();
     for _ in 0..runs {
-        out.fill(0);
-        let t = Instant::now();
         okvs::decode(&params, &s, &store, &keys, &mut out).expect("decodes");
-        decn = decn.min(ms(t));
     }
+    let decn = ms(t) / runs as f64;
     assert_eq!(out, values, "decoding returns the values");
     println!(
-        "2^{log2}: columns {} band {} expansion {:.4} bytes {} | encode {:.1} ms | decode {:.1} ms one thread, {:.1} ms wall on {} threads",
+        "2^{log2}: columns {} band {} expansion {:.4} bytes {} | encode {:.1} ms | decode {:.1} ms one thread, {:.1} ms wall on {} threads ({runs} runs)",
         params.columns,
         params.band_width,
         params.columns as f64 / n as f64,
@@ -156,6 +157,18 @@ fn main() {
         };
         failure(log2, trials, &widths);
         return;
+    }
+    // One-thread times are CPU times, robust to a shared machine but not immune to it
+    // (caches, memory bandwidth): say how shared it was.
+    if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
+        println!(
+            "load average {} on {} cores",
+            load.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" "),
+            std::thread::available_parallelism().map_or(0, |n| n.get())
+        );
     }
     let sizes: Vec<u32> = if args.is_empty() {
         vec![16, 20, 24]

@@ -11,8 +11,9 @@ use super::hashing::{BAND_WORDS, BATCH, RowHasher, shifted};
 use super::params::{MAX_BAND_WIDTH, OkvsParams};
 use super::tables::{GROUP_BITS, Table, build_table, lookup_word};
 
-/// Tables kept by the back-substitution: a band reaches at most `MAX_BAND_WIDTH /
-/// GROUP_BITS + 1` groups above its pivot's.
+/// Group tables the back-substitution keeps, in a ring: a row's look-ups cover whole
+/// words from its pivot's word on, less than `MAX_BAND_WIDTH + 128` columns, and the 16
+/// groups of a word must sit next to each other in the ring.
 const RING: usize = 128;
 const _: () = assert!(RING * GROUP_BITS >= MAX_BAND_WIDTH + 128 && RING.is_multiple_of(16));
 
@@ -46,8 +47,8 @@ pub(super) fn encode(
     Ok(store)
 }
 
-/// Where each bucket begins once items are ordered by bucket (`bucket_of(i) < buckets`):
-/// the exclusive prefix sums of the bucket sizes.
+/// Where each bucket begins once items are ordered by bucket (`items` yields the bucket
+/// of each item, below `buckets`): the exclusive prefix sums of the bucket sizes.
 pub(super) fn bucket_offsets(items: impl Iterator<Item = usize>, buckets: usize) -> Vec<u32> {
     let mut next = vec![0u32; buckets + 1];
     for b in items {
@@ -74,8 +75,8 @@ impl<const K: usize> System<K> {
     /// Hashes every key to its row and sorts the rows by start: a two-level counting
     /// sort, first by `start >> FINE_BITS` (rows go to about `columns / 1024` places, so
     /// the writes stream), then within each coarse bucket by the rest (in L2). Nothing is
-    /// read from a random place, and no array is kept that is not needed: on this kind of
-    /// machine first touching memory costs as much as the arithmetic.
+    /// read from a random place, and no array is kept that is not needed: first touching
+    /// fresh memory costs about 0.4 ms per MB on the VM this was measured on.
     fn new(hasher: &RowHasher, keys: &[u128], values: &[u128]) -> Result<Self, OkvsError> {
         let n = keys.len();
         let mut in_starts = vec![0u32; n];

@@ -17,8 +17,8 @@
 //! in start order), then back-substitution from the last column down. Rows live in
 //! 64-bit words aligned to absolute columns, so adding rows is word-wise XOR
 //! (`encode` module). Back-substitution and decoding read sums of columns from
-//! subset-XOR tables of 4-column groups (`tables` module), one look-up per 4 columns
-//! instead of one XOR per set bit.
+//! subset-XOR tables (`tables` module): one look-up per 4 columns (back-substitution) or
+//! per 8 columns (decoding) instead of one XOR per set bit.
 //!
 //! **Free columns are random.** Columns no pivot claims get values from `fill`, which the
 //! caller draws uniformly (the session RNG), and never zero. With independent rows the
@@ -63,20 +63,27 @@
 //!   | 2^20   | 500     |        |      |      |       | 4.32  | 6.38  | 8.97  |
 //!
 //!   Each step of 8 columns gains about 2 bits (slope 0.25 to 0.27 per column; the
-//!   paper's is 0.2691), and each doubling of `n` loses 0.9 to 1 bit (failure grows
+//!   paper's is 0.2691), and each doubling of `n` loses 0.8 to 1 bit (failure grows
 //!   linearly in `n`, as the window argument says). At `n = 2^8` (304 columns, so more
 //!   spare ones than `1.1 n`) the rates are lower still: 4.86 bits at `w = 24`, 12.29 at
 //!   40, 16.61 at 48.
 //! * The model `lambda(n, w) = 0.25 w + 4 - log2 n` takes the smallest measured slope, a
 //!   full bit per doubling of `n`, and lies at least 0.9 bit below every measured point.
 //!   [`OkvsParams::for_items`] takes the smallest `w` (a multiple of 4) with `lambda >=
-//!   42` in it: 2 bits of margin in the model, and more in the extrapolation, since the
-//!   slope does not fall as `w` grows (the window argument says 0.29, the paper measured
-//!   0.2691 over wider bands than these): at `2^20`, `w = 232` gives 42 bits in the
-//!   model, 45.6 with slope 0.26, 47 with the paper's fit. From `2^27` on the width is
+//!   42` in it: 2 bits of margin in the model, and more in the extrapolation, since
+//!   nothing suggests the slope falls as `w` grows (the window argument says 0.29, the
+//!   paper's fit 0.2691, the larger `n` here 0.26): at `2^20`, `w = 232` gives 42 bits in
+//!   the model, 45.6 with slope 0.26 through the `2^18` and `2^20` rows, 47 with the
+//!   paper's fit. From `2^27` on the width is
 //!   capped at 256 (four words), where the model still gives 40 at `2^28`.
+//! * Why `epsilon = 0.1`: the exponent is about proportional to `epsilon w`, so a smaller
+//!   expansion needs a proportionally wider band, and encoding and decoding cost grows
+//!   with `w`. `epsilon = 0.1` is the smallest expansion for which the width at `2^20`
+//!   (232) fits the four-word band this implementation supports; `epsilon = 0.05` would
+//!   need about twice the width (Bienstock et al. report the same trade-off: 0.03 to 0.05
+//!   for size, 0.07 to 0.1 for speed).
 //! * Small `n`: the 48 spare columns make `columns >= n + 48`; once the band covers every
-//!   column (`n` below about 140) the system is a dense random one, singular with
+//!   column (`n` up to 136) the system is a dense random one, singular with
 //!   probability below `2^(n - columns + 1) = 2^-47`; between that and the banded regime
 //!   the spare columns only help (the `2^8` row above).
 //!
@@ -93,10 +100,22 @@
 //!
 //! # Cost
 //!
-//! `okvs_bench` at `2^20` keys on one core: see the crate's benchmark notes. The work is
-//! linear in `n w`: hashing (three AES blocks a key), a counting sort by start,
-//! elimination (about 3.5 row additions a row), and `w / 4` table look-ups a key in
-//! back-substitution and in decoding.
+//! The work is linear in `n w`: three AES blocks a key, a counting sort by start,
+//! elimination (about 3.5 row additions a row), about `w / 4` table look-ups a row in
+//! back-substitution and `w / 8` a key in decoding. `okvs_bench` on this 2-core AMD EPYC
+//! VM, one-thread times in CPU time, while other builds ran (load average 4 to 7, so the
+//! spread over several runs is given):
+//!
+//! | keys | columns    | band | encode       | decode, 1 thread | decode, 2 threads (wall) |
+//! |------|------------|------|--------------|------------------|--------------------------|
+//! | 2^16 | 72 090     | 216  | 6 to 9 ms    | 1 to 5 ms        | 2 to 7 ms                |
+//! | 2^20 | 1 153 434  | 232  | 153 to 190 ms| 74 to 104 ms     | 77 to 190 ms             |
+//! | 2^24 | 18 454 938 | 248  | 3.7 to 6.0 s | 2.2 to 2.4 s     | 1.8 to 3.1 s             |
+//!
+//! Per key, `2^20` costs 1.3 to 1.6 times `2^16`: there the arrays (87 MB for encoding,
+//! 28 MB for decoding besides the store) no longer fit in cache, and first touching fresh
+//! memory costs about 0.4 ms per MB on this VM, a fifth of encoding's time. That is why
+//! the arrays are as few as they are.
 
 mod decode;
 mod encode;
@@ -131,7 +150,7 @@ pub enum OkvsError {
     WrongLength { expected: usize, got: usize },
 }
 
-/// Encodes keys[i] -> values[i]. Keys are 128-bit hashes the caller made (u128); duplicate
+/// Encodes `keys[i] -> values[i]`. Keys are 128-bit hashes the caller made (u128); duplicate
 /// keys are refused (OkvsError::DuplicateKey). `seed` is public (sent with the encoding) and
 /// picks the hash; on OkvsError::Singular the caller retries with a fresh seed. `fill` gives the
 /// random values of free columns (any FnMut() -> u128, e.g. from the session's RNG).
@@ -165,7 +184,7 @@ pub fn encode(
     encode::encode(params, &hasher, keys, values, fill)
 }
 
-/// Decodes every key: out[i] = Decode(store, keys[i]). store.len() must equal params.columns
+/// Decodes every key: `out[i] = Decode(store, keys[i])`. store.len() must equal params.columns
 /// (else WrongLength). Parallel with rayon over chunks for large inputs.
 ///
 /// Any key decodes, encoded or not; `out.len()` must equal `keys.len()` (else

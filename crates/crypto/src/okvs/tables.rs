@@ -1,7 +1,9 @@
-//! Subset-XOR tables ("four Russians"): for a group of [`GROUP_BITS`] consecutive
-//! columns, the XOR of every subset of their values, indexed by the subset's bits. A
-//! band then selects its columns group by group with one look-up each instead of one
-//! XOR per set bit. Encoding (back-substitution) and decoding both use them.
+//! Subset-XOR tables ("four Russians"): for a group of consecutive columns, the XOR of
+//! every subset of their values, indexed by the subset's bits. A band then selects its
+//! columns group by group with one look-up each instead of one XOR per set bit.
+//! Back-substitution uses groups of [`GROUP_BITS`] = 4 columns (its tables are built one
+//! at a time as columns become final, so they must be cheap); decoding builds many
+//! tables at once and reads each often, and uses groups of 8.
 
 /// Columns per group: 16 entries per 4 columns build quickly (4 XORs a column) and a
 /// band of 224 bits takes 56 look-ups.
@@ -36,13 +38,19 @@ pub(crate) fn lookup_word(tables: &[Table; 16], word: u64) -> u128 {
     acc
 }
 
-/// [`lookup_word`] for a word whose high 32 bits are zero.
-#[inline(always)]
-pub(crate) fn lookup_half(tables: &[Table; 8], word: u64) -> u128 {
-    debug_assert_eq!(word >> 32, 0);
-    let mut acc = 0u128;
-    for (k, table) in tables.iter().enumerate() {
-        acc ^= table[((word >> (4 * k)) & 15) as usize];
+/// The table of a group of 8 columns: 256 entries.
+pub(crate) type ByteTable = [u128; 256];
+
+/// Fills `table` for the 8 columns from `col` (past the end of `store`: zero).
+#[inline]
+pub(crate) fn build_byte_table(table: &mut ByteTable, store: &[u128], col: usize) {
+    table[0] = 0;
+    for k in 0..8 {
+        let c = store.get(col + k).copied().unwrap_or(0);
+        let bit = 1 << k;
+        let (low, high) = table.split_at_mut(bit);
+        for (h, l) in high[..bit].iter_mut().zip(low.iter()) {
+            *h = l ^ c;
+        }
     }
-    acc
 }

@@ -152,6 +152,21 @@ fn few_keys_against_a_large_store_decode_naively_per_chunk() {
 }
 
 #[test]
+fn many_keys_against_a_tiny_store() {
+    // More keys than the table path needs, against the 48 columns of an empty OKVS: one
+    // chunk, its tables reaching past the end of the store.
+    let mut rng = SessionRng::from_seed([10; 32]);
+    let params = OkvsParams::for_items(0).unwrap();
+    let store = encode(&params, &seed_of(5), &[], &[], || random_u128(&mut rng)).unwrap();
+    let keys = random_vec(&mut rng, 5000);
+    let mut out = vec![0; keys.len()];
+    decode(&params, &seed_of(5), &store, &keys, &mut out).unwrap();
+    for (k, o) in keys.iter().zip(&out).step_by(7) {
+        assert_eq!(decode_one(&params, &seed_of(5), &store, *k), *o);
+    }
+}
+
+#[test]
 fn keys_not_encoded_decode_and_wrong_lengths_are_refused() {
     let mut rng = SessionRng::from_seed([5; 32]);
     let n = 2000;
