@@ -10,7 +10,10 @@ cd "$(dirname "$0")/.."
 venv="${PRIVSET_VENV:-$PWD/target/py-venv}"
 python3 -m venv --clear "$venv"
 rm -rf target/wheels
-"$venv/bin/python" -m pip wheel --no-deps --wheel-dir target/wheels .
+# PRIVSET_WHEEL_FEATURES: cargo features of the wheel (scripts/test.sh asks for the
+# tests' fault injection, `test-faults`; the set-up and release wheels have none).
+MATURIN_PEP517_ARGS="${PRIVSET_WHEEL_FEATURES:+--features $PRIVSET_WHEEL_FEATURES}" \
+  "$venv/bin/python" -m pip wheel --no-deps --wheel-dir target/wheels .
 "$venv/bin/python" -m pip install --quiet target/wheels/privset-*.whl
 "$venv/bin/python" -c 'import privset; print("privset", privset.__version__, "installed in", __import__("sys").prefix)'
 echo "use it with: source $venv/bin/activate"

@@ -8,7 +8,9 @@
 # Tests are built with optimisation: crypto in debug builds is far too slow.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+# The wheel the Python tests import has the tests' fault injection (test-faults);
+# the binary cargo test builds gets it from the CLI's dev-dependencies.
+PRIVSET_WHEEL_FEATURES=test-faults bash scripts/setup.sh
 cargo test --workspace --release --locked
 venv="${PRIVSET_VENV:-$PWD/target/py-venv}"
 "$venv/bin/python" -m pip install --quiet pytest pandas tqdm mypy pyarrow polars ray

@@ -58,9 +58,9 @@ def psi(
     phone_region: Optional[str] = None,
     hash_ids: Optional[str] = None,
     duplicates: str = "error",
-    group: str = "ristretto255",
-    mqrpmt: str = "cwprf",
-    last_message: str = "bloom",
+    group: Optional[str] = None,
+    mqrpmt: Optional[str] = None,
+    last_message: Optional[str] = None,
     max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
     buckets: Union[str, int] = "auto",
     concurrency: int = 1,
@@ -72,6 +72,7 @@ def psi(
     tls: Optional[TlsFiles] = None,
     insecure_no_tls: bool = False,
     server_name: Optional[str] = None,
+    peer_name: Optional[str] = None,
     timeout: float = DEFAULT_TIMEOUT,
     poll_interval: float = DEFAULT_POLL_INTERVAL,
     cpu_price: float = DEFAULT_CPU_PRICE,
@@ -100,8 +101,8 @@ def psi_card(
     phone_region: Optional[str] = None,
     hash_ids: Optional[str] = None,
     duplicates: str = "error",
-    group: str = "ristretto255",
-    last_message: str = "bloom",
+    group: Optional[str] = None,
+    last_message: Optional[str] = None,
     max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
     buckets: Union[str, int] = "auto",
     concurrency: int = 1,
@@ -112,6 +113,7 @@ def psi_card(
     tls: Optional[TlsFiles] = None,
     insecure_no_tls: bool = False,
     server_name: Optional[str] = None,
+    peer_name: Optional[str] = None,
     timeout: float = DEFAULT_TIMEOUT,
     poll_interval: float = DEFAULT_POLL_INTERVAL,
     cpu_price: float = DEFAULT_CPU_PRICE,
@@ -138,8 +140,8 @@ def psi_card_sum(
     phone_region: Optional[str] = None,
     hash_ids: Optional[str] = None,
     duplicates: str = "error",
-    group: str = "ristretto255",
-    last_message: str = "bloom",
+    group: Optional[str] = None,
+    last_message: Optional[str] = None,
     max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
     buckets: Union[str, int] = "auto",
     concurrency: int = 1,
@@ -150,6 +152,7 @@ def psi_card_sum(
     tls: Optional[TlsFiles] = None,
     insecure_no_tls: bool = False,
     server_name: Optional[str] = None,
+    peer_name: Optional[str] = None,
     timeout: float = DEFAULT_TIMEOUT,
     poll_interval: float = DEFAULT_POLL_INTERVAL,
     cpu_price: float = DEFAULT_CPU_PRICE,
@@ -175,8 +178,8 @@ def psu(
     phone_region: Optional[str] = None,
     hash_ids: Optional[str] = None,
     duplicates: str = "error",
-    group: str = "ristretto255",
-    last_message: str = "bloom",
+    group: Optional[str] = None,
+    last_message: Optional[str] = None,
     max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
     buckets: Union[str, int] = "auto",
     concurrency: int = 1,
@@ -188,6 +191,7 @@ def psu(
     tls: Optional[TlsFiles] = None,
     insecure_no_tls: bool = False,
     server_name: Optional[str] = None,
+    peer_name: Optional[str] = None,
     timeout: float = DEFAULT_TIMEOUT,
     poll_interval: float = DEFAULT_POLL_INTERVAL,
     cpu_price: float = DEFAULT_CPU_PRICE,
@@ -212,8 +216,8 @@ def private_id(
     phone_region: Optional[str] = None,
     hash_ids: Optional[str] = None,
     duplicates: str = "error",
-    group: str = "ristretto255",
-    last_message: str = "bloom",
+    group: Optional[str] = None,
+    last_message: Optional[str] = None,
     max_peer_items: int = DEFAULT_MAX_PEER_ITEMS,
     buckets: Union[str, int] = "auto",
     concurrency: int = 1,
@@ -225,6 +229,7 @@ def private_id(
     tls: Optional[TlsFiles] = None,
     insecure_no_tls: bool = False,
     server_name: Optional[str] = None,
+    peer_name: Optional[str] = None,
     timeout: float = DEFAULT_TIMEOUT,
     poll_interval: float = DEFAULT_POLL_INTERVAL,
     cpu_price: float = DEFAULT_CPU_PRICE,
@@ -271,6 +276,7 @@ def pi_sum(
     tls: Optional[TlsFiles] = None,
     insecure_no_tls: bool = False,
     server_name: Optional[str] = None,
+    peer_name: Optional[str] = None,
     timeout: float = DEFAULT_TIMEOUT,
     poll_interval: float = DEFAULT_POLL_INTERVAL,
     cpu_price: float = DEFAULT_CPU_PRICE,
@@ -304,13 +310,13 @@ def arguments(operation: str, args: Dict[str, Any]) -> Dict[str, Any]:
         names = args.pop("value_columns")
         columns = [names] if isinstance(names, str) else list(names or [])
         he = {k: args.pop(k) for k in _PI_SUM_SETTINGS}
-        common = job_arguments(**dict(args, mqrpmt="cwprf", last_message="bloom", output_rows=None))
+        common = job_arguments(**dict(args, mqrpmt=None, last_message=None, output_rows=None))
         for key in ("mqrpmt", "last_message", "output_rows"):
             common.pop(key)
         return dict(common, operation=operation, value_columns=columns, **he)
     if operation != "psi":
-        # The value layout runs the cwPRF mqRPMT.
-        args.update(mqrpmt="cwprf", output_rows=args.get("output_rows"))
+        # The value layout runs the cwPRF mqRPMT (the default of every operation but psi).
+        args.update(mqrpmt=None, output_rows=args.get("output_rows"))
     value_column, value_bound = args.pop("value_column", None), args.pop("value_bound", None)
     return dict(job_arguments(**args), operation=operation, value_column=value_column, value_bound=value_bound)
 
@@ -332,9 +338,9 @@ def job_arguments(
     phone_region: Optional[str],
     hash_ids: Optional[str],
     duplicates: str,
-    group: str,
-    mqrpmt: str,
-    last_message: str,
+    group: Optional[str],
+    mqrpmt: Optional[str],
+    last_message: Optional[str],
     max_peer_items: int,
     buckets: Union[str, int],
     concurrency: int,
@@ -346,6 +352,7 @@ def job_arguments(
     tls: Optional[TlsFiles],
     insecure_no_tls: bool,
     server_name: Optional[str],
+    peer_name: Optional[str],
     timeout: float,
     poll_interval: float,
     cpu_price: float,
@@ -365,6 +372,7 @@ def job_arguments(
         tls=tls,
         insecure_no_tls=insecure_no_tls,
         server_name=server_name,
+        peer_name=peer_name,
         timeout=timeout,
         poll_interval=poll_interval,
         state_dir=state_dir,

@@ -4,10 +4,13 @@ and what each party learns.
 
 The **receiver** holds Y and gets the output; the **sender** holds X (and, for
 psi-card-sum, a value per item). Either may listen or connect. Settings both must agree
-on: ``group`` ("ristretto255" default, "p256", "p256-compressed", "x25519"),
-``mqrpmt`` ("cwprf" default, "poprf", or "vole": psi from silent VOLE and an OKVS, Raghuraman-Rindal 2022) and ``last_message`` ("bloom" default, "list",
-"gcs"; "ordered" for psi only, the classic DH-PSI: no OT, fewer bytes; "poprf" needs
-"list").
+on: ``mqrpmt``, the construction: "vole" (psi's default: psi from silent VOLE and an
+OKVS, Raghuraman-Rindal 2022, symmetric-key work only), "cwprf" (the default of the other
+operations, and of psi when ``group`` or ``last_message`` is given) or "poprf"; and, for
+the Diffie-Hellman constructions, ``group`` ("ristretto255" default, "p256",
+"p256-compressed", "x25519") and ``last_message`` ("bloom" default, "list", "gcs";
+"ordered" for psi only, the classic DH-PSI: no OT, fewer bytes; "poprf" needs "list").
+``None`` leaves a setting at its default.
 
 Identifiers are any iterable of str / bytes / int, a pandas Series, a DataFrame with
 ``id_column=``, a pyarrow Table / RecordBatch or polars DataFrame (Arrow C stream, no
@@ -41,9 +44,9 @@ class SetOperationParty(Party[SetOperationResult]):
         ids: Any,
         *,
         id_column: IdColumns = None,
-        group: str = "ristretto255",
-        mqrpmt: str = "cwprf",
-        last_message: str = "bloom",
+        group: Optional[str] = None,
+        mqrpmt: Optional[str] = None,
+        last_message: Optional[str] = None,
         duplicates: str = "error",
         normalize: Normalize = "trim",
         phone_region: Optional[str] = None,
@@ -73,9 +76,9 @@ class SetOperationParty(Party[SetOperationResult]):
         *,
         id_column: IdColumns,
         value_column: Optional[str],
-        group: str,
-        mqrpmt: str,
-        last_message: str,
+        group: Optional[str],
+        mqrpmt: Optional[str],
+        last_message: Optional[str],
         duplicates: str,
         value_bound: int,
         max_peer_items: int,
@@ -162,9 +165,9 @@ class PsiCardSumSender(SetOperationParty):
         *,
         id_column: IdColumns = None,
         value_column: Optional[str] = None,
-        group: str = "ristretto255",
-        mqrpmt: str = "cwprf",
-        last_message: str = "bloom",
+        group: Optional[str] = None,
+        mqrpmt: Optional[str] = None,
+        last_message: Optional[str] = None,
         duplicates: str = "error",
         normalize: Normalize = "trim",
         phone_region: Optional[str] = None,

@@ -96,6 +96,41 @@ def test_bucketed_psi_over_tls_matches_the_plaintext(tmp_path: pathlib.Path, n_r
     assert list((tmp_path / "state-receiver").iterdir()) == []
 
 
+def test_bucketed_psi_refuses_a_peer_other_than_peer_name(tmp_path: pathlib.Path) -> None:
+    """A certificate from the same CA is not enough when the run names its peer: a
+    rival organisation's sender is refused by the receiver (naming both), and the named
+    sender then runs."""
+    want = sets(tmp_path, random.Random(11), 400, 300, 90)
+    certs = privset.generate_certs(tmp_path / "certs", ["receiver", "sender", "rival"])
+    addr = f"127.0.0.1:{free_port()}"
+    errors: Dict[str, Any] = {}
+
+    def rival() -> None:
+        try:
+            privset.bucketed.psi(
+                "sender", tmp_path / "sender.csv", id_column="id", state_dir=tmp_path / "state-rival",
+                peer=addr, tls=certs["rival"], server_name="receiver", timeout=20, buckets=2,
+            )
+        except Exception as e:  # the receiver closes the link on it
+            errors["rival"] = e
+
+    t = threading.Thread(target=rival)
+    t.start()
+    with pytest.raises(privset.TransportError) as e:
+        privset.bucketed.psi(
+            "receiver", tmp_path / "receiver.csv", id_column="id", state_dir=tmp_path / "state-receiver",
+            listen=addr, tls=certs["receiver"], peer_name="sender", timeout=20, buckets=2,
+        )
+    t.join(timeout=60)
+    assert "rival" in str(e.value) and "sender" in str(e.value), e.value
+    assert "rival" in errors
+    links = tls_links(tmp_path)
+    links["receiver"]["peer_name"] = "sender"
+    links["sender"]["peer_name"] = "receiver"
+    both(tmp_path, links, buckets=2)
+    assert read_ids(tmp_path / "rows.csv") == want
+
+
 def test_bucketed_psi_over_an_exchange_directory(tmp_path: pathlib.Path) -> None:
     want = sets(tmp_path, random.Random(5), 1200, 900, 250)
     x = tmp_path / "exchange"

@@ -26,7 +26,7 @@ use crate::connect::TlsArgs;
 use crate::fail::Failure;
 use crate::input_args::InputArgs;
 use crate::metrics::Stopwatch;
-use crate::pi_sum_cmd::write_json;
+use crate::run::write_json;
 use crate::run::{self, Metered, PriceArgs};
 
 #[derive(Subcommand, Debug)]

@@ -11,9 +11,9 @@ use crate::datagen;
 use crate::fail::Failure;
 use crate::input_args::InputArgs;
 use crate::metrics::MB;
-use crate::pi_sum_cmd::{self, DupArg, HeArg, PiSumArgs, ProtocolArg, RoleArg, ZArg};
-use crate::pso_cmd::CwPrfArg;
+use crate::pi_sum_cmd::{self, HeArg, PiSumArgs, ProtocolArg, RoleArg, ZArg};
 use crate::run::PriceArgs;
+use crate::shared_args::{CwPrfArg, DupArg};
 
 #[derive(Args, Debug)]
 pub struct DemoArgs {

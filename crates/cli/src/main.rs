@@ -4,10 +4,6 @@
 mod apsi_cmd;
 mod batch;
 mod bench;
-mod bench_apsi;
-mod bench_mpsi;
-mod bench_pso;
-mod bench_upsi;
 mod connect;
 mod datagen;
 mod demo;
@@ -17,6 +13,7 @@ mod pi_sum_cmd;
 mod progress;
 mod pso_cmd;
 mod run;
+mod shared_args;
 mod toy_cmd;
 mod upsi_cmd;
 

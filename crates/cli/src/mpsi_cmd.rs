@@ -18,9 +18,9 @@ use privset_run::{Failure, PartiesSpec, Stopwatch};
 
 use crate::connect::TlsArgs;
 use crate::input_args::{InputArgs, KeyArgs};
-use crate::pi_sum_cmd::write_json;
 use crate::progress::Progress;
 use crate::run::PriceArgs;
+use crate::run::write_json;
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProtocolArg {

@@ -1,6 +1,6 @@
 //! `privset pi-sum`: one party of the intersection-sum protocol.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use privset_crypto::ahe::HeId;
@@ -15,8 +15,8 @@ use privset_run::{Failure, Stopwatch};
 
 use crate::connect::ConnectArgs;
 use crate::input_args::InputArgs;
-use crate::pso_cmd::{BucketCount, CwPrfArg, parse_buckets, parse_concurrency};
-use crate::run::{self, PriceArgs};
+use crate::run::{self, PriceArgs, write_json};
+use crate::shared_args::{BucketCount, CwPrfArg, DupArg, parse_buckets, parse_concurrency};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RoleArg {
@@ -61,23 +61,6 @@ pub enum ZArg {
     List,
     Gcs,
     Bloom,
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug)]
-pub enum DupArg {
-    Error,
-    Sum,
-    First,
-}
-
-impl From<DupArg> for DuplicatePolicy {
-    fn from(arg: DupArg) -> Self {
-        match arg {
-            DupArg::Error => DuplicatePolicy::Error,
-            DupArg::Sum => DuplicatePolicy::Sum,
-            DupArg::First => DuplicatePolicy::First,
-        }
-    }
 }
 
 #[derive(Args, Debug, Clone)]
@@ -302,14 +285,8 @@ fn run_bucketed(args: &PiSumArgs, count: BucketCount) -> Result<PiSumReport, Fai
         rows_path: None,
         prices: args.prices.prices(),
     };
-    match crate::pso_cmd::run_job(&job)? {
+    match run::run_job(&job)? {
         BucketedReport::PiSum(report) => Ok(report),
         BucketedReport::Pso(_) => Err(Failure::other("pi-sum reported as a set operation")),
     }
-}
-
-pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), Failure> {
-    let text = serde_json::to_string_pretty(value).map_err(|e| Failure::other(e.to_string()))?;
-    std::fs::write(path, text + "\n")
-        .map_err(|e| Failure::other(format!("cannot write {}: {e}", path.display())))
 }

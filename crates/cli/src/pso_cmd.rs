@@ -4,12 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
-use privset_crypto::cwprf::CwPrfId;
 use privset_crypto::filter::FilterKind;
-use privset_crypto::group::GroupId;
 use privset_protocols::input::DuplicatePolicy;
 use privset_protocols::pso::{
-    self, Construction, LastMessage, Operation, PsoConfig, PsoOutput, PsoRole, Rows,
+    self, Construction, LastMessage, Operation, PsoChoices, PsoConfig, PsoOutput, PsoRole, Rows,
 };
 use privset_protocols::set_encoding::SetEncoding;
 use privset_run::keys::Keys;
@@ -19,8 +17,8 @@ use privset_run::{Failure, Stopwatch};
 
 use crate::connect::ConnectArgs;
 use crate::input_args::InputArgs;
-use crate::pi_sum_cmd::{DupArg, write_json};
-use crate::run::{self, PriceArgs};
+use crate::run::{self, PriceArgs, write_json};
+use crate::shared_args::{BucketCount, CwPrfArg, DupArg, parse_buckets, parse_concurrency};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PsoRoleArg {
@@ -28,28 +26,6 @@ pub enum PsoRoleArg {
     Receiver,
     /// Holds X (and values for psi-card-sum); Fig. 7's P2.
     Sender,
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CwPrfArg {
-    Ristretto255,
-    /// P-256, 65-byte uncompressed points.
-    P256,
-    /// P-256, 33-byte compressed points.
-    P256Compressed,
-    /// X25519 on Montgomery u-coordinates (cwPRF only; Chen et al. 2024, Sec. 7.5).
-    X25519,
-}
-
-impl CwPrfArg {
-    pub fn id(self) -> CwPrfId {
-        match self {
-            CwPrfArg::Ristretto255 => CwPrfId::Group(GroupId::Ristretto255),
-            CwPrfArg::P256 => CwPrfId::Group(GroupId::P256),
-            CwPrfArg::P256Compressed => CwPrfId::Group(GroupId::P256Compressed),
-            CwPrfArg::X25519 => CwPrfId::X25519,
-        }
-    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,6 +37,16 @@ pub enum MqrpmtArg {
     /// psi only: silent VOLE and an OKVS (Raghuraman-Rindal 2022, Fig. 4), symmetric-key
     /// work only; --group and --last-message are unused.
     Vole,
+}
+
+impl MqrpmtArg {
+    pub fn construction(self) -> Construction {
+        match self {
+            MqrpmtArg::Cwprf => Construction::Cwprf,
+            MqrpmtArg::Poprf => Construction::Poprf,
+            MqrpmtArg::Vole => Construction::Vole,
+        }
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,6 +62,17 @@ pub enum LastMessageArg {
     Ordered,
 }
 
+impl LastMessageArg {
+    pub fn last_message(self) -> LastMessage {
+        match self {
+            LastMessageArg::List => LastMessage::LIST,
+            LastMessageArg::Bloom => LastMessage::Set(SetEncoding::Filter(FilterKind::Bloom)),
+            LastMessageArg::Gcs => LastMessage::Set(SetEncoding::Filter(FilterKind::Gcs)),
+            LastMessageArg::Ordered => LastMessage::Ordered,
+        }
+    }
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct PsoArgs {
     #[arg(long, value_enum)]
@@ -87,13 +84,17 @@ pub struct PsoArgs {
     /// psi-card-sum sender: the value column to sum.
     #[arg(long, value_name = "NAME")]
     pub value_column: Option<String>,
-    #[arg(long, value_enum, default_value = "ristretto255")]
-    pub group: CwPrfArg,
-    #[arg(long, value_enum, default_value = "cwprf")]
-    pub mqrpmt: MqrpmtArg,
-    /// How the sender returns the receiver's re-evaluated set.
-    #[arg(long, value_enum, default_value = "bloom")]
-    pub last_message: LastMessageArg,
+    /// The Diffie-Hellman constructions' group [default: ristretto255].
+    #[arg(long, value_enum)]
+    pub group: Option<CwPrfArg>,
+    /// The construction [default: vole for psi, unless --group or --last-message asks
+    /// for a Diffie-Hellman one; cwprf for the others].
+    #[arg(long, value_enum)]
+    pub mqrpmt: Option<MqrpmtArg>,
+    /// How the sender of a Diffie-Hellman construction returns the receiver's
+    /// re-evaluated set [default: bloom].
+    #[arg(long, value_enum)]
+    pub last_message: Option<LastMessageArg>,
     /// What to do with repeated identifiers.
     #[arg(long, value_enum, default_value = "error")]
     pub duplicates: DupArg,
@@ -129,64 +130,18 @@ pub struct PsoArgs {
     pub prices: PriceArgs,
 }
 
-/// `--buckets`: `auto` or a count.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BucketCount {
-    Auto,
-    Fixed(u32),
-}
-
-impl BucketCount {
-    /// The count asked for; `None` = auto.
-    pub fn fixed(self) -> Option<u32> {
-        match self {
-            BucketCount::Auto => None,
-            BucketCount::Fixed(n) => Some(n),
-        }
-    }
-}
-
-/// `--concurrency`: 1 to the most lanes a job may run.
-pub fn parse_concurrency(text: &str) -> Result<u32, String> {
-    let max = privset_protocols::bucket_plan::MAX_LANES;
-    match text.parse::<u32>() {
-        Ok(n) if (1..=max).contains(&n) => Ok(n),
-        _ => Err(format!("expected a count from 1 to {max}, not {text:?}")),
-    }
-}
-
-pub fn parse_buckets(text: &str) -> Result<BucketCount, String> {
-    let max = privset_protocols::bucket_plan::MAX_BUCKETS;
-    match text {
-        "auto" => Ok(BucketCount::Auto),
-        n => match n.parse::<u32>() {
-            Ok(b) if (1..=max).contains(&b) => Ok(BucketCount::Fixed(b)),
-            _ => Err(format!(
-                "expected auto or a count from 1 to {max}, not {n:?}"
-            )),
-        },
-    }
-}
-
 impl PsoArgs {
-    pub fn config(&self, operation: Operation) -> PsoConfig {
-        PsoConfig {
-            operation,
-            cwprf: self.group.id(),
-            construction: match self.mqrpmt {
-                MqrpmtArg::Cwprf => Construction::Cwprf,
-                MqrpmtArg::Poprf => Construction::Poprf,
-                MqrpmtArg::Vole => Construction::Vole,
-            },
-            last_message: match self.last_message {
-                LastMessageArg::List => LastMessage::LIST,
-                LastMessageArg::Bloom => LastMessage::Set(SetEncoding::Filter(FilterKind::Bloom)),
-                LastMessageArg::Gcs => LastMessage::Set(SetEncoding::Filter(FilterKind::Gcs)),
-                LastMessageArg::Ordered => LastMessage::Ordered,
-            },
-            max_value: self.value_bound,
-            max_peer_items: self.max_peer_items,
-        }
+    /// The settings these flags ask for, with the defaults and rules of
+    /// [`PsoChoices::resolve`].
+    pub fn config(&self, operation: Operation) -> Result<PsoConfig, Failure> {
+        let choices = PsoChoices {
+            construction: self.mqrpmt.map(MqrpmtArg::construction),
+            cwprf: self.group.map(CwPrfArg::id),
+            last_message: self.last_message.map(LastMessageArg::last_message),
+            max_value: Some(self.value_bound),
+            max_peer_items: Some(self.max_peer_items),
+        };
+        Ok(choices.resolve(operation)?)
     }
 
     fn role(&self) -> PsoRole {
@@ -218,7 +173,7 @@ pub fn run(operation: Operation, args: &PsoArgs) -> Result<PsoReport, Failure> {
     if let Some(count) = args.buckets {
         return run_bucketed(operation, args, count);
     }
-    let config = args.config(operation);
+    let config = args.config(operation)?;
     let role = args.role();
     let stopwatch = Stopwatch::start();
     let values: Vec<String> = args.value_column.iter().cloned().collect();
@@ -271,7 +226,7 @@ fn run_bucketed(
 ) -> Result<PsoReport, Failure> {
     use privset_run::buckets;
     buckets::operation::check_operation(operation)?;
-    let config = args.config(operation);
+    let config = args.config(operation)?;
     let keys = args.source.keys()?;
     let values: Vec<String> = args.value_column.iter().cloned().collect();
     let link = args.connect.spec(&args.output)?;
@@ -296,33 +251,10 @@ fn run_bucketed(
         rows_path: args.output_rows.as_deref(),
         prices: args.prices.prices(),
     };
-    match run_job(&job)? {
+    match run::run_job(&job)? {
         BucketedReport::Pso(report) => Ok(report),
         BucketedReport::PiSum(_) => Err(Failure::other("a set operation reported as pi-sum")),
     }
-}
-
-/// Runs a bucketed job with a progress display per session, writes its RESULT.json
-/// and then removes its state, unless the peer went away before confirming that it
-/// holds every bucket (then the state is kept for a rerun to serve it, and said so).
-pub fn run_job(job: &privset_run::buckets::runner::Job<'_>) -> Result<BucketedReport, Failure> {
-    let (report, state) = privset_run::buckets::runner::run(job, &|party, transport, label| {
-        let mut progress = crate::progress::Progress::new(label, party.meter());
-        let result = privset_net::drive(party, transport, &mut |s| progress.status(s));
-        progress.finish();
-        result.map_err(Failure::from)
-    })?;
-    write_json(job.output, &report)?;
-    if let Some(kept) = state.release() {
-        eprintln!(
-            "privset: finished, but the peer went away before confirming that it has every \
-             bucket. This party's state stays in {} so that running this same command \
-             again serves the buckets the peer lacks; remove it once the peer has its \
-             result.",
-            kept.display()
-        );
-    }
-    Ok(report)
 }
 
 /// Writes the operation's rows; `None` when the party has no rows to write.

@@ -12,9 +12,9 @@ use privset_protocols::toy::{self, Form, ToySumConfig};
 use privset_run::{Failure, Metered, PartiesEndpoint, PartiesSpec, Stopwatch};
 
 use crate::connect::TlsArgs;
-use crate::pi_sum_cmd::write_json;
 use crate::progress::Progress;
 use crate::run::PriceArgs;
+use crate::run::write_json;
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FormArg {

@@ -20,9 +20,9 @@ use crate::connect::TlsArgs;
 use crate::fail::Failure;
 use crate::input_args::InputArgs;
 use crate::metrics::Stopwatch;
-use crate::pi_sum_cmd::write_json;
 use crate::progress::Progress;
 use crate::run::PriceArgs;
+use crate::run::write_json;
 
 #[derive(Subcommand, Debug)]
 pub enum UpsiCommand {

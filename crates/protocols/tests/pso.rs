@@ -11,7 +11,7 @@ use privset_crypto::rng::SessionRng;
 use privset_net::memory::{Direction, HookAction, PairError, run_pair, run_pair_with};
 use privset_protocols::input::Dataset;
 use privset_protocols::pso::{
-    self, Construction, LastMessage, Operation, PsoConfig, PsoOutput, PsoRole, transfer,
+    self, Construction, LastMessage, Operation, PsoChoices, PsoConfig, PsoOutput, PsoRole, transfer,
 };
 use privset_protocols::set_encoding::SetEncoding;
 use privset_protocols::{PeerMisbehaved, ProtocolError};
@@ -408,6 +408,57 @@ fn unusable_settings_are_refused_before_anything_is_sent() {
         refuse(&psi, PsoRole::Sender, sender_set(&[(1, 1)], true)),
         ProtocolError::Input(_)
     ));
+}
+
+/// The defaults every front end gets from one place: psi runs vole unless a
+/// Diffie-Hellman setting is asked for; the other operations run the cwPRF mqRPMT; a
+/// Diffie-Hellman setting beside an explicit vole is refused, not ignored.
+#[test]
+fn settings_not_asked_for_take_the_cheaper_construction() {
+    let none = PsoChoices::default();
+    let psi = none.resolve(Operation::Psi).unwrap();
+    assert_eq!(psi.construction, Construction::Vole);
+    for op in Operation::ALL.into_iter().filter(|&o| o != Operation::Psi) {
+        let c = none.resolve(op).unwrap();
+        assert_eq!(c.construction, Construction::Cwprf, "{}", op.name());
+        assert_eq!((c.cwprf, c.last_message), (RISTRETTO, BLOOM));
+    }
+    let group = PsoChoices {
+        cwprf: Some(CwPrfId::X25519),
+        ..none
+    };
+    let c = group.resolve(Operation::Psi).unwrap();
+    assert_eq!(
+        (c.construction, c.cwprf),
+        (Construction::Cwprf, CwPrfId::X25519)
+    );
+    let ordered = PsoChoices {
+        last_message: Some(LastMessage::Ordered),
+        ..none
+    };
+    let c = ordered.resolve(Operation::Psi).unwrap();
+    assert_eq!(
+        (c.construction, c.last_message),
+        (Construction::Cwprf, LastMessage::Ordered)
+    );
+    for asked in [group, ordered] {
+        let contradiction = PsoChoices {
+            construction: Some(Construction::Vole),
+            ..asked
+        };
+        let e = contradiction.resolve(Operation::Psi).unwrap_err();
+        assert!(
+            matches!(&e, ProtocolError::Config(m) if m.contains("--mqrpmt vole")),
+            "{e}"
+        );
+    }
+    let bounds = PsoChoices {
+        max_value: Some(7),
+        max_peer_items: Some(9),
+        ..none
+    };
+    let c = bounds.resolve(Operation::PsiCardSum).unwrap();
+    assert_eq!((c.max_value, c.max_peer_items), (7, 9));
 }
 
 /// Runs psi with a hook and returns the error of the side that failed first.

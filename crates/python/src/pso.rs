@@ -8,8 +8,8 @@ use std::sync::Arc;
 use privset_crypto::cwprf::CwPrfId;
 use privset_protocols::Party;
 use privset_protocols::pso::{
-    self, Construction, LastMessage, Operation, PsoConfig, PsoOutput, PsoParty as Machine, PsoRole,
-    Rows, transfer,
+    self, Construction, LastMessage, Operation, PsoChoices, PsoConfig, PsoOutput,
+    PsoParty as Machine, PsoRole, Rows, transfer,
 };
 use privset_run::report::{self, PsoReport};
 use privset_run::{Failure, Metered};
@@ -143,9 +143,9 @@ impl PsoParty {
         operation: &str,
         role: &str,
         input: &Input,
-        group: &str,
-        mqrpmt: &str,
-        last_message: &str,
+        group: Option<&str>,
+        mqrpmt: Option<&str>,
+        last_message: Option<&str>,
         value_bound: &Bound<'_, PyAny>,
         max_peer_items: &Bound<'_, PyAny>,
     ) -> PyResult<Self> {
@@ -232,16 +232,17 @@ impl PsoParty {
     }
 }
 
-/// A set operation's role and settings from the keyword arguments, as the CLI's flags
-/// make them (shared by the party class and the bucketed run).
+/// A set operation's role and settings from the keyword arguments (`None`: the
+/// default, as [`PsoChoices::resolve`] gives it to the CLI too); shared by the party
+/// class and the bucketed run.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn settings(
     py: Python<'_>,
     operation: &str,
     role: &str,
-    group: &str,
-    mqrpmt: &str,
-    last_message: &str,
+    group: Option<&str>,
+    mqrpmt: Option<&str>,
+    last_message: Option<&str>,
     value_bound: &Bound<'_, PyAny>,
     max_peer_items: &Bound<'_, PyAny>,
 ) -> PyResult<(PsoRole, PsoConfig)> {
@@ -264,32 +265,47 @@ pub(crate) fn settings(
             ));
         }
     };
-    let config = PsoConfig {
-        operation,
-        cwprf: errors::named(
-            py,
-            "group",
-            group,
-            CwPrfId::from_name(group),
-            "ristretto255, p256, p256-compressed, x25519",
-        )?,
-        construction: errors::named(
-            py,
-            "mqrpmt",
-            mqrpmt,
-            Construction::from_name(mqrpmt),
-            "cwprf, poprf, vole",
-        )?,
-        last_message: errors::named(
-            py,
-            "last_message",
-            last_message,
-            LastMessage::from_name(last_message),
-            "list, bloom, gcs, ordered",
-        )?,
-        max_value: value_bound,
-        max_peer_items,
+    let choices = PsoChoices {
+        cwprf: group
+            .map(|g| {
+                errors::named(
+                    py,
+                    "group",
+                    g,
+                    CwPrfId::from_name(g),
+                    "ristretto255, p256, p256-compressed, x25519",
+                )
+            })
+            .transpose()?,
+        construction: mqrpmt
+            .map(|m| {
+                errors::named(
+                    py,
+                    "mqrpmt",
+                    m,
+                    Construction::from_name(m),
+                    "cwprf, poprf, vole",
+                )
+            })
+            .transpose()?,
+        last_message: last_message
+            .map(|l| {
+                errors::named(
+                    py,
+                    "last_message",
+                    l,
+                    LastMessage::from_name(l),
+                    "list, bloom, gcs, ordered",
+                )
+            })
+            .transpose()?,
+        max_value: Some(value_bound),
+        max_peer_items: Some(max_peer_items),
     };
+    let config = choices
+        .resolve(operation)
+        .map_err(Failure::from)
+        .py_err(py)?;
     Ok((role, config))
 }
 

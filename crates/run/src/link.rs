@@ -111,8 +111,9 @@ impl LinkSpec {
         })
     }
 
-    /// Refuses a TLS peer whose certificate does not hold [`LinkSpec::peer_name`].
-    fn check_peer_name(&self, t: &privset_net::TlsTransport) -> Result<(), Failure> {
+    /// Refuses a TLS peer whose certificate does not hold [`LinkSpec::peer_name`] (every
+    /// TLS link of a run: its own, and a distributed job's task links).
+    pub(crate) fn check_peer_name(&self, t: &privset_net::TlsTransport) -> Result<(), Failure> {
         let Some(expected) = &self.peer_name else {
             return Ok(());
         };

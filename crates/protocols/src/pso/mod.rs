@@ -174,6 +174,26 @@ impl Construction {
     }
 }
 
+impl Construction {
+    /// The construction an operation runs when none is asked for: the cheaper one under
+    /// Ion et al. 2020's cost model (Table 1's prices) at 2^16 to 2^20 items, as measured
+    /// (docs/benchmarks.md): vole for psi, where it costs a fraction of the CPU and of the
+    /// bytes of any Diffie-Hellman construction; the cwPRF mqRPMT for the others, which
+    /// have no VOLE construction yet.
+    pub fn default_for(operation: Operation) -> Self {
+        match operation {
+            Operation::Psi => Construction::Vole,
+            _ => Construction::Cwprf,
+        }
+    }
+
+    /// True for the Diffie-Hellman constructions, whose group and last message are
+    /// settings (the VOLE construction has neither).
+    pub fn is_diffie_hellman(self) -> bool {
+        self != Construction::Vole
+    }
+}
+
 /// How the sender returns the doubly-evaluated receiver set in S2 (Sec. 4.3). Every
 /// choice hides the order of the receiver's items.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -236,11 +256,13 @@ pub struct PsoConfig {
 }
 
 impl PsoConfig {
+    /// `operation` with every setting at its default (what [`PsoChoices::resolve`] gives
+    /// when nothing is asked for).
     pub fn new(operation: Operation) -> Self {
         Self {
             operation,
             cwprf: CwPrfId::Group(GroupId::Ristretto255),
-            construction: Construction::Cwprf,
+            construction: Construction::default_for(operation),
             last_message: LastMessage::Set(SetEncoding::Filter(FilterKind::Bloom)),
             max_value: u32::MAX as u64,
             max_peer_items: 1 << 26,
@@ -251,6 +273,58 @@ impl PsoConfig {
     /// the ordered last message).
     pub fn uses_ot(&self) -> bool {
         self.operation.uses_ot() && self.last_message != LastMessage::Ordered
+    }
+}
+
+/// A user's set-operation settings as given, before defaults: what the CLI's flags and
+/// Python's keyword arguments carry (`None` = not asked for). [`PsoChoices::resolve`] is
+/// the one place the defaults and the rules between settings live, so that every front
+/// end runs the same protocol for the same words.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PsoChoices {
+    pub construction: Option<Construction>,
+    pub cwprf: Option<CwPrfId>,
+    pub last_message: Option<LastMessage>,
+    pub max_value: Option<u64>,
+    pub max_peer_items: Option<u64>,
+}
+
+impl PsoChoices {
+    /// The settings of `operation`: each one not asked for takes its default
+    /// ([`PsoConfig::new`]). The construction's default is
+    /// [`Construction::default_for`], except that a group or last message asked for
+    /// names a Diffie-Hellman protocol, so it then defaults to the cwPRF mqRPMT: a
+    /// command written before vole was psi's default keeps its meaning. The same settings
+    /// with `--mqrpmt vole` are refused rather than ignored.
+    pub fn resolve(&self, operation: Operation) -> Result<PsoConfig, ProtocolError> {
+        let defaults = PsoConfig::new(operation);
+        let asked_dh = [
+            self.cwprf.map(|g| format!("--group {}", g.name())),
+            self.last_message
+                .map(|m| format!("--last-message {}", m.name())),
+        ]
+        .into_iter()
+        .flatten()
+        .next();
+        let construction = match (self.construction, &asked_dh) {
+            (Some(c), _) => c,
+            (None, Some(_)) => Construction::Cwprf,
+            (None, None) => Construction::default_for(operation),
+        };
+        if let (false, Some(setting)) = (construction.is_diffie_hellman(), asked_dh) {
+            return Err(ProtocolError::Config(format!(
+                "{setting} is a setting of the Diffie-Hellman constructions (--mqrpmt cwprf or \
+                 poprf); --mqrpmt vole has no group and no last message: drop {setting}"
+            )));
+        }
+        Ok(PsoConfig {
+            operation,
+            construction,
+            cwprf: self.cwprf.unwrap_or(defaults.cwprf),
+            last_message: self.last_message.unwrap_or(defaults.last_message),
+            max_value: self.max_value.unwrap_or(defaults.max_value),
+            max_peer_items: self.max_peer_items.unwrap_or(defaults.max_peer_items),
+        })
     }
 }
 

@@ -1,7 +1,8 @@
 //! The tests' faults, asked for through the environment of a party's process (a Ray
 //! task's, or the CLI's): each strikes the first run of one unit in one role, once per
 //! job directory (a marker file in it), so that the run which follows shows the party
-//! recovering from it.
+//! recovering from it. They exist only in builds with the `test-faults` feature (the
+//! CLI's tests and the test wheel); anywhere else these variables do nothing.
 //!
 //! - `PRIVSET_TEST_DIE_BEFORE_RECORD=<role>:<unit>`: the process aborts between the
 //!   unit's session and its record, as a party killed there would. Its peer has then
@@ -27,7 +28,8 @@ const HOLD_AT_MOST: Duration = Duration::from_secs(120);
 /// Whether the environment variable `var` asks for a fault in `unit` of `role`, and
 /// this is its first run in job directory `dir` (the marker `once` made now).
 fn asked_first_time(var: &str, role: &str, unit: u32, dir: &Path, once: &str) -> bool {
-    std::env::var(var).is_ok_and(|asked| asked == format!("{role}:{unit}"))
+    cfg!(feature = "test-faults")
+        && std::env::var(var).is_ok_and(|asked| asked == format!("{role}:{unit}"))
         && std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)

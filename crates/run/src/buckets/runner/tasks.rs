@@ -171,6 +171,9 @@ impl Runner<'_> {
                 (transport, to, Side::Connecting)
             }
         };
+        // The CA vouches for the peer's tasks; the run's expected peer is checked too, on
+        // the listening side as on the connecting one.
+        self.job.link.check_peer_name(&transport)?;
         // Reported before the record: a task that dies after its session never leaves
         // the peer's retry waiting for it. If it dies before reporting, its retry meets
         // the peer's retry, or learns the peer finished; if it dies between the report

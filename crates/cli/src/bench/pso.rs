@@ -9,7 +9,7 @@ use std::process::Command;
 use clap::Args;
 use privset_crypto::rng::SessionRng;
 
-use crate::bench::{PairSpec, PartyResult, pair_figures};
+use super::pairs::{self, PairSpec, PartyResult, pair_figures};
 use crate::datagen;
 use crate::fail::Failure;
 use crate::metrics::{MB, Prices};
@@ -136,11 +136,14 @@ pub fn run(args: &PsoBenchArgs, dir: &Path) -> Result<(), Failure> {
                             second_has_values: op == "psi-card-sum",
                             env: &env,
                         };
+                        // vole has no group or last message: asking for one is refused.
+                        let settings: &[&str] = if mqrpmt == "vole" {
+                            &["--mqrpmt", mqrpmt]
+                        } else {
+                            &["--group", group, "--mqrpmt", mqrpmt, "--last-message", last]
+                        };
                         let mut extra: Vec<String> =
-                            ["--group", group, "--mqrpmt", mqrpmt, "--last-message", last]
-                                .iter()
-                                .map(|s| s.to_string())
-                                .collect();
+                            settings.iter().map(|s| s.to_string()).collect();
                         extra.push("--output-rows".into());
                         extra.push(data.join(format!("{op}-rows.csv")).display().to_string());
                         // Each party writes its own rows file: keep them apart.
@@ -209,7 +212,7 @@ fn run_pair_rows(
         receiver_extra[i] = format!("{}.receiver", extra[i]);
         sender_extra[i] = format!("{}.sender", extra[i]);
     }
-    crate::bench::run_pair_split(exe, spec, data, certs, &receiver_extra, &sender_extra)
+    pairs::run_pair_split(exe, spec, data, certs, &receiver_extra, &sender_extra)
 }
 
 /// `first`: the first group and last message asked for. vole uses neither, so it runs

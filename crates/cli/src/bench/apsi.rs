@@ -13,7 +13,7 @@ use group::Curve;
 use privset_crypto::bls;
 use privset_crypto::rng::SessionRng;
 
-use crate::bench::{number as f, read_json as json};
+use super::pairs::{number as f, read_json as json};
 use crate::demo::free_port;
 use crate::fail::Failure;
 

@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 
 use clap::Args;
 
-use crate::bench::{number as f, read_json as json};
+use super::pairs::{number as f, read_json as json};
 use crate::demo::free_port;
 use crate::fail::Failure;
 use crate::metrics::MB;
