@@ -167,6 +167,52 @@ def test_peer_name_refuses_another_certificate_from_the_same_ca(tmp_path: pathli
     finish(p2)
 
 
+def test_exchange_directory_link_keys_signed_by_certificates(tmp_path: pathlib.Path) -> None:
+    """tls= over an exchange directory signs each party's link key and checks the peer's:
+    the named peer runs; another organisation's certificate from the same CA is refused
+    when peer_name names the peer."""
+    certs = privset.generate_certs(tmp_path / "certs", ["p1", "p2", "rival"])
+    shared = tmp_path / "signed"
+    p2 = spawn_party(
+        {
+            "party": "Psi.sender",
+            "args": [["a", "b"]],
+            "run": {
+                "exchange_dir": str(shared),
+                "state_dir": str(tmp_path / "p2-state"),
+                "tls": [str(certs["p2"].ca), str(certs["p2"].cert), str(certs["p2"].key)],
+                "peer_name": "p1",
+                "poll_interval": 0.02,
+                "timeout": 30,
+            },
+        }
+    )
+    r = privset.Psi.receiver(["a", "c"]).run(
+        exchange_dir=shared, state_dir=tmp_path / "p1-state", tls=certs["p1"], peer_name="p2",
+        poll_interval=0.02, timeout=30,
+    )
+    assert r.intersection == ["a"] and r.transport == "exchange-dir"
+    finish(p2)
+    assert (shared / "receiver.pem").read_bytes() == pathlib.Path(certs["p1"].cert).read_bytes()
+    rival_dir = tmp_path / "rival"
+    rival = threading.Thread(
+        target=lambda: pytest.raises(
+            privset.TransportError,
+            privset.Psi.sender(["a"]).run,
+            exchange_dir=rival_dir, state_dir=tmp_path / "rival-state", tls=certs["rival"],
+            poll_interval=0.02, timeout=5,
+        )
+    )
+    rival.start()
+    with pytest.raises(privset.TransportError) as e:
+        privset.Psi.receiver(["a"]).run(
+            exchange_dir=rival_dir, state_dir=tmp_path / "p1-state-2", tls=certs["p1"], peer_name="p2",
+            poll_interval=0.02, timeout=30,
+        )
+    rival.join(timeout=60)
+    assert "rival" in str(e.value) and '"p2"' in str(e.value), e.value
+
+
 def test_unreadable_certificate_files_are_named(tmp_path: pathlib.Path) -> None:
     files = privset.TlsFiles(tmp_path / "ca.pem", tmp_path / "me.pem", tmp_path / "me.key")
     with pytest.raises(privset.TransportError, match="ca.pem"):

@@ -16,7 +16,9 @@ use privset_run::{Failure, Link};
 /// another party (two-party protocols, the judge, the APSI server and client).
 #[derive(Args, Debug, Clone, Default)]
 pub struct TlsArgs {
-    /// CA certificate (PEM) both parties trust.
+    /// CA certificate (PEM) both parties trust. Over an exchange directory the three
+    /// --tls files are optional: given, each party signs its link key with its
+    /// certificate and refuses a peer's that the CA does not vouch for.
     #[arg(long, value_name = "FILE")]
     pub tls_ca: Option<PathBuf>,
     /// This party's certificate (PEM).
@@ -90,6 +92,11 @@ impl TlsArgs {
         }
     }
 
+    /// True when any of --tls-ca, --tls-cert, --tls-key is given.
+    fn gives_files(&self) -> bool {
+        self.tls_ca.is_some() || self.tls_cert.is_some() || self.tls_key.is_some()
+    }
+
     /// Connects to `addr` (retrying until --timeout); returns the link and its kind.
     pub fn connect(
         &self,
@@ -150,10 +157,11 @@ impl ConnectArgs {
                 ));
             }
         };
-        let tls = if self.exchange_dir.is_some() {
-            None
-        } else {
-            self.tls.tls_files()?
+        // Over an exchange directory, certificates are optional: given, they sign this
+        // party's link key and check the peer's.
+        let tls = match &self.exchange_dir {
+            Some(_) if !self.tls.gives_files() => None,
+            _ => self.tls.tls_files()?,
         };
         Ok(LinkSpec {
             endpoint,

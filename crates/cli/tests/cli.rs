@@ -551,6 +551,75 @@ fn exchange_dir_with_restart(victim: &str, after: &str) {
     );
 }
 
+/// Link keys signed by certificates over a two-party exchange directory, so that a
+/// storage that rewrites key files cannot sit in the middle: with certificates on both
+/// sides the run gives the plaintext answer and leaves each party's certificate beside
+/// its key file; a key file signed under another CA (what a rewriting storage could
+/// make), one signed by another organisation of the same CA when --tls-peer-name names
+/// the peer, and an unsigned one are each refused by the party that checks, naming why.
+#[test]
+fn exchange_dir_link_keys_signed_by_certificates_keep_a_rewriting_storage_out() {
+    let dir = scratch("xdir-signed");
+    let (card, sum) = write_inputs(&dir, 120, 90, 40);
+    let ours = certs(&dir, "p1,p2,rival");
+    let theirs = certs(&dir.join("other-ca"), "p2");
+    let run = |name: &str, p2_tls: Vec<String>| {
+        let x = dir.join(name);
+        let mut link1 = dir_link(&x);
+        link1.extend(tls_args(&ours, "p1"));
+        link1.extend(["--tls-peer-name".into(), "p2".into()]);
+        let mut link2 = dir_link(&x);
+        link2.extend(p2_tls);
+        let p1 = spawn(&as_refs(&party_args(
+            &dir,
+            "p1",
+            &link1,
+            &["--timeout", "10"],
+        )));
+        let p2 = spawn(&as_refs(&party_args(
+            &dir,
+            "p2",
+            &link2,
+            &["--timeout", "10"],
+        )));
+        (finish(p1), finish(p2), x)
+    };
+    let mut honest = tls_args(&ours, "p2");
+    honest.extend(["--tls-peer-name".into(), "p1".into()]);
+    let (o1, o2, x) = run("x-signed", honest);
+    assert!(o1.status.success(), "p1: {}", stderr(&o1));
+    assert!(o2.status.success(), "p2: {}", stderr(&o2));
+    let (r1, r2) = (json(&dir.join("p1.json")), json(&dir.join("p2.json")));
+    assert_eq!(r1["cardinality"], card);
+    assert_eq!(r2["sums"][0], sum);
+    for role in ["p1", "p2"] {
+        assert_eq!(
+            std::fs::read(x.join(format!("{role}.pem"))).unwrap(),
+            std::fs::read(ours.join(format!("{role}.pem"))).unwrap(),
+            "{role}'s certificate beside its key file"
+        );
+    }
+    let refusals = [
+        (
+            "x-other-ca",
+            tls_args(&theirs, "p2"),
+            "does not vouch for it",
+        ),
+        (
+            "x-rival",
+            tls_args(&ours, "rival"),
+            "not a certificate of \"p2\"",
+        ),
+        ("x-unsigned", Vec::new(), "no certificate signs it"),
+    ];
+    for (name, p2_tls, why) in refusals {
+        let (o1, _, _) = run(name, p2_tls);
+        assert!(!o1.status.success(), "{name}: p1 must refuse");
+        assert!(stderr(&o1).contains(why), "{name}: {}", stderr(&o1));
+        assert!(stderr(&o1).contains("p2.pub"), "{name}: {}", stderr(&o1));
+    }
+}
+
 /// Seed reuse after a failed run, and what the storage sees: p1 times out
 /// waiting for p2; rerun on the same directory it resumes its run (same link key) and
 /// finishes with p2; with the folder recreated in between it draws fresh randomness (a

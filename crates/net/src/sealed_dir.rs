@@ -29,12 +29,14 @@
 //! message counts), sizes and timing, and the public keys; the contents only under the
 //! Computational Diffie-Hellman assumption on X25519 broken.
 //!
-//! **Who wrote a key file.** Where the participants' certificates are known (a
-//! multi-party parties file lists them) and a participant has its private key, it signs
-//! its key file with that key ([`LinkSigner`]), and a participant told its peers'
-//! certificates refuses a key file that is unsigned or not signed by the certificate
-//! listed for its role: a storage operator who replaces a key file cannot then sit in
-//! the middle. Without certificates the exchange keeps out everybody who *reads* the
+//! **Who wrote a key file.** A participant with a certificate signs its key file with the
+//! certificate's key ([`LinkSigner`]), and its peer checks the signature
+//! ([`PeerKeyCheck`]): in multi-party PSI against the certificate the parties file lists
+//! for that participant; between two parties against the certificate the peer put beside
+//! its key file (`<role>.pem`), which must chain to the CA both trust (and hold the name
+//! the run expects, if it names one). An unsigned key file, or one signed by any other
+//! key, is refused: a storage operator who replaces a key file cannot then sit in the
+//! middle. Without certificates the exchange keeps out everybody who *reads* the
 //! directory (the semi-honest participants, a curious storage), not one who rewrites it.
 //!
 //! Key file layout (version 1):
@@ -86,6 +88,30 @@ const KEY_DERIVATION_LABEL: &[u8] = b"privset/v1/exchange-dir/link-key";
 /// File name of `role`'s link key: `<role>.pub`.
 pub fn key_file_name(role: &str) -> String {
     format!("{role}.pub")
+}
+
+/// File name of the certificate (PEM, the party's own certificate file) that signs
+/// `role`'s two-party link key: `<role>.pem`.
+pub fn certificate_file_name(role: &str) -> String {
+    format!("{role}.pem")
+}
+
+/// Longest certificate file read from an exchange directory.
+const MAX_CERTIFICATE_FILE: u64 = 64 * 1024;
+
+/// How a link makes sure its peer's key file was written by its peer.
+#[derive(Clone)]
+pub enum PeerKeyCheck {
+    /// Not at all: the exchange keeps out readers of the directory, not writers.
+    Unchecked,
+    /// Signed by this certificate (DER), which the parties file lists for the peer.
+    Listed(Vec<u8>),
+    /// Signed by the key of the certificate the peer put beside its key file, which
+    /// `ca` vouches for and which, if `name` is given, is issued for that name.
+    Vouched {
+        ca: Arc<crate::tls::CaVerifier>,
+        name: Option<String>,
+    },
 }
 
 /// A participant's link key pair for one run, derived from its run seed.
@@ -252,16 +278,40 @@ fn read_key_file(dir: &Path, role: &str) -> Result<Option<KeyFile>, TransportErr
 /// Signs this participant's link key file with its certificate's private key.
 pub struct LinkSigner {
     key: Arc<dyn rustls::sign::SigningKey>,
+    /// The certificate file's PEM text, published beside the key file for a peer that
+    /// is not told it ([`PeerKeyCheck::Vouched`]).
+    certificate: Option<Vec<u8>>,
 }
 
 impl LinkSigner {
-    /// The signer of the PEM private key in `path` (ECDSA, Ed25519 or RSA).
+    /// The signer of the PEM private key in `path` (ECDSA, Ed25519 or RSA), whose
+    /// certificate the peers know already (a parties file lists it).
     pub fn from_key_file(path: &Path) -> Result<Self, TransportError> {
         let der = crate::tls::load_key(path)?;
         let key = rustls::crypto::ring::sign::any_supported_type(&der).map_err(|e| {
             TransportError::Config(format!("private key file {}: {e}", path.display()))
         })?;
-        Ok(Self { key })
+        Ok(Self {
+            key,
+            certificate: None,
+        })
+    }
+
+    /// The signer of the key in `files.key`, publishing the certificate of `files.cert`
+    /// beside its key file (checked now to belong to the key and to be vouched for by
+    /// `files.ca`, so a misconfigured party stops before it writes anything).
+    pub fn publishing_certificate(files: &crate::TlsFiles) -> Result<Self, TransportError> {
+        crate::tls::check_own_files(files)?;
+        let pem = fs::read(&files.cert).map_err(|e| {
+            TransportError::io(
+                format!("reading certificate file {}", files.cert.display()),
+                e,
+            )
+        })?;
+        Ok(Self {
+            certificate: Some(pem),
+            ..Self::from_key_file(&files.key)?
+        })
     }
 
     fn sign(&self, role: &str, public: &[u8; 32]) -> Result<(u16, Vec<u8>), TransportError> {
@@ -284,6 +334,11 @@ impl LinkSigner {
 
 /// Reads a file of at most a key file's size; `None` if it does not exist.
 fn read_small(path: &Path) -> Result<Option<Vec<u8>>, TransportError> {
+    read_bounded(path, (6 + MAX_ROLE + 32 + 4 + MAX_SIGNATURE + 1) as u64)
+}
+
+/// Reads at most `limit` bytes of a file; `None` if it does not exist.
+fn read_bounded(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, TransportError> {
     use std::io::Read;
     let file = match fs::File::open(path) {
         Ok(f) => f,
@@ -291,7 +346,7 @@ fn read_small(path: &Path) -> Result<Option<Vec<u8>>, TransportError> {
         Err(e) => return Err(TransportError::io(format!("opening {}", path.display()), e)),
     };
     let mut bytes = Vec::new();
-    file.take((6 + MAX_ROLE + 32 + 4 + MAX_SIGNATURE + 1) as u64)
+    file.take(limit)
         .read_to_end(&mut bytes)
         .map_err(|e| TransportError::io(format!("reading {}", path.display()), e))?;
     Ok(Some(bytes))
@@ -320,6 +375,10 @@ impl DirPlace {
                 )));
             }
             _ => {
+                // The certificate first: a peer that sees the key file finds it there.
+                if let Some(pem) = signer.and_then(|s| s.certificate.as_deref()) {
+                    self.write_file(&certificate_file_name(self.role()), pem)?;
+                }
                 let signature = signer
                     .map(|s| s.sign(self.role(), &keys.public))
                     .transpose()?;
@@ -335,10 +394,15 @@ impl DirPlace {
     }
 
     /// The sealed link of this (two-party) role to `peer_role`, with the key pair
-    /// [`DirPlace::publish_key`] returned.
-    pub fn seal_pair(&self, keys: Arc<LinkKeyPair>, peer_role: &str) -> SealedLink {
+    /// [`DirPlace::publish_key`] returned, checking the peer's key file as `check` says.
+    pub fn seal_pair(
+        &self,
+        keys: Arc<LinkKeyPair>,
+        peer_role: &str,
+        check: PeerKeyCheck,
+    ) -> SealedLink {
         let inner = self.link(self.role(), peer_role);
-        SealedLink::new(inner, keys, self.role(), peer_role, None)
+        SealedLink::new(inner, keys, self.role(), peer_role, check)
     }
 
     /// The sealed links of n-party participant `me` (this place's role is
@@ -367,7 +431,9 @@ impl DirPlace {
                     keys.clone(),
                     &role,
                     &peer_role,
-                    certificates.and_then(|c| c.get(usize::from(peer)).cloned()),
+                    certificates
+                        .and_then(|c| c.get(usize::from(peer)).cloned())
+                        .map_or(PeerKeyCheck::Unchecked, PeerKeyCheck::Listed),
                 )),
             );
         }
@@ -416,8 +482,8 @@ pub struct SealedLink {
     keys: Arc<LinkKeyPair>,
     role: String,
     peer_role: String,
-    /// The peer's certificate (DER), when its key file must be signed by it.
-    peer_certificate: Option<Vec<u8>>,
+    /// Who must have signed the peer's key file.
+    check: PeerKeyCheck,
     /// Derived once the peer's key file is read (at the first message either way).
     link_keys: Option<LinkKeys>,
 }
@@ -438,14 +504,14 @@ impl SealedLink {
         keys: Arc<LinkKeyPair>,
         role: &str,
         peer_role: &str,
-        peer_certificate: Option<Vec<u8>>,
+        check: PeerKeyCheck,
     ) -> Self {
         Self {
             inner,
             keys,
             role: role.to_string(),
             peer_role: peer_role.to_string(),
-            peer_certificate,
+            check,
             link_keys: None,
         }
     }
@@ -460,18 +526,7 @@ impl SealedLink {
             let file = read_key_file(self.inner.path(), &self.peer_role)?.ok_or_else(|| {
                 TransportError::ExchangeDir(format!("{} vanished", path.display()))
             })?;
-            if let Some(certificate) = &self.peer_certificate {
-                file.verify(certificate).map_err(|why| {
-                    TransportError::ExchangeDir(format!(
-                        "{} is refused: {why} (the link key of {:?} must be signed with the key \
-                         of {}, which the parties file lists for it; every participant gives \
-                         --tls-key over an exchange directory when one does)",
-                        path.display(),
-                        self.peer_role,
-                        crate::tls::describe_certificate(certificate)
-                    ))
-                })?;
-            }
+            self.check_signer(&file, &path)?;
             let peer = file.public;
             let shared = MontgomeryPoint(peer).mul_clamped(*self.keys.secret);
             let shared = Zeroizing::new(shared.to_bytes());
@@ -489,6 +544,71 @@ impl SealedLink {
             });
         }
         Ok(self.link_keys.as_ref().expect("just set"))
+    }
+}
+
+impl SealedLink {
+    /// Refuses the peer's key file (read from `path`) unless [`PeerKeyCheck`] holds.
+    fn check_signer(&self, file: &KeyFile, path: &Path) -> Result<(), TransportError> {
+        let refused = |why: String| {
+            TransportError::ExchangeDir(format!("{} is refused: {why}", path.display()))
+        };
+        match &self.check {
+            PeerKeyCheck::Unchecked => Ok(()),
+            PeerKeyCheck::Listed(certificate) => file.verify(certificate).map_err(|why| {
+                refused(format!(
+                    "{why} (the link key of {:?} must be signed with the key of {}, which the \
+                     parties file lists for it; every participant gives --tls-key over an \
+                     exchange directory when one does)",
+                    self.peer_role,
+                    crate::tls::describe_certificate(certificate)
+                ))
+            }),
+            PeerKeyCheck::Vouched { ca, name } => {
+                let cert_path = self
+                    .inner
+                    .path()
+                    .join(certificate_file_name(&self.peer_role));
+                let needs = || {
+                    format!(
+                        "the link key of {:?} must be signed with a certificate the CA vouches \
+                         for, put beside it as {}; both parties give --tls-ca, --tls-cert and \
+                         --tls-key over an exchange directory when one does",
+                        self.peer_role,
+                        cert_path.display()
+                    )
+                };
+                let pem = read_bounded(&cert_path, MAX_CERTIFICATE_FILE)?
+                    .ok_or_else(|| refused(format!("no certificate signs it: {}", needs())))?;
+                let chain = crate::tls::certificates_in_pem(&pem).map_err(|why| {
+                    refused(format!(
+                        "its certificate file {}: {why}",
+                        cert_path.display()
+                    ))
+                })?;
+                ca.verify(&chain).map_err(|why| {
+                    refused(format!(
+                        "{} beside it: {why}",
+                        crate::tls::describe_certificate(&chain[0])
+                    ))
+                })?;
+                if let Some(expected) = name {
+                    let holds = crate::tls::certificate_names(&chain[0]).is_some_and(|names| {
+                        names.iter().any(|n| n.eq_ignore_ascii_case(expected))
+                    });
+                    if !holds {
+                        return Err(refused(format!(
+                            "it is signed for {}, not a certificate of {expected:?} \
+                             (--tls-peer-name): the CA vouches for it, but it is not the peer \
+                             this run expects",
+                            crate::tls::describe_certificate(&chain[0])
+                        )));
+                    }
+                }
+                file.verify(&chain[0])
+                    .map_err(|why| refused(format!("{why}: {}", needs())))
+            }
+        }
     }
 }
 

@@ -17,8 +17,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::server::WebPkiClientVerifier;
+use rustls::server::danger::ClientCertVerifier;
 use rustls::{
     ClientConfig, ClientConnection, RootCertStore, ServerConfig, ServerConnection, StreamOwned,
 };
@@ -461,16 +462,76 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 }
 
 fn roots(files: &TlsFiles) -> Result<RootCertStore, TransportError> {
+    roots_of(&files.ca)
+}
+
+fn roots_of(ca: &Path) -> Result<RootCertStore, TransportError> {
     let mut roots = RootCertStore::empty();
-    for cert in load_certs(&files.ca)? {
+    for cert in load_certs(ca)? {
         roots.add(cert).map_err(|e| {
             TransportError::Config(format!(
                 "CA file {}: unusable certificate: {e}",
-                files.ca.display()
+                ca.display()
             ))
         })?;
     }
     Ok(roots)
+}
+
+/// Checks certificates met outside a TLS handshake (one a party put beside its link key
+/// in an exchange directory) the way a TLS server checks a client's: chained to the CA
+/// file, valid now, fit for client authentication.
+pub struct CaVerifier {
+    verifier: Arc<dyn ClientCertVerifier>,
+    ca: PathBuf,
+}
+
+impl CaVerifier {
+    /// The verifier of the CA certificates in the PEM file `ca`.
+    pub fn new(ca: &Path) -> Result<Self, TransportError> {
+        let verifier =
+            WebPkiClientVerifier::builder_with_provider(Arc::new(roots_of(ca)?), provider())
+                .build()
+                .map_err(|e| TransportError::Config(format!("CA file {}: {e}", ca.display())))?;
+        Ok(Self {
+            verifier,
+            ca: ca.to_path_buf(),
+        })
+    }
+
+    /// Whether the CA vouches for `chain` (end entity first, then intermediates); the
+    /// error says why not.
+    pub fn verify(&self, chain: &[CertificateDer<'_>]) -> Result<(), String> {
+        let (end, intermediates) = chain
+            .split_first()
+            .ok_or_else(|| "it holds no certificate".to_string())?;
+        self.verifier
+            .verify_client_cert(end, intermediates, UnixTime::now())
+            .map(drop)
+            .map_err(|e| format!("the CA of {} does not vouch for it: {e}", self.ca.display()))
+    }
+}
+
+/// Checks a party's own files before it uses them outside a handshake (to sign its
+/// exchange-directory link key): readable, the certificate and the key belong together,
+/// and the CA vouches for the certificate.
+pub fn check_own_files(files: &TlsFiles) -> Result<(), TransportError> {
+    client_config(files)?;
+    let chain = load_certs(&files.cert)?;
+    CaVerifier::new(&files.ca)?.verify(&chain).map_err(|why| {
+        TransportError::Config(format!("certificate file {}: {why}", files.cert.display()))
+    })
+}
+
+/// The certificates of a PEM text (a certificate file read from shared storage).
+pub fn certificates_in_pem(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certs = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("it is not PEM: {e}"))?;
+    if certs.is_empty() {
+        return Err("it holds no PEM certificate".into());
+    }
+    Ok(certs)
 }
 
 fn client_config(files: &TlsFiles) -> Result<Arc<ClientConfig>, TransportError> {

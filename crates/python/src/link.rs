@@ -68,10 +68,11 @@ impl LinkArgs {
         };
         let tcp = self.exchange_dir.is_none();
         let tls = match (&self.tls, self.insecure_no_tls) {
-            (Some(_), _) | (None, true) if !tcp => {
+            (_, true) if !tcp => {
                 return Err(errors::config(
                     py,
-                    "tls= and insecure_no_tls= are for listen= / peer= links; an exchange directory has no TLS",
+                    "insecure_no_tls= is for listen= / peer= links; an exchange directory has no TLS \
+                     (its files are sealed for the peer; tls= there signs this party's link key)",
                 ));
             }
             (None, false) if tcp => {
@@ -87,6 +88,7 @@ impl LinkArgs {
                     "insecure_no_tls=True cannot be combined with tls=",
                 ));
             }
+            // Over an exchange directory too: the files sign the link keys.
             (Some((ca, cert, key)), false) => Some(TlsFiles {
                 ca: ca.clone(),
                 cert: cert.clone(),

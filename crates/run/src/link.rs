@@ -4,10 +4,12 @@
 //! [`LinkSpec`]; everything below is shared.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use privset_net::dir::DirPlace;
-use privset_net::sealed_dir::{LinkKeyPair, published_key};
+use privset_net::sealed_dir::{LinkKeyPair, LinkSigner, PeerKeyCheck, published_key};
+use privset_net::tls::CaVerifier;
 use privset_net::{
     Cancel, ConnectOptions, DirOptions, PlainTcpTransport, TlsFiles, Transport, tls,
 };
@@ -37,7 +39,8 @@ pub enum Endpoint {
 pub struct LinkSpec {
     pub endpoint: Endpoint,
     /// Mutual TLS files for TCP links; `None` = plaintext (the front end must have had
-    /// the user ask for it explicitly).
+    /// the user ask for it explicitly). Over an exchange directory, optional: they sign
+    /// this party's link key and check its peer's.
     pub tls: Option<TlsFiles>,
     /// How long to wait for the peer (connection, or any one message).
     pub timeout: Duration,
@@ -145,10 +148,29 @@ impl LinkSpec {
             timeout: self.timeout,
             cancel: self.cancel.clone(),
         };
+        // With certificates, each party signs its link key and checks its peer's: a
+        // storage that rewrites key files cannot sit in the middle.
+        let (signer, check) = match &self.tls {
+            Some(files) => (
+                Some(LinkSigner::publishing_certificate(files)?),
+                PeerKeyCheck::Vouched {
+                    ca: Arc::new(CaVerifier::new(&files.ca)?),
+                    name: self.peer_name.clone(),
+                },
+            ),
+            None if self.peer_name.is_some() => {
+                return Err(Failure::config(
+                    "a peer name over an exchange directory is checked against the certificate \
+                     that signs the peer's link key: give this party's certificates too \
+                     (--tls-ca, --tls-cert, --tls-key)",
+                ));
+            }
+            None => (None, PeerKeyCheck::Unchecked),
+        };
         let run = join_exchange_dir(state_dir, dir, role, opts)?;
-        let keys = run.place.publish_key(&run.seed, None)?;
+        let keys = run.place.publish_key(&run.seed, signer.as_ref())?;
         Ok(Link {
-            transport: Box::new(run.place.seal_pair(keys, peer_role)),
+            transport: Box::new(run.place.seal_pair(keys, peer_role, check)),
             kind: "exchange-dir",
             notice: run.origin.notice(dir),
             seed_file: Some(run.seed_file),
