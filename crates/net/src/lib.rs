@@ -18,6 +18,7 @@
 #![forbid(unsafe_code)]
 
 mod cancel;
+pub mod client_check;
 pub mod certs;
 mod counting;
 pub mod dir;
