@@ -40,7 +40,8 @@ pub(crate) struct CheckedClientVerifier {
 
 impl fmt::Debug for CheckedClientVerifier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CheckedClientVerifier").finish_non_exhaustive()
+        f.debug_struct("CheckedClientVerifier")
+            .finish_non_exhaustive()
     }
 }
 

@@ -18,8 +18,8 @@
 #![forbid(unsafe_code)]
 
 mod cancel;
-pub mod client_check;
 pub mod certs;
+pub mod client_check;
 mod counting;
 pub mod dir;
 pub mod driver;

@@ -393,7 +393,9 @@ impl TlsAcceptor {
             if let Err(e) = s.conn.complete_io(&mut s.sock) {
                 socket::linger_close(&s.sock.inner);
                 if let Some(why) = client_check::take_refusal() {
-                    return Err(TransportError::Tls(format!("{what}: client refused: {why}")));
+                    return Err(TransportError::Tls(format!(
+                        "{what}: client refused: {why}"
+                    )));
                 }
                 return Err(map_tls_error(
                     e,
