@@ -15,12 +15,12 @@ use privset_protocols::Party;
 use privset_protocols::apsi::authorize::{self, JudgeConfig};
 use privset_protocols::apsi::intersect::{self, ServerConfig};
 use privset_protocols::apsi::{DEFAULT_MAX_PEER_ITEMS, Mode, PartialFraction};
+use privset_run::allow_clients::AllowList;
 use privset_run::apsi::{
     AuthorizeReport, IntersectReport, JudgeService, PolicySpec, ServerService, intersect_settings,
     read_keyed_ids, read_public_key, read_secret_key, read_signatures, write_public_key,
     write_secret_key, write_signatures,
 };
-use privset_run::allow_clients::AllowList;
 use privset_run::{Reporter, ServeOptions, Service, endpoint, output_rows};
 
 use crate::connect::TlsArgs;
