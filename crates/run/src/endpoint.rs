@@ -484,18 +484,20 @@ impl Connection {
     /// handshake deadline, a newer connection from its address, or `error`.
     fn late(&self, deadline: &Deadline, error: Option<TransportError>) -> TransportError {
         if self.evictable.was_evicted() {
-            return TransportError::Config(format!(
+            return TransportError::Link(format!(
                 "dropped before its hello: more than {} connections from {} were in their \
-                 handshake, and this was the oldest",
+                 TLS handshake, and this was the oldest",
                 self.opts.max_pending_per_address,
                 self.peer.ip()
             ));
         }
         if deadline.expired() {
-            return TransportError::Config(format!(
-                "dropped: no TLS handshake and hello within {} s of connecting (--handshake-timeout)",
-                self.opts.handshake_timeout.as_secs_f64()
-            ));
+            return TransportError::Timeout {
+                what: "waiting for the TLS handshake and the client's hello \
+                       (--handshake-timeout); dropped"
+                    .into(),
+                seconds: self.opts.handshake_timeout.as_secs_f64().round() as u64,
+            };
         }
         error.unwrap_or(TransportError::Cancelled)
     }
@@ -525,10 +527,10 @@ impl Connection {
             }
             if deadline.expired() || self.cancel.is_cancelled() {
                 drop(counts);
-                self.refuse(&TransportError::Config(format!(
-                    "no session slot came free within {} s (--timeout, --max-concurrent)",
-                    self.opts.timeout.as_secs_f64()
-                )));
+                self.refuse(&TransportError::Timeout {
+                    what: "waiting for a session slot (--timeout, --max-concurrent)".into(),
+                    seconds: self.opts.timeout.as_secs_f64().round() as u64,
+                });
                 return None;
             }
             counts = self
