@@ -276,7 +276,7 @@ pub(crate) fn serve_sessions(args: &ListenArgs, service: Arc<dyn Service>) -> Re
         None => None,
     };
     let allowed = match &opts.allow_clients {
-        Some(list) => format!("{} allowed clients", list.len()),
+        Some(list) => format!("clients allowed: the {} in --allow-clients", list.len()),
         None => "any client the CA vouches for".into(),
     };
     eprintln!(

@@ -433,8 +433,11 @@ impl Connection {
         );
         let greeted = self.greet(stream);
         self.shared.lock().pre_hello.remove(self.peer.ip(), self.id);
+        // Evicted or past its deadline just as its hello came: its socket is shut down.
+        let in_time =
+            !self.evictable.was_evicted() && deadline.move_to(self.accepted + self.opts.timeout);
         let greeted = match greeted {
-            Ok(g) if deadline.move_to(self.accepted + self.opts.timeout) => g,
+            Ok(g) if in_time => g,
             Ok(_) => return self.refuse(&self.late(&deadline, None)),
             Err(e) => return self.refuse(&self.late(&deadline, Some(e))),
         };
