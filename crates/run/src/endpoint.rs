@@ -276,6 +276,11 @@ pub fn serve(
         }
         (None, None) => None,
     };
+    // The whole connection's deadline bounds its handshake too.
+    let opts = &ServeOptions {
+        handshake_timeout: opts.handshake_timeout.min(opts.timeout),
+        ..opts.clone()
+    };
     listener
         .set_nonblocking(true)
         .map_err(|e| Failure::other(format!("cannot configure the listener: {e}")))?;
