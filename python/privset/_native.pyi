@@ -326,6 +326,8 @@ class ApsiParty:
         max_sessions: Optional[int],
         max_concurrent: int,
         timeout: float,
+        handshake_timeout: float = 5.0,
+        allow_clients: Optional[str] = None,
     ) -> List[str]:
         """A judge or server: serves sessions concurrently; returns their JSON log lines."""
 
@@ -425,6 +427,8 @@ class UpsiParty:
         max_sessions: Optional[int],
         max_concurrent: int,
         timeout: float,
+        handshake_timeout: float = 5.0,
+        allow_clients: Optional[str] = None,
     ) -> List[str]:
         """The server: serves sessions concurrently; returns their JSON log lines."""
 

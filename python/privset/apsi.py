@@ -77,6 +77,8 @@ def _ids(ids: Any, id_column: IdColumns, duplicates: str, **keys: Any) -> PartyI
 DEFAULT_MAX_CONCURRENT = 8
 #: Seconds one served session may take, handshake included, unless told otherwise.
 DEFAULT_SERVE_TIMEOUT = 600.0
+#: Seconds a served connection has, from connecting, for its TLS handshake and hello.
+DEFAULT_HANDSHAKE_TIMEOUT = 5.0
 
 
 def _serve(
@@ -87,6 +89,8 @@ def _serve(
     max_sessions: Optional[int],
     max_concurrent: int,
     timeout: float,
+    handshake_timeout: float,
+    allow_clients: Optional[Union[str, "os.PathLike[str]"]],
 ) -> List[Dict[str, Any]]:
     native_tls = None if tls is None else (os.fspath(tls.ca), os.fspath(tls.cert), os.fspath(tls.key))
     lines = native.serve(
@@ -96,6 +100,8 @@ def _serve(
         max_sessions=max_sessions,
         max_concurrent=max_concurrent,
         timeout=timeout,
+        handshake_timeout=handshake_timeout,
+        allow_clients=None if allow_clients is None else os.fspath(allow_clients),
     )
     return [json.loads(line) for line in lines]
 
@@ -108,8 +114,15 @@ _SERVE_DOC = """Serves sessions on ``listen="HOST:PORT"`` as ``privset {cmd} ser
         copied. Mutual TLS with ``tls=TlsFiles(...)``, or ``insecure_no_tls=True`` on a
         trusted link only.
 
+        A connection holds a session slot only once it has completed the TLS handshake
+        and sent its hello, which it must do within ``handshake_timeout`` seconds
+        (default 5) of connecting, so silent connections cannot take the slots.
+        ``allow_clients``: a file listing the clients served (``--allow-clients`` of
+        the CLI: one a line, a certificate name or ``sha256:FINGERPRINT``, ``#``
+        comments); any other client is refused with the TLS alert access_denied.
+
         Returns one dict per session, in the order they ended: the CLI's JSON log line
-        (``session``, ``peer``, ``ok``, ``outcome``, ``bytes_sent``, ``wall_seconds``,
+        (``session``, ``peer``, ``client`` (its certificate's name), ``ok``, ``outcome``, ``bytes_sent``, ``wall_seconds``,
         ``error`` with ``kind`` and ``message`` for a failed one; docs/apsi.md)."""
 
 
@@ -172,8 +185,20 @@ class ApsiJudge(Party[ApsiJudgeResult]):
         max_sessions: Optional[int] = None,
         max_concurrent: int = DEFAULT_MAX_CONCURRENT,
         timeout: float = DEFAULT_SERVE_TIMEOUT,
+        handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+        allow_clients: Optional[Union[str, "os.PathLike[str]"]] = None,
     ) -> List[Dict[str, Any]]:
-        return _serve(self._native, listen, tls, insecure_no_tls, max_sessions, max_concurrent, timeout)
+        return _serve(
+            self._native,
+            listen,
+            tls,
+            insecure_no_tls,
+            max_sessions,
+            max_concurrent,
+            timeout,
+            handshake_timeout,
+            allow_clients,
+        )
 
     serve.__doc__ = _SERVE_DOC.format(cmd="judge", what="key and policy")
 
@@ -306,8 +331,20 @@ class ApsiServer(Party[ApsiServerResult]):
         max_sessions: Optional[int] = None,
         max_concurrent: int = DEFAULT_MAX_CONCURRENT,
         timeout: float = DEFAULT_SERVE_TIMEOUT,
+        handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+        allow_clients: Optional[Union[str, "os.PathLike[str]"]] = None,
     ) -> List[Dict[str, Any]]:
-        return _serve(self._native, listen, tls, insecure_no_tls, max_sessions, max_concurrent, timeout)
+        return _serve(
+            self._native,
+            listen,
+            tls,
+            insecure_no_tls,
+            max_sessions,
+            max_concurrent,
+            timeout,
+            handshake_timeout,
+            allow_clients,
+        )
 
     serve.__doc__ = _SERVE_DOC.format(cmd="apsi", what="set (each session in a fresh random order)")
 

@@ -26,7 +26,7 @@ from ._link import TlsFiles
 from ._pandas import is_frame, is_series
 from ._party import Party
 from ._results import UpsiResult, UpsiServerResult
-from .apsi import _SERVE_DOC, DEFAULT_MAX_CONCURRENT, DEFAULT_SERVE_TIMEOUT, _serve
+from .apsi import _SERVE_DOC, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_CONCURRENT, DEFAULT_SERVE_TIMEOUT, _serve
 from .errors import ConfigurationError
 from .pi_sum import DEFAULT_VALUE_BOUND
 
@@ -340,8 +340,20 @@ class UpsiServer(Party[UpsiServerResult]):
         max_sessions: Optional[int] = None,
         max_concurrent: int = DEFAULT_MAX_CONCURRENT,
         timeout: float = DEFAULT_SERVE_TIMEOUT,
+        handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+        allow_clients: Optional[Union[str, "os.PathLike[str]"]] = None,
     ) -> List[Dict[str, Any]]:
-        return _serve(self._native, listen, tls, insecure_no_tls, max_sessions, max_concurrent, timeout)
+        return _serve(
+            self._native,
+            listen,
+            tls,
+            insecure_no_tls,
+            max_sessions,
+            max_concurrent,
+            timeout,
+            handshake_timeout,
+            allow_clients,
+        )
 
     serve.__doc__ = _SERVE_DOC.format(cmd="upsi", what="database")
 

@@ -440,3 +440,46 @@ def test_python_server_of_a_file_and_cli_clients_with_a_reload(tmp_path: pathlib
     finally:
         thread.join(timeout=120)
     assert len(sessions) == 2 and all(s["ok"] for s in sessions)
+
+
+def test_python_server_serves_only_allowed_clients(tmp_path: pathlib.Path, rng: random.Random) -> None:
+    client, server = sets(rng, 20, 100, 8)
+    db, labels = labeled_db(server)
+    certs = privset.generate_certs(tmp_path / "certs", ["server", "client", "other"])
+    allowed = tmp_path / "allowed.txt"
+    allowed.write_text("# who may query\nclient\n")
+    port = free_port()
+    party = privset.Upsi.server(db)
+    sessions: List[Dict[str, Any]] = []
+    thread = threading.Thread(
+        target=lambda: sessions.extend(
+            party.serve(
+                listen=f"127.0.0.1:{port}", tls=certs["server"], max_sessions=1, timeout=60,
+                handshake_timeout=2.0, allow_clients=allowed,
+            )
+        )
+    )  # fmt: skip
+    thread.start()
+    try:
+        with pytest.raises(privset.PrivsetError, match="allow"):
+            privset.Upsi.client(client).run(
+                peer=f"127.0.0.1:{port}", tls=certs["other"], server_name="server", timeout=60
+            )
+        r = privset.Upsi.client(client).run(
+            peer=f"127.0.0.1:{port}", tls=certs["client"], server_name="server", timeout=60
+        )
+    finally:
+        thread.join(timeout=120)
+    assert found(r.matches) == answer(client, labels)
+    assert len(sessions) == 1 and sessions[0]["ok"] and sessions[0]["client"] == "client"
+
+
+def test_a_bad_allow_list_is_a_clear_error(tmp_path: pathlib.Path) -> None:
+    db, _ = labeled_db(["a", "b"])
+    certs = privset.generate_certs(tmp_path / "certs", ["server"])
+    bad = tmp_path / "allowed.txt"
+    bad.write_text("client\nsha256:1234\n")
+    with pytest.raises(privset.PrivsetError, match="line 2"):
+        privset.Upsi.server(db).serve(
+            listen=f"127.0.0.1:{free_port()}", tls=certs["server"], allow_clients=bad, max_sessions=1
+        )

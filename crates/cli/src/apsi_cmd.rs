@@ -15,12 +15,13 @@ use privset_protocols::Party;
 use privset_protocols::apsi::authorize::{self, JudgeConfig};
 use privset_protocols::apsi::intersect::{self, ServerConfig};
 use privset_protocols::apsi::{DEFAULT_MAX_PEER_ITEMS, Mode, PartialFraction};
+use privset_run::allow_clients::AllowList;
 use privset_run::apsi::{
     AuthorizeReport, IntersectReport, JudgeService, PolicySpec, ServerService, intersect_settings,
     read_keyed_ids, read_public_key, read_secret_key, read_signatures, write_public_key,
     write_secret_key, write_signatures,
 };
-use privset_run::{Reporter, ServeOptions, Service, output_rows};
+use privset_run::{Reporter, ServeOptions, Service, endpoint, output_rows};
 
 use crate::connect::TlsArgs;
 use crate::fail::Failure;
@@ -65,10 +66,21 @@ pub struct ListenArgs {
     /// Stop after this many sessions have ended (default: serve until killed).
     #[arg(long, value_name = "N")]
     pub max_sessions: Option<u64>,
-    /// Serve up to N sessions at once, each on its own thread (further connections
-    /// wait). --timeout bounds each whole session, handshake included.
+    /// Serve up to N sessions at once, each on its own thread (further clients wait
+    /// for a slot after their hello). --timeout bounds each whole session, handshake
+    /// included.
     #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub max_concurrent: u64,
+    /// Seconds a connection may take, from its accept, to complete the TLS handshake
+    /// and send its hello. Until then it holds no session slot; past it, it is
+    /// dropped (logged on stderr).
+    #[arg(long, value_name = "SECONDS", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub handshake_timeout: u64,
+    /// Serve only the clients FILE lists, one a line: the name their certificate is
+    /// issued for, or `sha256:` and their certificate's SHA-256 fingerprint; `#`
+    /// starts a comment. Others are refused with the TLS alert access_denied.
+    #[arg(long, value_name = "FILE")]
+    pub allow_clients: Option<PathBuf>,
     /// Also append the JSON line of every session (who, sizes, verdict, bytes, time;
     /// printed on stdout) to FILE.
     #[arg(long, value_name = "FILE")]
@@ -232,14 +244,27 @@ fn judge_serve(args: &JudgeServeArgs) -> Result<(), Failure> {
 /// stdout (and appended to --log), refused connections on stderr.
 pub(crate) fn serve_sessions(args: &ListenArgs, service: Arc<dyn Service>) -> Result<(), Failure> {
     let role = service.role();
+    let allow_clients = match &args.allow_clients {
+        Some(path) => Some(Arc::new(AllowList::read(path)?)),
+        None => None,
+    };
     let listener = args.tls.bind(&args.listen)?;
     let opts = ServeOptions {
         tls: args.tls.tls_files()?,
         max_sessions: args.max_sessions,
         max_concurrent: usize::try_from(args.max_concurrent).unwrap_or(usize::MAX),
         timeout: Duration::from_secs(args.tls.timeout),
+        handshake_timeout: Duration::from_secs(args.handshake_timeout),
+        max_pending: endpoint::DEFAULT_MAX_PENDING,
+        max_pending_per_address: endpoint::DEFAULT_MAX_PENDING_PER_ADDRESS,
+        allow_clients,
         cancel: Cancel::new(),
     };
+    if opts.allow_clients.is_some() && opts.tls.is_none() {
+        return Err(Failure::config(
+            "--allow-clients needs TLS: a plaintext client has no certificate to check",
+        ));
+    }
     let log = match &args.log {
         Some(path) => Some(Mutex::new(
             std::fs::OpenOptions::new()
@@ -250,8 +275,12 @@ pub(crate) fn serve_sessions(args: &ListenArgs, service: Arc<dyn Service>) -> Re
         )),
         None => None,
     };
+    let allowed = match &opts.allow_clients {
+        Some(list) => format!("clients allowed: the {} in --allow-clients", list.len()),
+        None => "any client the CA vouches for".into(),
+    };
     eprintln!(
-        "privset {role}: listening on {} (up to {} sessions at once)",
+        "privset {role}: listening on {} (up to {} sessions at once, {allowed})",
         args.listen, args.max_concurrent
     );
     let reporter = Reporter {

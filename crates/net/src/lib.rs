@@ -19,6 +19,7 @@
 
 mod cancel;
 pub mod certs;
+pub mod client_check;
 mod counting;
 pub mod dir;
 pub mod driver;

@@ -24,6 +24,7 @@ use rustls::{
     ClientConfig, ClientConnection, RootCertStore, ServerConfig, ServerConnection, StreamOwned,
 };
 
+use crate::client_check::{self, CheckedClientVerifier, ClientCheck};
 use crate::counting::CountingStream;
 use crate::error::TransportError;
 use crate::framing::{self, Prefix};
@@ -363,6 +364,16 @@ impl TlsAcceptor {
         })
     }
 
+    /// Like [`TlsAcceptor::new`], and a client the CA vouches for must also pass
+    /// `check`; one that does not gets the TLS alert `access_denied`, and the
+    /// handshake fails with `check`'s reason.
+    pub fn with_client_check(files: &TlsFiles, check: ClientCheck) -> Result<Self, TransportError> {
+        Ok(Self {
+            config: server_config_with(files, Some(check))?,
+            files: files.clone(),
+        })
+    }
+
     /// Completes the handshake on a connection accepted from `peer` (within
     /// `opts.handshake_timeout`; `opts.cancel` stops it), requiring a client
     /// certificate issued by the CA; then `opts.io_timeout` bounds every read and write.
@@ -378,9 +389,15 @@ impl TlsAcceptor {
         let mut s = StreamOwned::new(conn, CountingStream::new(tcp));
         s.sock.arm(opts.handshake_timeout);
         let what = format!("TLS handshake with {peer}");
+        client_check::take_refusal(); // none left from an earlier handshake here
         while s.conn.is_handshaking() {
             if let Err(e) = s.conn.complete_io(&mut s.sock) {
                 socket::linger_close(&s.sock.inner);
+                if let Some(why) = client_check::take_refusal() {
+                    return Err(TransportError::Tls(format!(
+                        "{what}: client refused: {why}"
+                    )));
+                }
                 return Err(map_tls_error(
                     e,
                     &what,
@@ -448,6 +465,10 @@ fn map_tls_error(
             ca.display()
         ),
         E::NoCertificatesPresented => format!("{what}: the peer presented no client certificate"),
+        E::AlertReceived(rustls::AlertDescription::AccessDenied) => format!(
+            "{what}: the peer refused our certificate (TLS alert access_denied): its CA vouches \
+             for us, but the server does not list us among its allowed clients (--allow-clients)"
+        ),
         E::AlertReceived(alert) => format!(
             "{what}: the peer refused the connection with TLS alert {alert:?} (does it trust our CA, \
              and was our certificate issued by its CA?)"
@@ -547,12 +568,26 @@ fn client_config(files: &TlsFiles) -> Result<Arc<ClientConfig>, TransportError> 
 }
 
 pub(crate) fn server_config(files: &TlsFiles) -> Result<Arc<ServerConfig>, TransportError> {
+    server_config_with(files, None)
+}
+
+/// The server configuration; with `check`, a client must pass it too.
+fn server_config_with(
+    files: &TlsFiles,
+    check: Option<ClientCheck>,
+) -> Result<Arc<ServerConfig>, TransportError> {
     let provider = provider();
     let roots = Arc::new(roots(files)?);
     let (certs, key) = (load_certs(&files.cert)?, load_key(&files.key)?);
-    let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider.clone())
+    let mut verifier = WebPkiClientVerifier::builder_with_provider(roots, provider.clone())
         .build()
         .map_err(|e| TransportError::Config(format!("CA file {}: {e}", files.ca.display())))?;
+    if let Some(check) = check {
+        verifier = Arc::new(CheckedClientVerifier {
+            inner: verifier,
+            check,
+        });
+    }
     let config = ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(|e| TransportError::Tls(e.to_string()))?
@@ -581,6 +616,13 @@ pub fn certificate_names(der: &[u8]) -> Option<Vec<String>> {
     let der = CertificateDer::from(der);
     let cert = webpki::EndEntityCert::try_from(&der).ok()?;
     Some(cert.valid_dns_names().map(str::to_owned).collect())
+}
+
+/// The SHA-256 fingerprint of a certificate (DER), as lower-case hex: what
+/// `openssl x509 -noout -fingerprint -sha256` prints, without its colons.
+pub fn certificate_fingerprint(der: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(der))
 }
 
 /// The names a certificate (DER) is issued for, for messages: "the certificate of

@@ -763,7 +763,7 @@ impl ApsiParty {
     /// (or Ctrl-C), up to `max_concurrent` at once, each cut off after `timeout`
     /// seconds; on the shared Rust endpoint, the GIL released. Returns the session log
     /// lines (JSON), in the order the sessions ended.
-    #[pyo3(signature = (listen, *, tls, insecure_no_tls, max_sessions, max_concurrent, timeout))]
+    #[pyo3(signature = (listen, *, tls, insecure_no_tls, max_sessions, max_concurrent, timeout, handshake_timeout=5.0, allow_clients=None))]
     #[allow(clippy::too_many_arguments)]
     fn serve(
         &self,
@@ -774,6 +774,8 @@ impl ApsiParty {
         max_sessions: Option<u64>,
         max_concurrent: usize,
         timeout: f64,
+        handshake_timeout: f64,
+        allow_clients: Option<PathBuf>,
     ) -> PyResult<Vec<String>> {
         let service: Arc<dyn Service> = match &*self.spec {
             Spec::Server {
@@ -807,6 +809,8 @@ impl ApsiParty {
             max_sessions,
             max_concurrent,
             timeout,
+            handshake_timeout,
+            allow_clients,
         };
         let lines = serve::serve(py, self.spec.role(), service, args)?;
         // A raising Python policy rejected its sessions ("the judge's policy failed",

@@ -7,10 +7,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use privset_net::{Cancel, TlsFiles};
-use privset_run::{Failure, Reporter, ServeOptions, ServeSummary, Service};
+use privset_run::allow_clients::AllowList;
+use privset_run::{Failure, Reporter, ServeOptions, ServeSummary, Service, endpoint};
 use pyo3::prelude::*;
 
-use crate::errors;
+use crate::errors::{self, IntoPy};
 use crate::link;
 use crate::monitor::Monitor;
 use crate::runner::{self, Job};
@@ -23,6 +24,10 @@ pub(crate) struct ServeArgs {
     pub max_sessions: Option<u64>,
     pub max_concurrent: usize,
     pub timeout: f64,
+    /// Seconds a connection has for its handshake and hello before it is dropped.
+    pub handshake_timeout: f64,
+    /// The allowed-clients file (`--allow-clients`).
+    pub allow_clients: Option<PathBuf>,
 }
 
 /// Serves `service` as `args` say until `max_sessions` have ended (or Ctrl-C).
@@ -34,6 +39,7 @@ pub(crate) fn serve(
     args: ServeArgs,
 ) -> PyResult<Vec<String>> {
     let timeout = link::seconds(py, "timeout", args.timeout)?;
+    let handshake_timeout = link::seconds(py, "handshake_timeout", args.handshake_timeout)?;
     let tls = match (args.tls, args.insecure_no_tls) {
         (Some((ca, cert, key)), false) => Some(TlsFiles { ca, cert, key }),
         (None, true) => None,
@@ -53,12 +59,26 @@ pub(crate) fn serve(
     if args.max_concurrent == 0 {
         return Err(errors::config(py, "max_concurrent must be at least 1"));
     }
+    let allow_clients = match &args.allow_clients {
+        Some(_) if tls.is_none() => {
+            return Err(errors::config(
+                py,
+                "allow_clients= needs TLS: a plaintext client has no certificate to check",
+            ));
+        }
+        Some(path) => Some(Arc::new(AllowList::read(path).py_err(py)?)),
+        None => None,
+    };
     let cancel = Cancel::new();
     let opts = ServeOptions {
         tls,
         max_sessions: args.max_sessions,
         max_concurrent: args.max_concurrent,
         timeout,
+        handshake_timeout,
+        max_pending: endpoint::DEFAULT_MAX_PENDING,
+        max_pending_per_address: endpoint::DEFAULT_MAX_PENDING_PER_ADDRESS,
+        allow_clients,
         cancel: cancel.clone(),
     };
     let lines = Arc::new(Mutex::new(Vec::new()));

@@ -486,7 +486,7 @@ impl UpsiParty {
 
     /// The server: serves sessions on `listen` as `privset upsi serve` does. Returns
     /// the session log lines (JSON).
-    #[pyo3(signature = (listen, *, tls, insecure_no_tls, max_sessions, max_concurrent, timeout))]
+    #[pyo3(signature = (listen, *, tls, insecure_no_tls, max_sessions, max_concurrent, timeout, handshake_timeout=5.0, allow_clients=None))]
     #[allow(clippy::too_many_arguments)]
     fn serve(
         &self,
@@ -497,6 +497,8 @@ impl UpsiParty {
         max_sessions: Option<u64>,
         max_concurrent: usize,
         timeout: f64,
+        handshake_timeout: f64,
+        allow_clients: Option<PathBuf>,
     ) -> PyResult<Vec<String>> {
         let Spec::Server { service } = &*self.spec else {
             return Err(errors::config(
@@ -511,6 +513,8 @@ impl UpsiParty {
             max_sessions,
             max_concurrent,
             timeout,
+            handshake_timeout,
+            allow_clients,
         };
         serve::serve(py, "server", service.clone() as Arc<dyn Service>, args)
     }

@@ -6,9 +6,15 @@
 //!   a [`Service`] behind an `Arc`; each session gets a fresh party from it, which
 //!   borrows that state rather than copying it.
 //! * The accepting thread only accepts: every connection gets its own thread, which
-//!   completes the TLS handshake (or plaintext greeting), runs the party and logs it.
-//!   At most `max_concurrent` connections are in progress; further ones wait in the
-//!   kernel's backlog until one ends.
+//!   completes the TLS handshake (or plaintext greeting), reads the client's hello,
+//!   then runs the party and logs it.
+//! * A connection holds a session slot (at most `max_concurrent` sessions run) only
+//!   once its client has completed the handshake, passed the allow list and sent its
+//!   hello. Before that it is in the pre-hello pool: at most `max_pending` connections
+//!   (further ones wait in the kernel's backlog), at most `max_pending_per_address`
+//!   from one address (the oldest makes way, see [`pending`]), each cut off
+//!   `handshake_timeout` after its accept. So connections that never speak cannot
+//!   take the slots: an honest client waits at most `handshake_timeout` for them.
 //! * Every connection has a deadline of `timeout` from its accept: a silent or slow
 //!   client is cut off then (its socket shut down through its own [`Cancel`]), without
 //!   delaying any other session.
@@ -17,9 +23,11 @@
 //!   A connection that fails the handshake is no session: it is reported to the
 //!   callback's sibling `on_refused` and does not count towards `max_sessions`.
 
+mod deadline;
+mod first_message;
+mod pending;
+
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -30,8 +38,19 @@ use privset_net::{
 };
 use privset_protocols::{Party, ProtocolError};
 
+use crate::allow_clients::{self, AllowList};
 use crate::fail::{Failure, FailureKind};
 use crate::metrics::{self, Stopwatch};
+use deadline::Deadline;
+use first_message::FirstMessage;
+use pending::{Evictable, PendingByAddress};
+
+/// Default `handshake_timeout`: the TLS handshake and a hello take milliseconds.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default `max_pending`: connections before their hello (or waiting for a slot).
+pub const DEFAULT_MAX_PENDING: usize = 64;
+/// Default `max_pending_per_address`: one address's share of the pre-hello pool.
+pub const DEFAULT_MAX_PENDING_PER_ADDRESS: usize = 8;
 
 /// One kind of session an endpoint serves: the state every session shares (read-only)
 /// and how a session's party is made from it.
@@ -60,6 +79,16 @@ pub struct ServeOptions {
     pub max_concurrent: usize,
     /// Longest a connection may take, handshake included, from its accept.
     pub timeout: Duration,
+    /// Longest a connection may take, from its accept, to complete the TLS handshake
+    /// and send its hello; it holds no session slot until then.
+    pub handshake_timeout: Duration,
+    /// Connections accepted and not yet holding a session slot (at least 1).
+    pub max_pending: usize,
+    /// Of those, the most from one IP address still before their hello (at least 1).
+    pub max_pending_per_address: usize,
+    /// The clients served (by certificate name or fingerprint); `None` = any client
+    /// the CA vouches for. Needs TLS.
+    pub allow_clients: Option<Arc<AllowList>>,
     /// Stops the endpoint from another thread: no more accepts, every session cut off.
     pub cancel: Cancel,
 }
@@ -122,14 +151,21 @@ fn transport_kind(t: &TransportError) -> &'static str {
 #[derive(serde::Serialize, Debug, Clone)]
 pub struct SessionLog {
     pub role: &'static str,
-    /// 1, 2, ... in the order the sessions got past the handshake.
+    /// 1, 2, ... in the order the sessions got their slots.
     pub session: u64,
     pub peer: String,
+    /// The first name the client's certificate is issued for (`null` in plaintext).
+    pub client: Option<String>,
+    /// The SHA-256 fingerprint of the client's certificate, hex (`null` in plaintext).
+    pub client_sha256: Option<String>,
     pub transport: &'static str,
     pub ok: bool,
     /// When the connection was accepted, in seconds since the Unix epoch.
     pub started: f64,
-    /// Sessions in progress when this one got past the handshake, itself included.
+    /// Seconds from the accept until the session got its slot (handshake, hello, and
+    /// any wait for a slot).
+    pub waited_seconds: f64,
+    /// Sessions in progress when this one got its slot, itself included.
     pub concurrent: usize,
     pub bytes_sent: u64,
     pub bytes_received: u64,
@@ -151,13 +187,14 @@ pub struct ServeSummary {
     pub sessions: u64,
     /// Of those, the failed ones.
     pub failed: u64,
-    /// Connections refused at the handshake (not sessions).
+    /// Connections refused before their session: failed or refused handshake, no
+    /// hello in time, made way for a newer connection from their address.
     pub refused: u64,
 }
 
 /// Called with each session's log line, from the session's thread.
 pub type OnSession = dyn Fn(&SessionLog) + Send + Sync;
-/// Called with each connection refused at the handshake (peer, why).
+/// Called with each connection refused before its session (peer, why).
 pub type OnRefused = dyn Fn(SocketAddr, &TransportError) + Send + Sync;
 
 /// Where the endpoint reports. Called from the sessions' threads.
@@ -167,24 +204,22 @@ pub struct Reporter {
 }
 
 /// Connections in progress and sessions done, shared by the accepting thread and the
-/// sessions' threads.
+/// connections' threads.
 #[derive(Default)]
 struct Counts {
-    /// Connections not yet past the handshake.
-    handshaking: usize,
-    /// Sessions past the handshake and not yet ended.
+    /// Connections accepted so far (each one's id).
+    accepted: u64,
+    /// Connections accepted and not yet holding a slot (or refused).
+    pending: usize,
+    /// Of those, the ones before their hello, by address.
+    pre_hello: PendingByAddress,
+    /// Sessions holding a slot.
     running: usize,
     /// Sessions numbered so far.
     numbered: u64,
     ended: u64,
     failed: u64,
     refused: u64,
-}
-
-impl Counts {
-    fn in_progress(&self) -> usize {
-        self.handshaking + self.running
-    }
 }
 
 struct Shared {
@@ -196,28 +231,55 @@ impl Shared {
     fn lock(&self) -> MutexGuard<'_, Counts> {
         self.counts.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// A connection that will not become a session: out of the pending ones.
+    fn refuse(&self) {
+        let mut counts = self.lock();
+        counts.pending -= 1;
+        counts.refused += 1;
+        drop(counts);
+        self.changed.notify_all();
+    }
 }
 
-/// How often the accepting thread looks for a connection, a cancel or a free slot.
+/// How often the accepting thread looks for a connection, a cancel or room in the
+/// pre-hello pool; and a connection waiting for a slot, for its deadline.
 const POLL: Duration = Duration::from_millis(20);
 
 /// Serves sessions of `service` on `listener` until `max_sessions` have ended or
-/// `opts.cancel` is cancelled; returns what it did. Fails only if the listener or the
-/// TLS files are unusable.
+/// `opts.cancel` is cancelled; returns what it did. Fails only if the options, the
+/// listener or the TLS files are unusable.
 pub fn serve(
     listener: &TcpListener,
     opts: &ServeOptions,
     service: Arc<dyn Service>,
     reporter: Arc<Reporter>,
 ) -> Result<ServeSummary, Failure> {
-    if opts.max_concurrent == 0 {
+    if opts.max_concurrent == 0 || opts.max_pending == 0 || opts.max_pending_per_address == 0 {
         return Err(Failure::config(
-            "serving needs at least one concurrent session",
+            "serving needs room for at least one session and one connection in its handshake",
         ));
     }
-    let acceptor = match &opts.tls {
-        Some(files) => Some(Arc::new(TlsAcceptor::new(files)?)),
-        None => None,
+    let acceptor = match (&opts.tls, &opts.allow_clients) {
+        (Some(files), None) => Some(Arc::new(TlsAcceptor::new(files)?)),
+        (Some(files), Some(allowed)) => {
+            let allowed = allowed.clone();
+            Some(Arc::new(TlsAcceptor::with_client_check(
+                files,
+                Arc::new(move |cert: &[u8]| allowed.check(cert)),
+            )?))
+        }
+        (None, Some(_)) => {
+            return Err(Failure::config(
+                "an allowed-clients list needs TLS: a plaintext client has no certificate to check",
+            ));
+        }
+        (None, None) => None,
+    };
+    // The whole connection's deadline bounds its handshake too.
+    let opts = &ServeOptions {
+        handshake_timeout: opts.handshake_timeout.min(opts.timeout),
+        ..opts.clone()
     };
     listener
         .set_nonblocking(true)
@@ -227,22 +289,21 @@ pub fn serve(
         changed: Condvar::new(),
     });
     let max = opts.max_sessions.unwrap_or(u64::MAX);
-    // Cut off connections still handshaking once no session can follow.
+    // Cut off connections without a slot once no session can follow.
     let closing = Cancel::new();
     let mut threads = Vec::new();
     loop {
-        // Room for one more connection: a free slot, and (with --max-sessions) sessions
-        // still to number. Connections still in their handshake do not count against
-        // --max-sessions: a client that never completes its handshake must not keep an
-        // honest one out until its deadline. One that completes after the last session
-        // was numbered is turned away.
+        // Room for one more connection: room in the pre-hello pool, and (with
+        // --max-sessions) sessions still to number. Running sessions do not count:
+        // slots are taken only after the hello. One that says hello after the last
+        // session was numbered is turned away.
         {
             let mut counts = shared.lock();
             loop {
                 if opts.cancel.is_cancelled() || counts.ended >= max {
                     break;
                 }
-                if counts.in_progress() < opts.max_concurrent && counts.numbered < max {
+                if counts.pending < opts.max_pending && counts.numbered < max {
                     break;
                 }
                 counts = shared
@@ -276,14 +337,28 @@ pub fn serve(
                 continue;
             }
         };
-        shared.lock().handshaking += 1;
+        let cancel = Cancel::new();
+        let evictable = Evictable::new(cancel.clone());
+        let id = {
+            let mut counts = shared.lock();
+            counts.accepted += 1;
+            counts.pending += 1;
+            let id = counts.accepted;
+            let limit = opts.max_pending_per_address;
+            counts
+                .pre_hello
+                .add(peer.ip(), id, evictable.clone(), limit);
+            id
+        };
         let connection = Connection {
-            stream,
+            id,
             peer,
             accepted: Instant::now(),
             started: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64()),
+            cancel,
+            evictable,
             opts: opts.clone(),
             closing: closing.clone(),
             max,
@@ -294,14 +369,12 @@ pub fn serve(
         };
         let spawned = std::thread::Builder::new()
             .name(format!("privset-session-{peer}"))
-            .spawn(move || connection.run());
+            .spawn(move || connection.run(stream));
         match spawned {
             Ok(handle) => threads.push(handle),
             Err(e) => {
-                let mut counts = shared.lock();
-                counts.handshaking -= 1;
-                counts.refused += 1;
-                drop(counts);
+                shared.lock().pre_hello.remove(peer.ip(), id);
+                shared.refuse();
                 (reporter.on_refused)(
                     peer,
                     &TransportError::Config(format!("cannot start a session thread: {e}")),
@@ -311,7 +384,7 @@ pub fn serve(
         threads.retain(|t| !t.is_finished());
     }
     // Stopped accepting: let the sessions in progress end (cut off if cancelled); no
-    // connection still handshaking can become one.
+    // connection without a slot can become one.
     closing.cancel();
     for t in threads {
         let _ = t.join();
@@ -326,10 +399,13 @@ pub fn serve(
 
 /// One accepted connection, on its own thread.
 struct Connection {
-    stream: TcpStream,
+    id: u64,
     peer: SocketAddr,
     accepted: Instant,
     started: f64,
+    /// Shuts the connection's socket down (deadline, eviction, endpoint stopping).
+    cancel: Cancel,
+    evictable: Evictable,
     opts: ServeOptions,
     /// Cancelled when the endpoint stops accepting.
     closing: Cancel,
@@ -340,108 +416,147 @@ struct Connection {
     shared: Arc<Shared>,
 }
 
-/// Cuts a connection off at its deadline, or when the endpoint is cancelled, unless
-/// the connection ends first (dropping the guard).
-struct Deadline {
-    expired: Arc<AtomicBool>,
-    _done: mpsc::Sender<()>,
-}
-
-impl Deadline {
-    fn start(deadline: Instant, cancel: Cancel, endpoint: Cancel, closing: Cancel) -> Self {
-        let expired = Arc::new(AtomicBool::new(false));
-        let (done, ended) = mpsc::channel::<()>();
-        let flag = expired.clone();
-        std::thread::spawn(move || {
-            loop {
-                let left = deadline.saturating_duration_since(Instant::now());
-                match ended.recv_timeout(left.min(Duration::from_millis(100))) {
-                    Err(RecvTimeoutError::Timeout) => {
-                        if endpoint.is_cancelled() || closing.is_cancelled() {
-                            cancel.cancel();
-                            return;
-                        }
-                        if Instant::now() >= deadline {
-                            flag.store(true, Ordering::SeqCst);
-                            cancel.cancel();
-                            return;
-                        }
-                    }
-                    // The connection ended (its guard dropped).
-                    _ => return,
-                }
-            }
-        });
-        Self {
-            expired,
-            _done: done,
-        }
-    }
-
-    fn expired(&self) -> bool {
-        self.expired.load(Ordering::SeqCst)
-    }
+/// A connection past its handshake and hello, ready for a slot.
+struct Greeted {
+    transport: Box<dyn Transport + Send>,
+    kind: &'static str,
+    /// The client's certificate name and fingerprint (TLS only).
+    client: Option<(String, String)>,
+    /// The session's party, made before the hello to know how long a hello may be.
+    party: Result<Box<dyn ServedParty>, Failure>,
+    /// The client's hello (none if the party could not be made).
+    hello: Option<Vec<u8>>,
 }
 
 impl Connection {
-    fn run(self) {
-        let cancel = Cancel::new();
+    fn run(self, stream: TcpStream) {
         let deadline = Deadline::start(
-            self.accepted + self.opts.timeout,
-            cancel.clone(),
+            self.accepted + self.opts.handshake_timeout,
+            self.cancel.clone(),
             self.opts.cancel.clone(),
             self.closing.clone(),
         );
+        let greeted = self.greet(stream);
+        self.shared.lock().pre_hello.remove(self.peer.ip(), self.id);
+        // Evicted or past its deadline just as its hello came: its socket is shut down.
+        let in_time =
+            !self.evictable.was_evicted() && deadline.move_to(self.accepted + self.opts.timeout);
+        let greeted = match greeted {
+            Ok(g) if in_time => g,
+            Ok(_) => return self.refuse(&self.late(&deadline, None)),
+            Err(e) => return self.refuse(&self.late(&deadline, Some(e))),
+        };
+        let Some((number, concurrent)) = self.take_slot(&deadline) else {
+            return;
+        };
+        self.run_session(greeted, number, concurrent, &deadline);
+    }
+
+    /// The TLS handshake (or plaintext greeting), and the client's hello.
+    fn greet(&self, stream: TcpStream) -> Result<Greeted, TransportError> {
         let conn_opts = ConnectOptions {
-            connect_timeout: self.opts.timeout,
-            handshake_timeout: self.opts.timeout,
+            connect_timeout: self.opts.handshake_timeout,
+            handshake_timeout: self.opts.handshake_timeout,
             io_timeout: self.opts.timeout,
             server_name: None,
-            cancel,
+            cancel: self.cancel.clone(),
         };
-        let stopwatch = Stopwatch::start();
-        let opened: Result<(Box<dyn Transport + Send>, &'static str), TransportError> =
-            match &self.acceptor {
-                Some(acceptor) => acceptor
-                    .handshake(self.stream, self.peer, &conn_opts)
-                    .map(|t| (Box::new(t) as Box<dyn Transport + Send>, "tcp+mtls")),
-                None => PlainTcpTransport::accept_stream(self.stream, self.peer, &conn_opts)
-                    .map(|t| (Box::new(t) as Box<dyn Transport + Send>, "tcp-plaintext")),
+        let (mut transport, kind, client): (Box<dyn Transport + Send>, _, _) = match &self.acceptor
+        {
+            Some(acceptor) => {
+                let t = acceptor.handshake(stream, self.peer, &conn_opts)?;
+                let client =
+                    allow_clients::client_identity(t.peer_certificate().unwrap_or_default());
+                (Box::new(t), "tcp+mtls", Some(client))
+            }
+            None => {
+                let t = PlainTcpTransport::accept_stream(stream, self.peer, &conn_opts)?;
+                (Box::new(t), "tcp-plaintext", None)
+            }
+        };
+        let party = self.service.party(SessionRng::from_os().seed());
+        let hello = match &party {
+            Ok(p) => Some(transport.recv(p.max_incoming_len())?),
+            Err(_) => None,
+        };
+        Ok(Greeted {
+            transport,
+            kind,
+            client,
+            party,
+            hello,
+        })
+    }
+
+    /// Why a connection that did not get to its hello in time was refused: its
+    /// handshake deadline, a newer connection from its address, or `error`.
+    fn late(&self, deadline: &Deadline, error: Option<TransportError>) -> TransportError {
+        if self.evictable.was_evicted() {
+            return TransportError::Link(format!(
+                "dropped before its hello: more than {} connections from {} were in their \
+                 TLS handshake, and this was the oldest",
+                self.opts.max_pending_per_address,
+                self.peer.ip()
+            ));
+        }
+        if deadline.expired() {
+            return TransportError::Timeout {
+                what: "waiting for the TLS handshake and the client's hello \
+                       (--handshake-timeout); dropped"
+                    .into(),
+                seconds: self.opts.handshake_timeout.as_secs_f64().round() as u64,
             };
-        let (mut transport, kind) = match opened {
-            Ok(t) => t,
-            Err(e) => {
-                let mut counts = self.shared.lock();
-                counts.handshaking -= 1;
-                counts.refused += 1;
-                drop(counts);
-                self.shared.changed.notify_all();
-                (self.reporter.on_refused)(self.peer, &e);
-                return;
-            }
-        };
-        let (number, concurrent) = {
-            let mut counts = self.shared.lock();
-            counts.handshaking -= 1;
+        }
+        error.unwrap_or(TransportError::Cancelled)
+    }
+
+    fn refuse(&self, why: &TransportError) {
+        self.shared.refuse();
+        (self.reporter.on_refused)(self.peer, why);
+    }
+
+    /// Waits for a session slot (until the session's deadline); the session's number
+    /// and the sessions running with it, or `None` (refused, and reported).
+    fn take_slot(&self, deadline: &Deadline) -> Option<(u64, usize)> {
+        let mut counts = self.shared.lock();
+        loop {
             if counts.numbered >= self.max {
-                // Over --max-sessions: another connection took the last session.
-                counts.refused += 1;
                 drop(counts);
-                self.shared.changed.notify_all();
-                (self.reporter.on_refused)(
-                    self.peer,
-                    &TransportError::Config("the endpoint has served its --max-sessions".into()),
-                );
-                return;
+                self.refuse(&TransportError::Config(
+                    "the endpoint has served its --max-sessions".into(),
+                ));
+                return None;
             }
-            counts.numbered += 1;
-            counts.running += 1;
-            (counts.numbered, counts.running)
-        };
-        let role = self.service.role();
-        let (result, outcome) = match self.service.party(SessionRng::from_os().seed()) {
+            if counts.running < self.opts.max_concurrent {
+                counts.pending -= 1;
+                counts.numbered += 1;
+                counts.running += 1;
+                return Some((counts.numbered, counts.running));
+            }
+            if deadline.expired() || self.cancel.is_cancelled() {
+                drop(counts);
+                self.refuse(&TransportError::Timeout {
+                    what: "waiting for a session slot (--timeout, --max-concurrent)".into(),
+                    seconds: self.opts.timeout.as_secs_f64().round() as u64,
+                });
+                return None;
+            }
+            counts = self
+                .shared
+                .changed
+                .wait_timeout(counts, POLL)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    fn run_session(&self, greeted: Greeted, number: u64, concurrent: usize, deadline: &Deadline) {
+        let waited_seconds = self.accepted.elapsed().as_secs_f64();
+        let stopwatch = Stopwatch::start();
+        let mut transport = FirstMessage::new(greeted.hello, greeted.transport);
+        let (result, outcome) = match greeted.party {
             Ok(mut party) => {
-                let result = privset_net::drive(party.as_mut(), transport.as_mut(), &mut |_| {})
+                let result = privset_net::drive(party.as_mut(), &mut transport, &mut |_| {})
                     .map_err(|e| SessionError::of_run(&e, deadline.expired(), self.opts.timeout));
                 (result, party.outcome())
             }
@@ -455,15 +570,18 @@ impl Connection {
         };
         let counters = transport.counters();
         drop(transport);
-        drop(deadline);
         let (cpu_seconds, _) = stopwatch.elapsed();
+        let (client, client_sha256) = greeted.client.unzip();
         let log = SessionLog {
-            role,
+            role: self.service.role(),
             session: number,
             peer: self.peer.to_string(),
-            transport: kind,
+            client,
+            client_sha256,
+            transport: greeted.kind,
             ok: result.is_ok(),
             started: self.started,
+            waited_seconds,
             concurrent,
             bytes_sent: counters.sent,
             bytes_received: counters.received,

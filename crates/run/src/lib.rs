@@ -26,6 +26,7 @@
 //! Front ends keep only their own surface: flags and progress bars for the CLI,
 //! keyword arguments, data frames and cancellation for Python.
 
+pub mod allow_clients;
 pub mod apsi;
 pub mod buckets;
 pub mod csv_input;
