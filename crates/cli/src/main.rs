@@ -7,6 +7,8 @@ mod bench;
 mod connect;
 mod datagen;
 mod demo;
+#[cfg(test)]
+mod doc_commands;
 mod input_args;
 mod mpsi_cmd;
 mod pi_sum_cmd;

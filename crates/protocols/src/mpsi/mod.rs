@@ -55,6 +55,10 @@ use crate::party::OutputParty;
 use crate::wire::{PartyId, ProtocolId};
 
 pub use bins::BinParams;
+
+/// Code of the threshold scheme in the hello ([`MpsiKey`]'s two kinds).
+pub const SCHEME_ELGAMAL: u8 = 1;
+pub const SCHEME_PAILLIER: u8 = 2;
 pub use scheme::MpsiKey;
 
 use privset_crypto::tahe::elgamal::ThresholdElGamal;

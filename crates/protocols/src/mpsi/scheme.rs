@@ -18,13 +18,9 @@ use privset_crypto::tahe::ThresholdAhe;
 use privset_crypto::tahe::elgamal::ThresholdElGamal;
 use privset_crypto::tahe::paillier::{KeyShare, PublicKey, ThresholdPaillier};
 
-use super::MpsiConfig;
 use super::setup::JointKey;
+use super::{MpsiConfig, SCHEME_ELGAMAL, SCHEME_PAILLIER};
 use crate::error::ProtocolError;
-
-/// Code of the scheme in the hello.
-pub const SCHEME_ELGAMAL: u8 = 1;
-pub const SCHEME_PAILLIER: u8 = 2;
 
 /// A session's threshold key.
 #[derive(Clone, Debug, Default)]

@@ -10,8 +10,7 @@ use privset_crypto::tahe::elgamal::joint::{
 };
 use privset_crypto::tahe::elgamal::{KeyShare, PublicKey};
 
-use super::scheme::{SCHEME_ELGAMAL, SCHEME_PAILLIER};
-use super::{MpsiConfig, MpsiProtocol, kind_name};
+use super::{MpsiConfig, MpsiProtocol, SCHEME_ELGAMAL, SCHEME_PAILLIER, kind_name};
 use crate::engine::{Handshake, Message, Roster};
 use crate::error::{PeerMisbehaved, ProtocolError};
 use crate::session::SessionContext;

@@ -20,6 +20,7 @@ use std::marker::PhantomData;
 use privset_crypto::cwprf::CwPrf;
 
 use super::common::{self, Setup, checked_len};
+use super::hello::z_lookups;
 use super::{HeChoice, Hello, PROTOCOL, PiSumConfig, PiSumOutput, Role, kind};
 use crate::engine::{Message, Protocol, Session};
 use crate::error::{PeerMisbehaved, ProtocolError};
@@ -29,17 +30,6 @@ use crate::wire::{PartyId, Reader};
 
 /// Keyed-hash purpose of the Z filter.
 const FILTER_KEY: &str = "pi-sum/z-filter";
-
-/// The look-ups every Z filter is built for: P1 may test each of P2's `p2_items`
-/// elements against every one of the `segments` filters, so each filter gets the
-/// per-look-up false-positive budget `2^-40 / (segments · p2_items)` and a run's false
-/// positives stay at most `2^-40` together (union bound; `privset_crypto::filter`).
-/// Sized for `p2_items` alone, `S` segments would give `S · 2^-40`. Saturating: the
-/// hellos refuse a filter run above `filter::MAX_COUNT` look-ups
-/// ([`super::hello::Hello::check_peer`]).
-pub(crate) fn z_lookups(segments: usize, p2_items: u64) -> usize {
-    (segments.max(1) as u64).saturating_mul(p2_items) as usize
-}
 
 /// Each of P2's items (packed, doubly exponentiated) assigned to the first segment
 /// whose Z holds it: the positions per segment. An item matched by one segment is not

@@ -248,12 +248,12 @@ impl Hello {
         }
         if let SetEncoding::Filter(kind) = self.z {
             // Every Z filter is sized for all of P1's look-ups, one per item of P2 and
-            // segment (`forward::z_lookups`); the filters' maths stops at 2^32.
+            // segment ([`z_lookups`]); the filters' maths stops at 2^32.
             let (p1, p2) = match peer_role {
                 Role::P2 => (self, peer),
                 Role::P1 => (peer, self),
             };
-            let lookups = super::forward::z_lookups(p1.segment_count(), p2.items);
+            let lookups = z_lookups(p1.segment_count(), p2.items);
             if lookups > privset_crypto::filter::MAX_COUNT {
                 return Err(ProtocolError::Incompatible(format!(
                     "Z encoding: {} segments of P1 times {} items of P2 make {lookups} look-ups, \
@@ -281,6 +281,17 @@ impl Hello {
         }
         Ok(())
     }
+}
+
+/// The look-ups every Z filter is built for: P1 may test each of P2's `p2_items`
+/// elements against every one of the `segments` filters, so each filter gets the
+/// per-look-up false-positive budget `2^-40 / (segments · p2_items)` and a run's false
+/// positives stay at most `2^-40` together (union bound; `privset_crypto::filter`).
+/// Sized for `p2_items` alone, `S` segments would give `S · 2^-40`. Saturating: the
+/// hellos refuse a filter run above `filter::MAX_COUNT` look-ups
+/// ([`Hello::check_peer`]).
+pub(crate) fn z_lookups(segments: usize, p2_items: u64) -> usize {
+    (segments.max(1) as u64).saturating_mul(p2_items) as usize
 }
 
 #[cfg(test)]

@@ -334,15 +334,12 @@ impl Database {
                 self.label_len
             )));
         }
-        if let Some(bad) = items
-            .iter()
-            .position(|i| i.len() > super::store::MAX_ITEM_LEN)
-        {
+        if let Some(bad) = items.iter().position(|i| i.len() > item::MAX_ITEM_LEN) {
             return Err(ProtocolError::Config(format!(
                 "item {} has {} bytes (at most {})",
                 bad + 1,
                 items[bad].len(),
-                super::store::MAX_ITEM_LEN
+                item::MAX_ITEM_LEN
             )));
         }
         self.records

@@ -74,6 +74,9 @@ pub fn check_nonce_len(nonce_len: usize) -> Result<(), String> {
 /// Longest label, in bytes.
 pub const MAX_LABEL_LEN: usize = 1024;
 
+/// Longest item a database stores.
+pub const MAX_ITEM_LEN: usize = 1 << 16;
+
 /// How a database's labels hold its label columns. The protocol never looks inside a
 /// label: it keeps the layout with the database and sends it in the server's hello, so
 /// that the front end that decodes a client's labels reads them as the server's front

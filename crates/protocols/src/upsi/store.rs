@@ -42,8 +42,6 @@ use crate::error::ProtocolError;
 
 const MAGIC: &[u8; 16] = b"PRIVSET-UPSI-DB\n";
 const VERSION: u32 = 6;
-/// Longest item a database stores.
-pub const MAX_ITEM_LEN: usize = 1 << 16;
 
 /// A writer that hashes what passes through it.
 struct Hashing<W: Write> {
@@ -292,7 +290,7 @@ fn parse<R: Read>(r: &mut Body<R>) -> Result<Database, ProtocolError> {
     records.reserve(count, 0);
     let mut label = vec![0u8; stride];
     for _ in 0..count {
-        let item = r.bytes(MAX_ITEM_LEN, "item")?;
+        let item = r.bytes(item::MAX_ITEM_LEN, "item")?;
         let hash = u128::from_be_bytes(r.array()?);
         r.take(&mut label)?;
         if records.find(hash).is_some() {

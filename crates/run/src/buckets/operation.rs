@@ -8,7 +8,6 @@ use privset_protocols::pso::{Construction, LastMessage, Operation, PsoConfig, Ps
 use privset_protocols::set_encoding::SetEncoding;
 use privset_protocols::wire::ProtocolId;
 
-use super::value::Shape;
 use crate::fail::Failure;
 
 /// The operation of a bucketed job, with its settings. Its two parties are the bucketed
@@ -74,21 +73,6 @@ impl JobConfig<'_> {
                 LastMessage::Ordered => SetEncoding::List,
             },
             JobConfig::PiSum(c) => c.z_encoding,
-        }
-    }
-
-    /// The value-partitioned layout the job runs, or `None` for identifier buckets
-    /// (psi, whose output is per item).
-    pub fn shape(self) -> Option<Shape> {
-        match self {
-            JobConfig::Pso(c) => match c.operation {
-                Operation::PsiCard => Some(Shape::Card),
-                Operation::PsiCardSum => Some(Shape::CardSum),
-                Operation::Psu => Some(Shape::Union),
-                Operation::PrivateId => Some(Shape::PrivateId),
-                _ => None,
-            },
-            JobConfig::PiSum(_) => Some(Shape::PiSum),
         }
     }
 

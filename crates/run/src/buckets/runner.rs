@@ -187,7 +187,7 @@ impl<'a> Runner<'a> {
         };
         // psu transfers the sender's identifiers (before any traffic, as unbucketed);
         // private-id keeps each party's in fixed slots beside its private identifiers.
-        let slotted = match job.config.shape() {
+        let slotted = match Shape::of(job.config) {
             Some(Shape::Union) => job.role == PsoRole::Sender,
             Some(Shape::PrivateId) => true,
             _ => false,
@@ -338,12 +338,12 @@ impl Runner<'_> {
 
     /// True for the value-partitioned layout of [`super::value`].
     fn by_value(&self) -> bool {
-        self.job.config.shape().is_some()
+        Shape::of(self.job.config).is_some()
     }
 
     /// The value layout's shape (callers check [`Runner::by_value`]).
     fn shape(&self) -> Shape {
-        self.job.config.shape().unwrap_or(Shape::Card)
+        Shape::of(self.job.config).unwrap_or(Shape::Card)
     }
 
     fn layout(&self, plan: &Plan) -> Layout {

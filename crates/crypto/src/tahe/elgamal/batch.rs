@@ -68,9 +68,6 @@ pub(super) fn decode_many(bytes: &[u8]) -> Result<Vec<Ciphertext>, TaheError> {
     bulk::decode_many(bytes).map_err(|e| invalid("ciphertexts", e.to_string()))
 }
 
-/// Ciphertexts hashed per step of the batch coefficients.
-pub(super) const TASK: usize = 1024;
-
 /// The coefficients `ρ_k` (below `2^128`) for the ciphertexts whose `c1_k`'s encodings
 /// are `c1_encoded` and the shares `ds`: one SHA-512 of everything gives the seed
 /// ([`expand`]).
@@ -103,13 +100,6 @@ pub(super) fn expand(seed: &[u8], count: usize) -> Vec<u128> {
         .collect();
     rho.truncate(count);
     rho
-}
-
-/// A coefficient as a scalar.
-pub(super) fn scalar_of(rho: u128) -> Scalar {
-    let mut b = [0u8; 32];
-    b[..16].copy_from_slice(&rho.to_le_bytes());
-    Scalar::from_bytes_mod_order(b)
 }
 
 pub(super) fn challenge(

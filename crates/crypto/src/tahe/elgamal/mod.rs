@@ -1146,3 +1146,13 @@ pub fn dkg_local(params: &DkgParams, rng: &mut SessionRng) -> Result<Vec<KeyShar
 pub fn basepoint_bytes() -> [u8; 32] {
     RISTRETTO_BASEPOINT_POINT.compress().to_bytes()
 }
+
+/// Ciphertexts hashed per step of the batch coefficients.
+const TASK: usize = 1024;
+
+/// A coefficient as a scalar.
+fn scalar_of(rho: u128) -> Scalar {
+    let mut b = [0u8; 32];
+    b[..16].copy_from_slice(&rho.to_le_bytes());
+    Scalar::from_bytes_mod_order(b)
+}

@@ -24,7 +24,7 @@ use curve25519_dalek::traits::VartimeMultiscalarMul;
 use rayon::prelude::*;
 
 use super::Ciphertext;
-use super::batch::{TASK, scalar_of};
+use super::{TASK, scalar_of};
 use crate::ahe::HeError;
 use crate::ahe::elgamal::CIPHERTEXT_LEN;
 #[cfg(target_arch = "x86_64")]

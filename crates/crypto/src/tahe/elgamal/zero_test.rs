@@ -16,9 +16,10 @@ use curve25519_dalek::scalar::Scalar;
 use curve25519_dalek::traits::{Identity, IsIdentity, VartimeMultiscalarMul};
 use rayon::prelude::*;
 
-use super::batch::{TASK, batch_len, check_proof, coefficients, proof_scalars, scalar_of};
+use super::batch::{batch_len, check_proof, coefficients, proof_scalars};
 use super::tested::{Points, Tested};
 use super::{KeyShare, PublicKey};
+use super::{TASK, scalar_of};
 #[cfg(target_arch = "x86_64")]
 use crate::curve25519x8::{
     msm::vartime_msm,

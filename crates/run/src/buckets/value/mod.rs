@@ -53,9 +53,9 @@ use privset_crypto::rng::SessionRng;
 use privset_protocols::input::DuplicatePolicy;
 use privset_protocols::meter::Meter;
 use privset_protocols::partition_unit::{TransferInput, TransferOutput};
-use privset_protocols::pso::PsoRole;
 use privset_protocols::pso::mqrpmt::{self, FILTER_KEY};
 use privset_protocols::pso::transfer::{self, SumModulus};
+use privset_protocols::pso::{Operation, PsoRole};
 use privset_protocols::set_encoding::SetEncoding;
 use privset_protocols::wire::Reader;
 use sha2::{Digest, Sha256};
@@ -90,6 +90,23 @@ pub enum Shape {
     /// private-id: the OPRF answers (reply and return units), the transfer of the
     /// sender's private identifiers the receiver lacks, and the union ([`private_id`]).
     PrivateId,
+}
+
+impl Shape {
+    /// The value-partitioned layout `job` runs, or `None` for identifier buckets (psi,
+    /// whose output is per item).
+    pub fn of(job: JobConfig<'_>) -> Option<Self> {
+        match job {
+            JobConfig::Pso(c) => match c.operation {
+                Operation::PsiCard => Some(Shape::Card),
+                Operation::PsiCardSum => Some(Shape::CardSum),
+                Operation::Psu => Some(Shape::Union),
+                Operation::PrivateId => Some(Shape::PrivateId),
+                _ => None,
+            },
+            JobConfig::PiSum(_) => Some(Shape::PiSum),
+        }
+    }
 }
 
 /// How many units a step has.
