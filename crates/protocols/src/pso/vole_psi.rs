@@ -32,9 +32,7 @@
 //! **Bytes**: `m·16` for the OKVS (`m` about 1.1·`|Y|`), `ℓ` per sender item for the
 //! tags, about 0.2 MB for the VOLE.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
+use hashbrown::HashTable;
 use rayon::prelude::*;
 
 use privset_crypto::gf128;
@@ -112,47 +110,35 @@ impl TagHash {
     }
 }
 
-/// Our tags, to the index of their item. Tags are SHA-256 outputs, so their low 64 bits
-/// serve as the hash as they are. The map holds only our own tags (pseudorandom to the
-/// sender, who cannot crowd a bucket); the sender's tags are only looked up.
-type TagMap = HashMap<u128, u32, BuildHasherDefault<LowBits>>;
+/// Our tags, found by value: a table of indices into the tags, hashed by each tag's low
+/// 64 bits as they are (tags are SHA-256 outputs). The table holds only our own tags
+/// (pseudorandom to the sender, who cannot crowd a bucket); the sender's tags are only
+/// looked up. Four bytes a bucket: a map from tag to index took 32 (a `u128` key aligns
+/// its entry to 16), 1.1 GB at 2^24 items.
+struct OwnTags {
+    tags: Vec<u128>,
+    table: HashTable<u32>,
+}
 
-#[derive(Default)]
-struct LowBits(u64);
-
-impl Hasher for LowBits {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+impl OwnTags {
+    fn new(tags: Vec<u128>) -> Self {
+        let mut table = HashTable::with_capacity(tags.len());
+        for (j, &t) in tags.iter().enumerate() {
+            table.insert_unique(t as u64, j as u32, |&i| tags[i as usize] as u64);
         }
+        Self { tags, table }
     }
-    fn write_u128(&mut self, tag: u128) {
-        self.0 = tag as u64;
+
+    /// The index of the item whose tag is `tag`.
+    fn find(&self, tag: u128) -> Option<u32> {
+        self.table
+            .find(tag as u64, |&i| self.tags[i as usize] == tag)
+            .copied()
     }
 }
 
 fn bad_vole(e: privset_crypto::vole::VoleError) -> ProtocolError {
     PeerMisbehaved::InvalidVole(e).into()
-}
-
-/// Decodes `store` at every key, in parallel chunks, under the meter's `phase`.
-fn decode_all(
-    s: &Session<'_>,
-    phase: &'static str,
-    params: &OkvsParams,
-    seed: &[u8; OKVS_SEED_LEN],
-    store: &[u128],
-    keys: &[u128],
-) -> Result<Vec<u128>, ProtocolError> {
-    let mut out = vec![0u128; keys.len()];
-    s.meter.begin(phase, keys.len());
-    okvs::decode(params, seed, store, keys, &mut out)
-        .map_err(|e| ProtocolError::Config(format!("OKVS decode: {e}")))?;
-    s.meter.add(keys.len());
-    Ok(out)
 }
 
 /// The receiver: holds `Y`; learns `X ∩ Y`.
@@ -182,7 +168,7 @@ enum ReceiverState {
         encoded: Encoded,
     },
     AwaitS3 {
-        own: TagMap,
+        own: OwnTags,
     },
     Done,
 }
@@ -264,6 +250,11 @@ impl Receiver {
                         r3.extend_from_slice(&(p ^ a).to_le_bytes());
                     }
                     s.send_owned(SENDER, kind::R3, r3);
+                    drop(out.a);
+                    let encoded = Encoded {
+                        store: Vec::new(),
+                        ..encoded
+                    };
                     ReceiverState::OwnTags { c: out.c, encoded }
                 }
                 ReceiverState::AwaitS3 { own } => {
@@ -276,13 +267,17 @@ impl Receiver {
                         .filter_map(|t| {
                             let mut b = [0u8; 16];
                             b[..len].copy_from_slice(t);
-                            own.get(&u128::from_le_bytes(b)).copied()
+                            own.find(u128::from_le_bytes(b))
                         })
                         .collect();
                     found.sort_unstable();
                     found.dedup();
-                    let ids = &self.common.input.ids;
-                    let items = found.into_iter().map(|j| ids[j as usize].clone()).collect();
+                    // Moved, not copied: the set is not needed after this.
+                    let mut ids = std::mem::take(&mut self.common.input.ids);
+                    let items = found
+                        .into_iter()
+                        .map(|j| std::mem::take(&mut ids[j as usize]))
+                        .collect();
                     self.output = Some(PsoOutput::Intersection {
                         items,
                         peer_items: self.common.peer_items(),
@@ -355,24 +350,36 @@ impl Protocol for Receiver {
                 ReceiverState::AwaitS1 { vole, encoded }
             }
             ReceiverState::OwnTags { c, encoded } => {
-                let decoded = decode_all(
-                    s,
-                    "decoding our tags",
-                    &encoded.okvs,
-                    &encoded.seed,
-                    &c,
-                    &encoded.keys,
-                )?;
                 let (hash, len) = (TagHash::new(s), self.tag_len());
-                let tags: Vec<u128> = encoded
-                    .keys
-                    .par_iter()
-                    .zip(&decoded)
-                    .map(|(&k, &v)| hash.tag(k, v, len))
-                    .collect();
-                let mut own = TagMap::with_capacity_and_hasher(tags.len(), Default::default());
-                own.extend(tags.into_iter().enumerate().map(|(j, t)| (t, j as u32)));
-                ReceiverState::AwaitS3 { own }
+                let Encoded {
+                    keys: mut tags,
+                    okvs,
+                    seed,
+                    ..
+                } = encoded;
+                s.meter.begin("decoding our tags", tags.len());
+                // Each key becomes its tag in place, a chunk at a time: no second and
+                // third vector of the set's size.
+                tags.par_chunks_mut(CHUNK)
+                    .try_for_each_init(
+                        || vec![0u128; CHUNK],
+                        |decoded, keys| {
+                            let decoded = &mut decoded[..keys.len()];
+                            okvs::decode(&okvs, &seed, &c, keys, decoded)?;
+                            for (k, &v) in keys.iter_mut().zip(decoded.iter()) {
+                                *k = hash.tag(*k, v, len);
+                            }
+                            Ok(())
+                        },
+                    )
+                    .map_err(|e: okvs::OkvsError| {
+                        ProtocolError::Config(format!("OKVS decode: {e}"))
+                    })?;
+                s.meter.add(tags.len());
+                drop(c);
+                ReceiverState::AwaitS3 {
+                    own: OwnTags::new(tags),
+                }
             }
             other => other,
         };
@@ -471,28 +478,50 @@ impl Sender {
                     expect_len("R3", body, OKVS_SEED_LEN + okvs.encoded_len())?;
                     let (seed, masked) = body.split_at(OKVS_SEED_LEN);
                     let seed: [u8; OKVS_SEED_LEN] = seed.try_into().expect("seed length");
-                    // K = b + (P + a)·Δ = c + P·Δ.
-                    let masked: Vec<u128> = masked
-                        .chunks_exact(16)
-                        .map(|c| u128::from_le_bytes(c.try_into().expect("16 bytes")))
-                        .collect();
+                    // K = b + (P + a)·Δ = c + P·Δ, a chunk at a time (no copy of P + a).
                     let mut k = vole.b;
-                    gf128::add_mul_scalar(&mut k, &masked, vole.delta);
-                    drop(masked);
-                    let decoded =
-                        decode_all(s, "evaluating our items", &okvs, &seed, &k, &items.keys)?;
+                    k.par_chunks_mut(CHUNK)
+                        .zip(masked.par_chunks(16 * CHUNK))
+                        .for_each_init(
+                            || vec![0u128; CHUNK],
+                            |buf, (out, bytes)| {
+                                let xs = &mut buf[..out.len()];
+                                for (x, b) in xs.iter_mut().zip(bytes.chunks_exact(16)) {
+                                    *x = u128::from_le_bytes(b.try_into().expect("16 bytes"));
+                                }
+                                gf128::add_mul_scalar(out, xs, vole.delta);
+                            },
+                        );
                     let (hash, len) = (
                         TagHash::new(s),
                         tag_bytes(self.receiver_items() as u64, items.keys.len() as u64),
                     );
                     let delta = vole.delta;
                     let mut s3 = vec![0u8; items.keys.len() * len];
-                    s3.par_chunks_mut(len.max(1))
-                        .zip(items.keys.par_iter().zip(&items.values).zip(&decoded))
-                        .for_each(|(out, ((&key, &value), &d))| {
-                            let tag = hash.tag(key, d ^ gf128::mul(delta, value), len);
-                            out.copy_from_slice(&tag.to_le_bytes()[..len]);
-                        });
+                    s.meter.begin("evaluating our items", items.keys.len());
+                    // Decoded a chunk at a time, straight into the tags.
+                    s3.par_chunks_mut(CHUNK * len.max(1))
+                        .zip(items.keys.par_chunks(CHUNK).zip(items.values.par_chunks(CHUNK)))
+                        .try_for_each_init(
+                            || vec![0u128; CHUNK],
+                            |decoded, (out, (keys, values))| {
+                                let decoded = &mut decoded[..keys.len()];
+                                okvs::decode(&okvs, &seed, &k, keys, decoded)?;
+                                let items = keys.iter().zip(values).zip(decoded.iter());
+                                for (o, ((&key, &value), &d)) in
+                                    out.chunks_exact_mut(len.max(1)).zip(items)
+                                {
+                                    let tag = hash.tag(key, d ^ gf128::mul(delta, value), len);
+                                    o.copy_from_slice(&tag.to_le_bytes()[..len]);
+                                }
+                                Ok(())
+                            },
+                        )
+                        .map_err(|e: okvs::OkvsError| {
+                            ProtocolError::Config(format!("OKVS decode: {e}"))
+                        })?;
+                    s.meter.add(items.keys.len());
+                    drop(k);
                     s.send_owned(RECEIVER, kind::S3, s3);
                     self.output = Some(PsoOutput::PeerSize {
                         peer_items: self.common.peer_items(),
@@ -519,6 +548,9 @@ impl Protocol for Sender {
         let ids = &mut self.common.input.ids;
         s.rng.shuffle(ids);
         let (keys, values) = item_hashes(s, &self.common.input.ids);
+        // The sender learns only |Y|: its identifiers are not needed again, and at 2^24
+        // items they are over a gigabyte.
+        self.common.input.ids = Vec::new();
         self.state = SenderState::AwaitR1 {
             items: Items { keys, values },
         };
