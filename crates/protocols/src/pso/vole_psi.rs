@@ -141,6 +141,24 @@ fn bad_vole(e: privset_crypto::vole::VoleError) -> ProtocolError {
     PeerMisbehaved::InvalidVole(e).into()
 }
 
+/// Decodes `store` at every key under the meter's `phase` (the decoder runs its chunks
+/// in parallel).
+fn decode_all(
+    s: &Session<'_>,
+    phase: &'static str,
+    params: &OkvsParams,
+    seed: &[u8; OKVS_SEED_LEN],
+    store: &[u128],
+    keys: &[u128],
+) -> Result<Vec<u128>, ProtocolError> {
+    let mut out = vec![0u128; keys.len()];
+    s.meter.begin(phase, keys.len());
+    okvs::decode(params, seed, store, keys, &mut out)
+        .map_err(|e| ProtocolError::Config(format!("OKVS decode: {e}")))?;
+    s.meter.add(keys.len());
+    Ok(out)
+}
+
 /// The receiver: holds `Y`; learns `X ∩ Y`.
 pub struct Receiver {
     common: Common,
@@ -357,26 +375,15 @@ impl Protocol for Receiver {
                     seed,
                     ..
                 } = encoded;
-                s.meter.begin("decoding our tags", tags.len());
-                // Each key becomes its tag in place, a chunk at a time: no second and
-                // third vector of the set's size.
-                tags.par_chunks_mut(CHUNK)
-                    .try_for_each_init(
-                        || vec![0u128; CHUNK],
-                        |decoded, keys| {
-                            let decoded = &mut decoded[..keys.len()];
-                            okvs::decode(&okvs, &seed, &c, keys, decoded)?;
-                            for (k, &v) in keys.iter_mut().zip(decoded.iter()) {
-                                *k = hash.tag(*k, v, len);
-                            }
-                            Ok(())
-                        },
-                    )
-                    .map_err(|e: okvs::OkvsError| {
-                        ProtocolError::Config(format!("OKVS decode: {e}"))
-                    })?;
-                s.meter.add(tags.len());
+                // All keys at once: the decoder sorts them by column to share its
+                // subset tables, which smaller calls would build over and over.
+                let decoded = decode_all(s, "decoding our tags", &okvs, &seed, &c, &tags)?;
                 drop(c);
+                // Each key becomes its tag in place: no third vector of the set's size.
+                tags.par_iter_mut()
+                    .zip(&decoded)
+                    .for_each(|(k, &v)| *k = hash.tag(*k, v, len));
+                drop(decoded);
                 ReceiverState::AwaitS3 {
                     own: OwnTags::new(tags),
                 }
@@ -498,30 +505,15 @@ impl Sender {
                     );
                     let delta = vole.delta;
                     let mut s3 = vec![0u8; items.keys.len() * len];
-                    s.meter.begin("evaluating our items", items.keys.len());
-                    // Decoded a chunk at a time, straight into the tags.
-                    s3.par_chunks_mut(CHUNK * len.max(1))
-                        .zip(items.keys.par_chunks(CHUNK).zip(items.values.par_chunks(CHUNK)))
-                        .try_for_each_init(
-                            || vec![0u128; CHUNK],
-                            |decoded, (out, (keys, values))| {
-                                let decoded = &mut decoded[..keys.len()];
-                                okvs::decode(&okvs, &seed, &k, keys, decoded)?;
-                                let items = keys.iter().zip(values).zip(decoded.iter());
-                                for (o, ((&key, &value), &d)) in
-                                    out.chunks_exact_mut(len.max(1)).zip(items)
-                                {
-                                    let tag = hash.tag(key, d ^ gf128::mul(delta, value), len);
-                                    o.copy_from_slice(&tag.to_le_bytes()[..len]);
-                                }
-                                Ok(())
-                            },
-                        )
-                        .map_err(|e: okvs::OkvsError| {
-                            ProtocolError::Config(format!("OKVS decode: {e}"))
-                        })?;
-                    s.meter.add(items.keys.len());
+                    let decoded =
+                        decode_all(s, "evaluating our items", &okvs, &seed, &k, &items.keys)?;
                     drop(k);
+                    s3.par_chunks_mut(len.max(1))
+                        .zip(items.keys.par_iter().zip(&items.values).zip(&decoded))
+                        .for_each(|(out, ((&key, &value), &d))| {
+                            let tag = hash.tag(key, d ^ gf128::mul(delta, value), len);
+                            out.copy_from_slice(&tag.to_le_bytes()[..len]);
+                        });
                     s.send_owned(RECEIVER, kind::S3, s3);
                     self.output = Some(PsoOutput::PeerSize {
                         peer_items: self.common.peer_items(),
