@@ -72,22 +72,30 @@ fn tag_bytes(receiver_items: u64, sender_items: u64) -> usize {
 }
 
 /// `(k(z), h(z))` of every item: the two halves of SHA-256 under the session's item key.
+/// Written straight into the two vectors: collecting pairs and then unzipping them held
+/// both the pairs and the halves at once, 2 × 268 MB more at 2^24 items.
 fn item_hashes(s: &Session<'_>, ids: &[Vec<u8>]) -> (Vec<u128>, Vec<u128>) {
     let hash = PrefixedSha256::with_tag_and_key(b"privset/vole/item", &s.ctx.derive_key(ITEM_KEY));
-    let pairs: Vec<(u128, u128)> = s.meter.slices("hashing our items", ids, 1, |_, slice| {
-        slice
-            .par_iter()
+    let (mut keys, mut values) = (vec![0u128; ids.len()], vec![0u128; ids.len()]);
+    s.meter.begin("hashing our items", ids.len());
+    // Steps of 16 parallel chunks, so that progress moves.
+    let step = 16 * CHUNK;
+    for ((ids, keys), values) in ids
+        .chunks(step)
+        .zip(keys.chunks_mut(step))
+        .zip(values.chunks_mut(step))
+    {
+        ids.par_iter()
+            .zip(keys.par_iter_mut().zip(values.par_iter_mut()))
             .with_min_len(CHUNK / 8)
-            .map(|id| {
+            .for_each(|(id, (k, v))| {
                 let d = hash.hash(id);
-                (
-                    u128::from_le_bytes(d[..16].try_into().expect("16 bytes")),
-                    u128::from_le_bytes(d[16..].try_into().expect("16 bytes")),
-                )
-            })
-            .collect()
-    });
-    pairs.into_iter().unzip()
+                *k = u128::from_le_bytes(d[..16].try_into().expect("16 bytes"));
+                *v = u128::from_le_bytes(d[16..].try_into().expect("16 bytes"));
+            });
+        s.meter.add(ids.len());
+    }
+    (keys, values)
 }
 
 /// The tag hash `T(k, v)`: SHA-256 under the session's tag key of `k || v`, truncated to
