@@ -48,11 +48,7 @@ impl LineCounter {
             let take = buf
                 .len()
                 .min(usize::try_from(start - self.pos).unwrap_or(usize::MAX));
-            let (mut line, mut after_cr) = (self.line, self.after_cr);
-            for &b in &buf[..take] {
-                (line, after_cr) = count(line, after_cr, b);
-            }
-            (self.line, self.after_cr) = (line, after_cr);
+            (self.line, self.after_cr) = count_span(self.line, self.after_cr, &buf[..take]);
             self.reader.consume(take);
             self.pos += take as u64;
         }
@@ -69,6 +65,24 @@ impl LineCounter {
             }
         }
     }
+}
+
+/// The line and "just after `\r`" state once `span` is passed. Most files have no `\r`:
+/// then every `\n` but one right after an earlier span's `\r` is a break, counted
+/// with a plain byte comparison the compiler vectorises (byte-by-byte state was a
+/// tenth of a psi receiver's CPU at 2^20 rows).
+fn count_span(line: u64, after_cr: bool, span: &[u8]) -> (u64, bool) {
+    let Some(&last) = span.last() else {
+        return (line, after_cr);
+    };
+    if span.contains(&b'\r') {
+        return span.iter().fold((line, after_cr), |(line, after_cr), &b| {
+            count(line, after_cr, b)
+        });
+    }
+    let newlines = span.iter().filter(|&&b| b == b'\n').count() as u64;
+    let joined = u64::from(after_cr && span[0] == b'\n');
+    (line + newlines - joined, last == b'\r')
 }
 
 /// The line and "just after `\r`" state once byte `b` is passed.
@@ -109,5 +123,39 @@ mod tests {
         assert_eq!(lines_of(b"h\ra\rb\r"), [1, 2, 3]);
         assert_eq!(lines_of(b"h\n\"a\nb\"\nc\n"), [1, 2, 4]);
         assert_eq!(lines_of(b"h\r\n\r\n\r\na\r\n"), [1, 4]);
+    }
+
+    #[test]
+    fn spans_count_as_bytes_do() {
+        let samples: [&[u8]; 7] = [
+            b"a\nb\n\nc",
+            b"\n\n\n",
+            b"\nx\r\ny\rz",
+            b"\r",
+            b"\n",
+            b"",
+            b"abc",
+        ];
+        for sample in samples {
+            for after_cr in [false, true] {
+                let bytewise = sample
+                    .iter()
+                    .fold((5, after_cr), |(l, a), &b| count(l, a, b));
+                assert_eq!(
+                    count_span(5, after_cr, sample),
+                    bytewise,
+                    "{sample:?} after_cr {after_cr}"
+                );
+                // Split anywhere, the two halves agree too.
+                for cut in 0..sample.len() {
+                    let (l, a) = count_span(5, after_cr, &sample[..cut]);
+                    assert_eq!(
+                        count_span(l, a, &sample[cut..]),
+                        bytewise,
+                        "{sample:?} {cut}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -287,6 +287,10 @@ fn open_decoded(path: &Path, format: Format) -> io::Result<Box<dyn Read>> {
     })
 }
 
+/// Bytes the CSV parser reads at a time (the `csv` crate's default is 8 KiB: four
+/// times as many reads for the same file).
+const CSV_BUFFER: usize = 64 * 1024;
+
 /// The records of a CSV file as rows, one record buffer for the whole file.
 struct CsvRows<'a> {
     path: std::path::PathBuf,
@@ -304,6 +308,7 @@ struct CsvRows<'a> {
 impl<'a> CsvRows<'a> {
     fn open(path: &Path, format: Format, spec: &InputSpec<'a>) -> Result<Self, Failure> {
         let mut reader = csv::ReaderBuilder::new()
+            .buffer_capacity(CSV_BUFFER)
             .has_headers(true)
             .flexible(false)
             .from_reader(open_decoded(path, format).map_err(|e| cannot_read(path, &e))?);
@@ -385,8 +390,14 @@ impl<'a> CsvRows<'a> {
         };
         let record = &self.record;
         let cell = |i: usize| record.get(i).unwrap_or_default();
-        let cells: Vec<&[u8]> = self.id_cols.iter().map(|&c| cell(c)).collect();
-        let id = self.keys.key(&cells).map_err(|e| {
+        // One identifier column (the common case) needs no list of cells.
+        let id = match self.id_cols.as_slice() {
+            &[c] => self.keys.key(&[cell(c)]),
+            cols => self
+                .keys
+                .key(&cols.iter().map(|&c| cell(c)).collect::<Vec<_>>()),
+        };
+        let id = id.map_err(|e| {
             Failure::input(format!("{}: line {line}: {e}", path.display())).at_line(line)
         })?;
         Ok(Some(Row {

@@ -32,9 +32,7 @@
 //! **Bytes**: `m·16` for the OKVS (`m` about 1.1·`|Y|`), `ℓ` per sender item for the
 //! tags, about 0.2 MB for the VOLE.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
+use hashbrown::HashTable;
 use rayon::prelude::*;
 
 use privset_crypto::gf128;
@@ -74,22 +72,30 @@ fn tag_bytes(receiver_items: u64, sender_items: u64) -> usize {
 }
 
 /// `(k(z), h(z))` of every item: the two halves of SHA-256 under the session's item key.
+/// Written straight into the two vectors: collecting pairs and then unzipping them held
+/// both the pairs and the halves at once, 2 × 268 MB more at 2^24 items.
 fn item_hashes(s: &Session<'_>, ids: &[Vec<u8>]) -> (Vec<u128>, Vec<u128>) {
     let hash = PrefixedSha256::with_tag_and_key(b"privset/vole/item", &s.ctx.derive_key(ITEM_KEY));
-    let pairs: Vec<(u128, u128)> = s.meter.slices("hashing our items", ids, 1, |_, slice| {
-        slice
-            .par_iter()
+    let (mut keys, mut values) = (vec![0u128; ids.len()], vec![0u128; ids.len()]);
+    s.meter.begin("hashing our items", ids.len());
+    // Steps of 16 parallel chunks, so that progress moves.
+    let step = 16 * CHUNK;
+    for ((ids, keys), values) in ids
+        .chunks(step)
+        .zip(keys.chunks_mut(step))
+        .zip(values.chunks_mut(step))
+    {
+        ids.par_iter()
+            .zip(keys.par_iter_mut().zip(values.par_iter_mut()))
             .with_min_len(CHUNK / 8)
-            .map(|id| {
+            .for_each(|(id, (k, v))| {
                 let d = hash.hash(id);
-                (
-                    u128::from_le_bytes(d[..16].try_into().expect("16 bytes")),
-                    u128::from_le_bytes(d[16..].try_into().expect("16 bytes")),
-                )
-            })
-            .collect()
-    });
-    pairs.into_iter().unzip()
+                *k = u128::from_le_bytes(d[..16].try_into().expect("16 bytes"));
+                *v = u128::from_le_bytes(d[16..].try_into().expect("16 bytes"));
+            });
+        s.meter.add(ids.len());
+    }
+    (keys, values)
 }
 
 /// The tag hash `T(k, v)`: SHA-256 under the session's tag key of `k || v`, truncated to
@@ -112,25 +118,30 @@ impl TagHash {
     }
 }
 
-/// Our tags, to the index of their item. Tags are SHA-256 outputs, so their low 64 bits
-/// serve as the hash as they are. The map holds only our own tags (pseudorandom to the
-/// sender, who cannot crowd a bucket); the sender's tags are only looked up.
-type TagMap = HashMap<u128, u32, BuildHasherDefault<LowBits>>;
+/// Our tags, found by value: a table of indices into the tags, hashed by each tag's low
+/// 64 bits as they are (tags are SHA-256 outputs). The table holds only our own tags
+/// (pseudorandom to the sender, who cannot crowd a bucket); the sender's tags are only
+/// looked up. Four bytes a bucket: a map from tag to index took 32 (a `u128` key aligns
+/// its entry to 16), 1.1 GB at 2^24 items.
+struct OwnTags {
+    tags: Vec<u128>,
+    table: HashTable<u32>,
+}
 
-#[derive(Default)]
-struct LowBits(u64);
-
-impl Hasher for LowBits {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+impl OwnTags {
+    fn new(tags: Vec<u128>) -> Self {
+        let mut table = HashTable::with_capacity(tags.len());
+        for (j, &t) in tags.iter().enumerate() {
+            table.insert_unique(t as u64, j as u32, |&i| tags[i as usize] as u64);
         }
+        Self { tags, table }
     }
-    fn write_u128(&mut self, tag: u128) {
-        self.0 = tag as u64;
+
+    /// The index of the item whose tag is `tag`.
+    fn find(&self, tag: u128) -> Option<u32> {
+        self.table
+            .find(tag as u64, |&i| self.tags[i as usize] == tag)
+            .copied()
     }
 }
 
@@ -138,7 +149,8 @@ fn bad_vole(e: privset_crypto::vole::VoleError) -> ProtocolError {
     PeerMisbehaved::InvalidVole(e).into()
 }
 
-/// Decodes `store` at every key, in parallel chunks, under the meter's `phase`.
+/// Decodes `store` at every key under the meter's `phase` (the decoder runs its chunks
+/// in parallel).
 fn decode_all(
     s: &Session<'_>,
     phase: &'static str,
@@ -182,7 +194,7 @@ enum ReceiverState {
         encoded: Encoded,
     },
     AwaitS3 {
-        own: TagMap,
+        own: OwnTags,
     },
     Done,
 }
@@ -264,6 +276,11 @@ impl Receiver {
                         r3.extend_from_slice(&(p ^ a).to_le_bytes());
                     }
                     s.send_owned(SENDER, kind::R3, r3);
+                    drop(out.a);
+                    let encoded = Encoded {
+                        store: Vec::new(),
+                        ..encoded
+                    };
                     ReceiverState::OwnTags { c: out.c, encoded }
                 }
                 ReceiverState::AwaitS3 { own } => {
@@ -276,13 +293,17 @@ impl Receiver {
                         .filter_map(|t| {
                             let mut b = [0u8; 16];
                             b[..len].copy_from_slice(t);
-                            own.get(&u128::from_le_bytes(b)).copied()
+                            own.find(u128::from_le_bytes(b))
                         })
                         .collect();
                     found.sort_unstable();
                     found.dedup();
-                    let ids = &self.common.input.ids;
-                    let items = found.into_iter().map(|j| ids[j as usize].clone()).collect();
+                    // Moved, not copied: the set is not needed after this.
+                    let mut ids = std::mem::take(&mut self.common.input.ids);
+                    let items = found
+                        .into_iter()
+                        .map(|j| std::mem::take(&mut ids[j as usize]))
+                        .collect();
                     self.output = Some(PsoOutput::Intersection {
                         items,
                         peer_items: self.common.peer_items(),
@@ -355,24 +376,25 @@ impl Protocol for Receiver {
                 ReceiverState::AwaitS1 { vole, encoded }
             }
             ReceiverState::OwnTags { c, encoded } => {
-                let decoded = decode_all(
-                    s,
-                    "decoding our tags",
-                    &encoded.okvs,
-                    &encoded.seed,
-                    &c,
-                    &encoded.keys,
-                )?;
                 let (hash, len) = (TagHash::new(s), self.tag_len());
-                let tags: Vec<u128> = encoded
-                    .keys
-                    .par_iter()
+                let Encoded {
+                    keys: mut tags,
+                    okvs,
+                    seed,
+                    ..
+                } = encoded;
+                // All keys at once: the decoder sorts them by column to share its
+                // subset tables, which smaller calls would build over and over.
+                let decoded = decode_all(s, "decoding our tags", &okvs, &seed, &c, &tags)?;
+                drop(c);
+                // Each key becomes its tag in place: no third vector of the set's size.
+                tags.par_iter_mut()
                     .zip(&decoded)
-                    .map(|(&k, &v)| hash.tag(k, v, len))
-                    .collect();
-                let mut own = TagMap::with_capacity_and_hasher(tags.len(), Default::default());
-                own.extend(tags.into_iter().enumerate().map(|(j, t)| (t, j as u32)));
-                ReceiverState::AwaitS3 { own }
+                    .for_each(|(k, &v)| *k = hash.tag(*k, v, len));
+                drop(decoded);
+                ReceiverState::AwaitS3 {
+                    own: OwnTags::new(tags),
+                }
             }
             other => other,
         };
@@ -471,22 +493,29 @@ impl Sender {
                     expect_len("R3", body, OKVS_SEED_LEN + okvs.encoded_len())?;
                     let (seed, masked) = body.split_at(OKVS_SEED_LEN);
                     let seed: [u8; OKVS_SEED_LEN] = seed.try_into().expect("seed length");
-                    // K = b + (P + a)·Δ = c + P·Δ.
-                    let masked: Vec<u128> = masked
-                        .chunks_exact(16)
-                        .map(|c| u128::from_le_bytes(c.try_into().expect("16 bytes")))
-                        .collect();
+                    // K = b + (P + a)·Δ = c + P·Δ, a chunk at a time (no copy of P + a).
                     let mut k = vole.b;
-                    gf128::add_mul_scalar(&mut k, &masked, vole.delta);
-                    drop(masked);
-                    let decoded =
-                        decode_all(s, "evaluating our items", &okvs, &seed, &k, &items.keys)?;
+                    k.par_chunks_mut(CHUNK)
+                        .zip(masked.par_chunks(16 * CHUNK))
+                        .for_each_init(
+                            || vec![0u128; CHUNK],
+                            |buf, (out, bytes)| {
+                                let xs = &mut buf[..out.len()];
+                                for (x, b) in xs.iter_mut().zip(bytes.chunks_exact(16)) {
+                                    *x = u128::from_le_bytes(b.try_into().expect("16 bytes"));
+                                }
+                                gf128::add_mul_scalar(out, xs, vole.delta);
+                            },
+                        );
                     let (hash, len) = (
                         TagHash::new(s),
                         tag_bytes(self.receiver_items() as u64, items.keys.len() as u64),
                     );
                     let delta = vole.delta;
                     let mut s3 = vec![0u8; items.keys.len() * len];
+                    let decoded =
+                        decode_all(s, "evaluating our items", &okvs, &seed, &k, &items.keys)?;
+                    drop(k);
                     s3.par_chunks_mut(len.max(1))
                         .zip(items.keys.par_iter().zip(&items.values).zip(&decoded))
                         .for_each(|(out, ((&key, &value), &d))| {
@@ -519,6 +548,9 @@ impl Protocol for Sender {
         let ids = &mut self.common.input.ids;
         s.rng.shuffle(ids);
         let (keys, values) = item_hashes(s, &self.common.input.ids);
+        // The sender learns only |Y|: its identifiers are not needed again, and at 2^24
+        // items they are over a gigabyte.
+        self.common.input.ids = Vec::new();
         self.state = SenderState::AwaitR1 {
             items: Items { keys, values },
         };
