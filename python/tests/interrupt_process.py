@@ -22,7 +22,9 @@ def main() -> None:
     print("started", flush=True)
     try:
         if kind == "local":
-            privset.local.psi(ids, ids[n // 2 :] + [f"other{i}" for i in range(n // 2)])
+            # A Diffie-Hellman psi: long enough to be interrupted in a computation step
+            # (psi's default, vole, finishes 2^18 items in well under a second).
+            privset.local.psi(ids, ids[n // 2 :] + [f"other{i}" for i in range(n // 2)], mqrpmt="cwprf")
         elif kind == "mpsi-local":  # a server and two clients, all computing
             privset.local.mpsi([ids, ids[n // 2 :], ids[: n // 2 + 1]], protocol="bay")
         elif kind == "mpsi-exchange-dir":  # a client whose server never writes
